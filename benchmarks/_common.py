@@ -1,0 +1,44 @@
+"""Helpers shared by the benchmark scripts: timing, result files, test-data builders."""
+
+from __future__ import annotations
+
+import json
+import platform
+import resource
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).parent / "results"
+sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
+
+
+def best_of(fn: Callable[[], Any], repeat: int = 3) -> float:
+    """The fastest of `repeat` wall-clock runs of `fn`, in seconds."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, in MiB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def write_result(name: str, payload: dict[str, Any]) -> Path:
+    """Write `payload` with machine facts to results/NAME.json and return the path."""
+    RESULTS.mkdir(exist_ok=True)
+    payload = {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        **payload,
+    }
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=2) + "\n")
+    return path

@@ -1,0 +1,37 @@
+"""The `archivist` command line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+
+from archivist.cli.chunk_command import add_chunk_command
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every sub-command registered."""
+    parser = argparse.ArgumentParser(
+        prog="archivist", description="Index files and search them for AI agents."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    add_chunk_command(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the process exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = asyncio.run(args.handler(args))
+    except KeyboardInterrupt:
+        return 130
+    except (ValueError, OSError) as exc:
+        print(f"archivist: error: {exc}", file=sys.stderr)
+        return 2
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

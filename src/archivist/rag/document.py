@@ -1,0 +1,31 @@
+"""Sections (what a parser yields) and chunks (what a chunker yields and a store holds)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from archivist.message import MediaBlock
+
+
+class Section(BaseModel):
+    """One natural unit of a file: a PDF page, a slide's text, an image, a whole text file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: MediaBlock
+    source: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Chunk(BaseModel):
+    """One stored piece of a document: `chunk_index` of `total_chunks`; never a score or vector."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: MediaBlock
+    source: str
+    chunk_index: int = Field(ge=0)
+    total_chunks: int = Field(ge=0)
+    metadata: dict[str, Any] = Field(default_factory=dict)

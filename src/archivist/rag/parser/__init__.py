@@ -1,0 +1,23 @@
+"""Parsers: files in, Sections out."""
+
+from archivist.rag.parser.base import ParserBase
+from archivist.rag.parser.image import ImageParser
+from archivist.rag.parser.pdf import PDFParser
+from archivist.rag.parser.ppt import PPTParser
+from archivist.rag.parser.registry import (
+    ParserRegistry,
+    UnsupportedFileTypeError,
+    default_registry,
+)
+from archivist.rag.parser.text import TextParser
+
+__all__ = [
+    "ImageParser",
+    "PDFParser",
+    "PPTParser",
+    "ParserBase",
+    "ParserRegistry",
+    "TextParser",
+    "UnsupportedFileTypeError",
+    "default_registry",
+]

@@ -1,0 +1,83 @@
+"""`ImageParser`: a whole image as one DataBlock Section, its type sniffed from the bytes."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import warnings
+from typing import ClassVar
+
+from PIL import Image
+
+from archivist.message import Base64Source, DataBlock
+from archivist.rag.document import Section
+from archivist.rag.parser.base import ParserBase, read_binary
+
+# Images larger than this many pixels are refused (decompression-bomb guard).
+MAX_IMAGE_PIXELS = 100_000_000
+
+
+def sniff_image_type(data: bytes) -> str | None:
+    """The media type of image `data` from its magic bytes, or None if not a known image."""
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if data.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if data.startswith((b"GIF87a", b"GIF89a")):
+        return "image/gif"
+    if data.startswith(b"BM") and len(data) >= 26:
+        return "image/bmp"
+    if data.startswith(b"RIFF") and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def _verify(data: bytes, filename: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", Image.DecompressionBombWarning)
+        try:
+            with Image.open(io.BytesIO(data)) as image:
+                width, height = image.size
+                if width * height > MAX_IMAGE_PIXELS:
+                    raise ValueError(
+                        f"{filename}: image is {width}x{height} pixels, over the "
+                        f"{MAX_IMAGE_PIXELS:,}-pixel limit"
+                    )
+                image.verify()
+        except ValueError:
+            raise
+        except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+            raise ValueError(f"{filename}: image too large (decompression bomb?): {exc}") from exc
+        except Exception as exc:  # Pillow raises OSError, SyntaxError, ... for broken files
+            raise ValueError(f"{filename}: corrupt image: {exc}") from exc
+
+
+class ImageParser(ParserBase):
+    """PNG, JPEG, GIF, BMP and WEBP images → one DataBlock Section with `{"media_type": ...}`.
+
+    The media type comes from the bytes, not the file name; the image header is checked
+    with Pillow so a truncated or lying file is a ValueError, not a silent bad record.
+    """
+
+    supported_media_types: ClassVar[list[str]] = [
+        "image/png",
+        "image/jpeg",
+        "image/gif",
+        "image/bmp",
+        "image/webp",
+    ]
+
+    async def parse(self, file: bytes | str, filename: str) -> list[Section]:
+        data = read_binary(file, filename)
+        media_type = sniff_image_type(data)
+        if media_type is None:
+            raise ValueError(
+                f"{filename}: not a supported image (expected PNG, JPEG, GIF, BMP or WEBP bytes)"
+            )
+        await asyncio.to_thread(_verify, data, filename)
+        block = DataBlock(
+            source=Base64Source(data=base64.b64encode(data).decode("ascii"), media_type=media_type),
+            name=filename,
+        )
+        return [Section(content=block, source=filename, metadata={"media_type": media_type})]

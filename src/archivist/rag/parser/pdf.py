@@ -1,0 +1,89 @@
+"""`PDFParser`: one Section per page, via PDFium (pypdfium2)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from typing import ClassVar
+
+import pypdfium2 as pdfium
+
+from archivist.message import TextBlock
+from archivist.rag.document import Section
+from archivist.rag.parser.base import ParserBase, read_binary
+
+# PDFium is not thread-safe: every call into it from any thread goes through this lock.
+PDFIUM_LOCK = threading.Lock()
+
+
+class PDFParser(ParserBase):
+    """PDF text, one Section per page with `{"page": n}` counted from 1.
+
+    Pages are opened, read and closed one at a time, so a long PDF never holds all its
+    page objects at once. Pages without text (scans) are skipped; a PDF with no text at all
+    is a ValueError rather than a silent empty result. OCR is not attempted.
+    """
+
+    supported_media_types: ClassVar[list[str]] = ["application/pdf"]
+
+    async def parse(self, file: bytes | str, filename: str) -> list[Section]:
+        data = read_binary(file, filename)
+        sections = await asyncio.to_thread(lambda: list(self.iter_sections(data, filename)))
+        if not sections:
+            raise ValueError(
+                f"{filename}: the PDF has no extractable text (scanned pages need OCR first)"
+            )
+        return sections
+
+    def iter_sections(self, data: bytes, filename: str) -> Iterator[Section]:
+        """Yield the Sections of PDF `data` page by page (synchronous, holds one page)."""
+        if b"%PDF-" not in data[:1024]:
+            raise ValueError(f"{filename}: not a PDF file (no %PDF- header)")
+        with PDFIUM_LOCK:
+            document = self._open(data, filename)
+            try:
+                page_count = len(document)
+            except pdfium.PdfiumError as exc:
+                document.close()
+                raise ValueError(f"{filename}: unreadable PDF: {exc}") from exc
+        try:
+            for index in range(page_count):
+                with PDFIUM_LOCK:
+                    text = self._page_text(document, index, filename)
+                if text:
+                    yield Section(
+                        content=TextBlock(text=text),
+                        source=filename,
+                        metadata={"page": index + 1},
+                    )
+        finally:
+            with PDFIUM_LOCK:
+                document.close()
+
+    @staticmethod
+    def _open(data: bytes, filename: str) -> pdfium.PdfDocument:
+        try:
+            return pdfium.PdfDocument(data)
+        except pdfium.PdfiumError as exc:
+            reason = str(exc)
+            if "password" in reason.lower():
+                raise ValueError(f"{filename}: the PDF is encrypted (password required)") from exc
+            raise ValueError(f"{filename}: corrupt or unsupported PDF: {reason}") from exc
+
+    @staticmethod
+    def _page_text(document: pdfium.PdfDocument, index: int, filename: str) -> str:
+        try:
+            page = document[index]
+        except pdfium.PdfiumError as exc:
+            raise ValueError(f"{filename}: page {index + 1} is unreadable: {exc}") from exc
+        try:
+            textpage = page.get_textpage()
+            try:
+                raw = textpage.get_text_range()
+            finally:
+                textpage.close()
+        finally:
+            page.close()
+        text: str = raw.replace("\r\n", "\n").replace("\r", "\n").replace("\x02", "")
+        return text.strip()

@@ -1,0 +1,182 @@
+"""`PPTParser`: a PowerPoint deck's slides as text Sections and picture DataBlock Sections."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import json
+import zipfile
+from collections.abc import Iterable, Iterator
+from typing import Any, ClassVar, Literal
+
+from pptx import Presentation
+from pptx.enum.shapes import MSO_SHAPE_TYPE
+from pptx.exc import PackageNotFoundError
+
+from archivist.message import Base64Source, DataBlock, TextBlock
+from archivist.rag.document import Section
+from archivist.rag.parser.base import ParserBase, read_binary
+
+PPTX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+
+
+def table_to_markdown(rows: list[list[str]]) -> str:
+    """A GitHub-style Markdown table; `|` and line breaks inside cells are escaped."""
+
+    def cell(text: str) -> str:
+        return (
+            text.replace("\\", "\\\\")
+            .replace("|", "\\|")
+            .replace("\r\n", "<br>")
+            .replace("\n", "<br>")
+            .replace("\r", "<br>")
+            .replace("\v", "<br>")
+        )
+
+    width = max(len(r) for r in rows)
+    padded = [[cell(c) for c in r] + [""] * (width - len(r)) for r in rows]
+    lines = ["| " + " | ".join(padded[0]) + " |", "|" + " --- |" * width]
+    lines += ["| " + " | ".join(r) + " |" for r in padded[1:]]
+    return "\n".join(lines)
+
+
+def table_to_json(rows: list[list[str]]) -> str:
+    """A JSON array with one object per body row, keyed by the header row's cells."""
+    keys: list[str] = []
+    for i, name in enumerate(rows[0]):
+        key = name.strip() or f"column_{i + 1}"
+        base, n = key, 2
+        while key in keys:
+            key, n = f"{base}_{n}", n + 1
+        keys.append(key)
+    body = rows[1:]
+    objects = [{k: (r[i] if i < len(r) else "") for i, k in enumerate(keys)} for r in body]
+    return json.dumps(objects, ensure_ascii=False)
+
+
+class PPTParser(ParserBase):
+    """`.pptx` decks: per slide, text and tables merge into one Section (tables apart if
+    `separate_table`), each picture is its own DataBlock Section; `{"slide": n}` from 1.
+
+    Shapes are walked in order, group shapes included. `slide_prefix`/`slide_suffix` wrap
+    each text Section (`{index}` is the slide number); None turns a tag off.
+    """
+
+    supported_media_types: ClassVar[list[str]] = [PPTX_MEDIA_TYPE]
+
+    def __init__(
+        self,
+        include_image: bool = True,
+        separate_table: bool = False,
+        table_format: Literal["markdown", "json"] = "markdown",
+        slide_prefix: str | None = "<slide index={index}>",
+        slide_suffix: str | None = "</slide>",
+    ) -> None:
+        if table_format not in ("markdown", "json"):
+            raise ValueError(f"table_format must be 'markdown' or 'json', not {table_format!r}")
+        self.include_image = include_image
+        self.separate_table = separate_table
+        self.table_format = table_format
+        self.slide_prefix = slide_prefix
+        self.slide_suffix = slide_suffix
+
+    async def parse(self, file: bytes | str, filename: str) -> list[Section]:
+        data = read_binary(file, filename)
+        sections = await asyncio.to_thread(self._parse_bytes, data, filename)
+        if not sections:
+            raise ValueError(f"{filename}: the deck has no text, tables or pictures")
+        return sections
+
+    def _open(self, data: bytes, filename: str) -> Any:
+        if not zipfile.is_zipfile(io.BytesIO(data)):
+            raise ValueError(f"{filename}: not a PPTX file (not a zip archive)")
+        try:
+            return Presentation(io.BytesIO(data))
+        except (PackageNotFoundError, KeyError, zipfile.BadZipFile) as exc:
+            raise ValueError(f"{filename}: not a valid PPTX presentation: {exc}") from exc
+        except Exception as exc:  # python-pptx/lxml raise many types for broken parts
+            raise ValueError(f"{filename}: corrupt PPTX: {type(exc).__name__}: {exc}") from exc
+
+    def _parse_bytes(self, data: bytes, filename: str) -> list[Section]:
+        presentation = self._open(data, filename)
+        sections: list[Section] = []
+        try:
+            for number, slide in enumerate(presentation.slides, start=1):
+                sections.extend(self._slide_sections(slide, number, filename))
+        except ValueError:
+            raise
+        except Exception as exc:
+            raise ValueError(f"{filename}: corrupt PPTX: {type(exc).__name__}: {exc}") from exc
+        return sections
+
+    def _slide_sections(self, slide: Any, number: int, filename: str) -> Iterator[Section]:
+        texts: list[str] = []
+        tables: list[str] = []
+        pictures: list[Section] = []
+        for shape in _walk(slide.shapes):
+            if shape.has_text_frame:
+                text = shape.text_frame.text.strip()
+                if text:
+                    texts.append(text)
+            elif getattr(shape, "has_table", False) and shape.has_table:
+                rendered = self._table(shape.table)
+                if rendered:
+                    (tables if self.separate_table else texts).append(rendered)
+            elif self.include_image and _is_picture(shape):
+                pictures.append(self._picture(shape, number, filename))
+        if texts:
+            yield self._text_section("\n\n".join(texts), number, filename)
+        for table in tables:
+            yield self._text_section(table, number, filename)
+        yield from pictures
+
+    def _table(self, table: Any) -> str:
+        rows = [[c.text for c in row.cells] for row in table.rows]
+        if not rows or not any(any(c.strip() for c in r) for r in rows):
+            return ""
+        return table_to_markdown(rows) if self.table_format == "markdown" else table_to_json(rows)
+
+    def _text_section(self, body: str, number: int, filename: str) -> Section:
+        parts = [body]
+        if self.slide_prefix is not None:
+            parts.insert(0, self.slide_prefix.format(index=number))
+        if self.slide_suffix is not None:
+            parts.append(self.slide_suffix.format(index=number))
+        return Section(
+            content=TextBlock(text="\n".join(parts)),
+            source=filename,
+            metadata={"slide": number},
+        )
+
+    @staticmethod
+    def _picture(shape: Any, number: int, filename: str) -> Section:
+        image = shape.image
+        media_type = image.content_type
+        return Section(
+            content=DataBlock(
+                source=Base64Source(
+                    data=base64.b64encode(image.blob).decode("ascii"), media_type=media_type
+                ),
+                name=image.filename,
+            ),
+            source=filename,
+            metadata={"slide": number, "media_type": media_type},
+        )
+
+
+def _walk(shapes: Iterable[Any]) -> Iterator[Any]:
+    for shape in shapes:
+        if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
+            yield from _walk(shape.shapes)
+        else:
+            yield shape
+
+
+def _is_picture(shape: Any) -> bool:
+    if shape.shape_type == MSO_SHAPE_TYPE.PICTURE:
+        return True
+    try:  # picture placeholders carry an image without being PICTURE shapes
+        return shape.image is not None
+    except (AttributeError, ValueError):
+        return False

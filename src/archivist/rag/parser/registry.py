@@ -1,0 +1,112 @@
+"""Pick the parser for a file from its media type, extension or magic bytes."""
+
+from __future__ import annotations
+
+import mimetypes
+import os
+import zipfile
+from collections.abc import Callable
+from pathlib import PurePath
+
+from archivist.rag.parser.base import ParserBase, extensions_for
+from archivist.rag.parser.image import ImageParser, sniff_image_type
+from archivist.rag.parser.pdf import PDFParser
+from archivist.rag.parser.ppt import PPTX_MEDIA_TYPE, PPTParser
+from archivist.rag.parser.text import TextParser
+
+
+class UnsupportedFileTypeError(ValueError):
+    """No registered parser reads this file."""
+
+
+class ParserRegistry:
+    """Maps media types to parser factories; `parser_for` resolves a file to a parser."""
+
+    def __init__(self) -> None:
+        self._factories: dict[str, Callable[[], ParserBase]] = {}
+        self._extensions: dict[str, str] = {}
+
+    def register(self, parser_cls: type[ParserBase], factory: Callable[[], ParserBase]) -> None:
+        """Route every media type and extension of `parser_cls` to `factory` (later wins)."""
+        for media_type in parser_cls.supported_media_types:
+            self._factories[media_type] = factory
+        for media_type in parser_cls.supported_media_types:
+            for ext in _extensions(parser_cls, media_type):
+                self._extensions[ext] = media_type
+
+    def supported_extensions(self) -> list[str]:
+        """Every extension some registered parser reads."""
+        return sorted(self._extensions)
+
+    def media_type_for(self, filename: str, head: bytes | None = None) -> str | None:
+        """Media type from the extension, else sniffed from the first bytes `head`."""
+        ext = PurePath(filename).suffix.lower()
+        if ext in self._extensions:
+            return self._extensions[ext]
+        guessed, _ = mimetypes.guess_type(filename, strict=False)
+        if guessed in self._factories:
+            return guessed
+        return sniff_media_type(head) if head else None
+
+    def parser_for(
+        self, filename: str, head: bytes | None = None, media_type: str | None = None
+    ) -> ParserBase:
+        """A parser for `filename` (or explicit `media_type`); unsupported → error naming it."""
+        resolved = media_type or self.media_type_for(filename, head)
+        if resolved is None or resolved not in self._factories:
+            what = f"media type {resolved!r}" if resolved else "an unknown file type"
+            raise UnsupportedFileTypeError(
+                f"{filename}: {what} is not supported "
+                f"(supported extensions: {', '.join(self.supported_extensions())})"
+            )
+        return self._factories[resolved]()
+
+    def parser_for_path(self, path: str | os.PathLike[str]) -> ParserBase:
+        """A parser for the file at `path`, sniffing its first bytes when the name says nothing."""
+        name = os.fspath(path)
+        if not os.path.isfile(name):
+            raise FileNotFoundError(f"{name}: no such file")
+        with open(name, "rb") as fh:
+            head = fh.read(4096)
+        media_type = self.media_type_for(name, head)
+        if media_type is None and head.startswith(b"PK") and _is_pptx_archive(name):
+            media_type = PPTX_MEDIA_TYPE
+        return self.parser_for(name, head, media_type)
+
+
+def _extensions(parser_cls: type[ParserBase], media_type: str) -> list[str]:
+    declared = parser_cls.supported_extensions()
+    return [e for e in extensions_for(media_type) if e in declared]
+
+
+def _is_pptx_archive(path: str) -> bool:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return "ppt/presentation.xml" in archive.namelist()
+    except (zipfile.BadZipFile, OSError):
+        return False
+
+
+def sniff_media_type(head: bytes) -> str | None:
+    """Media type of a file from its first bytes, for the types Archivist parses."""
+    if b"%PDF-" in head[:1024]:
+        return "application/pdf"
+    image = sniff_image_type(head)
+    if image:
+        return image
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # not just a character cut at the end of `head`
+            return None
+    return "text/plain" if b"\x00" not in head else None
+
+
+def default_registry() -> ParserRegistry:
+    """A registry with Archivist's built-in parsers and their default settings."""
+    registry = ParserRegistry()
+    registry.register(TextParser, TextParser)
+    registry.register(PDFParser, PDFParser)
+    registry.register(PPTParser, PPTParser)
+    registry.register(ImageParser, ImageParser)
+    return registry

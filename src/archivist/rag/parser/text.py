@@ -1,0 +1,62 @@
+"""`TextParser`: a whole text file as one Section; the chunker splits it."""
+
+from __future__ import annotations
+
+import os
+from typing import ClassVar
+
+from archivist.message import TextBlock
+from archivist.rag.document import Section
+from archivist.rag.parser.base import ParserBase, read_binary
+
+
+def _is_existing_file(candidate: str) -> bool:
+    try:
+        return os.path.isfile(candidate)
+    except (ValueError, OSError):  # NUL bytes or over-long names: text, not a path
+        return False
+
+
+class TextParser(ParserBase):
+    """Plain-text formats (text, Markdown, CSV, HTML, reST, JSON, XML, YAML).
+
+    `bytes` are decoded with `encoding`; a `str` naming an existing file is read from disk;
+    any other `str` is the text itself.
+    """
+
+    supported_media_types: ClassVar[list[str]] = [
+        "text/plain",
+        "text/markdown",
+        "text/csv",
+        "text/html",
+        "text/x-rst",
+        "application/json",
+        "application/xml",
+        "application/x-yaml",
+    ]
+
+    def __init__(self, encoding: str = "utf-8") -> None:
+        "".encode(encoding)  # unknown codec → LookupError now, not at parse time
+        self.encoding = encoding
+
+    async def parse(self, file: bytes | str, filename: str) -> list[Section]:
+        if isinstance(file, str) and not _is_existing_file(file):
+            text = file
+        else:
+            text = self._decode(read_binary(file, filename), filename)
+        if text.startswith("\ufeff"):
+            text = text[1:]
+        if not text.strip():
+            raise ValueError(f"{filename}: the file holds no text")
+        if "\x00" in text:
+            raise ValueError(f"{filename}: the text holds NUL bytes (a binary file?)")
+        return [Section(content=TextBlock(text=text), source=filename, metadata={})]
+
+    def _decode(self, data: bytes, filename: str) -> str:
+        try:
+            return data.decode(self.encoding)
+        except UnicodeDecodeError as exc:
+            raise ValueError(
+                f"{filename}: cannot decode as {self.encoding} at byte {exc.start} "
+                f"(pass TextParser(encoding=...) for another encoding)"
+            ) from exc

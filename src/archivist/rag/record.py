@@ -1,0 +1,40 @@
+"""Records that cross the vector-store boundary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from archivist.rag.document import Chunk
+
+
+class VectorRecord(BaseModel):
+    """A chunk with its embedding, written under a document id."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    vector: list[float]
+    document_id: str = Field(min_length=1)
+    chunk: Chunk
+
+
+class VectorSearchResult(BaseModel):
+    """A stored chunk found by a search; higher `score` is always better."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    score: float
+    document_id: str
+    chunk: Chunk
+
+
+class DocumentSummary(BaseModel):
+    """One document in a collection; `source` and `metadata` come from its chunk 0."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    document_id: str
+    source: str
+    chunk_count: int
+    metadata: dict[str, Any] = Field(default_factory=dict)

@@ -1,0 +1,5 @@
+"""Vector stores."""
+
+from archivist.rag.store.base import MetadataFilter, VectorStoreBase
+
+__all__ = ["MetadataFilter", "VectorStoreBase"]

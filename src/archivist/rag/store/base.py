@@ -1,0 +1,111 @@
+"""`VectorStoreBase`: the contract every vector store implements."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterable
+from types import TracebackType
+from typing import Any, Self
+
+from archivist.rag.document import Chunk
+from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
+
+MetadataFilter = dict[str, Any]
+
+
+class VectorStoreBase(ABC):
+    """A vector database: collections of chunk vectors, searchable and filterable by metadata.
+
+    `metadata_filter` is `{key: value}` equality on chunk metadata; implementations translate
+    it to the backend's native filter and never filter in Python after an unfiltered fetch.
+    Higher scores are always better.
+    """
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        return None
+
+    @abstractmethod
+    async def create_collection(self, name: str, dimensions: int) -> None:
+        """Create collection `name` for vectors of `dimensions`; a no-op if it exists."""
+
+    @abstractmethod
+    async def delete_collection(self, name: str) -> None:
+        """Drop collection `name` and everything in it; a no-op if it does not exist."""
+
+    @abstractmethod
+    async def has_collection(self, name: str) -> bool:
+        """Whether collection `name` exists."""
+
+    async def collection_dimensions(self, name: str) -> int | None:
+        """The vector size of collection `name`, or None when unknown or absent."""
+        return None
+
+    @abstractmethod
+    async def insert(self, collection: str, records: list[VectorRecord]) -> None:
+        """Write `records`; each keeps its document id and whole chunk."""
+
+    @abstractmethod
+    async def delete(
+        self,
+        collection: str,
+        document_id: str,
+        metadata_filter: MetadataFilter | None = None,
+    ) -> None:
+        """Delete every chunk of `document_id` that also matches `metadata_filter`."""
+
+    @abstractmethod
+    async def search(
+        self,
+        collection: str,
+        query_vector: list[float],
+        top_k: int = 5,
+        metadata_filter: MetadataFilter | None = None,
+    ) -> list[VectorSearchResult]:
+        """The `top_k` nearest chunks matching `metadata_filter`, best first."""
+
+    @abstractmethod
+    async def list_documents(
+        self,
+        collection: str,
+        metadata_filter: MetadataFilter | None = None,
+    ) -> list[DocumentSummary]:
+        """One summary per document matching `metadata_filter`."""
+
+    @abstractmethod
+    async def list_chunks(
+        self,
+        collection: str,
+        document_id: str,
+        offset: int = 0,
+        limit: int = 30,
+        metadata_filter: MetadataFilter | None = None,
+    ) -> list[Chunk]:
+        """The chunks of `document_id` in `chunk_index` order, from `offset`, at most `limit`."""
+
+    async def replace_document(
+        self,
+        collection: str,
+        document_id: str,
+        batches: AsyncIterable[list[VectorRecord]],
+        metadata_filter: MetadataFilter | None = None,
+    ) -> int:
+        """Make `batches` the whole content of `document_id`; returns the chunk count written.
+
+        Stores that can should override this so the old version stays whole until every new
+        chunk is written (and the new one is removed if writing fails). This default deletes
+        first, so a failure part-way leaves the document partly written.
+        """
+        await self.delete(collection, document_id, metadata_filter)
+        written = 0
+        async for batch in batches:
+            await self.insert(collection, batch)
+            written += len(batch)
+        return written

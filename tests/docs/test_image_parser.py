@@ -1,0 +1,66 @@
+import base64
+from pathlib import Path
+
+import pytest
+
+from archivist.message import DataBlock
+from archivist.rag import ImageParser
+from factories import make_image
+
+
+@pytest.mark.parametrize(
+    ("fmt", "media_type"),
+    [
+        ("PNG", "image/png"),
+        ("JPEG", "image/jpeg"),
+        ("GIF", "image/gif"),
+        ("BMP", "image/bmp"),
+        ("WEBP", "image/webp"),
+    ],
+)
+async def test_each_format_is_sniffed_from_bytes(fmt: str, media_type: str) -> None:
+    data = make_image(fmt)
+    # the extension lies on purpose: the bytes decide
+    sections = await ImageParser().parse(data, "picture.dat")
+    assert len(sections) == 1
+    block = sections[0].content
+    assert isinstance(block, DataBlock)
+    assert block.source.media_type == media_type  # type: ignore[union-attr]
+    assert base64.b64decode(block.source.data) == data  # type: ignore[union-attr]
+    assert sections[0].metadata == {"media_type": media_type}
+    assert sections[0].source == "picture.dat"
+
+
+async def test_path_is_read_from_disk(tmp_path: Path) -> None:
+    path = tmp_path / "cat.png"
+    path.write_bytes(make_image("PNG"))
+    sections = await ImageParser().parse(file=str(path), filename="cat.png")
+    assert sections[0].metadata == {"media_type": "image/png"}
+
+
+async def test_unknown_bytes_are_a_value_error() -> None:
+    with pytest.raises(ValueError, match=r"cat\.png.*not a supported image"):
+        await ImageParser().parse(b"%PDF-1.4 definitely not an image", "cat.png")
+
+
+async def test_truncated_image_is_a_value_error() -> None:
+    data = make_image("PNG", size=(64, 64))
+    with pytest.raises(ValueError, match="half.png"):
+        await ImageParser().parse(data[:30], "half.png")
+
+
+async def test_missing_and_empty_files(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="gone.png"):
+        await ImageParser().parse(str(tmp_path / "gone.png"), "gone.png")
+    with pytest.raises(ValueError, match="empty.png"):
+        await ImageParser().parse(b"", "empty.png")
+
+
+def test_media_types_match_the_seed() -> None:
+    assert ImageParser.supported_media_types == [
+        "image/png",
+        "image/jpeg",
+        "image/gif",
+        "image/bmp",
+        "image/webp",
+    ]

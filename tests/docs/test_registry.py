@@ -1,0 +1,69 @@
+from pathlib import Path
+
+import pytest
+
+from archivist.rag import (
+    ImageParser,
+    PDFParser,
+    PPTParser,
+    TextParser,
+    UnsupportedFileTypeError,
+    default_registry,
+)
+from factories import make_image, make_pdf, make_pptx
+
+
+@pytest.mark.parametrize(
+    ("name", "parser"),
+    [
+        ("a.md", TextParser),
+        ("a.TXT", TextParser),
+        ("a.yaml", TextParser),
+        ("a.pdf", PDFParser),
+        ("a.pptx", PPTParser),
+        ("a.jpeg", ImageParser),
+        ("a.webp", ImageParser),
+    ],
+)
+def test_extension_picks_the_parser(name: str, parser: type) -> None:
+    assert isinstance(default_registry().parser_for(name), parser)
+
+
+def test_magic_bytes_decide_when_the_name_says_nothing(tmp_path: Path) -> None:
+    registry = default_registry()
+    cases = {
+        "report": (make_pdf(["x"]), PDFParser),
+        "photo": (make_image("JPEG"), ImageParser),
+        "deck": (make_pptx([{"texts": ["x"]}]), PPTParser),
+        "notes": ("plain words, 中文".encode(), TextParser),
+    }
+    for name, (data, parser) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        assert isinstance(registry.parser_for_path(path), parser), name
+
+
+def test_unsupported_type_names_the_file(tmp_path: Path) -> None:
+    registry = default_registry()
+    with pytest.raises(UnsupportedFileTypeError, match=r"movie\.mkv.*not supported"):
+        registry.parser_for("movie.mkv")
+    binary = tmp_path / "blob.bin"
+    binary.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(UnsupportedFileTypeError, match="blob.bin"):
+        registry.parser_for_path(binary)
+    assert issubclass(UnsupportedFileTypeError, ValueError)
+
+
+def test_missing_path_is_file_not_found(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="absent.pdf"):
+        default_registry().parser_for_path(tmp_path / "absent.pdf")
+
+
+def test_registering_a_custom_parser_routes_its_types() -> None:
+    class RstParser(TextParser):
+        supported_media_types = ["text/x-rst"]
+
+    registry = default_registry()
+    registry.register(RstParser, RstParser)
+    assert isinstance(registry.parser_for("guide.rst"), RstParser)
+    assert type(registry.parser_for("guide.md")) is TextParser

@@ -1,0 +1,87 @@
+"""Builders of real documents for tests: PDFs (reportlab), PPTX decks (python-pptx), images."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+
+from PIL import Image
+
+
+def make_pdf(pages: Sequence[str], *, encrypt_password: str | None = None) -> bytes:
+    """A real PDF with one page per string; lines split on newlines; CJK drawn in STSong."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+    from reportlab.pdfgen import canvas
+
+    pdfmetrics.registerFont(UnicodeCIDFont("STSong-Light"))
+    buffer = io.BytesIO()
+    kwargs = {}
+    if encrypt_password is not None:
+        from reportlab.lib.pdfencrypt import StandardEncryption
+
+        kwargs["encrypt"] = StandardEncryption(encrypt_password, canPrint=0)
+    pdf = canvas.Canvas(buffer, pagesize=A4, **kwargs)
+    for text in pages:
+        y = 800
+        for line in text.split("\n"):
+            font = "STSong-Light" if any(ord(c) > 0x2E80 for c in line) else "Helvetica"
+            pdf.setFont(font, 11)
+            pdf.drawString(50, y, line)
+            y -= 16
+        pdf.showPage()
+    pdf.save()
+    return buffer.getvalue()
+
+
+def make_image(fmt: str = "PNG", size: tuple[int, int] = (32, 24), color: str = "red") -> bytes:
+    """A real image in Pillow format `fmt` (PNG, JPEG, GIF, BMP, WEBP)."""
+    buffer = io.BytesIO()
+    Image.new("RGB", size, color).save(buffer, format=fmt)
+    return buffer.getvalue()
+
+
+def make_pptx(slides: Sequence[dict[str, object]]) -> bytes:
+    """A real deck. Each slide dict may hold `title`, `texts`, `table` (rows), `group`
+    (texts inside one group shape) and `pictures` (PNG bytes), placed in that order."""
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    deck = Presentation()
+    blank = deck.slide_layouts[6]
+    titled = deck.slide_layouts[5]
+    for spec in slides:
+        slide = deck.slides.add_slide(titled if "title" in spec else blank)
+        if "title" in spec:
+            slide.shapes.title.text = str(spec["title"])
+        top = 1.5
+        for text in spec.get("texts", []):  # type: ignore[attr-defined]
+            box = slide.shapes.add_textbox(Inches(0.5), Inches(top), Inches(8), Inches(0.5))
+            box.text_frame.text = text
+            top += 0.6
+        if "table" in spec:
+            rows = spec["table"]
+            shape = slide.shapes.add_table(
+                len(rows),
+                len(rows[0]),
+                Inches(0.5),
+                Inches(top),
+                Inches(8),
+                Inches(1.5),  # type: ignore[arg-type]
+            )
+            for r, row in enumerate(rows):  # type: ignore[arg-type]
+                for c, value in enumerate(row):
+                    shape.table.cell(r, c).text = value
+            top += 1.6
+        if "group" in spec:
+            group = slide.shapes.add_group_shape()
+            for i, text in enumerate(spec["group"]):  # type: ignore[arg-type]
+                box = group.shapes.add_textbox(Inches(0.5 + i), Inches(top), Inches(1), Inches(0.4))
+                box.text_frame.text = text
+            top += 0.5
+        for picture in spec.get("pictures", []):  # type: ignore[attr-defined]
+            slide.shapes.add_picture(io.BytesIO(picture), Inches(6), Inches(5), Inches(1))
+    buffer = io.BytesIO()
+    deck.save(buffer)
+    return buffer.getvalue()
