@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -76,7 +77,14 @@ class ApproxTokenChunker(ChunkerBase):
         chunks: list[Chunk] = []
         for section in sections:
             if isinstance(section.content, TextBlock):
-                for piece in self.split_text(section.content.text):
+                try:
+                    pieces = self.split_text(section.content.text)
+                except UnicodeEncodeError as exc:
+                    raise ValueError(
+                        f"{section.source}: the text holds an invalid character "
+                        f"(lone surrogate) at index {exc.start}"
+                    ) from exc
+                for piece in pieces:
                     chunks.append(self._make(TextBlock(text=piece), section))
             else:
                 chunks.append(self._make(section.content.model_copy(deep=True), section))
@@ -92,7 +100,7 @@ class ApproxTokenChunker(ChunkerBase):
             source=section.source,
             chunk_index=0,
             total_chunks=0,
-            metadata=section.model_copy(deep=True).metadata,
+            metadata=copy.deepcopy(section.metadata),
         )
 
     def split_text(self, text: str) -> list[str]:

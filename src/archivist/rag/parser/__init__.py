@@ -3,7 +3,7 @@
 from archivist.rag.parser.base import ParserBase
 from archivist.rag.parser.image import ImageParser
 from archivist.rag.parser.pdf import PDFParser
-from archivist.rag.parser.ppt import PPTParser
+from archivist.rag.parser.ppt import ArchiveTooLargeError, PPTParser
 from archivist.rag.parser.registry import (
     ParserRegistry,
     UnsupportedFileTypeError,
@@ -12,6 +12,7 @@ from archivist.rag.parser.registry import (
 from archivist.rag.parser.text import TextParser
 
 __all__ = [
+    "ArchiveTooLargeError",
     "ImageParser",
     "PDFParser",
     "PPTParser",

@@ -8,7 +8,7 @@ import io
 import warnings
 from typing import ClassVar
 
-from PIL import Image
+from PIL import Image, UnidentifiedImageError
 
 from archivist.message import Base64Source, DataBlock
 from archivist.rag.document import Section
@@ -34,23 +34,47 @@ def sniff_image_type(data: bytes) -> str | None:
 
 
 def _verify(data: bytes, filename: str) -> None:
+    """Check the header, the pixel count and then decode every pixel once.
+
+    `Image.verify()` alone only checks PNG chunk checksums, so a truncated JPEG, GIF or BMP
+    or a PNG with a broken zlib stream would pass; decoding catches those. The pixel limit is
+    checked before any pixel buffer is allocated, so memory stays bounded by it.
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("error", Image.DecompressionBombWarning)
         try:
             with Image.open(io.BytesIO(data)) as image:
-                width, height = image.size
-                if width * height > MAX_IMAGE_PIXELS:
-                    raise ValueError(
-                        f"{filename}: image is {width}x{height} pixels, over the "
-                        f"{MAX_IMAGE_PIXELS:,}-pixel limit"
-                    )
+                _check_size(image, filename)
                 image.verify()
-        except ValueError:
+            with Image.open(io.BytesIO(data)) as image:
+                if image.format == "JPEG":  # decode at 1/8 scale: still reads every scan
+                    image.draft(image.mode, (image.width // 8 or 1, image.height // 8 or 1))
+                image.load()
+        except _Refused:
             raise
         except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
             raise ValueError(f"{filename}: image too large (decompression bomb?): {exc}") from exc
+        except UnidentifiedImageError as exc:
+            raise ValueError(f"{filename}: corrupt image: unreadable image header") from exc
+        except MemoryError as exc:
+            raise ValueError(f"{filename}: image too large to decode") from exc
         except Exception as exc:  # Pillow raises OSError, SyntaxError, ... for broken files
             raise ValueError(f"{filename}: corrupt image: {exc}") from exc
+
+
+class _Refused(ValueError):
+    """Our own verdict on an image (already names the file); Pillow's ValueErrors do not."""
+
+
+def _check_size(image: Image.Image, filename: str) -> None:
+    width, height = image.size
+    if width <= 0 or height <= 0:
+        raise _Refused(f"{filename}: image has no pixels ({width}x{height})")
+    if width * height > MAX_IMAGE_PIXELS:
+        raise _Refused(
+            f"{filename}: image is {width}x{height} pixels, over the "
+            f"{MAX_IMAGE_PIXELS:,}-pixel limit"
+        )
 
 
 class ImageParser(ParserBase):

@@ -83,6 +83,8 @@ class PDFParser(ParserBase):
                 raw = textpage.get_text_range()
             finally:
                 textpage.close()
+        except pdfium.PdfiumError as exc:
+            raise ValueError(f"{filename}: text of page {index + 1} is unreadable: {exc}") from exc
         finally:
             page.close()
         text: str = raw.replace("\r\n", "\n").replace("\r", "\n").replace("\x02", "")

@@ -20,6 +20,12 @@ from archivist.rag.parser.base import ParserBase, read_binary
 
 PPTX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
 
+_MIB = 1024 * 1024
+
+
+class ArchiveTooLargeError(ValueError):
+    """A PPTX archive is over `PPTParser`'s size limits (a zip bomb?); names the file."""
+
 
 def table_to_markdown(rows: list[list[str]]) -> str:
     """A GitHub-style Markdown table; `|` and line breaks inside cells are escaped."""
@@ -61,9 +67,28 @@ class PPTParser(ParserBase):
 
     Shapes are walked in order, group shapes included. `slide_prefix`/`slide_suffix` wrap
     each text Section (`{index}` is the slide number); None turns a tag off.
+
+    Zip-bomb guard: python-pptx inflates every part of the archive into memory, so before
+    it opens the file the zip's directory is checked against these limits (class
+    attributes, overridable per instance through the constructor) and a deck over any of
+    them is an `ArchiveTooLargeError` (a ValueError) naming the file. The declared sizes can
+    be trusted as upper bounds: Python's zipfile never inflates a part past its declared
+    size (a part that tries to fails its size/CRC check, a ValueError here too).
+
+    - `max_parts`: members in the archive;
+    - `max_part_size`: declared uncompressed bytes of one member;
+    - `max_total_size`: declared uncompressed bytes of all members together;
+    - `max_compression_ratio`: uncompressed/compressed bytes of one member, checked for
+      members over `ratio_check_min_size` bytes (real decks' XML stays far below it).
     """
 
     supported_media_types: ClassVar[list[str]] = [PPTX_MEDIA_TYPE]
+
+    max_parts: int = 10_000
+    max_part_size: int = 256 * _MIB
+    max_total_size: int = 512 * _MIB
+    max_compression_ratio: float = 200.0
+    ratio_check_min_size: int = 1 * _MIB
 
     def __init__(
         self,
@@ -72,9 +97,22 @@ class PPTParser(ParserBase):
         table_format: Literal["markdown", "json"] = "markdown",
         slide_prefix: str | None = "<slide index={index}>",
         slide_suffix: str | None = "</slide>",
+        *,
+        max_parts: int | None = None,
+        max_part_size: int | None = None,
+        max_total_size: int | None = None,
+        max_compression_ratio: float | None = None,
     ) -> None:
         if table_format not in ("markdown", "json"):
             raise ValueError(f"table_format must be 'markdown' or 'json', not {table_format!r}")
+        if max_parts is not None:
+            self.max_parts = max_parts
+        if max_part_size is not None:
+            self.max_part_size = max_part_size
+        if max_total_size is not None:
+            self.max_total_size = max_total_size
+        if max_compression_ratio is not None:
+            self.max_compression_ratio = max_compression_ratio
         self.include_image = include_image
         self.separate_table = separate_table
         self.table_format = table_format
@@ -91,6 +129,7 @@ class PPTParser(ParserBase):
     def _open(self, data: bytes, filename: str) -> Any:
         if not zipfile.is_zipfile(io.BytesIO(data)):
             raise ValueError(f"{filename}: not a PPTX file (not a zip archive)")
+        self._check_archive(data, filename)
         try:
             return Presentation(io.BytesIO(data))
         except (PackageNotFoundError, KeyError, zipfile.BadZipFile) as exc:
@@ -98,14 +137,47 @@ class PPTParser(ParserBase):
         except Exception as exc:  # python-pptx/lxml raise many types for broken parts
             raise ValueError(f"{filename}: corrupt PPTX: {type(exc).__name__}: {exc}") from exc
 
+    def _check_archive(self, data: bytes, filename: str) -> None:
+        """Refuse archives over the size limits before anything is inflated."""
+        try:
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                members = archive.infolist()
+        except Exception as exc:  # BadZipFile, NotImplementedError (zip version), ...
+            raise ValueError(
+                f"{filename}: not a valid PPTX presentation: {type(exc).__name__}: {exc}"
+            ) from exc
+        if len(members) > self.max_parts:
+            raise ArchiveTooLargeError(
+                f"{filename}: the PPTX archive has {len(members):,} parts, over the "
+                f"limit of {self.max_parts:,}"
+            )
+        total = 0
+        for member in members:
+            size = member.file_size
+            if size > self.max_part_size:
+                raise ArchiveTooLargeError(
+                    f"{filename}: part {member.filename!r} inflates to {size:,} bytes, over the "
+                    f"{self.max_part_size:,}-byte limit per part (a zip bomb?)"
+                )
+            ratio = size / max(member.compress_size, 1)
+            if size > self.ratio_check_min_size and ratio > self.max_compression_ratio:
+                raise ArchiveTooLargeError(
+                    f"{filename}: part {member.filename!r} is compressed {ratio:,.0f}:1, over "
+                    f"the {self.max_compression_ratio:,.0f}:1 limit (a zip bomb?)"
+                )
+            total += size
+            if total > self.max_total_size:
+                raise ArchiveTooLargeError(
+                    f"{filename}: the PPTX archive inflates to over {self.max_total_size:,} "
+                    f"bytes in total (a zip bomb?)"
+                )
+
     def _parse_bytes(self, data: bytes, filename: str) -> list[Section]:
         presentation = self._open(data, filename)
         sections: list[Section] = []
-        try:
+        try:  # python-pptx raises ValueError, KeyError, ... that do not name the file
             for number, slide in enumerate(presentation.slides, start=1):
                 sections.extend(self._slide_sections(slide, number, filename))
-        except ValueError:
-            raise
         except Exception as exc:
             raise ValueError(f"{filename}: corrupt PPTX: {type(exc).__name__}: {exc}") from exc
         return sections

@@ -17,6 +17,17 @@ def _is_existing_file(candidate: str) -> bool:
         return False
 
 
+def _check_encodable(text: str, filename: str) -> None:
+    """A `str` given as text must be valid Unicode: lone surrogates cannot be stored."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"{filename}: the text holds an invalid character (lone surrogate) at index "
+            f"{exc.start}"
+        ) from exc
+
+
 class TextParser(ParserBase):
     """Plain-text formats (text, Markdown, CSV, HTML, reST, JSON, XML, YAML).
 
@@ -42,6 +53,7 @@ class TextParser(ParserBase):
     async def parse(self, file: bytes | str, filename: str) -> list[Section]:
         if isinstance(file, str) and not _is_existing_file(file):
             text = file
+            _check_encodable(text, filename)
         else:
             text = self._decode(read_binary(file, filename), filename)
         if text.startswith("\ufeff"):
