@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from archivist.credential._env import from_env
@@ -11,7 +13,8 @@ DASHSCOPE_BASE_URL = "https://dashscope.aliyuncs.com/api/v1"
 
 
 class DashScopeCredential(BaseModel):
-    """A DashScope API key; `api_key` falls back to the env variable `DASHSCOPE_API_KEY`.
+    """A DashScope API key; `api_key` falls back to the env variable `DASHSCOPE_API_KEY`,
+    `base_url` to `DASHSCOPE_BASE_URL` (e.g. the Singapore region), then the Beijing one.
 
     The key is a `SecretStr`, so it never shows in `repr`, `str` or a JSON dump.
     """
@@ -19,7 +22,9 @@ class DashScopeCredential(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     api_key: SecretStr = Field(default=None, validate_default=True)
-    base_url: str = DASHSCOPE_BASE_URL
+    base_url: str = Field(
+        default_factory=lambda: os.environ.get("DASHSCOPE_BASE_URL") or DASHSCOPE_BASE_URL
+    )
 
     @field_validator("api_key", mode="before")
     @classmethod

@@ -2,6 +2,7 @@
 
 from archivist.rag.chunker import ApproxTokenChunker, ChunkerBase
 from archivist.rag.document import Chunk, Section
+from archivist.rag.knowledge_base import DocumentNotFoundError, KnowledgeBase
 from archivist.rag.parser import (
     ImageParser,
     ParserBase,
@@ -14,18 +15,23 @@ from archivist.rag.parser import (
 )
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
 from archivist.rag.store import VectorStoreBase
+from archivist.rag.store.qdrant import QdrantStore, StoreLockedError
 
 __all__ = [
     "ApproxTokenChunker",
     "Chunk",
     "ChunkerBase",
+    "DocumentNotFoundError",
     "DocumentSummary",
     "ImageParser",
+    "KnowledgeBase",
     "PDFParser",
     "PPTParser",
     "ParserBase",
     "ParserRegistry",
+    "QdrantStore",
     "Section",
+    "StoreLockedError",
     "TextParser",
     "UnsupportedFileTypeError",
     "VectorRecord",

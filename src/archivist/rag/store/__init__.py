@@ -1,5 +1,7 @@
 """Vector stores."""
 
 from archivist.rag.store.base import MetadataFilter, VectorStoreBase
+from archivist.rag.store.file_lock import StoreLockedError
+from archivist.rag.store.qdrant import QdrantStore
 
-__all__ = ["MetadataFilter", "VectorStoreBase"]
+__all__ = ["MetadataFilter", "QdrantStore", "StoreLockedError", "VectorStoreBase"]

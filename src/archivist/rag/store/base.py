@@ -16,6 +16,8 @@ MetadataFilter = dict[str, Any]
 class VectorStoreBase(ABC):
     """A vector database: collections of chunk vectors, searchable and filterable by metadata.
 
+    Reads of a missing collection return empty results; writes to one raise ValueError.
+
     `metadata_filter` is `{key: value}` equality on chunk metadata; implementations translate
     it to the backend's native filter and never filter in Python after an unfiltered fetch.
     Higher scores are always better.
@@ -34,7 +36,8 @@ class VectorStoreBase(ABC):
 
     @abstractmethod
     async def create_collection(self, name: str, dimensions: int) -> None:
-        """Create collection `name` for vectors of `dimensions`; a no-op if it exists."""
+        """Create collection `name` for vectors of `dimensions`; a no-op if it exists with
+        the same dimensions, a ValueError if it exists with others."""
 
     @abstractmethod
     async def delete_collection(self, name: str) -> None:
@@ -43,6 +46,10 @@ class VectorStoreBase(ABC):
     @abstractmethod
     async def has_collection(self, name: str) -> bool:
         """Whether collection `name` exists."""
+
+    async def optimize(self, collection: str) -> None:
+        """Build search indexes after a bulk load; stores that index on write do nothing."""
+        return None
 
     async def collection_dimensions(self, name: str) -> int | None:
         """The vector size of collection `name`, or None when unknown or absent."""
@@ -79,7 +86,6 @@ class VectorStoreBase(ABC):
     ) -> list[DocumentSummary]:
         """One summary per document matching `metadata_filter`."""
 
-    @abstractmethod
     async def list_chunks(
         self,
         collection: str,
@@ -88,7 +94,11 @@ class VectorStoreBase(ABC):
         limit: int = 30,
         metadata_filter: MetadataFilter | None = None,
     ) -> list[Chunk]:
-        """The chunks of `document_id` in `chunk_index` order, from `offset`, at most `limit`."""
+        """The chunks of `document_id` in `chunk_index` order, from `offset`, at most `limit`.
+
+        Not abstract so that stores written against the seed's smaller interface still load.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not implement list_chunks")
 
     async def replace_document(
         self,

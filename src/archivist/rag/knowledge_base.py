@@ -1,0 +1,305 @@
+"""`KnowledgeBase`: an embedding model, a vector store and a collection bound into one handle."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from archivist.message import DataBlock, TextBlock
+from archivist.rag.document import Chunk
+from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
+from archivist.rag.store.base import MetadataFilter, VectorStoreBase
+
+if TYPE_CHECKING:
+    from archivist.embedding import EmbeddingModelBase
+
+logger = logging.getLogger(__name__)
+
+Query = str | TextBlock | DataBlock
+FILTER_VALUE_TYPES = (str, int, bool)
+
+
+class DocumentNotFoundError(LookupError):
+    """No document with this id exists inside the handle's scope."""
+
+
+def check_metadata_filter(metadata_filter: MetadataFilter | None) -> MetadataFilter | None:
+    """Validate `{key: value}` equality filters: plain keys, str/int/bool values."""
+    if metadata_filter is None:
+        return None
+    if not isinstance(metadata_filter, dict):
+        raise TypeError(f"metadata_filter must be a dict, not {type(metadata_filter).__name__}")
+    for key, value in metadata_filter.items():
+        if not isinstance(key, str) or not key or "." in key:
+            raise ValueError(f"metadata_filter key {key!r} must be a non-empty string without '.'")
+        if not isinstance(value, FILTER_VALUE_TYPES):
+            raise ValueError(
+                f"metadata_filter[{key!r}] must be a str, int or bool, not {type(value).__name__}"
+            )
+    return dict(metadata_filter)
+
+
+class KnowledgeBase:
+    """A named, described knowledge base over `collection` in `vector_store`.
+
+    The handle never opens or closes the store: hold `async with store:` around its use.
+    With a `metadata_filter` the handle only ever reads, lists and deletes records matching
+    it, and stamps it onto every chunk it writes, so tenants can share one collection.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        embedding_model: EmbeddingModelBase,
+        vector_store: VectorStoreBase,
+        collection: str,
+        metadata_filter: MetadataFilter | None = None,
+        *,
+        write_batch_size: int = 256,
+    ) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError("name must be a non-empty string")
+        if not isinstance(collection, str) or not collection:
+            raise ValueError("collection must be a non-empty string")
+        if not isinstance(vector_store, VectorStoreBase):
+            raise TypeError("vector_store must be a VectorStoreBase")
+        if write_batch_size < 1:
+            raise ValueError("write_batch_size must be >= 1")
+        self.name = name
+        self.description = description
+        self.embedding_model = embedding_model
+        self.vector_store = vector_store
+        self.collection = collection
+        self.metadata_filter = check_metadata_filter(metadata_filter)
+        self.write_batch_size = write_batch_size
+        self._ready = False
+        self._ready_lock = asyncio.Lock()
+
+    def __repr__(self) -> str:
+        return (
+            f"KnowledgeBase(name={self.name!r}, collection={self.collection!r}, "
+            f"metadata_filter={self.metadata_filter!r})"
+        )
+
+    async def ensure_collection(self) -> None:
+        """Create the collection with the model's dimensions, or check an existing one's."""
+        if self._ready:
+            return
+        async with self._ready_lock:
+            if self._ready:
+                return
+            dimensions = self.embedding_model.dimensions
+            if await self.vector_store.has_collection(self.collection):
+                existing = await self.vector_store.collection_dimensions(self.collection)
+                if existing is not None and existing != dimensions:
+                    raise ValueError(
+                        f"collection {self.collection!r} holds {existing}-d vectors but "
+                        f"{self.embedding_model.model!r} makes {dimensions}-d vectors; use "
+                        f"another collection or the model the collection was built with"
+                    )
+            else:
+                await self.vector_store.create_collection(self.collection, dimensions)
+            self._ready = True
+
+    async def insert_document(
+        self,
+        chunks: Sequence[Chunk],
+        document_id: str | None = None,
+        document_metadata: dict[str, Any] | None = None,
+    ) -> str:
+        """Embed `chunks` and store them as one document; returns its id.
+
+        Chunk metadata = `document_metadata` ∪ chunk metadata ∪ `metadata_filter` (the filter
+        wins). Re-inserting an existing id replaces that document whole. Text-only models
+        skip DataBlock chunks (logged) and the rest are renumbered.
+        """
+        document_id = self._check_document_id(document_id)
+        prepared = self._prepare_chunks(chunks, document_metadata, document_id)
+        await self.ensure_collection()
+        batches = self._embedded_batches(prepared, document_id)
+        await self.vector_store.replace_document(
+            self.collection, document_id, batches, self.metadata_filter
+        )
+        return document_id
+
+    async def search(
+        self,
+        queries: Sequence[Query] | Query,
+        top_k: int = 5,
+        score_threshold: float | None = None,
+    ) -> list[VectorSearchResult]:
+        """Best chunks for `queries`: embedded in one batch, searched concurrently, then
+        thresholded, deduplicated by (document, chunk), sorted by score and cut to `top_k`."""
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k <= 0:
+            raise ValueError(f"top_k must be a positive int, got {top_k!r}")
+        if score_threshold is not None and not math.isfinite(score_threshold):
+            raise ValueError(f"score_threshold must be finite, got {score_threshold!r}")
+        usable = self._usable_queries(queries)
+        if not usable:
+            return []
+        await self.ensure_collection()
+        response = await self.embedding_model(usable, input_type="query")
+        hits_per_query = await asyncio.gather(
+            *(
+                self.vector_store.search(self.collection, vector, top_k, self.metadata_filter)
+                for vector in response.embeddings
+            )
+        )
+        best: dict[tuple[str, int], VectorSearchResult] = {}
+        for hits in hits_per_query:
+            for hit in hits:
+                if score_threshold is not None and hit.score < score_threshold:
+                    continue
+                key = (hit.document_id, hit.chunk.chunk_index)
+                if key not in best or hit.score > best[key].score:
+                    best[key] = hit
+        ranked = sorted(best.values(), key=lambda h: h.score, reverse=True)
+        return ranked[:top_k]
+
+    async def list_documents(self) -> list[DocumentSummary]:
+        """One summary per document in scope; `source` and `metadata` from its chunk 0."""
+        await self.ensure_collection()
+        return await self.vector_store.list_documents(self.collection, self.metadata_filter)
+
+    async def list_chunks(self, document_id: str, offset: int = 0, limit: int = 30) -> list[Chunk]:
+        """A page of `document_id`'s chunks in `chunk_index` order."""
+        document_id = self._check_document_id(document_id, required=True)
+        if offset < 0 or limit <= 0:
+            raise ValueError(f"need offset >= 0 and limit > 0, got {offset=}, {limit=}")
+        await self.ensure_collection()
+        return await self.vector_store.list_chunks(
+            self.collection, document_id, offset, limit, self.metadata_filter
+        )
+
+    async def delete_document(self, document_id: str) -> None:
+        """Remove every chunk of `document_id` in scope; absent → DocumentNotFoundError."""
+        document_id = self._check_document_id(document_id, required=True)
+        try:
+            found = bool(await self.list_chunks(document_id, limit=1))
+        except NotImplementedError:  # a store without list_chunks: delete without the check
+            found = True
+        if not found:
+            raise DocumentNotFoundError(
+                f"no document {document_id!r} in knowledge base {self.name!r}"
+            )
+        if self.metadata_filter is None:  # stores written to the seed's `delete(c, id)` work too
+            await self.vector_store.delete(self.collection, document_id)
+        else:
+            await self.vector_store.delete(
+                self.collection, document_id, metadata_filter=self.metadata_filter
+            )
+
+    # -- helpers -------------------------------------------------------------------------
+
+    @staticmethod
+    def _check_document_id(document_id: str | None, required: bool = False) -> str:
+        if document_id is None and not required:
+            return uuid.uuid4().hex
+        if not isinstance(document_id, str) or not document_id.strip():
+            raise ValueError(f"document_id must be a non-empty string, got {document_id!r}")
+        return document_id
+
+    def _usable_queries(
+        self, queries: Sequence[Query] | Query
+    ) -> list[str | TextBlock | DataBlock]:
+        if isinstance(queries, str | TextBlock | DataBlock):
+            queries = [queries]
+        usable: list[str | TextBlock | DataBlock] = []
+        for index, query in enumerate(queries):
+            if isinstance(query, DataBlock):
+                if self.embedding_model.supports_multimodal:
+                    usable.append(query)
+            elif isinstance(query, TextBlock):
+                if query.text.strip():
+                    usable.append(query)
+            elif isinstance(query, str):
+                if query.strip():
+                    usable.append(query)
+            else:
+                raise TypeError(
+                    f"queries[{index}] must be str, TextBlock or DataBlock, "
+                    f"not {type(query).__name__}"
+                )
+        return usable
+
+    def _prepare_chunks(
+        self,
+        chunks: Sequence[Chunk],
+        document_metadata: dict[str, Any] | None,
+        document_id: str,
+    ) -> list[Chunk]:
+        if isinstance(chunks, Chunk) or not isinstance(chunks, Sequence):
+            raise TypeError("chunks must be a list of Chunk")
+        if not chunks:
+            raise ValueError(f"document {document_id!r}: chunks is empty, nothing to insert")
+        base = dict(document_metadata or {})
+        _check_json("document_metadata", base)
+        kept: list[Chunk] = []
+        skipped = 0
+        for index, chunk in enumerate(chunks):
+            if not isinstance(chunk, Chunk):
+                raise TypeError(f"chunks[{index}] must be a Chunk, not {type(chunk).__name__}")
+            if (
+                isinstance(chunk.content, DataBlock)
+                and not self.embedding_model.supports_multimodal
+            ):
+                skipped += 1
+                continue
+            _check_json(f"chunks[{index}].metadata", chunk.metadata)
+            metadata = {**base, **chunk.metadata, **(self.metadata_filter or {})}
+            kept.append(chunk.model_copy(update={"metadata": metadata}, deep=True))
+        if skipped:
+            logger.warning(
+                "document %r: skipped %d DataBlock chunk(s): %s is text-only",
+                document_id,
+                skipped,
+                self.embedding_model.model,
+            )
+        if not kept:
+            raise ValueError(
+                f"document {document_id!r}: no chunk that {self.embedding_model.model!r} "
+                f"can embed (all {skipped} are DataBlocks and the model is text-only)"
+            )
+        if skipped:
+            for index, chunk in enumerate(kept):
+                chunk.chunk_index, chunk.total_chunks = index, len(kept)
+        return kept
+
+    async def _embedded_batches(
+        self, chunks: list[Chunk], document_id: str
+    ) -> AsyncIterator[list[VectorRecord]]:
+        dimensions = self.embedding_model.dimensions
+        for start in range(0, len(chunks), self.write_batch_size):
+            batch = chunks[start : start + self.write_batch_size]
+            inputs = [c.content for c in batch]
+            response = await self.embedding_model(inputs, input_type="document")
+            if len(response.embeddings) != len(batch):
+                raise ValueError(
+                    f"{self.embedding_model.model!r} returned {len(response.embeddings)} "
+                    f"vectors for {len(batch)} chunks of document {document_id!r}"
+                )
+            records = []
+            for chunk, vector in zip(batch, response.embeddings, strict=True):
+                if len(vector) != dimensions or not all(math.isfinite(x) for x in vector):
+                    raise ValueError(
+                        f"{self.embedding_model.model!r} returned a bad vector for chunk "
+                        f"{chunk.chunk_index} of document {document_id!r} (length "
+                        f"{len(vector)}, expected {dimensions} finite numbers)"
+                    )
+                records.append(VectorRecord(vector=vector, document_id=document_id, chunk=chunk))
+            yield records
+
+
+def _check_json(what: str, value: dict[str, Any]) -> None:
+    if not isinstance(value, dict):
+        raise TypeError(f"{what} must be a dict, not {type(value).__name__}")
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what} is not JSON-serialisable: {exc}") from exc

@@ -1,0 +1,171 @@
+"""QdrantBackend on qdrant-client's AsyncQdrantClient: a Qdrant server, cluster or local mode."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any
+
+from qdrant_client import AsyncQdrantClient, models
+
+from archivist.rag.store._qdrant_backend import (
+    INTERNAL_INDEXES,
+    CollectionParams,
+    Hit,
+    PointWrite,
+    QdrantBackend,
+)
+from archivist.rag.store._qdrant_filter import IndexKind, Match, Where
+
+_SCHEMAS: dict[IndexKind, models.PayloadSchemaType] = {
+    "keyword": models.PayloadSchemaType.KEYWORD,
+    "integer": models.PayloadSchemaType.INTEGER,
+    "bool": models.PayloadSchemaType.BOOL,
+}
+
+
+def _condition(match: Match) -> models.FieldCondition:
+    return models.FieldCondition(key=match.key, match=models.MatchValue(value=match.value))
+
+
+def _filter(where: Where) -> models.Filter | None:
+    if not where.must and not where.must_not:
+        return None
+    return models.Filter(
+        must=[_condition(match) for match in where.must] or None,
+        must_not=[_condition(match) for match in where.must_not] or None,
+    )
+
+
+class ClientBackend(QdrantBackend):
+    """Talks to Qdrant through a client that `connect` makes on open.
+
+    `owns_client` says whether close() closes it (not for a client the caller brought).
+    Payload indexes created or found are remembered, so each is requested at most once.
+    """
+
+    def __init__(self, connect: Callable[[], AsyncQdrantClient], owns_client: bool) -> None:
+        self._connect = connect
+        self._owns_client = owns_client
+        self._client: AsyncQdrantClient | None = None
+        self._indexes: dict[str, set[str]] = {}
+
+    @property
+    def client(self) -> AsyncQdrantClient:
+        """The open client."""
+        assert self._client is not None
+        return self._client
+
+    async def open(self) -> None:
+        self._client = self._connect()
+
+    async def close(self) -> None:
+        client, self._client = self._client, None
+        self._indexes.clear()
+        if client is not None and self._owns_client:
+            await client.close()
+
+    async def collection_params(self, name: str) -> CollectionParams | None:
+        if not await self.client.collection_exists(name):
+            return None
+        info = await self.client.get_collection(name)
+        vectors = info.config.params.vectors
+        if not isinstance(vectors, models.VectorParams):
+            raise ValueError(
+                f"collection {name!r} uses named vectors; QdrantStore needs a single unnamed vector"
+            )
+        self._indexes.setdefault(name, set()).update(info.payload_schema)
+        return CollectionParams(vectors.size, vectors.distance.value)
+
+    async def create_collection(self, name: str, params: CollectionParams) -> None:
+        await self.client.create_collection(
+            name,
+            vectors_config=models.VectorParams(
+                size=params.dimensions, distance=models.Distance(params.distance)
+            ),
+        )
+        self._indexes[name] = set()
+        await self.ensure_indexes(name, INTERNAL_INDEXES)
+
+    async def delete_collection(self, name: str) -> None:
+        await self.client.delete_collection(name)
+        self._indexes.pop(name, None)
+
+    async def ensure_indexes(self, name: str, indexes: Mapping[str, IndexKind]) -> None:
+        known = self._indexes.setdefault(name, set())
+        for path, kind in indexes.items():
+            if path not in known:
+                known.add(path)
+                try:
+                    await self.client.create_payload_index(
+                        name, path, field_schema=_SCHEMAS[kind], wait=True
+                    )
+                except BaseException:
+                    known.discard(path)
+                    raise
+
+    async def upsert(self, name: str, points: Sequence[PointWrite]) -> None:
+        await self.client.upsert(
+            name,
+            points=[
+                models.PointStruct(id=point.id, vector=point.vector, payload=point.payload)
+                for point in points
+            ],
+            wait=True,
+        )
+
+    async def delete(self, name: str, where: Where) -> None:
+        condition = _filter(where)
+        if condition is None:
+            raise ValueError("refusing to delete without a condition")
+        await self.client.delete(
+            name, points_selector=models.FilterSelector(filter=condition), wait=True
+        )
+
+    async def search(self, name: str, vector: list[float], limit: int, where: Where) -> list[Hit]:
+        response = await self.client.query_points(
+            name, query=vector, limit=limit, query_filter=_filter(where), with_payload=True
+        )
+        return [Hit(point.score, point.payload or {}) for point in response.points]
+
+    async def count(self, name: str, where: Where) -> int:
+        result = await self.client.count(name, count_filter=_filter(where), exact=True)
+        return result.count
+
+    async def facet(self, name: str, key: str, where: Where, limit: int) -> dict[str, int]:
+        response = await self.client.facet(
+            name, key=key, facet_filter=_filter(where), limit=limit, exact=True
+        )
+        return {str(hit.value): hit.count for hit in response.hits}
+
+    async def scroll(
+        self, name: str, where: Where, fields: Sequence[str], page_size: int
+    ) -> AsyncIterator[list[dict[str, Any]]]:
+        offset: models.ExtendedPointId | None = None
+        while True:
+            records, offset = await self.client.scroll(
+                name,
+                scroll_filter=_filter(where),
+                limit=page_size,
+                offset=offset,
+                with_payload=models.PayloadSelectorInclude(include=list(fields)),
+                with_vectors=False,
+            )
+            yield [record.payload or {} for record in records]
+            if offset is None:
+                return
+
+    async def scroll_ordered(
+        self, name: str, where: Where, order_key: str, limit: int
+    ) -> list[dict[str, Any]]:
+        records, _ = await self.client.scroll(
+            name,
+            scroll_filter=_filter(where),
+            limit=limit,
+            order_by=models.OrderBy(key=order_key, direction=models.Direction.ASC),
+            with_payload=True,
+            with_vectors=False,
+        )
+        return [record.payload or {} for record in records]
+
+    async def optimize(self, name: str) -> None:
+        """Nothing to do: a Qdrant server builds its indexes in the background on its own."""

@@ -1,0 +1,52 @@
+"""The small JSON file beside each Edge shard: what the shard itself does not say cheaply."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from archivist.rag.store._qdrant_filter import IndexKind
+
+META_FILE = "meta.json"
+_FORMAT = 1
+
+
+@dataclass
+class EdgeMeta:
+    """A collection's vector size and distance, its live shard directory, its payload indexes."""
+
+    dimensions: int
+    distance: str
+    shard: str
+    indexes: dict[str, IndexKind] = field(default_factory=dict)
+
+
+def load_meta(directory: Path) -> EdgeMeta | None:
+    """The meta file of the collection in `directory`, or None when the collection is incomplete."""
+    path = directory / META_FILE
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    if not isinstance(raw, dict) or raw.get("format") != _FORMAT:
+        raise RuntimeError(f"{path} is not an Archivist collection meta file (format {_FORMAT})")
+    data = cast(dict[str, Any], raw)
+    return EdgeMeta(
+        dimensions=int(data["dimensions"]),
+        distance=str(data["distance"]),
+        shard=str(data["shard"]),
+        indexes=dict(data["indexes"]),
+    )
+
+
+def save_meta(directory: Path, meta: EdgeMeta) -> None:
+    """Write the meta file atomically (a crash leaves the old or the new file, never half)."""
+    temporary = directory / f".{META_FILE}.tmp"
+    with temporary.open("w", encoding="utf-8") as handle:
+        json.dump({"format": _FORMAT, **asdict(meta)}, handle, indent=2, sort_keys=True)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, directory / META_FILE)

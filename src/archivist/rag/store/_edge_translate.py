@@ -1,0 +1,53 @@
+"""Engine-neutral conditions, index kinds and distances as qdrant_edge objects."""
+
+from __future__ import annotations
+
+import numpy as np
+import qdrant_edge as edge
+
+from archivist.rag.store._qdrant_filter import FilterValue, IndexKind, Match, Where
+
+_SCHEMAS: dict[IndexKind, edge.PayloadSchemaType] = {
+    "keyword": edge.PayloadSchemaType.Keyword,
+    "integer": edge.PayloadSchemaType.Integer,
+    "bool": edge.PayloadSchemaType.Bool,
+}
+
+_DISTANCES: dict[str, edge.Distance] = {
+    "Cosine": edge.Distance.Cosine,
+    "Dot": edge.Distance.Dot,
+    "Euclid": edge.Distance.Euclid,
+    "Manhattan": edge.Distance.Manhattan,
+}
+
+
+def edge_distance(distance: str) -> edge.Distance:
+    """The qdrant_edge distance named `distance`."""
+    return _DISTANCES[distance]
+
+
+def edge_schema(kind: IndexKind) -> edge.PayloadSchemaType:
+    """The qdrant_edge payload index type of `kind`."""
+    return _SCHEMAS[kind]
+
+
+def _match_value(value: FilterValue) -> edge.MatchValue:
+    if isinstance(value, bool):
+        # qdrant-edge-py 0.9 reads a Python bool as the integer 0/1 (so True would match 1 and
+        # never a stored true); numpy.bool_ reaches it as a boolean.
+        return edge.MatchValue(np.bool_(value))  # type: ignore[arg-type]
+    return edge.MatchValue(value)
+
+
+def _condition(match: Match) -> edge.FieldCondition:
+    return edge.FieldCondition(key=match.key, match=_match_value(match.value))
+
+
+def edge_filter(where: Where) -> edge.Filter | None:
+    """The qdrant_edge filter for `where`, or None when it has no condition."""
+    if not where.must and not where.must_not:
+        return None
+    return edge.Filter(
+        must=[_condition(match) for match in where.must] or None,
+        must_not=[_condition(match) for match in where.must_not] or None,
+    )

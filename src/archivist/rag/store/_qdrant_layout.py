@@ -1,0 +1,94 @@
+"""The payload layout of a stored chunk: the only place that knows how a chunk sits in Qdrant.
+
+One point per chunk, payload:
+
+    document_id   str   the document the chunk belongs to
+    generation    str   id of the write (insert call or replace_document) that stored it
+    chunk_index   int   position in the document
+    total_chunks  int   chunk count the chunker reported
+    source        str   where the document came from
+    content       str   the TextBlock / DataBlock as a JSON string: opaque to the engine,
+                        which converts and stores one string much faster than a nested object
+    metadata      dict  the chunk's own metadata, as JSON, nested so user keys cannot collide
+                        with the fields above; filters address `metadata."<key>"`
+
+Point ids are a 128-bit hash of (document_id, generation, chunk_index) as a UUID: unique per
+write, so two tenants that write the same document id into one collection never overwrite each
+other's points.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from archivist.rag.document import Chunk
+from archivist.rag.record import DocumentSummary, VectorRecord
+
+DOCUMENT_ID = "document_id"
+GENERATION = "generation"
+CHUNK_INDEX = "chunk_index"
+TOTAL_CHUNKS = "total_chunks"
+SOURCE = "source"
+CONTENT = "content"
+METADATA = "metadata"
+
+SUMMARY_FIELDS = (DOCUMENT_ID, SOURCE, METADATA)
+"""The payload fields a DocumentSummary needs (the content block is left on disk)."""
+
+
+def new_generation() -> str:
+    """A fresh write id."""
+    return uuid.uuid4().hex
+
+
+def point_id(document_id: str, generation: str, chunk_index: int) -> str:
+    """The id of one chunk written by one write."""
+    key = f"{document_id}\x1f{generation}\x1f{chunk_index}".encode()
+    return str(uuid.UUID(bytes=hashlib.blake2b(key, digest_size=16).digest()))
+
+
+def chunk_metadata(record: VectorRecord) -> dict[str, Any]:
+    """The record's chunk metadata in the JSON form it is stored (and filtered) in."""
+    dumped: dict[str, Any] = record.chunk.model_dump(mode="json", include={"metadata"})
+    return dict(dumped["metadata"])
+
+
+def payload(record: VectorRecord, generation: str, metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The payload of `record` written by `generation`, with its JSON `metadata`."""
+    chunk = record.chunk
+    return {
+        DOCUMENT_ID: record.document_id,
+        GENERATION: generation,
+        CHUNK_INDEX: chunk.chunk_index,
+        TOTAL_CHUNKS: chunk.total_chunks,
+        SOURCE: chunk.source,
+        CONTENT: chunk.content.model_dump_json(),
+        METADATA: dict(metadata),
+    }
+
+
+def chunk_from(stored: Mapping[str, Any]) -> Chunk:
+    """The chunk a stored payload holds."""
+    return Chunk.model_validate(
+        {
+            "content": json.loads(stored[CONTENT]),
+            "source": stored[SOURCE],
+            "chunk_index": stored[CHUNK_INDEX],
+            "total_chunks": stored[TOTAL_CHUNKS],
+            "metadata": stored.get(METADATA) or {},
+        }
+    )
+
+
+def summary_from(stored: Mapping[str, Any], chunk_count: int) -> DocumentSummary:
+    """A document's summary from the payload of its first chunk."""
+    return DocumentSummary(
+        document_id=stored[DOCUMENT_ID],
+        source=stored[SOURCE],
+        chunk_count=chunk_count,
+        metadata=stored.get(METADATA) or {},
+    )

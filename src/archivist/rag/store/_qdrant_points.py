@@ -1,0 +1,57 @@
+"""Vector records turned into the points of one write, after checking every record first."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from archivist.rag.record import VectorRecord
+from archivist.rag.store._arguments import vector_problem
+from archivist.rag.store._qdrant_backend import PointWrite
+from archivist.rag.store._qdrant_filter import FilterValue, satisfies
+from archivist.rag.store._qdrant_layout import chunk_metadata, payload, point_id
+
+
+def points_for(
+    records: Sequence[VectorRecord],
+    dimensions: int,
+    generation: str,
+    *,
+    document_id: str | None = None,
+    metadata_filter: Mapping[str, FilterValue] | None = None,
+    seen: set[tuple[str, int]] | None = None,
+) -> list[PointWrite]:
+    """The points of `records` written by `generation`, or ValueError naming the first bad record.
+
+    A record must hold a finite vector of `dimensions`, belong to `document_id` when one is given,
+    carry metadata inside `metadata_filter`, and not repeat a (document, chunk_index) already in
+    `seen` (which collects them across the batches of one write).
+    """
+    seen = set() if seen is None else seen
+    points = []
+    for position, record in enumerate(records):
+        if not isinstance(record, VectorRecord):
+            raise ValueError(
+                f"records[{position}] is a {type(record).__name__}, not a VectorRecord"
+            )
+        chunk_index = record.chunk.chunk_index
+        named = f"records[{position}] (document {record.document_id!r}, chunk {chunk_index})"
+        problem = vector_problem(record.vector, dimensions)
+        if problem is not None:
+            raise ValueError(f"{named}: vector {problem}")
+        if document_id is not None and record.document_id != document_id:
+            raise ValueError(f"{named}: belongs to another document than {document_id!r}")
+        key = (record.document_id, chunk_index)
+        if key in seen:
+            raise ValueError(f"{named}: chunk_index {chunk_index} appears twice in one write")
+        seen.add(key)
+        metadata = chunk_metadata(record)
+        if metadata_filter and not satisfies(metadata, metadata_filter):
+            raise ValueError(f"{named}: chunk metadata lies outside metadata_filter")
+        points.append(
+            PointWrite(
+                point_id(record.document_id, generation, chunk_index),
+                record.vector,
+                payload(record, generation, metadata),
+            )
+        )
+    return points

@@ -1,0 +1,410 @@
+"""`QdrantStore`: the vector store on Qdrant, in-process (Qdrant Edge) or a server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterable, Callable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self
+
+from archivist.rag.document import Chunk
+from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
+from archivist.rag.store._arguments import (
+    check_collection_name,
+    check_document_id,
+    check_non_negative_int,
+    check_positive_int,
+    check_query_vector,
+)
+from archivist.rag.store._edge_backend import EdgeBackend
+from archivist.rag.store._keyed_lock import KeyedLocks
+from archivist.rag.store._qdrant_backend import (
+    INTERNAL_INDEXES,
+    CollectionParams,
+    PointWrite,
+    QdrantBackend,
+    check_distance,
+    higher_is_better,
+)
+from archivist.rag.store._qdrant_filter import Match, Where, index_kind, metadata_matches
+from archivist.rag.store._qdrant_layout import (
+    CHUNK_INDEX,
+    DOCUMENT_ID,
+    GENERATION,
+    SUMMARY_FIELDS,
+    chunk_from,
+    new_generation,
+    summary_from,
+)
+from archivist.rag.store._qdrant_points import points_for
+from archivist.rag.store.base import MetadataFilter, VectorStoreBase
+from archivist.rag.store.file_lock import StoreLockedError
+
+if TYPE_CHECKING:
+    from qdrant_client import AsyncQdrantClient
+
+__all__ = ["QdrantStore", "StoreLockedError"]
+
+
+class QdrantStore(VectorStoreBase):
+    """Chunks and their vectors in Qdrant; higher scores are better for every distance.
+
+    Where the data lives (exactly one of):
+      - `location=":memory:"`: Qdrant Edge, Qdrant's engine in-process, in a temporary directory
+        that lives as long as the store object (leaving and re-entering `async with` keeps the
+        data, as the seed's samples expect); `path=...`: the same, persisted under `path` and
+        locked against a second opener (`StoreLockedError`). One Edge shard and one `meta.json`
+        per collection.
+      - `url=...` (or an http(s) `location`), with `api_key` and `client_kwargs`: a Qdrant server
+        or cluster through qdrant-client; `QdrantStore.from_client(client)` uses a client you own.
+
+    Index policy (Edge): writes only append, nothing builds the HNSW graph on upsert, and
+    unindexed search is exact. At 100k x 384 on 2 cores it takes ~15 ms (~3 ms tenant-filtered),
+    still 7x (800x) ahead of qdrant-client's local mode. Once writes leave
+    `auto_optimize_threshold` (default 20,000) more points unindexed than the last build, the
+    graph is built in the background by a niced child process (the engine holds the GIL while
+    building, so in-process it would freeze the event loop); reads go on meanwhile, writes are
+    recorded and replayed. Afterwards search takes ~2 ms (~1.4 ms filtered) on embedding-like
+    data; building 100k points takes ~70 s. Bulk loaders wanting full write speed pass
+    `auto_optimize_threshold=None` and `await store.optimize(collection)` at the end. A server
+    indexes on its own; there `optimize` does nothing.
+
+    Use it inside `async with store:`, from one event loop.
+    """
+
+    WRITE_BATCH = 256
+    """Points per engine write: bounds how long one write keeps the event loop."""
+    SCROLL_PAGE = 1024
+    """Points per page when reading many payloads."""
+
+    def __init__(
+        self,
+        location: str | None = None,
+        url: str | None = None,
+        path: str | os.PathLike[str] | None = None,
+        api_key: str | None = None,
+        distance: str = "Cosine",
+        client_kwargs: Mapping[str, Any] | None = None,
+        *,
+        auto_optimize_threshold: int | None = 20_000,
+    ) -> None:
+        given = [
+            name
+            for name, value in (("location", location), ("url", url), ("path", path))
+            if value is not None
+        ]
+        if len(given) != 1:
+            raise ValueError(
+                f"give exactly one of location, url or path; got {', '.join(given) or 'none'}"
+            )
+        if auto_optimize_threshold is not None:
+            check_positive_int(auto_optimize_threshold, "auto_optimize_threshold")
+        if location is not None:
+            if isinstance(location, str) and location.startswith(("http://", "https://")):
+                url = location
+            elif location != ":memory:":
+                raise ValueError(
+                    f"location must be ':memory:' or an http(s):// URL, got {location!r}"
+                )
+        if url is None:
+            if api_key is not None or client_kwargs is not None:
+                raise ValueError("api_key and client_kwargs apply only to a url store")
+            directory = None if path is None else Path(path)
+            self._setup(distance, EdgeBackend(directory, auto_optimize_threshold))
+            return
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise ValueError(f"url must be an http(s):// URL, got {url!r}")
+        address, options = url, dict(client_kwargs or {})
+
+        def connect() -> AsyncQdrantClient:
+            from qdrant_client import AsyncQdrantClient
+
+            return AsyncQdrantClient(url=address, api_key=api_key, **options)
+
+        self._setup(distance, _client_backend(connect, owns_client=True))
+
+    @classmethod
+    def from_client(cls, client: AsyncQdrantClient, distance: str = "Cosine") -> QdrantStore:
+        """A store on `client`, which stays yours: leaving `async with store` does not close it."""
+        store = cls.__new__(cls)
+        store._setup(distance, _client_backend(lambda: client, owns_client=False))
+        return store
+
+    def _setup(self, distance: str, engine: QdrantBackend) -> None:
+        self._distance = check_distance(distance)
+        self._engine = engine
+        self._is_open = False
+        self._params: dict[str, CollectionParams] = {}
+        self._collections_lock = asyncio.Lock()
+        self._document_locks = KeyedLocks()
+
+    async def __aenter__(self) -> Self:
+        if self._is_open:
+            raise RuntimeError("QdrantStore is already open")
+        self._params.clear()
+        await self._engine.open()
+        self._is_open = True
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._is_open:
+            self._is_open = False
+            self._params.clear()
+            await self._engine.close()
+
+    def _open(self) -> QdrantBackend:
+        if not self._is_open:
+            raise RuntimeError("QdrantStore is not open: use it inside `async with store:`")
+        return self._engine
+
+    async def _params_of(self, name: str) -> CollectionParams | None:
+        cached = self._params.get(name)
+        if cached is not None:
+            return cached
+        backend = self._open()
+        params = await backend.collection_params(name)
+        if params is not None:
+            await backend.ensure_indexes(name, INTERNAL_INDEXES)
+            self._params[name] = params
+        return params
+
+    async def _require(self, name: str) -> CollectionParams:
+        params = await self._params_of(name)
+        if params is None:
+            raise ValueError(
+                f"collection {name!r} does not exist; create it with create_collection"
+            )
+        return params
+
+    async def _indexed(self, collection: str, matches: tuple[Match, ...]) -> Where:
+        """`matches` as a condition, with a payload index made (once) for every key it filters."""
+        kinds = {match.key: index_kind(match.value) for match in matches}
+        await self._open().ensure_indexes(collection, kinds)
+        return Where(matches)
+
+    async def create_collection(self, name: str, dimensions: int) -> None:
+        check_collection_name(name)
+        check_positive_int(dimensions, "dimensions")
+        backend = self._open()
+        async with self._collections_lock:
+            existing = await self._params_of(name)
+            if existing is None:
+                params = CollectionParams(dimensions, self._distance)
+                try:
+                    await backend.create_collection(name, params)
+                except Exception:
+                    # Another client of the same server may have created it meanwhile.
+                    existing = await self._params_of(name)
+                    if existing is None:
+                        raise
+                else:
+                    self._params[name] = params
+                    return
+            if existing.dimensions != dimensions:
+                raise ValueError(
+                    f"collection {name!r} exists with {existing.dimensions} dimensions, "
+                    f"not dimensions={dimensions}"
+                )
+
+    async def delete_collection(self, name: str) -> None:
+        check_collection_name(name)
+        backend = self._open()
+        async with self._collections_lock:
+            self._params.pop(name, None)
+            if await backend.collection_params(name) is not None:
+                await backend.delete_collection(name)
+
+    async def has_collection(self, name: str) -> bool:
+        check_collection_name(name)
+        self._params.pop(name, None)
+        return await self._params_of(name) is not None
+
+    async def collection_dimensions(self, name: str) -> int | None:
+        check_collection_name(name)
+        self._params.pop(name, None)
+        params = await self._params_of(name)
+        return None if params is None else params.dimensions
+
+    async def optimize(self, collection: str) -> None:
+        """Build the vector index of everything written to `collection` so far (Edge only)."""
+        check_collection_name(collection)
+        await self._require(collection)
+        await self._open().optimize(collection)
+
+    async def insert(self, collection: str, records: Sequence[VectorRecord]) -> None:
+        """Write `records` as one write: all of them, or (on any error) none."""
+        check_collection_name(collection)
+        self._open()
+        if not records:
+            return
+        params = await self._require(collection)
+        generation = new_generation()
+        points = points_for(records, params.dimensions, generation)
+        try:
+            await self._upsert(collection, points)
+        except BaseException as error:
+            await self._discard(collection, generation, error)
+            raise
+
+    async def _upsert(self, collection: str, points: list[PointWrite]) -> None:
+        backend = self._open()
+        for start in range(0, len(points), self.WRITE_BATCH):
+            await backend.upsert(collection, points[start : start + self.WRITE_BATCH])
+
+    async def _discard(self, collection: str, generation: str, error: BaseException) -> None:
+        """Delete what a failed write stored, noting on `error` if even that fails."""
+        try:
+            await self._open().delete(collection, Where((Match(GENERATION, generation),)))
+        except Exception as cleanup_error:
+            error.add_note(f"removing the partly written points failed too: {cleanup_error!r}")
+
+    async def replace_document(
+        self,
+        collection: str,
+        document_id: str,
+        batches: AsyncIterable[list[VectorRecord]],
+        metadata_filter: MetadataFilter | None = None,
+    ) -> int:
+        """Write `batches` as the whole of `document_id` (within `metadata_filter`), then drop the
+        old version; if anything fails, the new chunks are removed and the old version stays whole.
+        """
+        check_collection_name(collection)
+        check_document_id(document_id)
+        matches = metadata_matches(metadata_filter)
+        params = await self._require(collection)
+        scope = await self._indexed(collection, matches)
+        generation = new_generation()
+        seen: set[tuple[str, int]] = set()
+        written = 0
+        async with self._document_locks.hold((collection, document_id)):
+            try:
+                async for batch in batches:
+                    points = points_for(
+                        batch,
+                        params.dimensions,
+                        generation,
+                        document_id=document_id,
+                        metadata_filter=metadata_filter,
+                        seen=seen,
+                    )
+                    await self._upsert(collection, points)
+                    written += len(points)
+                older = Where(
+                    (Match(DOCUMENT_ID, document_id), *scope.must),
+                    (Match(GENERATION, generation),),
+                )
+                await self._open().delete(collection, older)
+            except BaseException as error:
+                await self._discard(collection, generation, error)
+                raise
+        return written
+
+    async def delete(
+        self,
+        collection: str,
+        document_id: str,
+        metadata_filter: MetadataFilter | None = None,
+    ) -> None:
+        check_collection_name(collection)
+        check_document_id(document_id)
+        matches = metadata_matches(metadata_filter)
+        if await self._params_of(collection) is None:
+            return
+        scope = await self._indexed(collection, matches)
+        async with self._document_locks.hold((collection, document_id)):
+            await self._open().delete(collection, scope.also(Match(DOCUMENT_ID, document_id)))
+
+    async def search(
+        self,
+        collection: str,
+        query_vector: list[float],
+        top_k: int = 5,
+        metadata_filter: MetadataFilter | None = None,
+    ) -> list[VectorSearchResult]:
+        check_collection_name(collection)
+        check_positive_int(top_k, "top_k")
+        matches = metadata_matches(metadata_filter)
+        params = await self._params_of(collection)
+        if params is None:
+            return []
+        vector = check_query_vector(query_vector, params.dimensions)
+        scope = await self._indexed(collection, matches)
+        hits = await self._open().search(collection, vector, top_k, scope)
+        return [
+            VectorSearchResult(
+                score=higher_is_better(params.distance, hit.score),
+                document_id=hit.payload[DOCUMENT_ID],
+                chunk=chunk_from(hit.payload),
+            )
+            for hit in hits
+        ]
+
+    async def list_documents(
+        self,
+        collection: str,
+        metadata_filter: MetadataFilter | None = None,
+    ) -> list[DocumentSummary]:
+        """One summary per document (by id), counting its chunks within `metadata_filter`."""
+        check_collection_name(collection)
+        matches = metadata_matches(metadata_filter)
+        if await self._params_of(collection) is None:
+            return []
+        scope = await self._indexed(collection, matches)
+        backend = self._open()
+        total = await backend.count(collection, scope)
+        if total == 0:
+            return []
+        counts = await backend.facet(collection, DOCUMENT_ID, scope, limit=total)
+        firsts: dict[str, dict[str, Any]] = {}
+        first_chunks = scope.also(Match(CHUNK_INDEX, 0))
+        async for page in backend.scroll(
+            collection, first_chunks, SUMMARY_FIELDS, self.SCROLL_PAGE
+        ):
+            for stored in page:
+                firsts.setdefault(stored[DOCUMENT_ID], stored)
+        for document_id in sorted(counts.keys() - firsts.keys()):
+            # A document written without a chunk 0: summarise it from its lowest chunk.
+            lowest = await backend.scroll_ordered(
+                collection, scope.also(Match(DOCUMENT_ID, document_id)), CHUNK_INDEX, 1
+            )
+            firsts[document_id] = lowest[0]
+        return [
+            summary_from(firsts[document_id], counts[document_id]) for document_id in sorted(counts)
+        ]
+
+    async def list_chunks(
+        self,
+        collection: str,
+        document_id: str,
+        offset: int = 0,
+        limit: int = 30,
+        metadata_filter: MetadataFilter | None = None,
+    ) -> list[Chunk]:
+        check_collection_name(collection)
+        check_document_id(document_id)
+        check_non_negative_int(offset, "offset")
+        check_non_negative_int(limit, "limit")
+        matches = metadata_matches(metadata_filter)
+        if await self._params_of(collection) is None or limit == 0:
+            return []
+        scope = await self._indexed(collection, matches)
+        stored = await self._open().scroll_ordered(
+            collection, scope.also(Match(DOCUMENT_ID, document_id)), CHUNK_INDEX, offset + limit
+        )
+        return [chunk_from(payload) for payload in stored[offset:]]
+
+
+def _client_backend(
+    connect: Callable[[], AsyncQdrantClient], *, owns_client: bool
+) -> QdrantBackend:
+    # Imported on demand: qdrant-client takes about two seconds to import.
+    from archivist.rag.store._client_backend import ClientBackend
+
+    return ClientBackend(connect, owns_client)

@@ -1,0 +1,519 @@
+"""A conformance suite for `VectorStoreBase`, in the style of Haystack's document-store tests.
+
+A backend's test module subclasses `VectorStoreConformance` in a `Test...` class and provides a
+`store` fixture yielding an entered store (Cosine distance). The base class is not named `Test...`,
+so pytest collects it only through such subclasses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import pytest
+
+from archivist.message import Base64Source, DataBlock, TextBlock, URLSource
+from archivist.rag.document import Chunk
+from archivist.rag.record import VectorRecord
+from archivist.rag.store.base import VectorStoreBase
+
+DIMENSIONS = 4
+
+
+def unit(axis: int, lean: float = 0.0) -> list[float]:
+    """A vector along `axis`, tilted by `lean` towards the next axis."""
+    vector = [0.0] * DIMENSIONS
+    vector[axis] = 1.0
+    vector[(axis + 1) % DIMENSIONS] = lean
+    return vector
+
+
+def record(
+    document_id: str,
+    chunk_index: int,
+    vector: Sequence[float] | None = None,
+    *,
+    total: int = 3,
+    source: str | None = None,
+    text: str | None = None,
+    **metadata: Any,
+) -> VectorRecord:
+    """A text chunk of `document_id` with the given vector (default: along axis 0) and metadata."""
+    return VectorRecord(
+        vector=list(vector if vector is not None else unit(0)),
+        document_id=document_id,
+        chunk=Chunk(
+            content=TextBlock(text=text if text is not None else f"{document_id}#{chunk_index}"),
+            source=source if source is not None else f"{document_id}.txt",
+            chunk_index=chunk_index,
+            total_chunks=total,
+            metadata=metadata,
+        ),
+    )
+
+
+async def batches(*groups: list[VectorRecord]) -> AsyncIterator[list[VectorRecord]]:
+    """The groups as an async iterable of batches."""
+    for group in groups:
+        await asyncio.sleep(0)
+        yield group
+
+
+async def failing_after(*groups: list[VectorRecord]) -> AsyncIterator[list[VectorRecord]]:
+    """The groups, then a RuntimeError, as a batch source that breaks mid-document."""
+    for group in groups:
+        yield group
+    raise RuntimeError("embedding service went away")
+
+
+def texts(chunks: Sequence[Chunk]) -> list[str]:
+    """The text of each (text) chunk."""
+    return [chunk.content.text for chunk in chunks if isinstance(chunk.content, TextBlock)]
+
+
+class VectorStoreConformance:
+    """Behaviour every VectorStoreBase must show. Subclasses provide the `store` fixture."""
+
+    @pytest.fixture
+    async def docs(self, store: VectorStoreBase) -> str:
+        """An empty collection of DIMENSIONS-d vectors."""
+        await store.create_collection("docs", DIMENSIONS)
+        return "docs"
+
+    # Collections
+
+    async def test_created_collection_exists_with_its_dimensions(
+        self, store: VectorStoreBase
+    ) -> None:
+        assert not await store.has_collection("fresh")
+        assert await store.collection_dimensions("fresh") is None
+        await store.create_collection("fresh", 7)
+        assert await store.has_collection("fresh")
+        assert await store.collection_dimensions("fresh") == 7
+
+    async def test_creating_an_existing_collection_again_keeps_its_data(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        await store.insert(docs, [record("a", 0)])
+        await store.create_collection(docs, DIMENSIONS)
+        assert [summary.document_id for summary in await store.list_documents(docs)] == ["a"]
+
+    async def test_creating_an_existing_collection_with_other_dimensions_fails(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        with pytest.raises(ValueError, match="dimensions"):
+            await store.create_collection(docs, DIMENSIONS + 1)
+        assert await store.collection_dimensions(docs) == DIMENSIONS
+
+    async def test_deleted_collection_is_gone_with_its_data(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        await store.insert(docs, [record("a", 0)])
+        await store.delete_collection(docs)
+        assert not await store.has_collection(docs)
+        await store.create_collection(docs, DIMENSIONS)
+        assert await store.list_documents(docs) == []
+
+    async def test_deleting_a_missing_collection_does_nothing(self, store: VectorStoreBase) -> None:
+        await store.delete_collection("never-made")
+        await store.delete_collection("never-made")
+        assert not await store.has_collection("never-made")
+
+    @pytest.mark.parametrize("name", ["", ".", "..", "a/b", "a b", "../up", "x" * 256, 3])
+    async def test_unsafe_collection_names_are_rejected(
+        self, store: VectorStoreBase, name: Any
+    ) -> None:
+        with pytest.raises(ValueError, match="collection name"):
+            await store.create_collection(name, DIMENSIONS)
+
+    @pytest.mark.parametrize("dimensions", [0, -3, 2.5, True])
+    async def test_bad_dimensions_are_rejected(
+        self, store: VectorStoreBase, dimensions: Any
+    ) -> None:
+        with pytest.raises(ValueError, match="dimensions"):
+            await store.create_collection("odd", dimensions)
+        assert not await store.has_collection("odd")
+
+    async def test_concurrent_creation_creates_the_collection_once(
+        self, store: VectorStoreBase
+    ) -> None:
+        async def create_then_write(document_id: str) -> None:
+            await store.create_collection("raced", DIMENSIONS)
+            await store.insert("raced", [record(document_id, 0)])
+
+        await asyncio.gather(*(create_then_write(f"d{n}") for n in range(12)))
+        summaries = await store.list_documents("raced")
+        assert sorted(summary.document_id for summary in summaries) == sorted(
+            f"d{n}" for n in range(12)
+        )
+
+    # Insert and search
+
+    async def test_search_ranks_by_similarity_best_first(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        await store.insert(
+            docs,
+            [
+                record("far", 0, unit(2)),
+                record("near", 0, unit(0, 0.1)),
+                record("middle", 0, unit(0, 1.0)),
+            ],
+        )
+        results = await store.search(docs, unit(0), top_k=3)
+        assert [result.document_id for result in results] == ["near", "middle", "far"]
+        scores = [result.score for result in results]
+        assert scores[0] > scores[1] > scores[2]
+
+    async def test_top_k_caps_the_results(self, store: VectorStoreBase, docs: str) -> None:
+        await store.insert(docs, [record("d", n, unit(n % DIMENSIONS, n / 10)) for n in range(9)])
+        assert len(await store.search(docs, unit(0), top_k=4)) == 4
+        assert len(await store.search(docs, unit(0), top_k=50)) == 9
+
+    @pytest.mark.parametrize("top_k", [0, -1, 1.5, True])
+    async def test_bad_top_k_is_rejected(
+        self, store: VectorStoreBase, docs: str, top_k: Any
+    ) -> None:
+        with pytest.raises(ValueError, match="top_k"):
+            await store.search(docs, unit(0), top_k=top_k)
+
+    async def test_query_vector_of_wrong_size_or_not_finite_is_rejected(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        await store.insert(docs, [record("a", 0)])
+        for bad in ([1.0, 0.0], [math.nan, 0.0, 0.0, 0.0], [math.inf, 0.0, 0.0, 0.0]):
+            with pytest.raises(ValueError, match="query_vector"):
+                await store.search(docs, bad)
+
+    async def test_search_of_a_missing_collection_finds_nothing(
+        self, store: VectorStoreBase
+    ) -> None:
+        assert await store.search("never-made", unit(0)) == []
+
+    async def test_a_found_chunk_is_the_chunk_that_was_stored(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        stored = record("a", 1, total=4, source="guide.pdf", page=2, tags=["x", "y"], note=None)
+        await store.insert(docs, [stored])
+        [found] = await store.search(docs, stored.vector, top_k=1)
+        assert found.document_id == "a"
+        assert found.chunk == stored.chunk
+
+    async def test_data_block_chunks_round_trip(self, store: VectorStoreBase, docs: str) -> None:
+        inline = DataBlock(
+            source=Base64Source(data="iVBORw0KGgo=", media_type="image/png"), name="p"
+        )
+        linked = DataBlock(
+            source=URLSource(url="https://example.org/a.jpg", media_type="image/jpeg")
+        )
+        images = [
+            VectorRecord(
+                vector=unit(axis),
+                document_id="deck",
+                chunk=Chunk(content=block, source="deck.pptx", chunk_index=axis, total_chunks=2),
+            )
+            for axis, block in enumerate([inline, linked])
+        ]
+        await store.insert(docs, images)
+        chunks = await store.list_chunks(docs, "deck")
+        assert [chunk.content for chunk in chunks] == [inline, linked]
+        [hit] = await store.search(docs, unit(1), top_k=1)
+        assert hit.chunk == images[1].chunk
+
+    async def test_empty_insert_does_nothing(self, store: VectorStoreBase, docs: str) -> None:
+        await store.insert(docs, [])
+        await store.insert("never-made", [])
+        assert await store.list_documents(docs) == []
+        assert not await store.has_collection("never-made")
+
+    async def test_insert_into_a_missing_collection_fails(self, store: VectorStoreBase) -> None:
+        with pytest.raises(ValueError, match="never-made"):
+            await store.insert("never-made", [record("a", 0)])
+
+    @pytest.mark.parametrize(
+        "bad_vector",
+        [[1.0, 0.0, 0.0], [1.0] * (DIMENSIONS + 1), [math.nan, 0, 0, 0], [0, math.inf, 0, 0]],
+    )
+    async def test_an_invalid_vector_rejects_the_whole_batch(
+        self, store: VectorStoreBase, docs: str, bad_vector: list[float]
+    ) -> None:
+        await store.insert(docs, [record("kept", 0)])
+        batch = [record("new", 0), record("new", 1, bad_vector), record("new", 2)]
+        with pytest.raises(ValueError, match=r"records\[1\].*'new'"):
+            await store.insert(docs, batch)
+        assert [summary.document_id for summary in await store.list_documents(docs)] == ["kept"]
+
+    # Metadata filters
+
+    async def test_filters_are_type_strict(self, store: VectorStoreBase, docs: str) -> None:
+        await store.insert(
+            docs,
+            [
+                record("text-one", 0, kind="1"),
+                record("int-one", 0, kind=1),
+                record("true", 0, kind=True),
+                record("int-zero", 0, kind=0),
+                record("false", 0, kind=False),
+            ],
+        )
+
+        async def found(value: str | int | bool) -> list[str]:
+            results = await store.search(docs, unit(0), top_k=10, metadata_filter={"kind": value})
+            return sorted(result.document_id for result in results)
+
+        assert await found("1") == ["text-one"]
+        assert await found(1) == ["int-one"]
+        assert await found(True) == ["true"]
+        assert await found(0) == ["int-zero"]
+        assert await found(False) == ["false"]
+
+    async def test_all_filter_keys_must_match(self, store: VectorStoreBase, docs: str) -> None:
+        await store.insert(
+            docs,
+            [
+                record("both", 0, tenant="a", lang="en"),
+                record("tenant-only", 0, tenant="a", lang="fr"),
+                record("lang-only", 0, tenant="b", lang="en"),
+            ],
+        )
+        results = await store.search(docs, unit(0), metadata_filter={"tenant": "a", "lang": "en"})
+        assert [result.document_id for result in results] == ["both"]
+        assert await store.search(docs, unit(0), metadata_filter={"missing": "x"}) == []
+
+    async def test_filter_keys_with_dots_are_literal_keys(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        await store.insert(
+            docs, [record("dotted", 0, **{"a.b": "x"}), record("nested", 0, a={"b": "x"})]
+        )
+        results = await store.search(docs, unit(0), metadata_filter={"a.b": "x"})
+        assert [result.document_id for result in results] == ["dotted"]
+
+    async def test_filter_is_applied_before_top_k(self, store: VectorStoreBase, docs: str) -> None:
+        close = [record("a", n, unit(0, n / 100), tenant="a") for n in range(6)]
+        await store.insert(docs, [*close, record("b", 0, unit(2), tenant="b")])
+        [result] = await store.search(docs, unit(0), top_k=1, metadata_filter={"tenant": "b"})
+        assert result.document_id == "b"
+
+    @pytest.mark.parametrize(
+        "bad_filter", [{"k": 1.5}, {"k": None}, {"k": ["a"]}, {"k": {"x": 1}}, {"k": 2**63}]
+    )
+    async def test_unsupported_filter_values_are_rejected_naming_the_key(
+        self, store: VectorStoreBase, docs: str, bad_filter: dict[str, Any]
+    ) -> None:
+        await store.insert(docs, [record("a", 0, k="v")])
+        with pytest.raises(ValueError, match="'k'"):
+            await store.search(docs, unit(0), metadata_filter=bad_filter)
+        with pytest.raises(ValueError, match="'k'"):
+            await store.delete(docs, "a", metadata_filter=bad_filter)
+        assert len(await store.list_chunks(docs, "a")) == 1
+
+    @pytest.mark.parametrize("bad_key", ["", 'say "hi"', "back\\slash", 7])
+    async def test_unsupported_filter_keys_are_rejected(
+        self, store: VectorStoreBase, docs: str, bad_key: Any
+    ) -> None:
+        with pytest.raises(ValueError, match="metadata_filter key"):
+            await store.list_documents(docs, metadata_filter={bad_key: "v"})
+
+    # Delete
+
+    async def test_delete_removes_every_chunk_of_the_document_only(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        await store.insert(docs, [record("gone", n) for n in range(3)] + [record("kept", 0)])
+        await store.delete(docs, "gone")
+        assert [summary.document_id for summary in await store.list_documents(docs)] == ["kept"]
+        assert await store.list_chunks(docs, "gone") == []
+
+    async def test_listing_after_deleting_one_of_several_multi_chunk_documents(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        await store.insert(docs, [record("a", n) for n in range(3)] + [record("b", n) for n in range(2)])
+        await store.delete(docs, "a")
+        [summary] = await store.list_documents(docs)
+        assert (summary.document_id, summary.chunk_count) == ("b", 2)
+
+    async def test_delete_with_a_filter_touches_only_matching_chunks(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        await store.insert(docs, [record("x", 0, tenant="a"), record("x", 1, tenant="b")])
+        await store.delete(docs, "x", metadata_filter={"tenant": "a"})
+        assert [chunk.metadata for chunk in await store.list_chunks(docs, "x")] == [{"tenant": "b"}]
+
+    async def test_deleting_what_is_not_there_does_nothing(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        await store.insert(docs, [record("kept", 0)])
+        await store.delete(docs, "never-written")
+        await store.delete("never-made", "x")
+        assert len(await store.list_documents(docs)) == 1
+
+    # Listing
+
+    async def test_list_documents_counts_chunks_and_summarises_from_chunk_zero(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        await store.insert(
+            docs,
+            [
+                record("manual", 2, source="manual-v2.pdf", page=3),
+                record("manual", 0, source="manual.pdf", page=1),
+                record("manual", 1, source="manual.pdf", page=2),
+                record("note", 0, total=1, source="note.md"),
+            ],
+        )
+        summaries = {summary.document_id: summary for summary in await store.list_documents(docs)}
+        assert set(summaries) == {"manual", "note"}
+        assert summaries["manual"].chunk_count == 3
+        assert summaries["manual"].source == "manual.pdf"
+        assert summaries["manual"].metadata == {"page": 1}
+        assert summaries["note"].chunk_count == 1
+        assert summaries["note"].source == "note.md"
+
+    async def test_list_documents_within_a_filter(self, store: VectorStoreBase, docs: str) -> None:
+        await store.insert(
+            docs,
+            [record("a1", 0, tenant="a"), record("a1", 1, tenant="a"), record("b1", 0, tenant="b")],
+        )
+        [summary] = await store.list_documents(docs, metadata_filter={"tenant": "a"})
+        assert (summary.document_id, summary.chunk_count) == ("a1", 2)
+        assert await store.list_documents("never-made") == []
+
+    async def test_list_chunks_in_order_with_offset_and_limit(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        order = [4, 0, 6, 2, 1, 5, 3]
+        await store.insert(docs, [record("d", n, total=7) for n in order])
+        assert [c.chunk_index for c in await store.list_chunks(docs, "d")] == list(range(7))
+        page = await store.list_chunks(docs, "d", offset=2, limit=3)
+        assert [chunk.chunk_index for chunk in page] == [2, 3, 4]
+        assert texts(page) == ["d#2", "d#3", "d#4"]
+        assert [c.chunk_index for c in await store.list_chunks(docs, "d", offset=5)] == [5, 6]
+        assert await store.list_chunks(docs, "d", offset=7) == []
+        assert await store.list_chunks(docs, "d", limit=0) == []
+
+    async def test_list_chunks_within_a_filter(self, store: VectorStoreBase, docs: str) -> None:
+        await store.insert(
+            docs, [record("d", 0, lang="en"), record("d", 1, lang="fr"), record("d", 2, lang="en")]
+        )
+        chunks = await store.list_chunks(docs, "d", metadata_filter={"lang": "en"})
+        assert [chunk.chunk_index for chunk in chunks] == [0, 2]
+
+    @pytest.mark.parametrize(("offset", "limit"), [(-1, 5), (0, -1), (1.5, 5), (0, None)])
+    async def test_list_chunks_rejects_bad_paging(
+        self, store: VectorStoreBase, docs: str, offset: Any, limit: Any
+    ) -> None:
+        with pytest.raises(ValueError, match="offset|limit"):
+            await store.list_chunks(docs, "d", offset=offset, limit=limit)
+
+    # Replacing a document
+
+    async def test_replace_document_leaves_no_stale_chunks(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        await store.insert(
+            docs, [record("d", n, unit(1), total=5, text=f"old {n}") for n in range(5)]
+        )
+        new = [record("d", n, unit(0), total=2, text=f"new {n}") for n in range(2)]
+        written = await store.replace_document(docs, "d", batches(new[:1], new[1:]))
+        assert written == 2
+        assert texts(await store.list_chunks(docs, "d")) == ["new 0", "new 1"]
+        assert [(s.document_id, s.chunk_count) for s in await store.list_documents(docs)] == [
+            ("d", 2)
+        ]
+        hits = await store.search(docs, unit(1), top_k=10)
+        assert sorted(texts([hit.chunk for hit in hits])) == ["new 0", "new 1"]
+
+    async def test_a_failing_batch_source_leaves_the_old_version_whole(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        old = [record("d", n, text=f"old {n}") for n in range(3)]
+        await store.insert(docs, old)
+        new = [record("d", n, text=f"new {n}") for n in range(2)]
+        with pytest.raises(RuntimeError, match="went away"):
+            await store.replace_document(docs, "d", failing_after(new[:1], new[1:]))
+        assert texts(await store.list_chunks(docs, "d")) == ["old 0", "old 1", "old 2"]
+        assert [s.chunk_count for s in await store.list_documents(docs)] == [3]
+
+    async def test_an_invalid_later_batch_leaves_the_old_version_whole(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        await store.insert(docs, [record("d", n, text=f"old {n}") for n in range(2)])
+        good = [record("d", 0, text="new 0")]
+        bad = [record("d", 1, [math.nan] * DIMENSIONS, text="new 1")]
+        with pytest.raises(ValueError, match="records"):
+            await store.replace_document(docs, "d", batches(good, bad))
+        assert texts(await store.list_chunks(docs, "d")) == ["old 0", "old 1"]
+
+    async def test_replace_document_refuses_foreign_records(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        await store.insert(docs, [record("d", 0, tenant="a", text="old")])
+        with pytest.raises(ValueError, match="another document"):
+            await store.replace_document(
+                docs, "d", batches([record("e", 0, tenant="a")]), {"tenant": "a"}
+            )
+        with pytest.raises(ValueError, match="metadata_filter"):
+            await store.replace_document(
+                docs, "d", batches([record("d", 0, tenant="b")]), {"tenant": "a"}
+            )
+        with pytest.raises(ValueError, match="twice"):
+            await store.replace_document(
+                docs,
+                "d",
+                batches([record("d", 0, tenant="a")], [record("d", 0, tenant="a")]),
+                {"tenant": "a"},
+            )
+        assert texts(await store.list_chunks(docs, "d")) == ["old"]
+        assert await store.list_documents(docs, {"tenant": "b"}) == []
+
+    async def test_replace_document_with_nothing_removes_the_document(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        await store.insert(docs, [record("d", 0), record("kept", 0)])
+        assert await store.replace_document(docs, "d", batches()) == 0
+        assert [summary.document_id for summary in await store.list_documents(docs)] == ["kept"]
+
+    async def test_concurrent_replacements_of_one_document_leave_one_whole_version(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        def version(name: str) -> AsyncIterator[list[VectorRecord]]:
+            groups = [[record("d", n, total=6, text=f"{name} {n}")] for n in range(6)]
+            return batches(*groups)
+
+        await asyncio.gather(
+            store.replace_document(docs, "d", version("first")),
+            store.replace_document(docs, "d", version("second")),
+        )
+        names = {text.split()[0] for text in texts(await store.list_chunks(docs, "d"))}
+        assert len(names) == 1
+        assert len(await store.list_chunks(docs, "d")) == 6
+
+    # Tenants
+
+    async def test_tenants_sharing_a_collection_and_a_document_id_stay_apart(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        tenant_a, tenant_b = {"tenant": "a"}, {"tenant": "b"}
+        a_chunks = [record("x", n, unit(0), text=f"a {n}", tenant="a") for n in range(3)]
+        b_chunks = [record("x", n, unit(0), text=f"b {n}", tenant="b") for n in range(2)]
+        await store.replace_document(docs, "x", batches(a_chunks), tenant_a)
+        await store.replace_document(docs, "x", batches(b_chunks), tenant_b)
+
+        assert texts(await store.list_chunks(docs, "x", metadata_filter=tenant_a)) == [
+            "a 0",
+            "a 1",
+            "a 2",
+        ]
+        hits = await store.search(docs, unit(0), top_k=10, metadata_filter=tenant_b)
+        assert sorted(texts([hit.chunk for hit in hits])) == ["b 0", "b 1"]
+        [summary] = await store.list_documents(docs, tenant_b)
+        assert (summary.document_id, summary.chunk_count, summary.metadata) == ("x", 2, tenant_b)
+
+        await store.replace_document(docs, "x", batches(a_chunks[:1]), tenant_a)
+        assert texts(await store.list_chunks(docs, "x", metadata_filter=tenant_b)) == ["b 0", "b 1"]
+        await store.delete(docs, "x", tenant_a)
+        assert await store.list_chunks(docs, "x", metadata_filter=tenant_a) == []
+        assert texts(await store.list_chunks(docs, "x", metadata_filter=tenant_b)) == ["b 0", "b 1"]

@@ -1,0 +1,119 @@
+"""QdrantStore(path=...) on Qdrant Edge: conformance, persistence across reopening, locking."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from conformance import DIMENSIONS, VectorStoreConformance, batches, record, texts, unit
+
+from archivist.rag.store.file_lock import StoreLockedError
+from archivist.rag.store.qdrant import QdrantStore
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[QdrantStore]:
+    async with QdrantStore(path=tmp_path / "store") as opened:
+        yield opened
+
+
+class TestQdrantEdgePath(VectorStoreConformance):
+    """Every conformance test against the in-process engine persisting under a directory."""
+
+
+async def test_data_indexes_and_shape_survive_reopening(tmp_path: Path) -> None:
+    async with QdrantStore(path=tmp_path, distance="Euclid") as store:
+        await store.create_collection("docs", DIMENSIONS)
+        await store.insert("docs", [record("a", n, unit(n), tenant="t") for n in range(3)])
+        await store.replace_document(
+            "docs", "b", batches([record("b", 0, unit(1), tenant="t")]), {"tenant": "t"}
+        )
+    async with QdrantStore(path=tmp_path) as store:
+        assert await store.has_collection("docs")
+        assert await store.collection_dimensions("docs") == DIMENSIONS
+        assert texts(await store.list_chunks("docs", "a")) == ["a#0", "a#1", "a#2"]
+        [hit] = await store.search("docs", unit(1), top_k=1, metadata_filter={"tenant": "t"})
+        assert hit.score == pytest.approx(0.0, abs=1e-6)  # Euclid kept: a distance of 0, negated
+        await store.insert("docs", [record("c", 0)])
+    meta = json.loads((tmp_path / "collections" / "docs" / "meta.json").read_text())
+    assert meta["dimensions"] == DIMENSIONS and meta["distance"] == "Euclid"
+    assert meta["indexes"]['metadata."tenant"'] == "keyword"
+    assert {"document_id", "generation", "chunk_index"} <= set(meta["indexes"])
+
+
+async def test_deleted_collection_stays_deleted_after_reopening(tmp_path: Path) -> None:
+    async with QdrantStore(path=tmp_path) as store:
+        await store.create_collection("gone", DIMENSIONS)
+        await store.create_collection("kept", DIMENSIONS)
+        await store.delete_collection("gone")
+    async with QdrantStore(path=tmp_path) as store:
+        assert not await store.has_collection("gone")
+        assert await store.has_collection("kept")
+    assert sorted(p.name for p in (tmp_path / "collections").iterdir()) == ["kept"]
+
+
+async def test_a_second_process_cannot_open_an_open_store(tmp_path: Path) -> None:
+    opener = (
+        "import asyncio, sys\n"
+        "from archivist.rag.store.qdrant import QdrantStore, StoreLockedError\n"
+        "async def main():\n"
+        "    try:\n"
+        "        async with QdrantStore(path=sys.argv[1]):\n"
+        "            print('opened')\n"
+        "    except StoreLockedError as error:\n"
+        "        print(error)\n"
+        "asyncio.run(main())\n"
+    )
+
+    def open_elsewhere() -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", opener, str(tmp_path)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout.strip()
+
+    async with QdrantStore(path=tmp_path):
+        assert open_elsewhere() == f"store at {tmp_path} is locked by PID {os.getpid()}"
+    assert open_elsewhere() == "opened"
+
+
+async def test_a_second_store_in_the_same_process_is_refused_too(tmp_path: Path) -> None:
+    async with QdrantStore(path=tmp_path):
+        with pytest.raises(StoreLockedError, match=str(os.getpid())):
+            async with QdrantStore(path=tmp_path):
+                pass
+    assert issubclass(StoreLockedError, RuntimeError)
+
+
+async def test_leftovers_of_an_interrupted_index_build_are_removed(tmp_path: Path) -> None:
+    async with QdrantStore(path=tmp_path) as store:
+        await store.create_collection("docs", DIMENSIONS)
+        await store.insert("docs", [record("a", 0)])
+    collection_dir = tmp_path / "collections" / "docs"
+    live = json.loads((collection_dir / "meta.json").read_text())["shard"]
+    (collection_dir / "shard-interrupted").mkdir()
+    async with QdrantStore(path=tmp_path) as store:
+        assert len(await store.list_chunks("docs", "a")) == 1
+    assert sorted(p.name for p in collection_dir.iterdir()) == sorted(["meta.json", live])
+
+
+async def test_an_optimized_collection_reopens_from_its_new_shard(tmp_path: Path) -> None:
+    async with QdrantStore(path=tmp_path) as store:
+        await store.create_collection("docs", DIMENSIONS)
+        await store.insert("docs", [record("a", n, unit(n % DIMENSIONS)) for n in range(50)])
+        await store.optimize("docs")
+        await store.insert("docs", [record("b", 0)])
+    async with QdrantStore(path=tmp_path) as store:
+        counts = {s.document_id: s.chunk_count for s in await store.list_documents("docs")}
+        assert counts == {"a": 50, "b": 1}
+    shards = [
+        p for p in (tmp_path / "collections" / "docs").iterdir() if p.name.startswith("shard-")
+    ]
+    assert len(shards) == 1
