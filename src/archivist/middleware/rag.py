@@ -1,0 +1,175 @@
+"""`RAGMiddleware`: knowledge for an agent, before it thinks (static) or as a tool (agentic)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from archivist.agent.context import ReplyContext
+from archivist.event import HintBlockEvent
+from archivist.message import DataBlock, HintBlock, Msg, TextBlock
+from archivist.middleware.base import MiddlewareBase
+from archivist.middleware.retrieval import Retrieval, render_hits, retrieve
+from archivist.rag.knowledge_base import KnowledgeBase, Query
+from archivist.tool import ToolBase
+
+HINT_SOURCE = "rag"
+
+
+class RAGMiddleware(MiddlewareBase):
+    """Hands what a set of KnowledgeBases finds to an agent.
+
+    - `static`: before the first reasoning step of each reply, searches every KB with the
+      reply's input (its DataBlocks too, for multimodal KBs), puts one HintBlock right after
+      the input in the context, emits a HintBlockEvent if asked, and takes the hint out
+      again after that step unless `persist_hint`.
+    - `agentic` (default): `list_tools()` offers a `search_knowledge` tool to register.
+    Hits from all KBs are merged by rank fusion, deduplicated and cut to `top_k`; each one
+    is labelled with its source, page/slide and chunk so the answer can cite it.
+    """
+
+    class Parameters(BaseModel):
+        """How the middleware searches and injects."""
+
+        model_config = ConfigDict(extra="forbid")
+
+        mode: Literal["agentic", "static"] = "agentic"
+        top_k: int = Field(default=5, gt=0)
+        score_threshold: float | None = None
+        emit_hint_event: bool = True
+        persist_hint: bool = False
+
+    def __init__(
+        self,
+        knowledges: Sequence[KnowledgeBase] | None = None,
+        parameters: Parameters | None = None,
+        *,
+        knowledge_bases: Sequence[KnowledgeBase] | None = None,
+    ) -> None:
+        if knowledges is not None and knowledge_bases is not None:
+            raise ValueError("pass knowledges= or knowledge_bases=, not both")
+        kbs = list(knowledges if knowledges is not None else knowledge_bases or [])
+        if not kbs:
+            raise ValueError("RAGMiddleware needs at least one KnowledgeBase")
+        for index, kb in enumerate(kbs):
+            if not isinstance(kb, KnowledgeBase):
+                raise TypeError(f"knowledges[{index}] is not a KnowledgeBase")
+        names = [kb.name for kb in kbs]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"knowledge base names must be unique; repeated: {duplicates}")
+        self.knowledges = kbs
+        self.parameters = parameters or self.Parameters()
+        self._state_key = f"rag-hint:{id(self)}"
+
+    async def retrieve(
+        self, queries: Sequence[Query], knowledge_bases: Sequence[str] | None = None
+    ) -> Retrieval:
+        """Search the attached KBs (or the named subset) and merge what they find."""
+        chosen = self.knowledges
+        if knowledge_bases:
+            unknown = sorted(set(knowledge_bases) - {kb.name for kb in self.knowledges})
+            if unknown:
+                raise ValueError(
+                    f"unknown knowledge base(s) {unknown}; available: "
+                    f"{[kb.name for kb in self.knowledges]}"
+                )
+            chosen = [kb for kb in self.knowledges if kb.name in knowledge_bases]
+        return await retrieve(
+            chosen, queries, self.parameters.top_k, self.parameters.score_threshold
+        )
+
+    async def list_tools(self) -> list[ToolBase]:
+        if self.parameters.mode != "agentic":
+            return []
+        return [SearchKnowledgeTool(self)]
+
+    async def before_reasoning(self, ctx: ReplyContext) -> None:
+        if self.parameters.mode != "static" or ctx.iteration != 0:
+            return
+        queries = _queries_from(ctx.input)
+        if not queries:
+            return
+        retrieval = await self.retrieve(queries)
+        hint = HintBlock(hint=render_hits(retrieval), source=HINT_SOURCE)
+        msg = Msg(HINT_SOURCE, [hint], "user")
+        anchor = (
+            ctx.input_msg if ctx.input_msg is not None and ctx.input_msg in ctx.memory else None
+        )
+        ctx.memory.add(msg, after=anchor)
+        ctx.state[self._state_key] = msg.id
+        if self.parameters.emit_hint_event:
+            await ctx.emit(
+                HintBlockEvent(
+                    hint=hint,
+                    source=HINT_SOURCE,
+                    knowledge_bases=retrieval.searched,
+                    query="\n".join(q for q in queries if isinstance(q, str)),
+                    metadata={
+                        "citations": [h.citation() for h in retrieval.hits],
+                        "errors": retrieval.errors,
+                    },
+                )
+            )
+
+    async def after_reasoning(self, ctx: ReplyContext) -> None:
+        msg_id = ctx.state.pop(self._state_key, None)
+        if msg_id is not None and not self.parameters.persist_hint:
+            ctx.memory.remove(msg_id)
+
+
+def _queries_from(messages: Sequence[Msg]) -> list[Query]:
+    """The reply input as queries: all its text joined into one, plus its DataBlocks."""
+    texts: list[str] = []
+    data: list[Query] = []
+    for msg in messages:
+        for block in msg.content:
+            if isinstance(block, TextBlock) and block.text.strip():
+                texts.append(block.text)
+            elif isinstance(block, DataBlock):
+                data.append(block)
+    joined = "\n".join(texts)
+    return ([joined] if joined else []) + data
+
+
+class SearchKnowledgeTool(ToolBase):
+    """The agentic-mode tool: the model chooses the query and, optionally, which KBs."""
+
+    name = "search_knowledge"
+
+    def __init__(self, middleware: RAGMiddleware) -> None:
+        self._middleware = middleware
+        names = [kb.name for kb in middleware.knowledges]
+        listing = "\n".join(
+            f"- {kb.name}: {kb.description or '(no description)'}" for kb in middleware.knowledges
+        )
+        self.description = (
+            "Search the knowledge bases for passages relevant to a query. Every passage comes "
+            "with a citation (source, page or slide, chunk); cite it when you use it.\n"
+            f"Available knowledge bases:\n{listing}"
+        )
+        self.parameters: dict[str, Any] = {
+            "type": "object",
+            "properties": {
+                "query": {
+                    "type": "string",
+                    "description": "What to look for, in natural language.",
+                },
+                "knowledge_bases": {
+                    "type": "array",
+                    "items": {"type": "string", "enum": names},
+                    "description": "Search only these knowledge bases (default: all).",
+                },
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        }
+
+    async def __call__(self, **kwargs: Any) -> Any:
+        query = kwargs.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise ValueError("query must be a non-empty string")
+        retrieval = await self._middleware.retrieve([query], kwargs.get("knowledge_bases"))
+        return render_hits(retrieval)

@@ -1,0 +1,120 @@
+"""Searching several knowledge bases at once and merging their hits by rank fusion."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from archivist.message import DataBlock, TextBlock
+from archivist.rag.knowledge_base import KnowledgeBase, Query
+from archivist.rag.record import VectorSearchResult
+
+# Reciprocal-rank-fusion constant (Cormack et al. 2009): damps the weight of top ranks.
+RRF_K = 60
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One merged hit: the knowledge base it came from, the store's result, the fused score."""
+
+    knowledge_base: str
+    result: VectorSearchResult
+    fused_score: float
+
+    def citation(self) -> str:
+        """A label the model can cite: source file, page/slide when known, chunk index."""
+        chunk = self.result.chunk
+        parts = [chunk.source or "unknown source"]
+        for key in ("page", "slide"):
+            if key in chunk.metadata:
+                parts.append(f"{key} {chunk.metadata[key]}")
+        parts.append(f"chunk {chunk.chunk_index}")
+        return ", ".join(parts)
+
+
+@dataclass
+class Retrieval:
+    """What a multi-KB search found, plus an error note for each KB that failed."""
+
+    hits: list[Hit] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)
+    searched: list[str] = field(default_factory=list)
+
+
+def _content_key(result: VectorSearchResult) -> str:
+    content = result.chunk.content
+    if isinstance(content, TextBlock):
+        raw = " ".join(content.text.split()).encode()
+    else:
+        raw = content.source.model_dump_json().encode()
+    return hashlib.sha256(raw).hexdigest()
+
+
+async def retrieve(
+    knowledge_bases: Sequence[KnowledgeBase],
+    queries: Sequence[Query],
+    top_k: int,
+    score_threshold: float | None,
+) -> Retrieval:
+    """Search every KB concurrently; merge by reciprocal rank fusion (scores of different
+    embedding models are not comparable), drop duplicate passages, keep the best `top_k`.
+    A KB that raises is reported in `errors` and the others still answer."""
+    outcomes = await asyncio.gather(
+        *(
+            kb.search(list(queries), top_k=top_k, score_threshold=score_threshold)
+            for kb in knowledge_bases
+        ),
+        return_exceptions=True,
+    )
+    retrieval = Retrieval(searched=[kb.name for kb in knowledge_bases])
+    fused: dict[str, Hit] = {}
+    for kb, outcome in zip(knowledge_bases, outcomes, strict=True):
+        if isinstance(outcome, BaseException):
+            if not isinstance(outcome, Exception):
+                raise outcome
+            retrieval.errors[kb.name] = f"{type(outcome).__name__}: {outcome}"
+            continue
+        for rank, result in enumerate(outcome, start=1):
+            score = 1.0 / (RRF_K + rank)
+            key = _content_key(result)
+            if key in fused:
+                kept = fused[key]
+                fused[key] = Hit(kept.knowledge_base, kept.result, kept.fused_score + score)
+            else:
+                fused[key] = Hit(kb.name, result, score)
+    ranked = sorted(fused.values(), key=lambda h: (h.fused_score, h.result.score), reverse=True)
+    retrieval.hits = ranked[:top_k]
+    return retrieval
+
+
+def render_hits(retrieval: Retrieval) -> list[TextBlock | DataBlock]:
+    """The hits as blocks for the model: a numbered citation line before each passage."""
+    blocks: list[TextBlock | DataBlock] = []
+    lines: list[str] = []
+    if retrieval.hits:
+        lines.append(
+            "Passages retrieved from the knowledge base(s). Cite them by their [number] and "
+            "source when you use them."
+        )
+    else:
+        lines.append("No relevant passages were found in the knowledge base(s).")
+    for number, hit in enumerate(retrieval.hits, start=1):
+        label = (
+            f"[{number}] {hit.citation()} (knowledge base: {hit.knowledge_base}, "
+            f"score {hit.result.score:.3f})"
+        )
+        content = hit.result.chunk.content
+        if isinstance(content, TextBlock):
+            lines.append(f"{label}\n{content.text}")
+        else:
+            lines.append(f"{label}\n<{content.source.media_type} attached below>")
+            blocks.append(TextBlock(text="\n\n".join(lines)))
+            blocks.append(content)
+            lines = []
+    for name, error in retrieval.errors.items():
+        lines.append(f"Note: knowledge base {name!r} could not be searched ({error}).")
+    if lines:
+        blocks.append(TextBlock(text="\n\n".join(lines)))
+    return blocks
