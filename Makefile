@@ -14,7 +14,8 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/archivist chunk samples --chunk-size 128 --overlap 16
+	$(BIN)/archivist index samples --kb samples
+	$(BIN)/archivist search "How are tenants kept apart?" --kb samples -k 3
 
 test: $(STAMP)
 	$(BIN)/pytest

@@ -7,7 +7,12 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
+from archivist.cli.ask_command import add_ask_command
 from archivist.cli.chunk_command import add_chunk_command
+from archivist.cli.docs_command import add_docs_commands
+from archivist.cli.index_command import add_index_command
+from archivist.cli.search_command import add_search_command
+from archivist.cli.session import CLIError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -16,6 +21,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="archivist", description="Index files and search them for AI agents."
     )
     commands = parser.add_subparsers(dest="command", required=True)
+    add_index_command(commands)
+    add_search_command(commands)
+    add_docs_commands(commands)
+    add_ask_command(commands)
     add_chunk_command(commands)
     return parser
 
@@ -27,7 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = asyncio.run(args.handler(args))
     except KeyboardInterrupt:
         return 130
-    except (ValueError, OSError) as exc:
+    except (CLIError, ValueError, OSError) as exc:
         print(f"archivist: error: {exc}", file=sys.stderr)
         return 2
     return code

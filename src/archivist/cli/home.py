@@ -1,0 +1,61 @@
+"""Where the CLI keeps its data, and the small registry of knowledge bases in a store."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from platformdirs import user_data_dir
+
+KBS_FILE = "archivist-kbs.json"
+
+
+def archivist_home() -> Path:
+    """`$ARCHIVIST_HOME`, else the per-user data directory."""
+    configured = os.environ.get("ARCHIVIST_HOME")
+    return Path(configured) if configured else Path(user_data_dir("archivist", appauthor=False))
+
+
+def default_store_dir() -> Path:
+    """The store the CLI uses when `--store` is not given."""
+    return archivist_home() / "store"
+
+
+def cache_dir() -> Path:
+    """The embedding cache shared by every store of this user."""
+    return archivist_home() / "embedding-cache"
+
+
+@dataclass(frozen=True)
+class KBRecord:
+    """What the CLI must remember about a knowledge base to search it later."""
+
+    name: str
+    description: str
+    embedding_model: str
+    dimensions: int
+
+
+def load_kbs(store_dir: Path) -> dict[str, KBRecord]:
+    """The knowledge bases recorded in `store_dir`."""
+    path = store_dir / KBS_FILE
+    if not path.exists():
+        return {}
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    return {name: KBRecord(**record) for name, record in raw.items()}
+
+
+def save_kb(store_dir: Path, record: KBRecord) -> None:
+    """Record (or update) one knowledge base in `store_dir`, atomically."""
+    kbs = load_kbs(store_dir)
+    kbs[record.name] = record
+    store_dir.mkdir(parents=True, exist_ok=True)
+    target = store_dir / KBS_FILE
+    temporary = target.with_suffix(".tmp")
+    temporary.write_text(
+        json.dumps({n: asdict(r) for n, r in sorted(kbs.items())}, indent=2) + "\n",
+        encoding="utf-8",
+    )
+    os.replace(temporary, target)

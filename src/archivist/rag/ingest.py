@@ -1,0 +1,175 @@
+"""Incremental ingestion of files into a KnowledgeBase: content hashes decide what to do.
+
+Each file gets a document id that is stable for its resolved path within a knowledge base;
+its metadata records the content's sha256 and a fingerprint of the pipeline (chunker +
+embedding model). An unchanged file is skipped without parsing or embedding, a changed one
+replaces its old version, and `prune` removes documents whose files are gone.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from archivist.message import TextBlock
+from archivist.rag.chunker.base import ChunkerBase
+from archivist.rag.knowledge_base import KnowledgeBase
+from archivist.rag.parser.registry import ParserRegistry
+
+_ID_NAMESPACE = uuid.UUID("6f1d4c0e-3a57-4f0b-9a43-7d7e1c9b2a10")
+PATH_KEY = "path"
+HASH_KEY = "content_sha256"
+PIPELINE_KEY = "pipeline"
+INDEXED_AT_KEY = "indexed_at"
+
+
+class Outcome(enum.StrEnum):
+    """What ingestion did with one file or document."""
+
+    INDEXED = "indexed"
+    UNCHANGED = "unchanged"
+    UPDATED = "updated"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+    PRUNED = "pruned"
+
+
+@dataclass
+class FileResult:
+    """The outcome for one path, with the chunk count or the reason it failed."""
+
+    path: str
+    outcome: Outcome
+    document_id: str | None = None
+    chunks: int = 0
+    error: str | None = None
+
+
+@dataclass
+class IngestReport:
+    """Everything one ingestion run did."""
+
+    results: list[FileResult] = field(default_factory=list)
+
+    def count(self, outcome: Outcome) -> int:
+        """How many files (or pruned documents) ended with `outcome`."""
+        return sum(1 for r in self.results if r.outcome is outcome)
+
+    @property
+    def failed(self) -> list[FileResult]:
+        """The files that could not be indexed."""
+        return [r for r in self.results if r.outcome is Outcome.FAILED]
+
+
+def document_id_for(path: str | Path) -> str:
+    """The stable document id of a file: a UUID5 of its resolved path."""
+    return str(uuid.uuid5(_ID_NAMESPACE, str(Path(path).resolve())))
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file's bytes, read in blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def pipeline_fingerprint(chunker: ChunkerBase, kb: KnowledgeBase) -> str:
+    """What besides the bytes decides a file's chunks and vectors."""
+    parameters = getattr(chunker, "parameters", None)
+    if isinstance(parameters, BaseModel):
+        chunking = parameters.model_dump_json()
+    else:
+        chunking = repr(parameters)
+    model = kb.embedding_model
+    identity = getattr(model, "cache_identity", f"{model.model}|{model.dimensions}")
+    return hashlib.sha256(
+        f"{type(chunker).__qualname__}|{chunking}|{identity}".encode()
+    ).hexdigest()[:16]
+
+
+ProgressCallback = Callable[[FileResult], None]
+
+
+async def ingest_files(
+    kb: KnowledgeBase,
+    files: Iterable[Path],
+    *,
+    registry: ParserRegistry,
+    chunker: ChunkerBase,
+    prune_missing: bool = False,
+    on_file: ProgressCallback | None = None,
+) -> IngestReport:
+    """Index `files` into `kb` incrementally; one file's failure never stops the others."""
+    report = IngestReport()
+    existing = {s.document_id: s.metadata for s in await kb.list_documents()}
+    fingerprint = pipeline_fingerprint(chunker, kb)
+    for path in files:
+        result = await _ingest_one(kb, path, existing, fingerprint, registry, chunker)
+        report.results.append(result)
+        if on_file is not None:
+            on_file(result)
+    if prune_missing:
+        for document_id, metadata in existing.items():
+            recorded = metadata.get(PATH_KEY)
+            if isinstance(recorded, str) and not Path(recorded).exists():
+                await kb.delete_document(document_id)
+                pruned = FileResult(recorded, Outcome.PRUNED, document_id)
+                report.results.append(pruned)
+                if on_file is not None:
+                    on_file(pruned)
+    return report
+
+
+async def _ingest_one(
+    kb: KnowledgeBase,
+    path: Path,
+    existing: dict[str, dict[str, Any]],
+    fingerprint: str,
+    registry: ParserRegistry,
+    chunker: ChunkerBase,
+) -> FileResult:
+    resolved = path.resolve()
+    document_id = document_id_for(resolved)
+    try:
+        digest = file_sha256(resolved)
+        before = existing.get(document_id)
+        if before and before.get(HASH_KEY) == digest and before.get(PIPELINE_KEY) == fingerprint:
+            return FileResult(str(path), Outcome.UNCHANGED, document_id)
+        parser = registry.parser_for_path(resolved)
+        sections = await parser.parse(str(resolved), path.name)
+        chunks = await chunker.chunk(sections)
+        if not chunks:
+            raise ValueError(f"{path.name}: no chunks (nothing to index)")
+        if not kb.embedding_model.supports_multimodal and not any(
+            isinstance(c.content, TextBlock) for c in chunks
+        ):
+            return FileResult(
+                str(path),
+                Outcome.SKIPPED,
+                document_id,
+                error=f"{kb.embedding_model.model} is text-only and the file holds no text",
+            )
+        await kb.insert_document(
+            chunks,
+            document_id=document_id,
+            document_metadata={
+                PATH_KEY: str(resolved),
+                HASH_KEY: digest,
+                PIPELINE_KEY: fingerprint,
+                INDEXED_AT_KEY: datetime.now(UTC).isoformat(timespec="seconds"),
+            },
+        )
+    except (ValueError, OSError) as exc:
+        return FileResult(str(path), Outcome.FAILED, document_id, error=str(exc))
+    outcome = Outcome.UPDATED if before else Outcome.INDEXED
+    return FileResult(str(path), outcome, document_id, chunks=len(chunks))

@@ -1,0 +1,166 @@
+"""The `archivist` command line end to end, in a temporary ARCHIVIST_HOME."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from archivist.cli.main import main
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("ARCHIVIST_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("COLUMNS", "400")  # rich wraps tables at 80 columns when not a tty
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    folder = tmp_path / "docs"
+    shutil.copytree(SAMPLES, folder)
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
+    (folder / ".hidden.md").write_text("never indexed")
+    return folder
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def index_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, object]]:
+    code, out, _ = run(capsys, "index", *argv, "--json")
+    return code, json.loads(out)
+
+
+def test_index_reindex_change_prune_search_ls_rm(
+    home: Path, corpus: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, summary = index_json(capsys, str(corpus))
+    assert code == 1  # broken.pdf failed, the rest indexed
+    assert summary["indexed"] == 3  # md, pdf, pptx
+    assert summary["skipped"] == 1  # the png: the default model is text-only
+    assert [f["path"] for f in summary["failures"]] == [str(corpus / "broken.pdf")]  # type: ignore[index]
+    assert "broken.pdf" in summary["failures"][0]["error"]  # type: ignore[index]
+    assert (home / "store").is_dir()
+
+    (corpus / "broken.pdf").unlink()
+    code, summary = index_json(capsys, str(corpus))
+    assert code == 0
+    assert summary["unchanged"] == 3 and summary["indexed"] == 0 and summary["updated"] == 0
+
+    md = corpus / "archivist-overview.md"
+    md.write_text(md.read_text() + "\n\nA brand new paragraph about zebras grazing.\n")
+    (corpus / "archivist-guide.pdf").unlink()
+    code, summary = index_json(capsys, str(corpus), "--prune")
+    assert (summary["updated"], summary["unchanged"], summary["pruned"]) == (1, 1, 1)
+
+    code, out, _ = run(capsys, "search", "zebras grazing", "-k", "2", "--json")
+    hits = json.loads(out)
+    assert code == 0 and len(hits) == 2
+    assert hits[0]["source"] == "archivist-overview.md"
+    assert "zebras" in hits[0]["text"]
+    assert hits[0]["score"] >= hits[1]["score"]
+
+    code, out, _ = run(capsys, "search", "Qdrant server deployment engine", "--json", "-k", "1")
+    [hit] = json.loads(out)
+    assert hit["source"] == "archivist-architecture.pptx" and hit["slide"] == 3
+
+    code, out, _ = run(capsys, "ls")
+    assert code == 0
+    assert "archivist-overview.md" in out and "archivist-architecture.pptx" in out
+    assert "archivist-guide.pdf" not in out
+
+    code, out, _ = run(capsys, "rm", str(md))
+    assert code == 0 and "removed" in out
+    code, out, _ = run(capsys, "ls")
+    assert "archivist-overview.md" not in out
+    code, _, err = run(capsys, "rm", str(md))
+    assert code == 2 and "no document" in err
+
+
+def test_search_table_shows_citations(
+    home: Path, corpus: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run(capsys, "index", str(corpus / "archivist-guide.pdf"))
+    code, out, _ = run(capsys, "search", "tenants share one collection", "-k", "1")
+    assert code == 0
+    assert "archivist-guide.pdf" in out and "page 3" in out
+
+
+def test_tenants_are_confined(home: Path, corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run(capsys, "index", str(corpus / "archivist-overview.md"), "--tenant", "a")
+    run(capsys, "index", str(corpus / "archivist-guide.pdf"), "--tenant", "b")
+    _, out, _ = run(capsys, "search", "parsers and chunking", "--tenant", "b", "--json", "-k", "9")
+    assert {h["source"] for h in json.loads(out)} == {"archivist-guide.pdf"}
+    _, out, _ = run(capsys, "ls", "--tenant", "a")
+    assert "archivist-overview.md" in out and "archivist-guide.pdf" not in out
+
+
+def test_clear_errors(home: Path, corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "search", "anything", "--kb", "nope")
+    assert code == 2 and "unknown knowledge base 'nope'" in err
+    code, _, err = run(capsys, "index", str(corpus / "missing-file.md"))
+    assert code == 2 and "missing-file.md" in err
+    code, _, err = run(capsys, "index", str(corpus), "--chunk-size", "10", "--overlap", "10")
+    assert code == 2 and "overlap" in err
+    unsupported = corpus / "movie.mkv"
+    unsupported.write_bytes(b"\x1a\x45\xdf\xa3" + bytes(200))
+    code, summary = index_json(capsys, str(unsupported))
+    assert code == 1 and "not supported" in summary["failures"][0]["error"]  # type: ignore[index]
+    # an empty knowledge base says so
+    run(capsys, "index", str(unsupported), "--kb", "empty")
+    code, _, err = run(capsys, "search", "x", "--kb", "empty")
+    assert code == 2 and "is empty" in err
+
+
+def test_store_locked_by_another_process(home: Path, corpus: Path) -> None:
+    env = {**os.environ, "ARCHIVIST_HOME": str(home)}
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import asyncio, sys\n"
+            "from archivist.rag.store.qdrant import QdrantStore\n"
+            "async def hold():\n"
+            f"    async with QdrantStore(path={str(home / 'store')!r}):\n"
+            "        print('ready', flush=True)\n"
+            "        sys.stdin.readline()\n"
+            "asyncio.run(hold())\n",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        result = subprocess.run(
+            [sys.executable, "-m", "archivist", "index", str(corpus / "archivist-overview.md")],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        assert result.returncode == 2
+        assert f"locked by PID {holder.pid}" in result.stderr
+    finally:
+        holder.communicate("done\n", timeout=60)
+
+
+def test_console_script_and_module_entry_points(home: Path) -> None:
+    for command in (
+        [str(Path(sys.executable).parent / "archivist"), "--help"],
+        [sys.executable, "-m", "archivist", "--help"],
+    ):
+        result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0
+        assert "index" in result.stdout and "search" in result.stdout

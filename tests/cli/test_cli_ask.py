@@ -1,0 +1,88 @@
+"""`archivist ask`: without a model it prints passages; with one it answers over real HTTP."""
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from archivist.cli.main import main
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+
+
+@pytest.fixture
+def indexed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("ARCHIVIST_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("COLUMNS", "400")
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "DASHSCOPE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["index", str(SAMPLES / "archivist-guide.pdf")]) == 0
+    return tmp_path
+
+
+class _OpenAIChatStandIn(BaseHTTPRequestHandler):
+    """A loopback stand-in of the OpenAI chat-completions endpoint, streaming by SSE."""
+
+    requests: list[dict[str, Any]] = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+        chunks = [
+            {"choices": [{"index": 0, "delta": {"role": "assistant", "content": "Tenants are "}}]},
+            {"choices": [{"index": 0, "delta": {"content": "isolated by filters [1]."}}]},
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+        ]
+        payload = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(payload.encode())))
+        self.end_headers()
+        self.wfile.write(payload.encode())
+
+    def log_message(self, *args: object) -> None:
+        return
+
+
+@pytest.fixture
+def chat_server() -> Iterator[str]:
+    _OpenAIChatStandIn.requests = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _OpenAIChatStandIn)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def test_ask_without_a_model_prints_cited_passages(
+    indexed: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["ask", "How are tenants isolated?", "-k", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "[1] archivist-guide.pdf, page 3, chunk" in out
+    assert "metadata_filter" in out
+    assert "No chat model is configured" in out and "OPENAI_API_KEY" in out
+
+
+def test_ask_with_a_model_on_a_loopback_stand_in_server(
+    indexed: Path, chat_server: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        ["ask", "How are tenants isolated?", "--base-url", chat_server, "--model", "local",
+         "--api-key", "sk-test"]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "Tenants are isolated by filters [1]." in out
+    assert "Sources:" in out and "[1] archivist-guide.pdf, page 3" in out
+    [request] = _OpenAIChatStandIn.requests
+    assert request["path"] == "/v1/chat/completions"
+    assert request["auth"] == "Bearer sk-test"
+    assert request["body"]["model"] == "local" and request["body"]["stream"] is True
+    sent = json.dumps(request["body"]["messages"])
+    assert "archivist-guide.pdf, page 3" in sent  # the static hint reached the model
