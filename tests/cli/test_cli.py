@@ -164,3 +164,30 @@ def test_console_script_and_module_entry_points(home: Path) -> None:
         result = subprocess.run(command, capture_output=True, text=True, timeout=60)
         assert result.returncode == 0
         assert "index" in result.stdout and "search" in result.stdout
+
+
+def test_index_and_search_with_a_provider_model_on_a_loopback_stand_in(
+    home: Path, corpus: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from archivist.embedding import LocalEmbeddingModel
+    from dashscope_loopback import dashscope_loopback
+
+    with dashscope_loopback(LocalEmbeddingModel()) as (base_url, requests):
+        monkeypatch.setenv("DASHSCOPE_BASE_URL", base_url)
+        monkeypatch.setenv("DASHSCOPE_API_KEY", "sk-loopback")
+        spec = "dashscope:text-embedding-v4:512"
+        code, summary = index_json(
+            capsys, str(corpus / "archivist-guide.pdf"), "--kb", "ds", "--embedding", spec
+        )
+        assert code == 0 and summary["indexed"] == 1
+        code, out, _ = run(capsys, "search", "tenant isolation", "--kb", "ds", "--json", "-k", "1")
+        assert json.loads(out)[0]["page"] == 3
+        # the KB remembers its model: another one is refused
+        code, _, err = run(
+            capsys, "index", str(corpus), "--kb", "ds", "--embedding", "all-MiniLM-L6-v2-int8"
+        )
+        assert code == 2 and "was built with 'dashscope:text-embedding-v4:512'" in err
+    assert {r["parameters"]["dimension"] for r in requests} == {512}
+    assert {r["auth"] for r in requests} == {"Bearer sk-loopback"}
+    code, _, err = run(capsys, "index", str(corpus), "--kb", "x", "--embedding", "openai:m")
+    assert code == 2 and "vector size" in err

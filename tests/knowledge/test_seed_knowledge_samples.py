@@ -5,9 +5,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dashscope_loopback import dashscope_loopback
 
 from archivist.embedding import EmbeddingModelBase, LocalEmbeddingModel
+from dashscope_loopback import dashscope_loopback
 
 
 @pytest.fixture(scope="module")

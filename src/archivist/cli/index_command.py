@@ -29,8 +29,9 @@ def add_index_command(commands: Any) -> None:
     cmd.add_argument(
         "--embedding",
         default=None,
-        help=f"embedding model for a new KB (default {DEFAULT_EMBEDDING_MODEL}; "
-        f"known: {', '.join(list_embedding_models())})",
+        help=f"embedding model for a new KB: a local name (default {DEFAULT_EMBEDDING_MODEL}; "
+        f"known: {', '.join(list_embedding_models())}), dashscope:MODEL[:DIMS] or "
+        "openai:MODEL:DIMS",
     )
     cmd.add_argument("--prune", action="store_true", help="drop documents whose files are gone")
     cmd.set_defaults(handler=run_index)
@@ -78,7 +79,10 @@ async def run_index(args: argparse.Namespace) -> int:
         return 1 if report.failed else 0
     for result in report.results:
         if result.outcome in (Outcome.FAILED, Outcome.SKIPPED):
-            console.print(f"[red]{result.outcome.value}[/red] {result.path}: {result.error}")
+            colour = "red" if result.outcome is Outcome.FAILED else "yellow"
+            console.print(
+                f"[{colour}]{result.outcome.value}[/{colour}] {result.path}: {result.error}"
+            )
     table = Table(title=f"knowledge base {args.kb!r}")
     for outcome in Outcome:
         table.add_column(outcome.value, justify="right")

@@ -10,7 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from archivist.cli.home import KBRecord, cache_dir, default_store_dir, load_kbs, save_kb
-from archivist.embedding import CachedEmbeddingModel, EmbeddingModelBase, LocalEmbeddingModel
+from archivist.credential import DashScopeCredential
+from archivist.embedding import (
+    CachedEmbeddingModel,
+    DashScopeEmbeddingModel,
+    EmbeddingModelBase,
+    LocalEmbeddingModel,
+    OpenAIEmbeddingModel,
+)
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL
 from archivist.rag import KnowledgeBase
 from archivist.rag.store.qdrant import QdrantStore, StoreLockedError
@@ -40,8 +47,32 @@ def add_common_arguments(cmd: argparse.ArgumentParser) -> None:
 
 
 def embedding_model(name: str) -> EmbeddingModelBase:
-    """The named offline model behind the on-disk embedding cache."""
-    return CachedEmbeddingModel(LocalEmbeddingModel(name), cache_dir())
+    """The model `name` names, behind the on-disk embedding cache.
+
+    A registry name (offline), `dashscope:MODEL[:DIMS]` (key from DASHSCOPE_API_KEY) or
+    `openai:MODEL:DIMS` (key and endpoint from OPENAI_API_KEY / OPENAI_BASE_URL).
+    """
+    provider, _, rest = name.partition(":")
+    model: EmbeddingModelBase
+    if provider == "dashscope" and rest:
+        model_name, _, dims = rest.partition(":")
+        model = DashScopeEmbeddingModel(
+            credential=DashScopeCredential(),
+            model=model_name,
+            dimensions=_dimensions(name, dims or "1024"),
+        )
+    elif provider == "openai" and rest:
+        model_name, _, dims = rest.partition(":")
+        model = OpenAIEmbeddingModel(model_name, _dimensions(name, dims))
+    else:
+        model = LocalEmbeddingModel(name)
+    return CachedEmbeddingModel(model, cache_dir())
+
+
+def _dimensions(spec: str, text: str) -> int:
+    if not text.isdigit() or int(text) <= 0:
+        raise CLIError(f"--embedding {spec!r}: give the vector size, e.g. openai:MODEL:1536")
+    return int(text)
 
 
 @asynccontextmanager
