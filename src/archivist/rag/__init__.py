@@ -2,7 +2,13 @@
 
 from archivist.rag.chunker import ApproxTokenChunker, ChunkerBase
 from archivist.rag.document import Chunk, Section
-from archivist.rag.knowledge_base import DocumentNotFoundError, KnowledgeBase
+from archivist.rag.knowledge_base import (
+    DocumentNotFoundError,
+    IncompleteDocument,
+    KnowledgeBase,
+    RepairReport,
+    VerifyReport,
+)
 from archivist.rag.parser import (
     ImageParser,
     ParserBase,
@@ -24,12 +30,14 @@ __all__ = [
     "DocumentNotFoundError",
     "DocumentSummary",
     "ImageParser",
+    "IncompleteDocument",
     "KnowledgeBase",
     "PDFParser",
     "PPTParser",
     "ParserBase",
     "ParserRegistry",
     "QdrantStore",
+    "RepairReport",
     "Section",
     "StoreLockedError",
     "TextParser",
@@ -37,5 +45,6 @@ __all__ = [
     "VectorRecord",
     "VectorSearchResult",
     "VectorStoreBase",
+    "VerifyReport",
     "default_registry",
 ]

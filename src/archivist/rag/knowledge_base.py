@@ -10,10 +10,13 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from archivist.message import DataBlock, TextBlock
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
 from archivist.rag.store.base import MetadataFilter, VectorStoreBase
+from archivist.rag.store.generations import GenerationInfo, document_problem
 
 if TYPE_CHECKING:
     from archivist.embedding import EmbeddingModelBase
@@ -26,6 +29,43 @@ FILTER_VALUE_TYPES = (str, int, bool)
 
 class DocumentNotFoundError(LookupError):
     """No document with this id exists inside the handle's scope."""
+
+
+class IncompleteDocument(BaseModel):
+    """A document whose stored chunks are not one whole version of it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    document_id: str
+    problem: str
+    """What is wrong, e.g. "2 generations visible (...)" or "holds 3 of 5 chunks (...)"."""
+    generations: list[GenerationInfo]
+    """The writes whose chunks are visible, oldest first."""
+
+
+class VerifyReport(BaseModel):
+    """What `KnowledgeBase.verify` found within the handle's scope."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    documents_checked: int
+    incomplete: list[IncompleteDocument] = Field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Whether every document is whole."""
+        return not self.incomplete
+
+
+class RepairReport(BaseModel):
+    """What `KnowledgeBase.repair` removed; `remaining` is a fresh verify after it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    removed: list[GenerationInfo] = Field(default_factory=list)
+    documents_removed: list[str] = Field(default_factory=list)
+    """Documents that had no complete version and are now gone entirely."""
+    remaining: VerifyReport
 
 
 def check_metadata_filter(metadata_filter: MetadataFilter | None) -> MetadataFilter | None:
@@ -195,6 +235,56 @@ class KnowledgeBase:
                 self.collection, document_id, metadata_filter=self.metadata_filter
             )
 
+    async def verify(self) -> VerifyReport:
+        """Check that every document in scope is whole: chunks 0..N-1 once each, N agreeing
+        with every chunk's `total_chunks`, and no older version beside a newer one.
+
+        A process killed while writing (SIGKILL, power loss) can leave a partial document or,
+        mid re-insert, the old version beside part of the new one; `list_documents` and
+        `search` show such leftovers as they are, so run `verify` (and `repair`) after a crash.
+        A write still in flight shows up as incomplete too. A full scan of chunk headers.
+        """
+        await self.ensure_collection()
+        generations = await self.vector_store.document_generations(
+            self.collection, self.metadata_filter
+        )
+        by_document: dict[str, list[GenerationInfo]] = {}
+        for info in generations:
+            by_document.setdefault(info.document_id, []).append(info)
+        incomplete = []
+        for document_id in sorted(by_document):
+            versions = sorted(by_document[document_id], key=lambda g: g.generation)
+            problem = document_problem(versions)
+            if problem is not None:
+                incomplete.append(
+                    IncompleteDocument(
+                        document_id=document_id, problem=problem, generations=versions
+                    )
+                )
+        return VerifyReport(documents_checked=len(by_document), incomplete=incomplete)
+
+    async def repair(self) -> RepairReport:
+        """Remove the leftovers `verify` reports, within this handle's scope.
+
+        Per incomplete document the newest complete version is kept (the old one when a
+        re-insert was cut short) and every other write of it is deleted; a document with no
+        complete version (its first insert was cut short) is deleted whole: insert it again.
+        A handle without `metadata_filter` on a collection that tenants share treats equal
+        document ids of different tenants as one document (as `list_documents` does): repair
+        through each tenant's handle there.
+        """
+        report = await self.verify()
+        removed: list[GenerationInfo] = []
+        gone: list[str] = []
+        for document in report.incomplete:
+            dropped = await self.vector_store.repair_document(
+                self.collection, document.document_id, self.metadata_filter
+            )
+            removed.extend(dropped)
+            if dropped and len(dropped) == len(document.generations):
+                gone.append(document.document_id)
+        return RepairReport(removed=removed, documents_removed=gone, remaining=await self.verify())
+
     # -- helpers -------------------------------------------------------------------------
 
     @staticmethod
@@ -266,6 +356,7 @@ class KnowledgeBase:
                 f"document {document_id!r}: no chunk that {self.embedding_model.model!r} "
                 f"can embed (all {skipped} are DataBlocks and the model is text-only)"
             )
+        _check_numbering(chunks, document_id)
         if skipped:
             for index, chunk in enumerate(kept):
                 chunk.chunk_index, chunk.total_chunks = index, len(kept)
@@ -296,10 +387,49 @@ class KnowledgeBase:
             yield records
 
 
+def _check_numbering(chunks: Sequence[Chunk], document_id: str) -> None:
+    """Chunks must number themselves 0..N-1 once each with total_chunks = N, as chunkers do:
+    that is what `verify` checks a stored document against."""
+    numbered = [c for c in chunks if isinstance(c, Chunk)]
+    indexes = sorted(c.chunk_index for c in numbered)
+    totals = sorted({c.total_chunks for c in numbered})
+    if indexes != list(range(len(numbered))) or totals != [len(numbered)]:
+        raise ValueError(
+            f"document {document_id!r}: chunks must be numbered chunk_index 0..{len(chunks) - 1} "
+            f"once each with total_chunks={len(chunks)} (as chunkers number them); got "
+            f"chunk_index {indexes[:10]}{'...' if len(indexes) > 10 else ''} and "
+            f"total_chunks {totals[:5]}"
+        )
+
+
 def _check_json(what: str, value: dict[str, Any]) -> None:
     if not isinstance(value, dict):
         raise TypeError(f"{what} must be a dict, not {type(value).__name__}")
+    found = _non_string_key(value)
+    if found is not None:
+        (bad_key,) = found
+        raise ValueError(
+            f"{what} has the key {bad_key!r} ({type(bad_key).__name__}): JSON object keys "
+            "must be str (a JSON round trip would turn it into a string)"
+        )
     try:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{what} is not JSON-serialisable: {exc}") from exc
+
+
+def _non_string_key(value: object) -> tuple[object] | None:
+    """(the first dict key that is not a str anywhere inside `value`,), or None."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return (key,)
+            found = _non_string_key(item)
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for item in value:
+            found = _non_string_key(item)
+            if found is not None:
+                return found
+    return None

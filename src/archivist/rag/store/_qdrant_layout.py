@@ -3,7 +3,8 @@
 One point per chunk, payload:
 
     document_id   str   the document the chunk belongs to
-    generation    str   id of the write (insert call or replace_document) that stored it
+    generation    str   id of the write (insert call or replace_document) that stored it;
+                        ids sort by time (see generations.new_generation)
     chunk_index   int   position in the document
     total_chunks  int   chunk count the chunker reported
     source        str   where the document came from
@@ -38,11 +39,6 @@ METADATA = "metadata"
 
 SUMMARY_FIELDS = (DOCUMENT_ID, SOURCE, METADATA)
 """The payload fields a DocumentSummary needs (the content block is left on disk)."""
-
-
-def new_generation() -> str:
-    """A fresh write id."""
-    return uuid.uuid4().hex
 
 
 def point_id(document_id: str, generation: str, chunk_index: int) -> str:

@@ -9,6 +9,7 @@ from typing import Any, Self
 
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
+from archivist.rag.store.generations import GenerationInfo
 
 MetadataFilter = dict[str, Any]
 
@@ -119,3 +120,28 @@ class VectorStoreBase(ABC):
             await self.insert(collection, batch)
             written += len(batch)
         return written
+
+    async def document_generations(
+        self,
+        collection: str,
+        metadata_filter: MetadataFilter | None = None,
+        document_id: str | None = None,
+    ) -> list[GenerationInfo]:
+        """Every (document, write) within `metadata_filter` with the chunk indexes it holds.
+
+        Optional: used by `KnowledgeBase.verify`; stores that do not track writes raise
+        NotImplementedError.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not track document generations")
+
+    async def repair_document(
+        self,
+        collection: str,
+        document_id: str,
+        metadata_filter: MetadataFilter | None = None,
+    ) -> list[GenerationInfo]:
+        """Remove the leftovers of interrupted writes of `document_id`; returns what went.
+
+        Optional: used by `KnowledgeBase.repair`.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot repair documents")

@@ -34,13 +34,14 @@ from archivist.rag.store._qdrant_layout import (
     DOCUMENT_ID,
     GENERATION,
     SUMMARY_FIELDS,
+    TOTAL_CHUNKS,
     chunk_from,
-    new_generation,
     summary_from,
 )
 from archivist.rag.store._qdrant_points import points_for
 from archivist.rag.store.base import MetadataFilter, VectorStoreBase
 from archivist.rag.store.file_lock import StoreLockedError
+from archivist.rag.store.generations import GenerationInfo, new_generation, repair_plan
 
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient
@@ -280,10 +281,12 @@ class QdrantStore(VectorStoreBase):
         matches = metadata_matches(metadata_filter)
         params = await self._require(collection)
         scope = await self._indexed(collection, matches)
-        generation = new_generation()
         seen: set[tuple[str, int]] = set()
         written = 0
         async with self._document_locks.hold((collection, document_id)):
+            # Made under the lock, so the ids of successive writes of a document sort in the
+            # order they were written (repair keeps the newest complete one).
+            generation = new_generation()
             try:
                 async for batch in batches:
                     points = points_for(
@@ -399,6 +402,69 @@ class QdrantStore(VectorStoreBase):
             collection, scope.also(Match(DOCUMENT_ID, document_id)), CHUNK_INDEX, offset + limit
         )
         return [chunk_from(payload) for payload in stored[offset:]]
+
+    async def document_generations(
+        self,
+        collection: str,
+        metadata_filter: MetadataFilter | None = None,
+        document_id: str | None = None,
+    ) -> list[GenerationInfo]:
+        """Every (document, generation) within `metadata_filter` with the chunk indexes it holds;
+        a full scan of the chunk headers (no content), for `KnowledgeBase.verify`."""
+        check_collection_name(collection)
+        if document_id is not None:
+            check_document_id(document_id)
+        matches = metadata_matches(metadata_filter)
+        if await self._params_of(collection) is None:
+            return []
+        scope = await self._indexed(collection, matches)
+        if document_id is not None:
+            scope = scope.also(Match(DOCUMENT_ID, document_id))
+        return await self._generations(collection, scope)
+
+    async def _generations(self, collection: str, scope: Where) -> list[GenerationInfo]:
+        found: dict[tuple[str, str], tuple[list[int], set[int]]] = {}
+        fields = (DOCUMENT_ID, GENERATION, CHUNK_INDEX, TOTAL_CHUNKS)
+        async for page in self._open().scroll(collection, scope, fields, self.SCROLL_PAGE):
+            for stored in page:
+                key = (str(stored[DOCUMENT_ID]), str(stored.get(GENERATION, "")))
+                indexes, totals = found.setdefault(key, ([], set()))
+                indexes.append(int(stored[CHUNK_INDEX]))
+                totals.add(int(stored[TOTAL_CHUNKS]))
+        return [
+            GenerationInfo(
+                document_id=document_id,
+                generation=generation,
+                chunk_indexes=sorted(indexes),
+                total_chunks=sorted(totals),
+            )
+            for (document_id, generation), (indexes, totals) in sorted(found.items())
+        ]
+
+    async def repair_document(
+        self,
+        collection: str,
+        document_id: str,
+        metadata_filter: MetadataFilter | None = None,
+    ) -> list[GenerationInfo]:
+        """Make `document_id` (within `metadata_filter`) whole again; returns what was removed.
+
+        Holds the document's lock, so a write of it in flight in this store finishes first and
+        is never mistaken for a leftover. See `generations.repair_plan` for what is kept.
+        """
+        check_collection_name(collection)
+        check_document_id(document_id)
+        matches = metadata_matches(metadata_filter)
+        if await self._params_of(collection) is None:
+            return []
+        scope = (await self._indexed(collection, matches)).also(Match(DOCUMENT_ID, document_id))
+        async with self._document_locks.hold((collection, document_id)):
+            _, remove = repair_plan(await self._generations(collection, scope))
+            for stale in remove:
+                await self._open().delete(
+                    collection, scope.also(Match(GENERATION, stale.generation))
+                )
+        return remove
 
 
 def _client_backend(

@@ -1,0 +1,86 @@
+"""Generations: the writes that stored a document's chunks, and how to tell a whole document.
+
+Every write (one `insert` call, one `replace_document`) stamps its chunks with a generation id.
+Normally a document holds one generation; a process killed during a re-insert can leave the old
+generation beside part (or all) of the new one. `document_problem` says whether the chunks of a
+document form exactly one whole set, and `repair_plan` which generations to drop when they don't.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+
+def new_generation() -> str:
+    """A fresh write id that sorts after every id made earlier (32 hex digits: time, random)."""
+    return f"{time.time_ns():016x}{uuid.uuid4().hex[:16]}"
+
+
+class GenerationInfo(BaseModel):
+    """The chunks one write stored for one document (within the reader's metadata filter)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    document_id: str
+    generation: str
+    chunk_indexes: list[int]
+    """The stored chunk indexes, sorted (a repeated index appears repeatedly)."""
+    total_chunks: list[int]
+    """The distinct `total_chunks` values its chunks claim, sorted (one, normally)."""
+
+    @property
+    def chunk_count(self) -> int:
+        """How many chunks the write left."""
+        return len(self.chunk_indexes)
+
+    @property
+    def complete(self) -> bool:
+        """Whether this write alone holds chunks 0..N-1 exactly once, N = their total_chunks."""
+        return len(self.total_chunks) == 1 and self.chunk_indexes == list(
+            range(self.total_chunks[0])
+        )
+
+
+def document_problem(generations: Sequence[GenerationInfo]) -> str | None:
+    """Why the chunks of one document (all its generations) are not one whole set, or None.
+
+    A document written by several `insert` calls that together hold chunks 0..N-1 once each is
+    whole; an old generation beside a newer one (complete or not) never is.
+    """
+    if not generations:
+        return None
+    indexes = sorted(i for g in generations for i in g.chunk_indexes)
+    totals = sorted({t for g in generations for t in g.total_chunks})
+    whole = len(totals) == 1 and indexes == list(range(totals[0]))
+    if whole:
+        return None
+    if len(generations) > 1 and len(indexes) != len(set(indexes)):
+        parts = ", ".join(
+            f"{g.generation}: {g.chunk_count}/{'|'.join(map(str, g.total_chunks))}"
+            for g in generations
+        )
+        return f"{len(generations)} generations visible ({parts})"
+    if len(totals) != 1:
+        return f"chunks disagree on total_chunks ({', '.join(map(str, totals))})"
+    missing = sorted(set(range(totals[0])) - set(indexes))
+    return f"holds {len(indexes)} of {totals[0]} chunks (missing {missing[:10]})"
+
+
+def repair_plan(
+    generations: Sequence[GenerationInfo],
+) -> tuple[GenerationInfo | None, list[GenerationInfo]]:
+    """(the generation to keep, the generations to remove) for one document.
+
+    A whole document is left alone. Otherwise the newest complete generation is kept (the old
+    version when a re-insert was cut short, the new one when only its clean-up was) and every
+    other generation goes; with no complete generation the whole document goes.
+    """
+    if document_problem(generations) is None:
+        return None, []
+    complete = [g for g in generations if g.complete]
+    keep = max(complete, key=lambda g: g.generation) if complete else None
+    return keep, [g for g in generations if g is not keep]
