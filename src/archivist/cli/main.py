@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from archivist.cli.ask_command import add_ask_command
 from archivist.cli.chunk_command import add_chunk_command
 from archivist.cli.docs_command import add_docs_commands
+from archivist.cli.eval_command import add_eval_command
 from archivist.cli.index_command import add_index_command
 from archivist.cli.search_command import add_search_command
 from archivist.cli.session import CLIError
@@ -25,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_search_command(commands)
     add_docs_commands(commands)
     add_ask_command(commands)
+    add_eval_command(commands)
     add_chunk_command(commands)
     return parser
 

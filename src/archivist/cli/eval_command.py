@@ -1,0 +1,73 @@
+"""`archivist eval DATASET_DIR`: score retrieval on a BEIR-layout dataset, as a table or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from archivist.cli.home import cache_dir
+from archivist.embedding import DEFAULT_EMBEDDING_MODEL, list_embedding_models
+
+
+def add_eval_command(commands: Any) -> None:
+    """Register the `eval` sub-command."""
+    cmd = commands.add_parser(
+        "eval", help="measure retrieval quality on a BEIR dataset (nDCG@10, Recall, MRR)"
+    )
+    cmd.add_argument("dataset", type=Path, metavar="DATASET_DIR")
+    cmd.add_argument("--split", default="test", help="qrels split (default: test)")
+    cmd.add_argument("--queries", type=int, default=None, help="use the first N judged queries")
+    cmd.add_argument(
+        "--corpus",
+        type=int,
+        default=None,
+        help="corpus size: the judged docs of the chosen queries plus a fixed-seed sample",
+    )
+    cmd.add_argument("--seed", type=int, default=0, help="seed of the corpus sample")
+    cmd.add_argument("--chunk-size", type=int, default=256)
+    cmd.add_argument("--overlap", type=int, default=32)
+    cmd.add_argument(
+        "--embedding",
+        default=DEFAULT_EMBEDDING_MODEL,
+        help=f"embedding model (known: {', '.join(list_embedding_models())})",
+    )
+    cmd.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=None,
+        help="embedding cache directory (default: archivist's cache)",
+    )
+    cmd.add_argument("--no-cache", action="store_true", help="embed everything afresh")
+    cmd.add_argument("--depth", type=int, default=300, help="chunks fetched per query")
+    cmd.add_argument("--per-query", action="store_true", help="include per-query scores in JSON")
+    cmd.add_argument("--json", action="store_true", help="print JSON for scripts")
+    cmd.set_defaults(handler=run_eval)
+
+
+async def run_eval(args: argparse.Namespace) -> int:
+    """Index the dataset into a throw-away in-memory store, run its queries, print the scores."""
+    from archivist.eval import EvalConfig, results_table, run_evaluation
+
+    config = EvalConfig(
+        dataset_dir=args.dataset,
+        split=args.split,
+        chunk_size=args.chunk_size,
+        overlap=args.overlap,
+        embedding_model=args.embedding,
+        queries=args.queries,
+        corpus=args.corpus,
+        seed=args.seed,
+        cache_dir=None if args.no_cache else (args.cache_dir or cache_dir()),
+        search_depth=args.depth,
+    )
+    result = await run_evaluation(config, progress=not args.json)
+    if args.json:
+        payload = result.model_dump(mode="json", exclude=None if args.per_query else {"per_query"})
+        print(json.dumps(payload, indent=2))
+    else:
+        Console().print(results_table(result))
+    return 0
