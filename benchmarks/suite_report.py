@@ -47,6 +47,9 @@ def render_report(report: dict[str, Any], plots: list[str], targets: dict[str, s
         + f" in {report.get('total_seconds', '?')} s.",
         "",
     ]
+    lines += [f"Note: {note}." for note in report.get("notes", [])]
+    if report.get("notes"):
+        lines.append("")
     quality = report.get("quality")
     if quality:
         sub = quality["subset"]

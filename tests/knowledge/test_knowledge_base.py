@@ -1,5 +1,6 @@
 import math
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 from kb_helpers import CountingModel
@@ -312,3 +313,65 @@ async def test_bad_arguments_are_clear_errors_and_write_nothing(
         _kb(embedder, store, metadata_filter={"tenant": 1.5})
     with pytest.raises(ValueError, match="a.b"):
         _kb(embedder, store, metadata_filter={"a.b": "x"})
+
+
+async def test_insert_documents_shares_embedding_calls_and_writes_each_whole(
+    embedder: EmbeddingModelBase, store: QdrantStore
+) -> None:
+    from archivist.rag import NewDocument
+
+    counting = CountingModel(embedder)
+    kb = _kb(counting, store, write_batch_size=4)
+    await kb.insert_document(_chunks("old version", n=3), document_id="b")
+    counting.calls.clear()
+    ids = await kb.insert_documents(
+        [
+            NewDocument(_chunks("cats sleep", n=2), document_id="a", document_metadata={"k": 1}),
+            NewDocument(_chunks("new version", n=2), document_id="b"),
+            NewDocument(_chunks("rockets fly", n=2)),
+        ]
+    )
+    assert ids[:2] == ["a", "b"] and len(ids) == 3
+    assert [len(inputs) for inputs, _ in counting.calls] == [4, 2]  # across documents
+    counts = {s.document_id: s.chunk_count for s in await kb.list_documents()}
+    assert counts == {"a": 2, "b": 2, ids[2]: 2}
+    assert [c.content.text for c in await kb.list_chunks("b")] == [  # type: ignore[union-attr]
+        "new version (part 0)",
+        "new version (part 1)",
+    ]
+    assert (await kb.list_chunks("a"))[0].metadata == {"k": 1}
+
+
+async def test_insert_documents_writes_nothing_when_any_vector_is_bad(
+    embedder: EmbeddingModelBase, store: QdrantStore
+) -> None:
+    from archivist.rag import NewDocument
+
+    kb = _kb(FailingModel(embedder, fail_on_call=2, mode="nan"), store, write_batch_size=2)
+    docs = [NewDocument(_chunks(f"doc {i}", n=2), document_id=f"d{i}") for i in range(3)]
+    with pytest.raises(ValueError, match="bad vector"):
+        await kb.insert_documents(docs)
+    assert await kb.list_documents() == []
+    with pytest.raises(ValueError, match="repeats"):
+        await kb.insert_documents([docs[0], docs[0]])
+    assert await kb.insert_documents([]) == []
+
+
+async def test_ingest_isolates_a_failing_window_file_by_file(
+    embedder: EmbeddingModelBase, store: QdrantStore, tmp_path: Path
+) -> None:
+    from archivist.rag import default_registry
+    from archivist.rag.ingest import Outcome, ingest_files
+
+    files = []
+    for i in range(4):
+        path = tmp_path / f"note{i}.md"
+        path.write_text(f"Note number {i} about topic {i}.")
+        files.append(path)
+    # the first (windowed) embedding call fails; the file-by-file retry succeeds
+    kb = _kb(FailingModel(embedder, fail_on_call=1, mode="count"), store, write_batch_size=3)
+    report = await ingest_files(
+        kb, files, registry=default_registry(), chunker=ApproxTokenChunker()
+    )
+    assert [r.outcome for r in report.results] == [Outcome.INDEXED] * 4
+    assert len(await kb.list_documents()) == 4

@@ -6,6 +6,7 @@ from archivist.rag.knowledge_base import (
     DocumentNotFoundError,
     IncompleteDocument,
     KnowledgeBase,
+    NewDocument,
     RepairReport,
     VerifyReport,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "ImageParser",
     "IncompleteDocument",
     "KnowledgeBase",
+    "NewDocument",
     "PDFParser",
     "PPTParser",
     "ParserBase",

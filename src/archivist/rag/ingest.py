@@ -21,7 +21,8 @@ from pydantic import BaseModel
 
 from archivist.message import TextBlock
 from archivist.rag.chunker.base import ChunkerBase
-from archivist.rag.knowledge_base import KnowledgeBase
+from archivist.rag.document import Chunk
+from archivist.rag.knowledge_base import KnowledgeBase, NewDocument
 from archivist.rag.parser.registry import ParserRegistry
 
 _ID_NAMESPACE = uuid.UUID("6f1d4c0e-3a57-4f0b-9a43-7d7e1c9b2a10")
@@ -109,35 +110,90 @@ async def ingest_files(
     prune_missing: bool = False,
     on_file: ProgressCallback | None = None,
 ) -> IngestReport:
-    """Index `files` into `kb` incrementally; one file's failure never stops the others."""
+    """Index `files` into `kb` incrementally; one file's failure never stops the others.
+
+    Changed files are parsed and chunked one by one, then written in windows of about
+    `kb.write_batch_size` chunks through `KnowledgeBase.insert_documents`, so small files
+    share full-size embedding calls.
+    """
     report = IngestReport()
-    existing = {s.document_id: s.metadata for s in await kb.list_documents()}
-    fingerprint = pipeline_fingerprint(chunker, kb)
-    for path in files:
-        result = await _ingest_one(kb, path, existing, fingerprint, registry, chunker)
+
+    def emit(result: FileResult) -> None:
         report.results.append(result)
         if on_file is not None:
             on_file(result)
+
+    existing = {s.document_id: s.metadata for s in await kb.list_documents()}
+    fingerprint = pipeline_fingerprint(chunker, kb)
+    window: list[_Parsed] = []
+    for path in files:
+        item = await _parse_one(kb, path, existing, fingerprint, registry, chunker)
+        if isinstance(item, FileResult):
+            emit(item)
+            continue
+        window.append(item)
+        if sum(len(p.chunks) for p in window) >= kb.write_batch_size:
+            for result in await _write(kb, window):
+                emit(result)
+            window = []
+    for result in await _write(kb, window):
+        emit(result)
     if prune_missing:
         for document_id, metadata in existing.items():
             recorded = metadata.get(PATH_KEY)
             if isinstance(recorded, str) and not Path(recorded).exists():
                 await kb.delete_document(document_id)
-                pruned = FileResult(recorded, Outcome.PRUNED, document_id)
-                report.results.append(pruned)
-                if on_file is not None:
-                    on_file(pruned)
+                emit(FileResult(recorded, Outcome.PRUNED, document_id))
     return report
 
 
-async def _ingest_one(
+@dataclass
+class _Parsed:
+    """A changed file, chunked and waiting to be written."""
+
+    path: Path
+    document_id: str
+    outcome: Outcome
+    chunks: list[Chunk]
+    metadata: dict[str, Any]
+
+    def done(self) -> FileResult:
+        return FileResult(str(self.path), self.outcome, self.document_id, chunks=len(self.chunks))
+
+    def failed(self, exc: Exception) -> FileResult:
+        return FileResult(str(self.path), Outcome.FAILED, self.document_id, error=str(exc))
+
+
+async def _write(kb: KnowledgeBase, window: list[_Parsed]) -> list[FileResult]:
+    """Write a window of documents together; if that fails, one by one to isolate the culprit."""
+    if not window:
+        return []
+    try:
+        await kb.insert_documents(
+            [NewDocument(p.chunks, p.document_id, p.metadata) for p in window]
+        )
+        return [p.done() for p in window]
+    except (ValueError, OSError) as exc:
+        if len(window) == 1:
+            return [window[0].failed(exc)]
+    results = []
+    for parsed in window:
+        try:
+            await kb.insert_document(parsed.chunks, parsed.document_id, parsed.metadata)
+            results.append(parsed.done())
+        except (ValueError, OSError) as exc:
+            results.append(parsed.failed(exc))
+    return results
+
+
+async def _parse_one(
     kb: KnowledgeBase,
     path: Path,
     existing: dict[str, dict[str, Any]],
     fingerprint: str,
     registry: ParserRegistry,
     chunker: ChunkerBase,
-) -> FileResult:
+) -> FileResult | _Parsed:
     resolved = path.resolve()
     document_id = document_id_for(resolved)
     try:
@@ -150,26 +206,22 @@ async def _ingest_one(
         chunks = await chunker.chunk(sections)
         if not chunks:
             raise ValueError(f"{path.name}: no chunks (nothing to index)")
-        if not kb.embedding_model.supports_multimodal and not any(
-            isinstance(c.content, TextBlock) for c in chunks
-        ):
-            return FileResult(
-                str(path),
-                Outcome.SKIPPED,
-                document_id,
-                error=f"{kb.embedding_model.model} is text-only and the file holds no text",
-            )
-        await kb.insert_document(
-            chunks,
-            document_id=document_id,
-            document_metadata={
-                PATH_KEY: str(resolved),
-                HASH_KEY: digest,
-                PIPELINE_KEY: fingerprint,
-                INDEXED_AT_KEY: datetime.now(UTC).isoformat(timespec="seconds"),
-            },
-        )
     except (ValueError, OSError) as exc:
         return FileResult(str(path), Outcome.FAILED, document_id, error=str(exc))
+    if not kb.embedding_model.supports_multimodal and not any(
+        isinstance(c.content, TextBlock) for c in chunks
+    ):
+        return FileResult(
+            str(path),
+            Outcome.SKIPPED,
+            document_id,
+            error=f"{kb.embedding_model.model} is text-only and the file holds no text",
+        )
+    metadata = {
+        PATH_KEY: str(resolved),
+        HASH_KEY: digest,
+        PIPELINE_KEY: fingerprint,
+        INDEXED_AT_KEY: datetime.now(UTC).isoformat(timespec="seconds"),
+    }
     outcome = Outcome.UPDATED if before else Outcome.INDEXED
-    return FileResult(str(path), outcome, document_id, chunks=len(chunks))
+    return _Parsed(path, document_id, outcome, chunks, metadata)

@@ -8,6 +8,7 @@ import logging
 import math
 import uuid
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -82,6 +83,19 @@ def check_metadata_filter(metadata_filter: MetadataFilter | None) -> MetadataFil
                 f"metadata_filter[{key!r}] must be a str, int or bool, not {type(value).__name__}"
             )
     return dict(metadata_filter)
+
+
+@dataclass(frozen=True)
+class NewDocument:
+    """One document for `KnowledgeBase.insert_documents`: its chunks, id and metadata."""
+
+    chunks: Sequence[Chunk]
+    document_id: str | None = None
+    document_metadata: dict[str, Any] | None = None
+
+
+async def _one_batch(records: list[VectorRecord]) -> AsyncIterator[list[VectorRecord]]:
+    yield records
 
 
 class KnowledgeBase:
@@ -167,6 +181,43 @@ class KnowledgeBase:
             self.collection, document_id, batches, self.metadata_filter
         )
         return document_id
+
+    async def insert_documents(self, documents: Sequence[NewDocument]) -> list[str]:
+        """Insert several documents at once; returns their ids in order.
+
+        The bulk path for many small documents: their chunks share full-size embedding calls
+        instead of one small call per document. Every vector is computed and checked before
+        anything is written, so a bad input writes nothing; then each document replaces its
+        old version as in `insert_document`. All vectors of the call are held at once: pass
+        windows of a few hundred chunks.
+        """
+        prepared: list[tuple[str, list[Chunk]]] = []
+        for index, document in enumerate(documents):
+            if not isinstance(document, NewDocument):
+                raise TypeError(f"documents[{index}] must be a NewDocument")
+            document_id = self._check_document_id(document.document_id)
+            if any(document_id == seen for seen, _ in prepared):
+                raise ValueError(f"documents[{index}]: document_id {document_id!r} repeats")
+            chunks = self._prepare_chunks(document.chunks, document.document_metadata, document_id)
+            prepared.append((document_id, chunks))
+        if not prepared:
+            return []
+        await self.ensure_collection()
+        pairs = [(document_id, chunk) for document_id, chunks in prepared for chunk in chunks]
+        records: list[VectorRecord] = []
+        for start in range(0, len(pairs), self.write_batch_size):
+            records += await self._records(pairs[start : start + self.write_batch_size])
+        by_document: dict[str, list[VectorRecord]] = {}
+        for record in records:
+            by_document.setdefault(record.document_id, []).append(record)
+        for document_id, _ in prepared:
+            await self.vector_store.replace_document(
+                self.collection,
+                document_id,
+                _one_batch(by_document[document_id]),
+                self.metadata_filter,
+            )
+        return [document_id for document_id, _ in prepared]
 
     async def search(
         self,
@@ -365,26 +416,32 @@ class KnowledgeBase:
     async def _embedded_batches(
         self, chunks: list[Chunk], document_id: str
     ) -> AsyncIterator[list[VectorRecord]]:
-        dimensions = self.embedding_model.dimensions
         for start in range(0, len(chunks), self.write_batch_size):
             batch = chunks[start : start + self.write_batch_size]
-            inputs = [c.content for c in batch]
-            response = await self.embedding_model(inputs, input_type="document")
-            if len(response.embeddings) != len(batch):
+            yield await self._records([(document_id, chunk) for chunk in batch])
+
+    async def _records(self, pairs: list[tuple[str, Chunk]]) -> list[VectorRecord]:
+        """Embed the chunks of (document id, chunk) pairs in one call and check every vector."""
+        dimensions = self.embedding_model.dimensions
+        response = await self.embedding_model(
+            [chunk.content for _, chunk in pairs], input_type="document"
+        )
+        if len(response.embeddings) != len(pairs):
+            ids = sorted({document_id for document_id, _ in pairs})
+            raise ValueError(
+                f"{self.embedding_model.model!r} returned {len(response.embeddings)} "
+                f"vectors for {len(pairs)} chunks of document(s) {ids}"
+            )
+        records = []
+        for (document_id, chunk), vector in zip(pairs, response.embeddings, strict=True):
+            if len(vector) != dimensions or not all(math.isfinite(x) for x in vector):
                 raise ValueError(
-                    f"{self.embedding_model.model!r} returned {len(response.embeddings)} "
-                    f"vectors for {len(batch)} chunks of document {document_id!r}"
+                    f"{self.embedding_model.model!r} returned a bad vector for chunk "
+                    f"{chunk.chunk_index} of document {document_id!r} (length "
+                    f"{len(vector)}, expected {dimensions} finite numbers)"
                 )
-            records = []
-            for chunk, vector in zip(batch, response.embeddings, strict=True):
-                if len(vector) != dimensions or not all(math.isfinite(x) for x in vector):
-                    raise ValueError(
-                        f"{self.embedding_model.model!r} returned a bad vector for chunk "
-                        f"{chunk.chunk_index} of document {document_id!r} (length "
-                        f"{len(vector)}, expected {dimensions} finite numbers)"
-                    )
-                records.append(VectorRecord(vector=vector, document_id=document_id, chunk=chunk))
-            yield records
+            records.append(VectorRecord(vector=vector, document_id=document_id, chunk=chunk))
+        return records
 
 
 def _check_numbering(chunks: Sequence[Chunk], document_id: str) -> None:

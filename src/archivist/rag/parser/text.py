@@ -23,8 +23,7 @@ def _check_encodable(text: str, filename: str) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ValueError(
-            f"{filename}: the text holds an invalid character (lone surrogate) at index "
-            f"{exc.start}"
+            f"{filename}: the text holds an invalid character (lone surrogate) at index {exc.start}"
         ) from exc
 
 
