@@ -375,3 +375,37 @@ async def test_ingest_isolates_a_failing_window_file_by_file(
     )
     assert [r.outcome for r in report.results] == [Outcome.INDEXED] * 4
     assert len(await kb.list_documents()) == 4
+
+
+async def test_ingest_streams_a_large_file_in_bounded_embedding_calls(
+    embedder: EmbeddingModelBase, store: QdrantStore, tmp_path: Path
+) -> None:
+    from archivist.rag import default_registry
+    from archivist.rag.ingest import Outcome, ingest_files
+
+    small = tmp_path / "a-small.md"
+    small.write_text("A short note.")
+    large = tmp_path / "b-large.md"
+    large.write_text("\n\n".join(f"Paragraph {i} of the long file." for i in range(40)))
+    counting = CountingModel(embedder)
+    kb = _kb(counting, store, write_batch_size=8)
+    bulk_sizes: list[int] = []
+    bulk = kb.insert_documents
+
+    async def spy(documents):  # type: ignore[no-untyped-def]
+        bulk_sizes.extend(len(d.chunks) for d in documents)
+        return await bulk(documents)
+
+    kb.insert_documents = spy  # type: ignore[method-assign]
+    report = await ingest_files(
+        kb, [small, large], registry=default_registry(), chunker=ApproxTokenChunker(16, 0)
+    )
+    # the large file never goes through the bulk path, which holds all its vectors at once
+    assert all(size < 8 for size in bulk_sizes)
+    assert [r.outcome for r in report.results] == [Outcome.INDEXED, Outcome.INDEXED]
+    large_chunks = report.results[1].chunks
+    assert large_chunks > 8
+    assert max(len(inputs) for inputs, _ in counting.calls) <= 8
+    assert sum(len(inputs) for inputs, _ in counting.calls) == large_chunks + 1
+    counts = {s.source: s.chunk_count for s in await kb.list_documents()}
+    assert counts == {"a-small.md": 1, "b-large.md": large_chunks}

@@ -131,6 +131,13 @@ async def ingest_files(
         if isinstance(item, FileResult):
             emit(item)
             continue
+        if len(item.chunks) >= kb.write_batch_size:
+            # A large file goes alone through insert_document, which streams its batches
+            # instead of holding every vector of the file at once.
+            for result in await _write(kb, window) + await _write(kb, [item]):
+                emit(result)
+            window = []
+            continue
         window.append(item)
         if sum(len(p.chunks) for p in window) >= kb.write_batch_size:
             for result in await _write(kb, window):
@@ -168,22 +175,26 @@ async def _write(kb: KnowledgeBase, window: list[_Parsed]) -> list[FileResult]:
     """Write a window of documents together; if that fails, one by one to isolate the culprit."""
     if not window:
         return []
+    if len(window) == 1:
+        return await _write_one(kb, window[0])
     try:
         await kb.insert_documents(
             [NewDocument(p.chunks, p.document_id, p.metadata) for p in window]
         )
         return [p.done() for p in window]
+    except (ValueError, OSError):
+        results = []
+        for parsed in window:
+            results += await _write_one(kb, parsed)
+        return results
+
+
+async def _write_one(kb: KnowledgeBase, parsed: _Parsed) -> list[FileResult]:
+    try:
+        await kb.insert_document(parsed.chunks, parsed.document_id, parsed.metadata)
     except (ValueError, OSError) as exc:
-        if len(window) == 1:
-            return [window[0].failed(exc)]
-    results = []
-    for parsed in window:
-        try:
-            await kb.insert_document(parsed.chunks, parsed.document_id, parsed.metadata)
-            results.append(parsed.done())
-        except (ValueError, OSError) as exc:
-            results.append(parsed.failed(exc))
-    return results
+        return [parsed.failed(exc)]
+    return [parsed.done()]
 
 
 async def _parse_one(
