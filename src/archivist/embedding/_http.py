@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import json
-import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
 
+from archivist._http_retry import is_retryable_status, retry_after_seconds
 from archivist.embedding.errors import EmbeddingAPIError, EmbeddingError, TransientEmbeddingError
 
 ErrorReader = Callable[[Any], tuple[str | None, str | None]]
 """Reads `(code, message)` out of a provider's parsed error body."""
-
-_RETRY_STATUS = frozenset({408, 409, 425, 429})
 
 
 class JsonPoster:
@@ -86,7 +83,7 @@ class JsonPoster:
         with contextlib.suppress(ValueError, TypeError, AttributeError, KeyError):
             code, message = self._read_error(json.loads(response.content))
         message = message or response.text[:500] or response.reason_phrase or "no message"
-        if status in _RETRY_STATUS or status >= 500:
+        if is_retryable_status(status):
             return TransientEmbeddingError(
                 message,
                 status=status,
@@ -101,25 +98,3 @@ class JsonPoster:
         if self._owned is not None:
             owned, self._owned = self._owned, None
             await owned.aclose()
-
-
-def retry_after_seconds(headers: httpx.Headers) -> float | None:
-    """The wait a response asks for: `retry-after-ms`, or `Retry-After` as seconds or a date."""
-    milliseconds = headers.get("retry-after-ms")
-    if milliseconds is not None:
-        try:
-            return max(0.0, float(milliseconds) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
