@@ -13,7 +13,8 @@ from rich.table import Table
 from archivist.cli.files import walk_files
 from archivist.cli.session import add_common_arguments, open_session
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL, list_embedding_models
-from archivist.rag import ApproxTokenChunker, default_registry
+from archivist.rag import default_registry
+from archivist.rag.chunker import chunker_for
 from archivist.rag.ingest import FileResult, Outcome, ingest_files
 
 
@@ -22,10 +23,14 @@ def add_index_command(commands: Any) -> None:
     cmd = commands.add_parser("index", help="index files and folders into a knowledge base")
     cmd.add_argument("paths", nargs="+", metavar="PATH")
     add_common_arguments(cmd)
-    # 256 approximate tokens mostly fit the default model's 256-token input (on SciFact ~5%
-    # of chunks still exceed it; the embedder truncates those and reports it).
-    cmd.add_argument("--chunk-size", type=int, default=256)
-    cmd.add_argument("--overlap", type=int, default=32)
+    cmd.add_argument(
+        "--chunk-size",
+        type=int,
+        default=None,
+        help="tokens per chunk (default: the embedding model's input length, measured with its "
+        "own tokenizer, so no chunk is truncated; 256 estimated tokens for remote models)",
+    )
+    cmd.add_argument("--overlap", type=int, default=32, help="tokens shared by neighbouring chunks")
     cmd.add_argument("--json", action="store_true", help="print the summary as JSON")
     cmd.add_argument(
         "--embedding",
@@ -41,9 +46,10 @@ def add_index_command(commands: Any) -> None:
 async def run_index(args: argparse.Namespace) -> int:
     """Index the files; print a summary; exit 1 if any file failed."""
     console = Console(stderr=True)
-    chunker = ApproxTokenChunker(chunk_size=args.chunk_size, overlap=args.overlap)
     files = list(walk_files(args.paths))
     async with open_session(args, create=True, embedding=args.embedding) as session:
+        tokenizer = session.kb.embedding_model.chunk_tokenizer()
+        chunker = chunker_for(tokenizer, args.chunk_size, args.overlap)
         with Progress(
             TextColumn("[bold]indexing"),
             BarColumn(),

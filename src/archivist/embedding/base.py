@@ -18,6 +18,7 @@ from typing import Literal, Self, TypeAlias, get_args
 from archivist.embedding import retry
 from archivist.embedding.errors import EmbeddingError
 from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
+from archivist.embedding.tokenizer import ModelTokenizer
 from archivist.message import DataBlock, TextBlock
 
 logger = logging.getLogger(__name__)
@@ -91,6 +92,11 @@ class EmbeddingModelBase(ABC):
     def _detect_dimensions(self) -> int:
         """Find `dimensions` when the constructor was not told; models that can, override."""
         raise EmbeddingError(f"{self.model}: dimensions were not given and cannot be detected")
+
+    def chunk_tokenizer(self) -> ModelTokenizer | None:
+        """The model's own tokenizer, when it is known locally: chunkers use it so that no
+        chunk exceeds the model's input, and ingestion to spot text the model cannot read."""
+        return None
 
     @property
     def cache_identity(self) -> str:

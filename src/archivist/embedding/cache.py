@@ -18,6 +18,7 @@ import numpy as np
 
 from archivist.embedding.base import BatchItem, EmbeddingInput, EmbeddingModelBase, InputType
 from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
+from archivist.embedding.tokenizer import ModelTokenizer
 from archivist.message import Base64Source
 
 _FILENAME = "embeddings.sqlite3"
@@ -45,6 +46,8 @@ class CachedEmbeddingModel(EmbeddingModelBase):
             max_retries=0,
         )
         self.inner = inner
+        self.totals = EmbeddingUsage()
+        """Usage summed over every call, `cached_inputs` being those the cache served."""
         directory = Path(cache_dir)
         if directory.exists() and not directory.is_dir():
             raise NotADirectoryError(f"cache_dir is not a directory: {directory}")
@@ -63,6 +66,9 @@ class CachedEmbeddingModel(EmbeddingModelBase):
     @property
     def cache_identity(self) -> str:
         return self.inner.cache_identity
+
+    def chunk_tokenizer(self) -> ModelTokenizer | None:
+        return self.inner.chunk_tokenizer()
 
     def _check_inputs(
         self, inputs: Sequence[EmbeddingInput], input_type: InputType
@@ -89,6 +95,7 @@ class CachedEmbeddingModel(EmbeddingModelBase):
             found.update(new)
             usage = fresh.usage
         usage = usage + EmbeddingUsage(cached_inputs=len(items) - len(to_embed))
+        self.totals = self.totals + usage
         return EmbeddingResponse(embeddings=[found[key].tolist() for key in keys], usage=usage)
 
     async def _embed_batch(

@@ -20,6 +20,7 @@ from tokenizers import Encoding, Tokenizer
 from archivist.embedding.base import BatchItem, EmbeddingModelBase, InputType
 from archivist.embedding.errors import EmbeddingError
 from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
+from archivist.embedding.tokenizer import ModelTokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -103,6 +104,7 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         self.threads = threads or _available_cores()
         self._runtime: _Runtime | None = None
         self._load_lock = threading.Lock()
+        self._chunk_tokenizer: ModelTokenizer | None = None
 
     @property
     def cache_identity(self) -> str:
@@ -173,6 +175,15 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
                 f"dimensions={self._dimensions} but {self.model_path} outputs {last}-d vectors"
             )
         return runtime
+
+    def chunk_tokenizer(self) -> ModelTokenizer:
+        """This model's tokenizer (its file verified), with the document prefix deducted."""
+        if self._chunk_tokenizer is None:
+            self._load()
+            self._chunk_tokenizer = ModelTokenizer.from_file(
+                str(self.tokenizer_path), self.max_length, self.document_prefix
+            )
+        return self._chunk_tokenizer
 
     def _detect_dimensions(self) -> int:
         self._load()

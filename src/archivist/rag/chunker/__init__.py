@@ -2,5 +2,19 @@
 
 from archivist.rag.chunker.approx_token import ApproxTokenChunker, approx_tokens
 from archivist.rag.chunker.base import ChunkerBase
+from archivist.rag.chunker.token import (
+    EstimatedTokenizer,
+    TextTokenizer,
+    TokenChunker,
+    chunker_for,
+)
 
-__all__ = ["ApproxTokenChunker", "ChunkerBase", "approx_tokens"]
+__all__ = [
+    "ApproxTokenChunker",
+    "ChunkerBase",
+    "EstimatedTokenizer",
+    "TextTokenizer",
+    "TokenChunker",
+    "approx_tokens",
+    "chunker_for",
+]

@@ -1,0 +1,45 @@
+"""`ModelTokenizer`: a local model's own tokenizer, for chunking and for coverage checks."""
+
+from __future__ import annotations
+
+from tokenizers import Tokenizer
+
+
+class ModelTokenizer:
+    """Token spans and unknown-token share of texts, as the embedding model will see them.
+
+    `max_tokens` is the model's input length minus its special tokens and document prefix: a
+    text of at most that many tokens is embedded whole.
+    """
+
+    def __init__(self, tokenizer: Tokenizer, max_length: int, document_prefix: str = "") -> None:
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
+        self._tokenizer = tokenizer
+        overhead = len(tokenizer.encode(document_prefix, add_special_tokens=True).ids)
+        if overhead >= max_length:
+            raise ValueError(f"the document prefix fills the model's {max_length} input tokens")
+        self._max_tokens = max_length - overhead
+        unknown = getattr(tokenizer.model, "unk_token", None)
+        self._unknown_id = tokenizer.token_to_id(unknown) if isinstance(unknown, str) else None
+
+    @classmethod
+    def from_file(cls, path: str, max_length: int, document_prefix: str = "") -> ModelTokenizer:
+        """The tokenizer in `tokenizer.json` at `path`."""
+        return cls(Tokenizer.from_file(path), max_length, document_prefix)
+
+    @property
+    def max_tokens(self) -> int:
+        """The most tokens of text one input may hold."""
+        return self._max_tokens
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """`(start, end)` character offsets of each token of `text`, without special tokens."""
+        return list(self._tokenizer.encode(text, add_special_tokens=False).offsets)
+
+    def unknown_share(self, text: str) -> float:
+        """The share of `text`'s tokens the vocabulary does not know (0 for empty text)."""
+        if self._unknown_id is None:
+            return 0.0
+        ids = self._tokenizer.encode(text, add_special_tokens=False).ids
+        return sum(1 for i in ids if i == self._unknown_id) / len(ids) if ids else 0.0

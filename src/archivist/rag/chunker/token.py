@@ -1,0 +1,240 @@
+"""`TokenChunker`: windows measured in the embedding model's own tokens, so none is truncated."""
+
+from __future__ import annotations
+
+import bisect
+import copy
+import re
+import unicodedata
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+from archivist.message import DataBlock, TextBlock
+from archivist.rag.chunker.base import ChunkerBase
+from archivist.rag.document import Chunk, Section
+
+# Preferred cut points, best first; a window ends after the last one in its second half.
+_BREAKS = (
+    "\n\n",
+    "\n",
+    ". ",
+    "? ",
+    "! ",
+    "。",
+    "！",
+    "？",
+    "; ",
+    "；",
+    ", ",
+    "，",
+    "、",
+    " ",
+    "\t",
+)
+_PROBE_CHARS_PER_TOKEN = 6
+"""First guess of characters per token when cutting a probe of text to tokenize."""
+
+
+@runtime_checkable
+class TextTokenizer(Protocol):
+    """What a chunker needs of a tokenizer: the character span of every token of a text."""
+
+    @property
+    def max_tokens(self) -> int:
+        """The most tokens one input may hold (special tokens and prefixes already deducted)."""
+        ...
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """`(start, end)` character offsets of each token of `text`, in order, no specials."""
+        ...
+
+
+_CJK = (
+    r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+    r"\U00020000-\U0002fa1f"
+)
+_ESTIMATE = re.compile(rf"[{_CJK}]|[^\s{_CJK}\W]+|[^\w\s]", re.UNICODE)
+_ESTIMATE_WORD_PIECE = 4
+"""Characters per token assumed inside a long word."""
+
+
+class EstimatedTokenizer:
+    """A CJK-aware estimate for models whose tokenizer is unknown.
+
+    Each CJK character and each punctuation mark counts as one token, and other words as one
+    token per four characters (at least one), close to WordPiece/BPE vocabularies.
+    """
+
+    def __init__(self, max_tokens: int = 512) -> None:
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+        self._max_tokens = max_tokens
+
+    @property
+    def max_tokens(self) -> int:
+        return self._max_tokens
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        out: list[tuple[int, int]] = []
+        for match in _ESTIMATE.finditer(text):
+            start, end = match.span()
+            for piece in range(start, end, _ESTIMATE_WORD_PIECE):
+                out.append((piece, min(end, piece + _ESTIMATE_WORD_PIECE)))
+        return out
+
+
+class TokenChunkerParameters(BaseModel):
+    """What decides a TokenChunker's output (ingestion fingerprints it)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunk_size: int
+    overlap: int
+    tokenizer: str
+
+
+class TokenChunker(ChunkerBase):
+    """Splits text Sections into windows of at most `chunk_size` tokens of `tokenizer`.
+
+    With the embedding model's tokenizer (`model.chunk_tokenizer()`), every chunk fits the
+    model's input, so nothing is cut off when it is embedded. Windows end at a paragraph,
+    line, sentence or word break (Western or CJK punctuation) when one lies in their second
+    half; consecutive windows of a Section share `overlap` tokens, starting at a word break.
+    `chunk_size` defaults to the tokenizer's `max_tokens` and may not exceed it.
+    """
+
+    def __init__(
+        self,
+        tokenizer: TextTokenizer | None = None,
+        chunk_size: int | None = None,
+        overlap: int = 32,
+    ) -> None:
+        self.tokenizer: TextTokenizer = tokenizer or EstimatedTokenizer()
+        limit = self.tokenizer.max_tokens
+        size = limit if chunk_size is None else chunk_size
+        if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
+            raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
+        if size > limit:
+            raise ValueError(
+                f"chunk_size {size} exceeds the {limit} tokens the embedding model reads; "
+                "longer chunks would be truncated"
+            )
+        if isinstance(overlap, bool) or not isinstance(overlap, int) or overlap < 0:
+            raise ValueError(f"overlap must be a non-negative int, got {overlap!r}")
+        if overlap >= size:
+            raise ValueError(f"overlap ({overlap}) must be smaller than chunk_size ({size})")
+        self.chunk_size = size
+        self.overlap = overlap
+        self.parameters = TokenChunkerParameters(
+            chunk_size=size,
+            overlap=overlap,
+            tokenizer=f"{type(self.tokenizer).__qualname__}:{limit}",
+        )
+
+    async def chunk(self, sections: list[Section]) -> list[Chunk]:
+        chunks: list[Chunk] = []
+        for section in sections:
+            if isinstance(section.content, TextBlock):
+                for piece in self.split_text(section.content.text):
+                    chunks.append(_make(TextBlock(text=piece), section))
+            else:
+                chunks.append(_make(section.content.model_copy(deep=True), section))
+        for index, chunk in enumerate(chunks):
+            chunk.chunk_index = index
+            chunk.total_chunks = len(chunks)
+        return chunks
+
+    def count(self, text: str) -> int:
+        """How many tokens `text` is."""
+        return len(self.tokenizer.spans(text))
+
+    def split_text(self, text: str) -> list[str]:
+        """The stripped, non-blank windows of `text`, in order."""
+        pieces: list[str] = []
+        start, size = 0, len(text)
+        while start < size:
+            while start < size and text[start].isspace():
+                start += 1
+            if start >= size:
+                break
+            spans = self._probe(text, start)
+            if len(spans) <= self.chunk_size:
+                pieces.append(text[start:].strip())
+                break
+            cut = self._cut(text, start, spans)
+            pieces.append(text[start:cut].strip())
+            start = self._next_start(text, start, cut, spans)
+        return [piece for piece in pieces if piece]
+
+    def _probe(self, text: str, start: int) -> list[tuple[int, int]]:
+        """Token spans (relative to `start`) of enough text to hold more than one window."""
+        length = self.chunk_size * _PROBE_CHARS_PER_TOKEN
+        while True:
+            end = min(len(text), start + length)
+            spans = self.tokenizer.spans(text[start:end])
+            if len(spans) > self.chunk_size or end >= len(text):
+                return spans
+            length *= 2
+
+    def _cut(self, text: str, start: int, spans: list[tuple[int, int]]) -> int:
+        """Where the window from `start` ends: a break in its second half, within budget."""
+        hard = start + spans[self.chunk_size][0]
+        floor = start + spans[self.chunk_size // 2][0]
+        cut = _break_before(text, floor, hard)
+        # A cut inside a word can tokenize differently on its own: back off until it fits.
+        index = self.chunk_size
+        while self.count(text[start:cut]) > self.chunk_size and index > 1:
+            index -= 1
+            cut = start + spans[index][0]
+        return max(cut, start + spans[1][0])
+
+    def _next_start(self, text: str, start: int, cut: int, spans: list[tuple[int, int]]) -> int:
+        """Where the next window starts: `overlap` tokens before `cut`, at a word start."""
+        if self.overlap == 0:
+            return cut
+        inside = bisect.bisect_left([s for s, _ in spans], cut - start)
+        if inside <= self.overlap:
+            return cut
+        candidate = start + spans[inside - self.overlap][0]
+        if candidate > 0 and not text[candidate - 1].isspace() and not _is_cjk(text[candidate]):
+            space = text.find(" ", candidate, cut)
+            if space != -1 and space + 1 < cut:
+                candidate = space + 1
+        return candidate if candidate > start else cut
+
+
+DEFAULT_ESTIMATED_SIZE = 256
+"""Chunk size, in estimated tokens, for models whose tokenizer is not known locally."""
+
+
+def chunker_for(
+    tokenizer: TextTokenizer | None, chunk_size: int | None = None, overlap: int = 32
+) -> TokenChunker:
+    """The chunker ingestion uses for a model: its own `tokenizer` when known (chunks fill its
+    input unless `chunk_size` says less), else the CJK-aware estimate of `chunk_size` tokens."""
+    if tokenizer is None:
+        tokenizer = EstimatedTokenizer(chunk_size or DEFAULT_ESTIMATED_SIZE)
+    return TokenChunker(tokenizer, chunk_size, overlap)
+
+
+def _break_before(text: str, floor: int, end: int) -> int:
+    for mark in _BREAKS:
+        hit = text.rfind(mark, floor, end)
+        if hit != -1:
+            return hit + len(mark)
+    return end
+
+
+def _is_cjk(char: str) -> bool:
+    return unicodedata.east_asian_width(char) in {"W", "F"}
+
+
+def _make(content: TextBlock | DataBlock, section: Section) -> Chunk:
+    return Chunk(
+        content=content,
+        source=section.source,
+        chunk_index=0,
+        total_chunks=0,
+        metadata=copy.deepcopy(section.metadata),
+    )
