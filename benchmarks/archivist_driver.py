@@ -61,9 +61,11 @@ class LookupEmbedding(EmbeddingModelBase):
 
 
 async def quality(p: dict[str, Any]) -> dict[str, Any]:
-    """Archivist's default configuration (what `archivist eval` runs) on a BEIR dataset."""
+    """Archivist's default configuration (what `archivist eval` runs) on a BEIR dataset;
+    `mode` picks hybrid (the default), dense or sparse search."""
     config = EvalConfig(
         dataset_dir=p["dataset"],
+        mode=p.get("mode", "hybrid"),
         queries=p.get("queries"),
         corpus=p.get("corpus"),
         seed=p.get("seed", 0),
@@ -118,38 +120,6 @@ def bm25_run(data: Any, depth: int = 100) -> dict[str, dict[str, float]]:
     return {
         q.id: {data.corpus[int(i)].id: float(s) for i, s in zip(docs[n], scores[n], strict=True)}
         for n, q in enumerate(data.queries)
-    }
-
-
-def rrf(runs: list[dict[str, dict[str, float]]], k: int = 60) -> dict[str, dict[str, float]]:
-    """Reciprocal-rank fusion: each document scores sum(1 / (k + rank)) over the runs."""
-    from archivist.eval import rank
-
-    fused: dict[str, dict[str, float]] = {}
-    for run in runs:
-        for query_id, scores in run.items():
-            target = fused.setdefault(query_id, {})
-            for position, doc in enumerate(rank(scores)[:100]):
-                target[doc] = target.get(doc, 0.0) + 1.0 / (k + position + 1)
-    return fused
-
-
-async def hybrid(p: dict[str, Any]) -> dict[str, Any]:
-    """What fusion would give: RRF of Archivist's dense run and BM25 (not a shipped feature)."""
-    from archivist.eval import build_embedding_model, index_corpus, retrieve
-
-    data = load_beir(p["dataset"]).subset(p.get("queries"), p.get("corpus"), p.get("seed", 0))
-    model = build_embedding_model("all-MiniLM-L6-v2-int8", Path(p["cache_dir"]))
-    async with QdrantStore(location=":memory:", auto_optimize_threshold=None) as store:
-        kb = KnowledgeBase("hybrid", "hybrid experiment", model, store, "eval")
-        await index_corpus(kb, data.corpus, ApproxTokenChunker(256, 32))
-        dense = await retrieve(kb, data.queries, p.get("depth", 300))
-    fused = rrf([dense, bm25_run(data)])
-    return {
-        "system": "rrf(dense, bm25)",
-        "documents": len(data.corpus),
-        "queries": len(per_query(fused, data.qrels)),
-        "metrics": evaluate(fused, data.qrels),
     }
 
 
@@ -268,7 +238,6 @@ async def pdf(p: dict[str, Any]) -> dict[str, Any]:
 TASKS = {
     "quality": quality,
     "bm25": bm25,
-    "hybrid": hybrid,
     "raw_embed": raw_embed,
     "ingest": ingest,
     "latency": latency,

@@ -46,7 +46,7 @@ PDF_LINE = "The quarterly report covers revenue, costs and the outlook for the n
 SECTIONS = ("quality", "ingest", "latency", "pdf")
 
 TARGETS = {
-    "quality": "nDCG@10 of the default configuration ≥ AgentScope's dense-only configuration",
+    "quality": "nDCG@10 of the default configuration ≥ 0.73 (and ≥ AgentScope's and BM25's)",
     "ingest": "≥ 0.9 of the raw embedder's throughput",
     "latency": "tenant-filtered top-5 at 100k ≥ 300× faster than AgentScope's embedded Qdrant",
     "pdf": "≥ 5× AgentScope's pages/s",
@@ -141,14 +141,15 @@ def pdf_file(pages: int) -> Path:
 
 
 def run_quality(cfg: dict[str, Any]) -> dict[str, Any]:
-    """SciFact: Archivist default vs AgentScope seed configuration vs BM25."""
+    """SciFact: Archivist default (hybrid) and dense-only vs AgentScope seed configuration vs
+    BM25."""
     params = {"dataset": str(DATASET), "cache_dir": str(TMP / "embedding-cache"), **cfg}
     return {
         "subset": cfg,
         "archivist": run_driver("archivist", "quality", params),
+        "archivist_dense": run_driver("archivist", "quality", {**params, "mode": "dense"}),
         "agentscope": run_driver("agentscope", "quality", params),
         "bm25": run_driver("archivist", "bm25", params),
-        "hybrid": run_driver("archivist", "hybrid", params),
     }
 
 

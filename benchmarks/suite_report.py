@@ -8,11 +8,11 @@ from typing import Any
 
 METRICS = ("nDCG@10", "Recall@10", "Recall@100", "MRR@10")
 SYSTEMS = {
-    "archivist": "Archivist (default)",
+    "archivist": "Archivist (default: hybrid dense + BM25)",
+    "archivist_dense": "Archivist, dense only",
     "agentscope": "AgentScope 2.0.11 (seed)",
     "bm25": "BM25 (bm25s)",
 }
-EXTRA = {"hybrid": "experiment: RRF(Archivist dense, BM25), k=60"}
 
 
 def _get(d: dict[str, Any], *path: str) -> Any:
@@ -57,14 +57,14 @@ def render_report(report: dict[str, Any], plots: list[str], targets: dict[str, s
             "## Retrieval quality — BEIR SciFact (test)",
             "",
             f"Subset: {sub['queries'] or 'all'} queries, {sub['corpus'] or 'all'} docs. "
-            "Document score = best chunk score. Chunking 256/32 approx. tokens for both dense systems.",
+            "Document score = best chunk score. Archivist: chunks of at most 254 word pieces of the model's own tokenizer, overlap 32; AgentScope: 256/32 approximate tokens.",
             "",
             "| system | " + " | ".join(METRICS) + " | docs | chunks | peak RSS MiB |",
             "|---|" + "---:|" * (len(METRICS) + 3),
         ]
-        for key, label in {**SYSTEMS, **EXTRA}.items():
+        for key, label in SYSTEMS.items():
             r = quality.get(key, {})
-            if key in EXTRA and "metrics" not in r:
+            if "metrics" not in r:
                 continue
             cells = [_fmt(_get(r, "metrics", m)) for m in METRICS]
             lines.append(
@@ -72,15 +72,14 @@ def render_report(report: dict[str, Any], plots: list[str], targets: dict[str, s
                 + " | ".join(cells)
                 + f" | {_fmt(r.get('documents'))} | {_fmt(r.get('chunks'))} | {_fmt(r.get('peak_rss_mb'), 0)} |"
             )
-        ours, theirs = (
-            _get(quality, "archivist", "metrics", "nDCG@10"),
-            _get(quality, "agentscope", "metrics", "nDCG@10"),
-        )
-        if ours is not None and theirs is not None:
-            verdict = "met" if ours >= theirs else "NOT met"
+        ours = _get(quality, "archivist", "metrics", "nDCG@10")
+        others = [_get(quality, key, "metrics", "nDCG@10") for key in ("agentscope", "bm25")]
+        if ours is not None and None not in others:
+            best_other = max(others)
+            verdict = "met" if ours >= max(0.73, best_other) else "NOT met"
             lines += [
                 "",
-                f"Target: {targets['quality']} — {verdict} ({ours:.4f} vs {theirs:.4f}, Δ {ours - theirs:+.4f}).",
+                f"Target: {targets['quality']} — {verdict} ({ours:.4f}; best other {best_other:.4f}).",
             ]
         lines.append("")
     ingest = report.get("ingest")

@@ -43,10 +43,9 @@ async def test_index_uses_corpus_ids_and_ranks_by_best_chunk(
             kb,
             data.corpus,
             ApproxTokenChunker(chunk_size=16, overlap=4),
-            batch_size=4,
             on_batch=seen.append,
         )
-        assert seen == [4, 2]
+        assert sum(seen) == 6  # every document is counted, in windows of written chunks
         documents = await kb.list_documents()
         assert sorted(d.document_id for d in documents) == ["10", "20", "30", "40", "50", "60"]
         assert chunks == sum(d.chunk_count for d in documents) > 6  # small chunks: several per doc
@@ -72,7 +71,11 @@ async def test_cli_json(beir_dir: Path, tmp_path: Path, capsys: pytest.CaptureFi
     assert payload["queries"] == 2
     assert payload["metrics"]["MRR@10"] == 1.0
     assert "per_query" not in payload
-    assert payload["config"]["chunk_size"] == 256
+    assert payload["config"]["chunk_size"] is None  # the model's own input length
+    assert payload["config"]["mode"] == "hybrid"
+    assert payload["embedding"] == {"chunk_inputs": 6, "served_from_cache": 0, "truncated": 0}
+    assert payload["empty_documents"] == 0
+    assert payload["search_ms_p50"] > 0
 
 
 async def test_cli_table(beir_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -88,3 +91,66 @@ def test_cli_rejects_bad_options(beir_dir: Path) -> None:
         import asyncio
 
         asyncio.run(args.handler(args))
+
+
+async def test_a_second_run_reports_the_cache_served_it(
+    beir_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["eval", str(beir_dir), "--json", "--cache-dir", str(tmp_path / "c")]
+    for served in (0, 6):
+        args = _parse(argv)
+        assert await args.handler(args) == 0
+        payload = json.loads(capsys.readouterr().out)
+        assert payload["embedding"]["served_from_cache"] == served
+
+
+@pytest.mark.parametrize("mode", ["dense", "sparse", "hybrid"])
+async def test_every_mode_runs_and_writes_a_trec_run_file(
+    beir_dir: Path, tmp_path: Path, mode: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_file = tmp_path / f"{mode}.run"
+    args = _parse(
+        ["eval", str(beir_dir), "--json", "--mode", mode, "--no-cache", "--run", str(run_file)]
+    )
+    assert await args.handler(args) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["config"]["mode"] == mode
+    assert payload["metrics"]["Recall@100"] == 1.0
+    lines = [line.split() for line in run_file.read_text().splitlines()]
+    assert {line[0] for line in lines} == {"1", "2", "3"}
+    for query in ("1", "2", "3"):
+        rows = [line for line in lines if line[0] == query]
+        assert [int(row[3]) for row in rows] == list(range(1, len(rows) + 1))
+        scores = [float(row[4]) for row in rows]
+        assert scores == sorted(scores, reverse=True)
+        assert all(row[1] == "Q0" and row[5] == f"archivist-{mode}" for row in rows)
+    assert next(line[2] for line in lines if line[0] == "3") == "30"
+
+
+async def test_empty_documents_are_counted_and_titles_not_doubled(
+    beir_dir: Path, tmp_path: Path, model: EmbeddingModelBase
+) -> None:
+    import gzip
+    import shutil
+
+    root = Path(shutil.copytree(beir_dir, tmp_path / "data"))
+    extra = [
+        {"_id": "70", "title": "", "text": "   "},
+        {"_id": "80", "title": "Tides", "text": "Tides: the moon pulls the oceans twice a day."},
+    ]
+    with gzip.open(root / "corpus.jsonl.gz", "at") as out:
+        out.write("".join(json.dumps(d) + "\n" for d in extra))
+    data = load_beir(root)
+    tides = next(doc for doc in data.corpus if doc.id == "80")
+    assert tides.text_for_indexing == "Tides: the moon pulls the oceans twice a day."
+    result = await run_evaluation(EvalConfig(dataset_dir=root), embedding_model=model)
+    assert (result.documents, result.empty_documents) == (8, 1)
+    assert result.chunks == 7
+
+
+async def test_progress_prints_lines_when_stderr_is_not_a_terminal(
+    beir_dir: Path, model: EmbeddingModelBase, capsys: pytest.CaptureFixture[str]
+) -> None:
+    await run_evaluation(EvalConfig(dataset_dir=beir_dir), embedding_model=model, progress=True)
+    err = capsys.readouterr().err
+    assert "indexing: 6/6 docs" in err

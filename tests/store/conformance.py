@@ -330,7 +330,9 @@ class VectorStoreConformance:
     async def test_listing_after_deleting_one_of_several_multi_chunk_documents(
         self, store: VectorStoreBase, docs: str
     ) -> None:
-        await store.insert(docs, [record("a", n) for n in range(3)] + [record("b", n) for n in range(2)])
+        await store.insert(
+            docs, [record("a", n) for n in range(3)] + [record("b", n) for n in range(2)]
+        )
         await store.delete(docs, "a")
         [summary] = await store.list_documents(docs)
         assert (summary.document_id, summary.chunk_count) == ("b", 2)

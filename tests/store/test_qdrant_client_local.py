@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from conformance import DIMENSIONS, VectorStoreConformance, record, unit
+from hybrid_conformance import DiversitySearchConformance, HybridSearchConformance
 from qdrant_client import AsyncQdrantClient
 
 from archivist.rag.store.qdrant import QdrantStore
@@ -31,7 +32,9 @@ async def store(client: AsyncQdrantClient) -> AsyncIterator[QdrantStore]:
         yield opened
 
 
-class TestQdrantClientLocalModeAsServerStandIn(VectorStoreConformance):
+class TestQdrantClientLocalModeAsServerStandIn(
+    VectorStoreConformance, HybridSearchConformance, DiversitySearchConformance
+):
     """Every conformance test through qdrant-client, local mode standing in for a server."""
 
 

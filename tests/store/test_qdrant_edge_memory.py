@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conformance import DIMENSIONS, VectorStoreConformance, record, texts, unit
+from hybrid_conformance import DiversitySearchConformance, HybridSearchConformance
 
 from archivist.rag.record import VectorRecord
 from archivist.rag.store.qdrant import QdrantStore
@@ -21,7 +22,9 @@ async def store() -> AsyncIterator[QdrantStore]:
         yield opened
 
 
-class TestQdrantEdgeMemory(VectorStoreConformance):
+class TestQdrantEdgeMemory(
+    VectorStoreConformance, HybridSearchConformance, DiversitySearchConformance
+):
     """Every conformance test against the in-process engine in a temporary directory."""
 
 
@@ -41,9 +44,10 @@ def vector_records(vectors: np.ndarray, prefix: str, per_document: int = 100) ->
 
 
 def edge_info(store: QdrantStore, collection: str) -> tuple[int, int]:
-    """(points, indexed vectors) of the collection's live shard."""
-    info = store._engine._collections[collection].shard.info()  # type: ignore[attr-defined]
-    return info.points_count, info.indexed_vectors_count
+    """(points, points with an indexed dense vector) of the collection's live shard."""
+    edge_collection = store._engine._collections[collection]  # type: ignore[attr-defined]
+    points = edge_collection.shard.info().points_count
+    return points, points - edge_collection.unindexed()
 
 
 async def test_data_lives_as_long_as_the_store_object() -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conformance import DIMENSIONS, VectorStoreConformance, batches, record, texts, unit
+from hybrid_conformance import DiversitySearchConformance, HybridSearchConformance
 
 from archivist.rag.store.file_lock import StoreLockedError
 from archivist.rag.store.qdrant import QdrantStore
@@ -22,7 +23,9 @@ async def store(tmp_path: Path) -> AsyncIterator[QdrantStore]:
         yield opened
 
 
-class TestQdrantEdgePath(VectorStoreConformance):
+class TestQdrantEdgePath(
+    VectorStoreConformance, HybridSearchConformance, DiversitySearchConformance
+):
     """Every conformance test against the in-process engine persisting under a directory."""
 
 

@@ -28,8 +28,32 @@ def add_eval_command(commands: Any) -> None:
         help="corpus size: the judged docs of the chosen queries plus a fixed-seed sample",
     )
     cmd.add_argument("--seed", type=int, default=0, help="seed of the corpus sample")
-    cmd.add_argument("--chunk-size", type=int, default=256)
-    cmd.add_argument("--overlap", type=int, default=32)
+    cmd.add_argument(
+        "--chunk-size",
+        type=int,
+        default=None,
+        help="tokens per chunk (default: the embedding model's input length)",
+    )
+    cmd.add_argument("--overlap", type=int, default=32, help="tokens shared by neighbouring chunks")
+    cmd.add_argument(
+        "--mode",
+        choices=["hybrid", "dense", "sparse"],
+        default="hybrid",
+        help="search mode: dense + BM25 fused, dense vectors only, or BM25 only (default: hybrid)",
+    )
+    cmd.add_argument(
+        "--fusion",
+        choices=["dbsf", "rrf"],
+        default="dbsf",
+        help="how hybrid search fuses its two sides (default: dbsf)",
+    )
+    cmd.add_argument(
+        "--max-per-document",
+        type=int,
+        default=None,
+        help="keep at most N chunks of one document per query",
+    )
+    cmd.add_argument("--run", type=Path, default=None, help="write a TREC run file here")
     cmd.add_argument(
         "--embedding",
         default=DEFAULT_EMBEDDING_MODEL,
@@ -63,8 +87,11 @@ async def run_eval(args: argparse.Namespace) -> int:
         seed=args.seed,
         cache_dir=None if args.no_cache else (args.cache_dir or cache_dir()),
         search_depth=args.depth,
+        mode=args.mode,
+        fusion=args.fusion,
+        max_per_document=args.max_per_document,
     )
-    result = await run_evaluation(config, progress=not args.json)
+    result = await run_evaluation(config, progress=True, run_file=args.run)
     if args.json:
         payload = result.model_dump(mode="json", exclude=None if args.per_query else {"per_query"})
         print(json.dumps(payload, indent=2))

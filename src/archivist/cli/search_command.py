@@ -19,7 +19,30 @@ def add_search_command(commands: Any) -> None:
     cmd = commands.add_parser("search", help="search a knowledge base")
     cmd.add_argument("query")
     cmd.add_argument("-k", "--top-k", type=int, default=5)
-    cmd.add_argument("--threshold", type=float, default=None, help="minimum score")
+    cmd.add_argument(
+        "--threshold", type=float, default=None, help="minimum similarity (searches dense)"
+    )
+    cmd.add_argument(
+        "--mode",
+        choices=["hybrid", "dense", "sparse"],
+        default=None,
+        help="dense vectors + BM25 fused, dense only, or BM25 only "
+        "(default: hybrid where the knowledge base has BM25 vectors)",
+    )
+    cmd.add_argument(
+        "--max-per-document",
+        type=int,
+        default=None,
+        metavar="N",
+        help="at most N passages from one document",
+    )
+    cmd.add_argument(
+        "--diversity",
+        type=float,
+        default=None,
+        metavar="D",
+        help="0..1: pick passages by maximal marginal relevance (0 = most relevant only)",
+    )
     cmd.add_argument("--json", action="store_true", help="print JSON for scripts")
     add_common_arguments(cmd)
     cmd.set_defaults(handler=run_search)
@@ -59,7 +82,14 @@ def hit_json(rank: int, hit: VectorSearchResult) -> dict[str, Any]:
 async def run_search(args: argparse.Namespace) -> int:
     """Print the best hits; an empty knowledge base is reported, not a silent blank."""
     async with open_session(args, create=False) as session:
-        hits = await session.kb.search(args.query, top_k=args.top_k, score_threshold=args.threshold)
+        hits = await session.kb.search(
+            args.query,
+            top_k=args.top_k,
+            score_threshold=args.threshold,
+            mode=args.mode,
+            max_per_document=args.max_per_document,
+            diversity=args.diversity,
+        )
         if not hits and not await session.kb.list_documents():
             raise CLIError(
                 f"knowledge base {args.kb!r} is empty; add files with: "

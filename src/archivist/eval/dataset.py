@@ -34,9 +34,12 @@ class CorpusDocument(BaseModel):
 
     @property
     def text_for_indexing(self) -> str:
-        """Title and body separated by a blank line (the body alone when untitled)."""
+        """Title and body separated by a blank line; the body alone when untitled or when it
+        already starts with the title."""
         title, text = self.title.strip(), self.text.strip()
-        return f"{title}\n\n{text}" if title and text else title or text
+        if title and text and not text.startswith(title):
+            return f"{title}\n\n{text}"
+        return text or title
 
 
 class EvalQuery(BaseModel):

@@ -1,16 +1,17 @@
-"""Index a BEIR corpus through the normal pipeline into a KnowledgeBase and score its search.
+"""Index a BEIR corpus through the normal write path into a KnowledgeBase and score its search.
 
-Each document (title + text) becomes one text Section, is split by the chunker and inserted
-with `document_id` = its corpus id; each query's documents are ranked by their best chunk.
+Each document (title + text) becomes one text Section, is split by the chunker that
+`archivist index` uses and written with `KnowledgeBase.insert_documents` under its corpus id;
+each query's documents are ranked by their best chunk.
 """
 
 from __future__ import annotations
 
-import asyncio
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from rich.console import Console
@@ -26,12 +27,18 @@ from archivist.embedding import (
 from archivist.eval.dataset import BEIRDataset, CorpusDocument, EvalQuery, load_beir
 from archivist.eval.metrics import DEFAULT_METRICS, evaluate, parse_metric, per_query
 from archivist.message import TextBlock
-from archivist.rag import ApproxTokenChunker, Chunk, ChunkerBase, KnowledgeBase, Section
+from archivist.rag import Chunk, ChunkerBase, KnowledgeBase, NewDocument, Section
+from archivist.rag.chunker import chunker_for
+from archivist.rag.store.base import SearchMode, check_search_mode
 from archivist.rag.store.qdrant import QdrantStore
 
 COLLECTION = "eval"
 ProgressHook = Callable[[int], None]
 """Called with the number of documents just indexed."""
+WRITE_WINDOW = 256
+"""Chunks per `insert_documents` call (the same window `archivist index` writes)."""
+PROGRESS_EVERY = 10.0
+"""Seconds between progress lines when stderr is not a terminal."""
 
 
 class EvalConfig(BaseModel):
@@ -41,37 +48,49 @@ class EvalConfig(BaseModel):
 
     dataset_dir: Path
     split: str = "test"
-    chunk_size: int = Field(default=256, gt=0)
+    chunk_size: int | None = Field(
+        default=None, gt=0, description="tokens per chunk (default: the model's input length)"
+    )
     overlap: int = Field(default=32, ge=0)
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    mode: SearchMode = "hybrid"
+    fusion: Literal["dbsf", "rrf"] = "dbsf"
+    max_per_document: int | None = Field(default=None, ge=1)
     queries: int | None = Field(default=None, ge=1, description="first N judged queries")
     corpus: int | None = Field(default=None, ge=1, description="corpus size incl. judged docs")
     seed: int = 0
     cache_dir: Path | None = None
     search_depth: int = Field(default=300, ge=1, description="chunks fetched per query")
-    batch_size: int = Field(default=64, ge=1, description="documents per indexing batch")
     metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS))
 
     @model_validator(mode="after")
     def _check(self) -> EvalConfig:
-        if self.overlap >= self.chunk_size:
+        if self.chunk_size is not None and self.overlap >= self.chunk_size:
             raise ValueError(f"overlap ({self.overlap}) must be smaller than chunk_size")
+        check_search_mode(self.mode)
         for name in self.metrics:
             parse_metric(name)
         return self
 
 
 class EvalResult(BaseModel):
-    """Mean metrics plus what produced them and how long each phase took."""
+    """Mean metrics plus what produced them, how long each phase took, and what to trust.
+
+    `embedding` says how many chunk inputs the cache served (timings of a cached run measure
+    no embedding) and how many chunks exceeded the model's input and were truncated.
+    """
 
     dataset: str
     documents: int
+    empty_documents: int
     chunks: int
     queries: int
     metrics: dict[str, float]
     config: dict[str, Any]
     index_seconds: float
     search_seconds: float
+    search_ms_p50: float
+    embedding: dict[str, int | None]
     per_query: dict[str, dict[str, float]] = Field(default_factory=dict)
 
 
@@ -83,12 +102,14 @@ def document_section(doc: CorpusDocument) -> Section:
 async def chunk_documents(
     docs: Sequence[CorpusDocument], chunker: ChunkerBase
 ) -> list[tuple[CorpusDocument, list[Chunk]]]:
-    """Each non-empty document with its chunks (documents with no text are dropped)."""
+    """Each document with text, with its chunks (documents without text are left out)."""
     out = []
     for doc in docs:
         if doc.text_for_indexing.strip():
-            out.append((doc, await chunker.chunk([document_section(doc)])))
-    return [(doc, chunks) for doc, chunks in out if chunks]
+            chunks = await chunker.chunk([document_section(doc)])
+            if chunks:
+                out.append((doc, chunks))
+    return out
 
 
 async def index_corpus(
@@ -96,41 +117,70 @@ async def index_corpus(
     docs: Sequence[CorpusDocument],
     chunker: ChunkerBase,
     *,
-    batch_size: int = 64,
     on_batch: ProgressHook | None = None,
 ) -> int:
-    """Insert every document as its own KB document, `batch_size` at a time; returns chunks.
-
-    Behind a `CachedEmbeddingModel` each batch's chunk texts are embedded first in one
-    call, so the per-document inserts hit the cache and the model sees full batches.
-    """
+    """Insert every document as its own KB document through `insert_documents`, in windows of
+    about `WRITE_WINDOW` chunks; returns the number of chunks written."""
     total = 0
-    for start in range(0, len(docs), batch_size):
-        batch = await chunk_documents(docs[start : start + batch_size], chunker)
-        if isinstance(kb.embedding_model, CachedEmbeddingModel):
-            texts = [c.content for _, chunks in batch for c in chunks]
-            await kb.embedding_model(texts, input_type="document")
-        await asyncio.gather(
-            *(kb.insert_document(chunks, document_id=doc.id) for doc, chunks in batch)
-        )
-        total += sum(len(chunks) for _, chunks in batch)
-        if on_batch is not None:
-            on_batch(min(batch_size, len(docs) - start))
+    window: list[NewDocument] = []
+    pending_docs = 0
+
+    async def flush() -> None:
+        nonlocal window, pending_docs
+        if window:
+            await kb.insert_documents(window)
+        if on_batch is not None and pending_docs:
+            on_batch(pending_docs)
+        window, pending_docs = [], 0
+
+    for doc in docs:
+        pending_docs += 1
+        if not doc.text_for_indexing.strip():
+            continue
+        chunks = await chunker.chunk([document_section(doc)])
+        if not chunks:
+            continue
+        window.append(NewDocument(chunks=chunks, document_id=doc.id))
+        total += len(chunks)
+        if sum(len(d.chunks) for d in window) >= WRITE_WINDOW:
+            await flush()
+    await flush()
     return total
 
 
 async def retrieve(
-    kb: KnowledgeBase, queries: Sequence[EvalQuery], depth: int = 300
+    kb: KnowledgeBase,
+    queries: Sequence[EvalQuery],
+    depth: int = 300,
+    *,
+    mode: SearchMode | None = None,
+    max_per_document: int | None = None,
+    latencies: list[float] | None = None,
 ) -> dict[str, dict[str, float]]:
     """Run each query alone; a document's score is its best chunk's among the top `depth`."""
     run: dict[str, dict[str, float]] = {}
     for query in queries:
         scores: dict[str, float] = {}
-        for hit in await kb.search(query.text, top_k=depth):
+        started = time.perf_counter()
+        hits = await kb.search(
+            query.text, top_k=depth, mode=mode, max_per_document=max_per_document
+        )
+        if latencies is not None:
+            latencies.append(time.perf_counter() - started)
+        for hit in hits:
             if hit.score > scores.get(hit.document_id, float("-inf")):
                 scores[hit.document_id] = hit.score
         run[query.id] = scores
     return run
+
+
+def write_trec_run(run: dict[str, dict[str, float]], path: Path, name: str) -> None:
+    """Write `run` as a TREC run file (`qid Q0 docid rank score name`), best first per query."""
+    with path.open("w", encoding="utf-8") as out:
+        for query_id, scores in run.items():
+            ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+            for position, (doc_id, score) in enumerate(ranked, start=1):
+                out.write(f"{query_id} Q0 {doc_id} {position} {score:.6f} {name}\n")
 
 
 def build_embedding_model(name: str, cache_dir: Path | None) -> EmbeddingModelBase:
@@ -145,13 +195,22 @@ async def run_evaluation(
     dataset: BEIRDataset | None = None,
     embedding_model: EmbeddingModelBase | None = None,
     progress: bool = False,
+    run_file: Path | None = None,
 ) -> EvalResult:
     """Load (or take) the dataset, index it into a fresh in-memory store and score it."""
     data = dataset or load_beir(config.dataset_dir, config.split)
     data = data.subset(config.queries, config.corpus, config.seed)
     model = embedding_model or build_embedding_model(config.embedding_model, config.cache_dir)
-    chunker = ApproxTokenChunker(chunk_size=config.chunk_size, overlap=config.overlap)
-    async with QdrantStore(location=":memory:", auto_optimize_threshold=None) as store:
+    tokenizer = model.chunk_tokenizer()
+    chunker = chunker_for(tokenizer, config.chunk_size, config.overlap)
+    latencies: list[float] = []
+    cache = model if isinstance(model, CachedEmbeddingModel) else None
+    cached_before = cache.totals.cached_inputs if cache is not None else 0
+    async with QdrantStore(
+        location=":memory:",
+        auto_optimize_threshold=None,
+        fusion=config.fusion,
+    ) as store:
         kb = KnowledgeBase(
             name=f"eval-{data.name}",
             description=f"evaluation corpus {data.name}",
@@ -161,32 +220,76 @@ async def run_evaluation(
         )
         started = time.perf_counter()
         with _progress(progress, len(data.corpus)) as advance:
-            chunks = await index_corpus(
-                kb, data.corpus, chunker, batch_size=config.batch_size, on_batch=advance
-            )
+            chunks = await index_corpus(kb, data.corpus, chunker, on_batch=advance)
         indexed = time.perf_counter()
-        run = await retrieve(kb, data.queries, config.search_depth)
+        served = None if cache is None else cache.totals.cached_inputs - cached_before
+        run = await retrieve(
+            kb,
+            data.queries,
+            config.search_depth,
+            mode=config.mode,
+            max_per_document=config.max_per_document,
+            latencies=latencies,
+        )
         searched = time.perf_counter()
+    if run_file is not None:
+        write_trec_run(run, run_file, f"archivist-{config.mode}")
     scores = per_query(run, data.qrels, config.metrics)
+    empty = sum(1 for doc in data.corpus if not doc.text_for_indexing.strip())
     return EvalResult(
         dataset=data.name,
         documents=len(data.corpus),
+        empty_documents=empty,
         chunks=chunks,
         queries=len(scores),
         metrics=evaluate(run, data.qrels, config.metrics),
         config=config.model_dump(mode="json", exclude={"dataset_dir"}),
         index_seconds=round(indexed - started, 3),
         search_seconds=round(searched - indexed, 3),
+        search_ms_p50=round(1000 * _median(latencies), 3),
+        embedding=_embedding_report(model, served, chunks, data.corpus, chunker),
         per_query=scores,
     )
 
 
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def _embedding_report(
+    model: EmbeddingModelBase,
+    served: int | None,
+    chunks: int,
+    corpus: Sequence[CorpusDocument],
+    chunker: ChunkerBase,
+) -> dict[str, int | None]:
+    """Chunk inputs the cache served and chunks over the model's input (cached or not)."""
+    tokenizer = model.chunk_tokenizer()
+    truncated: int | None = None
+    if tokenizer is not None and hasattr(chunker, "split_text"):
+        truncated = sum(
+            1
+            for doc in corpus
+            for piece in chunker.split_text(doc.text_for_indexing)
+            if len(tokenizer.spans(piece)) > tokenizer.max_tokens
+        )
+    return {"chunk_inputs": chunks, "served_from_cache": served, "truncated": truncated}
+
+
 class _progress:
-    """A rich progress bar over documents, or a no-op when disabled."""
+    """Progress over documents on stderr: a rich bar on a terminal, else a line every
+    `PROGRESS_EVERY` seconds; a no-op when disabled."""
 
     def __init__(self, enabled: bool, total: int) -> None:
         self._bar: Progress | None = None
-        if enabled:
+        self._lines = enabled and not sys.stderr.isatty()
+        self._done, self._total = 0, total
+        self._last = time.monotonic()
+        if enabled and not self._lines:
             self._bar = Progress(
                 TextColumn("indexing"),
                 BarColumn(),
@@ -208,15 +311,21 @@ class _progress:
             self._bar.stop()
 
     def _advance(self, count: int) -> None:
+        self._done += count
         if self._bar is not None and self._task is not None:
             self._bar.advance(self._task, count)
+        elif self._lines and (
+            time.monotonic() - self._last >= PROGRESS_EVERY or self._done >= self._total
+        ):
+            self._last = time.monotonic()
+            print(f"indexing: {self._done}/{self._total} docs", file=sys.stderr, flush=True)
 
 
 def results_table(result: EvalResult) -> Table:
     """The mean metrics and the run's size as a rich table."""
     table = Table(
         title=f"{result.dataset}: {result.documents} docs, {result.chunks} chunks, "
-        f"{result.queries} queries"
+        f"{result.queries} queries, {result.config['mode']}"
     )
     table.add_column("metric")
     table.add_column("value", justify="right")
@@ -224,4 +333,10 @@ def results_table(result: EvalResult) -> Table:
         table.add_row(name, f"{value:.4f}")
     table.add_row("index time", f"{result.index_seconds:.1f} s")
     table.add_row("search time", f"{result.search_seconds:.1f} s")
+    table.add_row("search p50", f"{result.search_ms_p50:.1f} ms")
+    cached = result.embedding.get("served_from_cache")
+    if cached is not None:
+        table.add_row("from cache", f"{cached}/{result.embedding['chunk_inputs']} chunks")
+    if result.empty_documents:
+        table.add_row("empty docs", f"{result.empty_documents} (not indexed)")
     return table

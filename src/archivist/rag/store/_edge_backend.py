@@ -30,8 +30,10 @@ from archivist.rag.store._qdrant_backend import (
     Hit,
     PointWrite,
     QdrantBackend,
+    SearchRequest,
 )
 from archivist.rag.store._qdrant_filter import IndexKind, Where
+from archivist.rag.store._qdrant_sparse import SPARSE_VECTOR, Bm25Stats, SparseVector
 from archivist.rag.store.file_lock import StoreLock
 
 logger = logging.getLogger(__name__)
@@ -107,7 +109,8 @@ class EdgeBackend(QdrantBackend):
         collection = self._collections.get(name)
         if collection is None:
             return None
-        return CollectionParams(collection.meta.dimensions, collection.meta.distance)
+        meta = collection.meta
+        return CollectionParams(meta.dimensions, meta.distance, meta.sparse)
 
     async def create_collection(self, name: str, params: CollectionParams) -> None:
         directory = self._collections_dir / name
@@ -119,6 +122,11 @@ class EdgeBackend(QdrantBackend):
             vectors=edge.EdgeVectorParams(
                 size=params.dimensions, distance=edge_distance(params.distance)
             ),
+            sparse_vectors=(
+                {SPARSE_VECTOR: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)}
+                if params.sparse
+                else None
+            ),
             # Edge never optimizes on its own; this keeps every written point searchable
             # before optimize() rather than deferring points of large unindexed segments.
             optimizers=edge.EdgeOptimizersConfig(prevent_unoptimized=False),
@@ -126,7 +134,7 @@ class EdgeBackend(QdrantBackend):
             wal_enabled=self._path is not None,
         )
         shard = edge.EdgeShard.create(str(directory / shard_name), config)
-        meta = EdgeMeta(params.dimensions, params.distance, shard_name)
+        meta = EdgeMeta(params.dimensions, params.distance, shard_name, sparse=params.sparse)
         collection = EdgeCollection(directory, meta, shard)
         for path, kind in INTERNAL_INDEXES.items():
             collection.apply(edge.UpdateOperation.create_field_index(path, edge_schema(kind)))
@@ -154,7 +162,7 @@ class EdgeBackend(QdrantBackend):
     async def upsert(self, name: str, points: Sequence[PointWrite]) -> None:
         collection = self._get(name)
         operation = edge.UpdateOperation.upsert_points(
-            [edge.Point(point.id, point.vector, point.payload) for point in points]
+            [edge.Point(point.id, _vectors(point), point.payload) for point in points]
         )
         await _room_to_write(collection)
         async with collection.write_lock:
@@ -172,16 +180,46 @@ class EdgeBackend(QdrantBackend):
         async with collection.write_lock:
             collection.apply(operation)
 
-    async def search(self, name: str, vector: list[float], limit: int, where: Where) -> list[Hit]:
-        request = edge.QueryRequest(
-            limit=limit,
-            query=edge.Query.Nearest(vector),
-            filter=edge_filter(where),
+    async def search(self, name: str, request: SearchRequest) -> list[Hit]:
+        condition = edge_filter(request.where)
+        sides = []
+        if request.dense is not None:
+            sides.append(edge.Query.Nearest(request.dense))
+        if request.sparse is not None:
+            sides.append(edge.Query.Nearest(_sparse(request.sparse), using=SPARSE_VECTOR))
+        final: edge.Query | edge.Mmr | edge.Fusion
+        if request.diversity is not None and request.dense is not None:
+            # Edge's MMR lambda weighs relevance; Qdrant's diversity weighs dissimilarity.
+            final = edge.Mmr(request.dense, 1.0 - request.diversity, request.depth)
+        elif len(sides) == 1:
+            final = sides[0]
+        else:
+            fusion = edge.Fusion.Dbsf() if request.fusion == "dbsf" else edge.Fusion.Rrf(k=60)
+            final = fusion  # type: ignore[assignment]  # the stub types Fusion.* apart
+        prefetches = None
+        if len(sides) > 1:
+            prefetches = [
+                edge.Prefetch(limit=request.depth, query=side, filter=condition) for side in sides
+            ]
+        query = edge.QueryRequest(
+            limit=request.limit,
+            query=final,
+            prefetches=prefetches,
+            filter=condition,
             with_payload=True,
         )
         return [
-            Hit(point.score, point.payload or {}) for point in self._get(name).shard.query(request)
+            Hit(point.score, point.payload or {}) for point in self._get(name).shard.query(query)
         ]
+
+    async def bm25_stats(self, name: str) -> Bm25Stats:
+        meta = self._get(name).meta
+        return Bm25Stats(meta.bm25_tokens, meta.bm25_chunks)
+
+    async def save_bm25_stats(self, name: str, stats: Bm25Stats) -> None:
+        collection = self._get(name)
+        collection.meta.bm25_tokens, collection.meta.bm25_chunks = stats.tokens, stats.chunks
+        save_meta(collection.directory, collection.meta)
 
     async def count(self, name: str, where: Where) -> int:
         return self._get(name).shard.count(edge.CountRequest(exact=True, filter=edge_filter(where)))
@@ -241,6 +279,19 @@ class EdgeBackend(QdrantBackend):
             return
         if collection.unindexed() - collection.unindexed_baseline >= self._threshold:
             self._start_optimization(collection).add_done_callback(_report_failure)
+
+
+def _sparse(vector: SparseVector) -> edge.SparseVector:
+    return edge.SparseVector(indices=vector.indices, values=vector.values)
+
+
+def _vectors(
+    point: PointWrite,
+) -> list[float] | dict[str, list[float] | edge.SparseVector | list[list[float]]]:
+    """The point's dense vector, with its BM25 vector beside it when it has one."""
+    if point.sparse is None:
+        return point.vector
+    return {"": point.vector, SPARSE_VECTOR: _sparse(point.sparse)}
 
 
 async def _room_to_write(collection: EdgeCollection) -> None:

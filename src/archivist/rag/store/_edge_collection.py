@@ -11,6 +11,7 @@ import qdrant_edge as edge
 from archivist.rag.store._edge_meta import EdgeMeta, save_meta
 from archivist.rag.store._edge_translate import edge_schema
 from archivist.rag.store._qdrant_filter import IndexKind
+from archivist.rag.store._qdrant_sparse import SPARSE_VECTOR
 
 SHARD_PREFIX = "shard-"
 
@@ -71,9 +72,16 @@ class EdgeCollection:
         save_meta(self.directory, self.meta)
 
     def unindexed(self) -> int:
-        """How many points sit in segments without a vector index."""
+        """How many points sit in segments without a dense vector index.
+
+        The engine's indexed count includes sparse vectors, which are always indexed.
+        """
         info = self.shard.info()
-        return max(0, info.points_count - info.indexed_vectors_count)
+        indexed = info.indexed_vectors_count
+        if self.meta.sparse:
+            has_sparse = edge.Filter(must=[edge.HasVectorCondition(SPARSE_VECTOR)])
+            indexed -= self.shard.count(edge.CountRequest(exact=True, filter=has_sparse))
+        return max(0, info.points_count - indexed)
 
     def start_recording(self) -> None:
         """Record writes from now on (the shard was just copied)."""

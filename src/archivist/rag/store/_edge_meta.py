@@ -16,12 +16,16 @@ _FORMAT = 1
 
 @dataclass
 class EdgeMeta:
-    """A collection's vector size and distance, its live shard directory, its payload indexes."""
+    """A collection's vector size and distance, its live shard directory, its payload indexes,
+    and (for collections with BM25 vectors) the chunk-length totals."""
 
     dimensions: int
     distance: str
     shard: str
     indexes: dict[str, IndexKind] = field(default_factory=dict)
+    sparse: bool = False
+    bm25_tokens: int = 0
+    bm25_chunks: int = 0
 
 
 def load_meta(directory: Path) -> EdgeMeta | None:
@@ -39,6 +43,9 @@ def load_meta(directory: Path) -> EdgeMeta | None:
         distance=str(data["distance"]),
         shard=str(data["shard"]),
         indexes=dict(data["indexes"]),
+        sparse=bool(data.get("sparse", False)),
+        bm25_tokens=int(data.get("bm25_tokens", 0)),
+        bm25_chunks=int(data.get("bm25_chunks", 0)),
     )
 
 

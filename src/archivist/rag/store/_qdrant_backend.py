@@ -5,10 +5,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from archivist.rag.store._qdrant_filter import IndexKind, Where
 from archivist.rag.store._qdrant_layout import CHUNK_INDEX, DOCUMENT_ID, GENERATION
+from archivist.rag.store._qdrant_sparse import Bm25Stats, SparseVector
+
+Fusion = Literal["dbsf", "rrf"]
+FUSIONS: tuple[Fusion, ...] = ("dbsf", "rrf")
 
 DISTANCES = ("Cosine", "Dot", "Euclid", "Manhattan")
 
@@ -36,10 +40,11 @@ def higher_is_better(distance: str, raw_score: float) -> float:
 
 @dataclass(frozen=True)
 class CollectionParams:
-    """The fixed shape of a collection."""
+    """The fixed shape of a collection: its dense vector, and whether it has BM25 vectors."""
 
     dimensions: int
     distance: str
+    sparse: bool = False
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,26 @@ class PointWrite:
     id: str
     vector: list[float]
     payload: dict[str, Any]
+    sparse: SparseVector | None = None
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """One search: by `dense`, by `sparse`, or both fused with `fusion` in the engine.
+
+    With both, each side prefetches its best `depth` points within `where`, and the engine
+    fuses the two lists into the best `limit`. With a `diversity` (0..1, needs `dense`), the
+    engine instead picks from those candidates by maximal marginal relevance on the dense
+    vectors, trading relevance for dissimilarity to what was already picked.
+    """
+
+    limit: int
+    where: Where
+    dense: list[float] | None = None
+    sparse: SparseVector | None = None
+    fusion: Fusion = "dbsf"
+    depth: int = 0
+    diversity: float | None = None
 
 
 @dataclass(frozen=True)
@@ -98,8 +123,16 @@ class QdrantBackend(ABC):
         """Delete every point matching `where`."""
 
     @abstractmethod
-    async def search(self, name: str, vector: list[float], limit: int, where: Where) -> list[Hit]:
-        """The `limit` points nearest to `vector` among those matching `where`, best first."""
+    async def search(self, name: str, request: SearchRequest) -> list[Hit]:
+        """The best `request.limit` points for `request`, best first."""
+
+    @abstractmethod
+    async def bm25_stats(self, name: str) -> Bm25Stats:
+        """The chunk-length totals recorded for collection `name`'s BM25 vectors."""
+
+    @abstractmethod
+    async def save_bm25_stats(self, name: str, stats: Bm25Stats) -> None:
+        """Record `stats` as collection `name`'s BM25 totals."""
 
     @abstractmethod
     async def count(self, name: str, where: Where) -> int:

@@ -5,13 +5,35 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterable
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
 from archivist.rag.store.generations import GenerationInfo
 
 MetadataFilter = dict[str, Any]
+SearchMode = Literal["hybrid", "dense", "sparse"]
+"""How a search ranks: dense vectors, BM25 sparse vectors, or both fused."""
+SEARCH_MODES: tuple[SearchMode, ...] = ("hybrid", "dense", "sparse")
+
+
+def check_search_mode(mode: object) -> SearchMode:
+    """`mode` if it is a search mode; ValueError naming the choices otherwise."""
+    for name in SEARCH_MODES:
+        if mode == name:
+            return name
+    raise ValueError(f"mode must be one of {', '.join(SEARCH_MODES)}; got {mode!r}")
+
+
+def check_diversity(diversity: object) -> float | None:
+    """`diversity` if it is None or a number in [0, 1]; ValueError otherwise."""
+    if diversity is None:
+        return None
+    if isinstance(diversity, bool) or not isinstance(diversity, int | float):
+        raise ValueError(f"diversity must be a number from 0 to 1, got {diversity!r}")
+    if not 0.0 <= float(diversity) <= 1.0:
+        raise ValueError(f"diversity must be from 0 to 1, got {diversity!r}")
+    return float(diversity)
 
 
 class VectorStoreBase(ABC):
@@ -77,7 +99,19 @@ class VectorStoreBase(ABC):
         top_k: int = 5,
         metadata_filter: MetadataFilter | None = None,
     ) -> list[VectorSearchResult]:
-        """The `top_k` nearest chunks matching `metadata_filter`, best first."""
+        """The `top_k` nearest chunks matching `metadata_filter`, best first.
+
+        Stores whose `search_modes` offer "sparse" or "hybrid" also take keyword arguments
+        `query_text: str` and `mode`, and stores with `supports_diversity` a `diversity`
+        (maximal marginal relevance); they are never passed to stores that do not.
+        """
+
+    supports_diversity: bool = False
+    """Whether `search` takes `diversity` (results picked by maximal marginal relevance)."""
+
+    async def search_modes(self, collection: str) -> tuple[SearchMode, ...]:
+        """The search modes `collection` supports; dense vectors only, unless overridden."""
+        return ("dense",)
 
     @abstractmethod
     async def list_documents(

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import AsyncIterable, Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
+from archivist.message import TextBlock
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
 from archivist.rag.store._arguments import (
@@ -21,10 +23,13 @@ from archivist.rag.store._arguments import (
 from archivist.rag.store._edge_backend import EdgeBackend
 from archivist.rag.store._keyed_lock import KeyedLocks
 from archivist.rag.store._qdrant_backend import (
+    FUSIONS,
     INTERNAL_INDEXES,
     CollectionParams,
+    Fusion,
     PointWrite,
     QdrantBackend,
+    SearchRequest,
     check_distance,
     higher_is_better,
 )
@@ -39,7 +44,15 @@ from archivist.rag.store._qdrant_layout import (
     summary_from,
 )
 from archivist.rag.store._qdrant_points import points_for
-from archivist.rag.store.base import MetadataFilter, VectorStoreBase
+from archivist.rag.store._qdrant_sparse import Bm25Encoder, TermCounts
+from archivist.rag.store.base import (
+    SEARCH_MODES,
+    MetadataFilter,
+    SearchMode,
+    VectorStoreBase,
+    check_diversity,
+    check_search_mode,
+)
 from archivist.rag.store.file_lock import StoreLockedError
 from archivist.rag.store.generations import GenerationInfo, new_generation, repair_plan
 
@@ -72,6 +85,12 @@ class QdrantStore(VectorStoreBase):
     `auto_optimize_threshold=None` and `await store.optimize(collection)` at the end. A server
     indexes on its own; there `optimize` does nothing.
 
+    Hybrid search: collections this store creates hold, beside each chunk's dense vector, a
+    BM25 sparse vector of its text (Qdrant's multilingual tokenizer; IDF computed by the engine).
+    `search(..., query_text=..., mode="hybrid")` runs both sides in one Query API call and fuses
+    them in the engine with `fusion` ("dbsf": distribution-based score fusion, or "rrf").
+    Collections created elsewhere or before hybrid search existed stay dense-only.
+
     Use it inside `async with store:`, from one event loop.
     """
 
@@ -79,6 +98,10 @@ class QdrantStore(VectorStoreBase):
     """Points per engine write: bounds how long one write keeps the event loop."""
     SCROLL_PAGE = 1024
     """Points per page when reading many payloads."""
+    supports_diversity = True
+    HYBRID_DEPTH = 300
+    """Points each side of a hybrid search fetches before fusion (at least `top_k`): score
+    fusion estimates each side's score distribution from its list, steadier on a longer one."""
 
     def __init__(
         self,
@@ -90,6 +113,7 @@ class QdrantStore(VectorStoreBase):
         client_kwargs: Mapping[str, Any] | None = None,
         *,
         auto_optimize_threshold: int | None = 20_000,
+        fusion: Fusion = "dbsf",
     ) -> None:
         given = [
             name
@@ -102,6 +126,7 @@ class QdrantStore(VectorStoreBase):
             )
         if auto_optimize_threshold is not None:
             check_positive_int(auto_optimize_threshold, "auto_optimize_threshold")
+        self._fusion = _check_fusion(fusion)
         if location is not None:
             if isinstance(location, str) and location.startswith(("http://", "https://")):
                 url = location
@@ -127,9 +152,12 @@ class QdrantStore(VectorStoreBase):
         self._setup(distance, _client_backend(connect, owns_client=True))
 
     @classmethod
-    def from_client(cls, client: AsyncQdrantClient, distance: str = "Cosine") -> QdrantStore:
+    def from_client(
+        cls, client: AsyncQdrantClient, distance: str = "Cosine", *, fusion: Fusion = "dbsf"
+    ) -> QdrantStore:
         """A store on `client`, which stays yours: leaving `async with store` does not close it."""
         store = cls.__new__(cls)
+        store._fusion = _check_fusion(fusion)
         store._setup(distance, _client_backend(lambda: client, owns_client=False))
         return store
 
@@ -140,6 +168,8 @@ class QdrantStore(VectorStoreBase):
         self._params: dict[str, CollectionParams] = {}
         self._collections_lock = asyncio.Lock()
         self._document_locks = KeyedLocks()
+        self._stats_locks = KeyedLocks()
+        self._bm25 = Bm25Encoder()
 
     async def __aenter__(self) -> Self:
         if self._is_open:
@@ -190,14 +220,18 @@ class QdrantStore(VectorStoreBase):
         await self._open().ensure_indexes(collection, kinds)
         return Where(matches)
 
-    async def create_collection(self, name: str, dimensions: int) -> None:
+    async def create_collection(self, name: str, dimensions: int, *, sparse: bool = True) -> None:
+        """Create collection `name` for `dimensions`-d vectors, with BM25 vectors for hybrid
+        search unless `sparse` is False; a no-op if it exists with the same dimensions."""
         check_collection_name(name)
         check_positive_int(dimensions, "dimensions")
+        if not isinstance(sparse, bool):
+            raise ValueError(f"sparse must be a bool, got {sparse!r}")
         backend = self._open()
         async with self._collections_lock:
             existing = await self._params_of(name)
             if existing is None:
-                params = CollectionParams(dimensions, self._distance)
+                params = CollectionParams(dimensions, self._distance, sparse)
                 try:
                     await backend.create_collection(name, params)
                 except Exception:
@@ -233,6 +267,12 @@ class QdrantStore(VectorStoreBase):
         params = await self._params_of(name)
         return None if params is None else params.dimensions
 
+    async def search_modes(self, collection: str) -> tuple[SearchMode, ...]:
+        """All three modes for a collection with BM25 vectors; only "dense" otherwise."""
+        check_collection_name(collection)
+        params = await self._params_of(collection)
+        return SEARCH_MODES if params is not None and params.sparse else ("dense",)
+
     async def optimize(self, collection: str) -> None:
         """Build the vector index of everything written to `collection` so far (Edge only)."""
         check_collection_name(collection)
@@ -247,12 +287,49 @@ class QdrantStore(VectorStoreBase):
             return
         params = await self._require(collection)
         generation = new_generation()
-        points = points_for(records, params.dimensions, generation)
+        points = await self._with_bm25(
+            collection, params, records, points_for(records, params.dimensions, generation)
+        )
         try:
             await self._upsert(collection, points)
         except BaseException as error:
             await self._discard(collection, generation, error)
             raise
+
+    async def _with_bm25(
+        self,
+        collection: str,
+        params: CollectionParams,
+        records: Sequence[VectorRecord],
+        points: list[PointWrite],
+    ) -> list[PointWrite]:
+        """`points` with the BM25 vector of each text chunk, when the collection has them.
+
+        Term weights use the collection's running average chunk length, this write included.
+        """
+        if not params.sparse:
+            return points
+        counts: list[TermCounts | None] = [
+            self._bm25.count(record.chunk.content.text)
+            if isinstance(record.chunk.content, TextBlock)
+            else None
+            for record in records
+        ]
+        counted = [terms for terms in counts if terms is not None and terms.length]
+        if not counted:
+            return points
+        backend = self._open()
+        async with self._stats_locks.hold(collection):
+            stats = await backend.bm25_stats(collection)
+            average = stats.average_after(counted)
+            stats.add(counted)
+            await backend.save_bm25_stats(collection, stats)
+        return [
+            dataclasses.replace(point, sparse=Bm25Encoder.document(terms, average))
+            if terms is not None and terms.length
+            else point
+            for point, terms in zip(points, counts, strict=True)
+        ]
 
     async def _upsert(self, collection: str, points: list[PointWrite]) -> None:
         backend = self._open()
@@ -297,6 +374,7 @@ class QdrantStore(VectorStoreBase):
                         metadata_filter=metadata_filter,
                         seen=seen,
                     )
+                    points = await self._with_bm25(collection, params, batch, points)
                     await self._upsert(collection, points)
                     written += len(points)
                 older = Where(
@@ -327,22 +405,67 @@ class QdrantStore(VectorStoreBase):
     async def search(
         self,
         collection: str,
-        query_vector: list[float],
+        query_vector: list[float] | None,
         top_k: int = 5,
         metadata_filter: MetadataFilter | None = None,
+        *,
+        query_text: str | None = None,
+        mode: SearchMode = "dense",
+        diversity: float | None = None,
     ) -> list[VectorSearchResult]:
+        """The `top_k` best chunks within `metadata_filter`, by `mode`:
+
+        "dense" ranks by `query_vector`; "sparse" by BM25 of `query_text`; "hybrid" runs both
+        and fuses them in the engine. Sparse and hybrid need a collection with BM25 vectors.
+        Dense scores are similarities; fused scores only order the results. With `diversity`
+        (0 = relevance only .. 1 = diversity only; dense and hybrid), the engine picks the
+        results from the candidates by maximal marginal relevance: they come back in that
+        order, each scored by its similarity to the query.
+        """
         check_collection_name(collection)
         check_positive_int(top_k, "top_k")
+        check_search_mode(mode)
+        check_diversity(diversity)
+        if diversity is not None and mode == "sparse":
+            raise ValueError("diversity needs dense vectors: use mode='dense' or 'hybrid'")
         matches = metadata_matches(metadata_filter)
         params = await self._params_of(collection)
         if params is None:
             return []
-        vector = check_query_vector(query_vector, params.dimensions)
+        dense = None
+        if mode != "sparse":
+            if query_vector is None:
+                raise ValueError(f"mode={mode!r} needs a query_vector")
+            dense = check_query_vector(query_vector, params.dimensions)
+        sparse = None
+        if mode != "dense":
+            if not params.sparse:
+                raise ValueError(
+                    f"collection {collection!r} has no BM25 vectors, so mode={mode!r} cannot "
+                    "run; search it with mode='dense', or rebuild it to get hybrid search"
+                )
+            if not isinstance(query_text, str) or not query_text.strip():
+                raise ValueError(f"mode={mode!r} needs a non-empty query_text")
+            sparse = self._bm25.query(query_text)
+            if not sparse.indices:
+                if dense is None:
+                    return []  # no searchable term in the query
+                sparse = None
         scope = await self._indexed(collection, matches)
-        hits = await self._open().search(collection, vector, top_k, scope)
+        request = SearchRequest(
+            limit=top_k,
+            where=scope,
+            dense=dense,
+            sparse=sparse,
+            fusion=self._fusion,
+            depth=max(top_k, self.HYBRID_DEPTH),
+            diversity=diversity,
+        )
+        hits = await self._open().search(collection, request)
+        by_distance = sparse is None or diversity is not None
         return [
             VectorSearchResult(
-                score=higher_is_better(params.distance, hit.score),
+                score=higher_is_better(params.distance, hit.score) if by_distance else hit.score,
                 document_id=hit.payload[DOCUMENT_ID],
                 chunk=chunk_from(hit.payload),
             )
@@ -465,6 +588,13 @@ class QdrantStore(VectorStoreBase):
                     collection, scope.also(Match(GENERATION, stale.generation))
                 )
         return remove
+
+
+def _check_fusion(fusion: object) -> Fusion:
+    for name in FUSIONS:
+        if fusion == name:
+            return name
+    raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}; got {fusion!r}")
 
 
 def _client_backend(

