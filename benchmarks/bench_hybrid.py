@@ -80,8 +80,9 @@ def _texts(count: int, seed: int) -> list[str]:
     return [" ".join(rng.choices(vocabulary, weights, k=120)) for _ in range(count)]
 
 
-async def bench_latency(points: int, queries: int) -> dict[str, Any]:
-    """Tenant-filtered top-5 search, hybrid vs dense, on `points` chunks in 10 tenants."""
+async def bench_latency(points: int, queries: int, depths: list[int]) -> dict[str, Any]:
+    """Tenant-filtered top-5 search, hybrid (at each prefetch depth) vs dense, on `points`
+    chunks in 10 tenants."""
     rng = np.random.default_rng(0)
     texts = _texts(points, 0)
     async with QdrantStore(location=":memory:", auto_optimize_threshold=None) as store:
@@ -107,9 +108,11 @@ async def bench_latency(points: int, queries: int) -> dict[str, Any]:
         load_seconds = time.perf_counter() - started
         query_texts = [" ".join(text.split()[:6]) for text in _texts(queries, 1)]
         query_vectors = rng.standard_normal((queries, 384)).astype(np.float32).tolist()
-        timings: dict[str, list[float]] = {"dense": [], "hybrid": [], "sparse": []}
+        runs = [("dense", 0), ("sparse", 0)] + [("hybrid", depth) for depth in depths]
+        timings: dict[str, list[float]] = {_label(mode, depth): [] for mode, depth in runs}
         for vector, text in zip(query_vectors, query_texts, strict=True):
-            for mode in ("dense", "hybrid", "sparse"):  # interleaved
+            for mode, depth in runs:  # interleaved
+                store.HYBRID_DEPTH = depth or QdrantStore.HYBRID_DEPTH
                 tick = time.perf_counter()
                 await store.search(
                     "c",
@@ -119,19 +122,23 @@ async def bench_latency(points: int, queries: int) -> dict[str, Any]:
                     query_text=text,
                     mode=mode,  # type: ignore[arg-type]
                 )
-                timings[mode].append(1000 * (time.perf_counter() - tick))
-    p50 = {mode: statistics.median(values) for mode, values in timings.items()}
+                timings[_label(mode, depth)].append(1000 * (time.perf_counter() - tick))
+    p50 = {label: statistics.median(values) for label, values in timings.items()}
     return {
         "points": points,
         "queries": queries,
         "load_seconds": round(load_seconds, 1),
-        "p50_ms": {mode: round(value, 3) for mode, value in p50.items()},
+        "p50_ms": {label: round(value, 3) for label, value in p50.items()},
         "p95_ms": {
-            mode: round(statistics.quantiles(values, n=20)[18], 3)
-            for mode, values in timings.items()
+            label: round(statistics.quantiles(values, n=20)[18], 3)
+            for label, values in timings.items()
         },
-        "hybrid_over_dense": round(p50["hybrid"] / p50["dense"], 2),
+        "p50_over_dense": {label: round(value / p50["dense"], 2) for label, value in p50.items()},
     }
+
+
+def _label(mode: str, depth: int) -> str:
+    return f"{mode}@{depth}" if depth else mode
 
 
 async def bench_ingest(documents: int, rounds: int) -> dict[str, Any]:
@@ -185,6 +192,7 @@ def main() -> None:
     latency = sub.add_parser("latency")
     latency.add_argument("--points", type=int, default=100_000)
     latency.add_argument("--queries", type=int, default=300)
+    latency.add_argument("--depths", type=int, nargs="+", default=[QdrantStore.HYBRID_DEPTH])
     ingest = sub.add_parser("ingest")
     ingest.add_argument("--documents", type=int, default=300)
     ingest.add_argument("--rounds", type=int, default=3)
@@ -192,7 +200,7 @@ def main() -> None:
     if args.bench == "zh":
         _write("zh", asyncio.run(bench_zh(args.models)))
     elif args.bench == "latency":
-        _write("latency", asyncio.run(bench_latency(args.points, args.queries)))
+        _write("latency", asyncio.run(bench_latency(args.points, args.queries, args.depths)))
     else:
         _write("ingest", asyncio.run(bench_ingest(args.documents, args.rounds)))
 

@@ -99,9 +99,9 @@ class QdrantStore(VectorStoreBase):
     SCROLL_PAGE = 1024
     """Points per page when reading many payloads."""
     supports_diversity = True
-    HYBRID_DEPTH = 300
+    HYBRID_DEPTH = 100
     """Points each side of a hybrid search fetches before fusion (at least `top_k`): score
-    fusion estimates each side's score distribution from its list, steadier on a longer one."""
+    fusion estimates each side's score distribution from these lists."""
 
     def __init__(
         self,
