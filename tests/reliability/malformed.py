@@ -728,19 +728,40 @@ def _text_cases(rng: random.Random) -> list[Case]:
 
     jp = "日本語のテキストです。文字化けを検出します。" * 5
     zh = "中文文本，用于检测错误的编码。" * 5
+    # Legacy encodings and BOM-marked UTF-16/32 are detected and must read back exactly.
+    for cid, text, codec in (
+        ("latin1", "café résumé naïve déjà vu " * 10, "latin-1"),
+        ("cp1252-quotes", "“smart quotes” – and — dashes " * 10, "cp1252"),
+        ("shift-jis", jp, "shift_jis"),
+        ("euc-jp", jp, "euc_jp"),
+        ("gbk", zh, "gbk"),
+        ("gb18030", "检索增强生成把文档切成块。" * 5, "gb18030"),
+        ("big5", "繁體中文文本測試編碼。" * 5, "big5"),
+        ("euc-kr", "한국어 텍스트 인코딩 " * 10, "euc_kr"),
+        ("koi8-r", "Привет мир, это текст " * 10, "koi8_r"),
+        ("utf16-le-bom", TEXT, "utf-16"),
+        ("utf16-be-bom", TEXT, "utf-16-be"),
+        ("utf32", TEXT, "utf-32"),
+    ):
+        data = text.encode(codec)
+        if codec == "utf-16-be":
+            data = b"\xfe\xff" + data
+        cases.append(
+            Case(
+                f"text-encoding-{cid}",
+                "text-other-encoding",
+                f"text-encoding-{cid}.txt",
+                TextParser,
+                None,
+                _const(data),
+                (text,),
+            )
+        )
+    # No BOM and NULs, or two encodings in one file: a clear error, never mojibake.
     for cid, data in (
-        ("latin1", ("café résumé naïve déjà vu " * 10).encode("latin-1")),
-        ("cp1252-quotes", ("“smart quotes” – and — dashes " * 10).encode("cp1252")),
-        ("shift-jis", jp.encode("shift_jis")),
-        ("euc-jp", jp.encode("euc_jp")),
-        ("gbk", zh.encode("gbk")),
-        ("big5", "繁體中文文本測試編碼。".encode("big5") * 5),
-        ("euc-kr", ("한국어 텍스트 인코딩 " * 10).encode("euc_kr")),
-        ("koi8-r", ("Привет мир, это текст " * 10).encode("koi8_r")),
-        ("utf16-le-bom", TEXT.encode("utf-16")),
         ("utf16-be", TEXT.encode("utf-16-be")),
         ("utf16-le-ascii", ("plain ascii text " * 10).encode("utf-16-le")),
-        ("utf32", TEXT.encode("utf-32")),
+        ("utf16-bom-odd-length", TEXT.encode("utf-16")[:-1]),
         ("mixed-utf8-latin1", good + ("déjà vu " * 10).encode("latin-1") + good),
         ("mixed-utf8-gbk", good + zh.encode("gbk")),
     ):

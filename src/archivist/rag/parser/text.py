@@ -8,6 +8,7 @@ from typing import ClassVar
 from archivist.message import TextBlock
 from archivist.rag.document import Section
 from archivist.rag.parser.base import ParserBase, read_binary
+from archivist.rag.parser.encoding import decode_text
 
 
 def _is_existing_file(candidate: str) -> bool:
@@ -30,8 +31,9 @@ def _check_encodable(text: str, filename: str) -> None:
 class TextParser(ParserBase):
     """Plain-text formats (text, Markdown, CSV, HTML, reST, JSON, XML, YAML).
 
-    `bytes` are decoded with `encoding`; a `str` naming an existing file is read from disk;
-    any other `str` is the text itself.
+    `bytes` (and a `str` naming an existing file, read from disk) are decoded by their
+    byte-order mark if they have one, else as `encoding`, else, with `detect_encoding`, in
+    the encoding a detector finds; any other `str` is the text itself.
     """
 
     supported_media_types: ClassVar[list[str]] = [
@@ -45,9 +47,10 @@ class TextParser(ParserBase):
         "application/x-yaml",
     ]
 
-    def __init__(self, encoding: str = "utf-8") -> None:
+    def __init__(self, encoding: str = "utf-8", detect_encoding: bool = True) -> None:
         "".encode(encoding)  # unknown codec → LookupError now, not at parse time
         self.encoding = encoding
+        self.detect_encoding = detect_encoding
 
     async def parse(self, file: bytes | str, filename: str) -> list[Section]:
         if isinstance(file, str) and not _is_existing_file(file):
@@ -64,10 +67,4 @@ class TextParser(ParserBase):
         return [Section(content=TextBlock(text=text), source=filename, metadata={})]
 
     def _decode(self, data: bytes, filename: str) -> str:
-        try:
-            return data.decode(self.encoding)
-        except UnicodeDecodeError as exc:
-            raise ValueError(
-                f"{filename}: cannot decode as {self.encoding} at byte {exc.start} "
-                f"(pass TextParser(encoding=...) for another encoding)"
-            ) from exc
+        return decode_text(data, filename, self.encoding, self.detect_encoding)
