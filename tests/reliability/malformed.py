@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/, for f
 
 from archivist.rag.parser import (
     ArchiveTooLargeError,
+    HTMLParser,
     ImageParser,
     ParserBase,
     PDFParser,
@@ -679,7 +680,7 @@ def _image_cases(rng: random.Random) -> list[Case]:
         ("gif-as-csv", "anim.csv", images["GIF"], TextParser),
         ("pdf-as-txt", "doc.txt", pdf, TextParser),
         ("pptx-as-json", "deck.json", deck, TextParser),
-        ("webp-as-html", "img.html", images["WEBP"], TextParser),
+        ("webp-as-html", "img.html", images["WEBP"], HTMLParser),
         ("bmp-as-xml", "img.xml", images["BMP"], TextParser),
     ):
         cases.append(
@@ -699,12 +700,18 @@ def _image_cases(rng: random.Random) -> list[Case]:
 # ---------------------------------------------------------------------------------- text
 
 
+# The parser the registry picks for a text-based extension (TextParser for the rest).
+TEXT_PARSERS: dict[str, type[ParserBase]] = {"html": HTMLParser, "htm": HTMLParser}
+
+
 def _text_cases(rng: random.Random) -> list[Case]:
     cases: list[Case] = []
     good = TEXT.encode("utf-8")
 
     def add(cid: str, cat: str, data: bytes, name: str | None = None) -> None:
-        cases.append(Case(cid, cat, name or f"{cid}.txt", TextParser, ValueError, _const(data)))
+        name = name or f"{cid}.txt"
+        parser = TEXT_PARSERS.get(name.rsplit(".", 1)[-1], TextParser)
+        cases.append(Case(cid, cat, name, parser, ValueError, _const(data)))
 
     for off in (0, 1, 2, 10, 63, 64, 65, 100, len(good) // 2, len(good) - 1, len(good)):
         for bad in (b"\xff", b"\x80"):
@@ -834,7 +841,7 @@ def _empty_cases() -> list[Case]:
             f"empty-{ext}",
             "empty",
             f"empty.{ext}",
-            parser_for.get(ext, TextParser),
+            parser_for.get(ext, TEXT_PARSERS.get(ext, TextParser)),
             ValueError,
             _const(b""),
         )

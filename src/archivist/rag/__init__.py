@@ -11,6 +11,7 @@ from archivist.rag.knowledge_base import (
     VerifyReport,
 )
 from archivist.rag.parser import (
+    HTMLParser,
     ImageParser,
     ParserBase,
     ParserRegistry,
@@ -30,6 +31,7 @@ __all__ = [
     "ChunkerBase",
     "DocumentNotFoundError",
     "DocumentSummary",
+    "HTMLParser",
     "ImageParser",
     "IncompleteDocument",
     "KnowledgeBase",

@@ -1,6 +1,7 @@
 """Parsers: files in, Sections out."""
 
 from archivist.rag.parser.base import ParserBase
+from archivist.rag.parser.html import HTMLParser
 from archivist.rag.parser.image import ImageParser
 from archivist.rag.parser.pdf import PDFParser
 from archivist.rag.parser.ppt import ArchiveTooLargeError, PPTParser
@@ -13,6 +14,7 @@ from archivist.rag.parser.text import TextParser
 
 __all__ = [
     "ArchiveTooLargeError",
+    "HTMLParser",
     "ImageParser",
     "PDFParser",
     "PPTParser",

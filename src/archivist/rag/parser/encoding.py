@@ -51,6 +51,23 @@ _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]")
 
 
+# Magic bytes of binary formats whose bytes a legacy code page would happily "decode".
+_BINARY_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"%PDF-", "a PDF"),
+    (b"PK\x03\x04", "a zip archive (DOCX, XLSX, PPTX, ...)"),
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"RIFF", "a RIFF file (WEBP, WAV, AVI)"),
+    (b"\x1f\x8b", "gzip-compressed"),
+    (b"BZh", "bzip2-compressed"),
+    (b"\xfd7zXZ", "xz-compressed"),
+    (b"7z\xbc\xaf", "a 7-Zip archive"),
+    (b"\x7fELF", "an executable"),
+    (b"\xd0\xcf\x11\xe0", "an old Office document (DOC, XLS, PPT)"),
+)
+
+
 def bom_encoding(data: bytes) -> tuple[str, int] | None:
     """The encoding a byte-order mark announces and the mark's length, or None."""
     for bom, name in _BOMS:
@@ -79,6 +96,9 @@ def decode_text(data: bytes, filename: str, encoding: str = "utf-8", detect: boo
         return data.decode(encoding)
     except UnicodeDecodeError as exc:
         first_error = exc
+    for magic, what in _BINARY_MAGIC:
+        if data.startswith(magic):
+            raise ValueError(f"{filename}: the file is {what}, not text")
     if b"\x00" in data:
         raise ValueError(
             f"{filename}: the file holds NUL bytes (a binary file, or UTF-16/32 without a "

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import PurePath
 
 from archivist.rag.parser.base import ParserBase, extensions_for
+from archivist.rag.parser.html import HTMLParser
 from archivist.rag.parser.image import ImageParser, sniff_image_type
 from archivist.rag.parser.pdf import PDFParser
 from archivist.rag.parser.ppt import PPTX_MEDIA_TYPE, PPTParser
@@ -106,6 +107,7 @@ def default_registry() -> ParserRegistry:
     """A registry with Archivist's built-in parsers and their default settings."""
     registry = ParserRegistry()
     registry.register(TextParser, TextParser)
+    registry.register(HTMLParser, HTMLParser)
     registry.register(PDFParser, PDFParser)
     registry.register(PPTParser, PPTParser)
     registry.register(ImageParser, ImageParser)

@@ -11,7 +11,7 @@ from archivist.rag.parser.base import ParserBase, read_binary
 from archivist.rag.parser.encoding import decode_text
 
 
-def _is_existing_file(candidate: str) -> bool:
+def is_existing_file(candidate: str) -> bool:
     try:
         return os.path.isfile(candidate)
     except (ValueError, OSError):  # NUL bytes or over-long names: text, not a path
@@ -53,7 +53,7 @@ class TextParser(ParserBase):
         self.detect_encoding = detect_encoding
 
     async def parse(self, file: bytes | str, filename: str) -> list[Section]:
-        if isinstance(file, str) and not _is_existing_file(file):
+        if isinstance(file, str) and not is_existing_file(file):
             text = file
             _check_encodable(text, filename)
         else:

@@ -1,0 +1,160 @@
+"""HTMLParser on generated documentation pages with the chrome real generators add."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from archivist.message import TextBlock
+from archivist.rag import ApproxTokenChunker, HTMLParser, default_registry
+
+CHROME_WORDS = ("SIDEBARLINK", "NAVLINK", "FOOTERTEXT", "SCRIPTCODE", "STYLERULE", "COOKIEBANNER")
+
+
+def docs_page(chapters: int = 12) -> str:
+    """A documentation page shaped like mdBook/Sphinx output: head, header, long sidebar,
+    search form, scripts, a main article with headings, lists, a table and code, footer."""
+    sidebar = "\n".join(
+        f'<li><a href="ch{i}.html">SIDEBARLINK chapter {i} title words</a></li>' for i in range(80)
+    )
+    body = []
+    for c in range(chapters):
+        body.append(f'<h2 id="c{c}">Chapter {c}: Ownership part {c}</h2>')
+        body.append(
+            f"<p>Paragraph {c} explains how values move between variables, "
+            f"and why the borrow checker rejects dangling references in case {c}.</p>" * 4
+        )
+        body.append(f"<h3>Details of part {c}</h3>")
+        body.append(
+            f"<ul><li>first rule {c}</li><li>second rule {c}<ul><li>nested {c}</li></ul></li></ul>"
+        )
+        body.append(
+            f'<pre><code class="language-rust">fn main() {{\n    let s{c} = String::from("hi");\n'
+            f'    println!("{{}}", s{c});\n}}</code></pre>'
+        )
+    body.append(
+        "<table><tr><th>Type</th><th>Copy?</th></tr>"
+        "<tr><td>i32</td><td>yes</td></tr><tr><td>String</td><td>no | never</td></tr></table>"
+    )
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>Ownership - The Guide</title>
+<style>.STYLERULE {{ color: red }}</style>
+<script>var SCRIPTCODE = "sidebar toggling";</script>
+</head><body>
+<div id="cookie-consent">COOKIEBANNER we use cookies</div>
+<header class="site-header"><a href="/">Home</a> NAVLINK top</header>
+<nav id="sidebar" class="sidebar"><ol>{sidebar}</ol></nav>
+<form role="search"><input type="search" placeholder="Search"></form>
+<div class="page-wrapper">
+<main>
+<h1>Understanding Ownership</h1>
+<p>Ownership is the guide's central idea.</p>
+{"".join(body)}
+<nav class="nav-wrapper"><a href="prev.html">NAVLINK previous</a></nav>
+</main>
+</div>
+<footer>FOOTERTEXT © 2026 The Guide authors</footer>
+<script src="book.js"></script><script>SCRIPTCODE.run()</script>
+</body></html>"""
+
+
+def text(section: object) -> str:
+    content = section.content  # type: ignore[attr-defined]
+    assert isinstance(content, TextBlock)
+    return content.text
+
+
+async def test_boilerplate_share_of_chunks_is_at_most_five_percent() -> None:
+    sections = await HTMLParser().parse(docs_page().encode(), "guide.html")
+    chunks = await ApproxTokenChunker(chunk_size=128, overlap=16).chunk(sections)
+    assert len(chunks) >= 20
+    chrome = [c for c in chunks if any(w in text(c) for w in CHROME_WORDS)]
+    assert len(chrome) / len(chunks) <= 0.05
+    assert chrome == []  # in fact none on this page
+
+
+async def test_one_section_per_heading_with_path_and_title() -> None:
+    sections = await HTMLParser().parse(docs_page(chapters=2).encode(), "guide.html")
+    paths = [s.metadata["heading_path"] for s in sections]
+    assert paths == [
+        ["Understanding Ownership"],
+        ["Understanding Ownership", "Chapter 0: Ownership part 0"],
+        ["Understanding Ownership", "Chapter 0: Ownership part 0", "Details of part 0"],
+        ["Understanding Ownership", "Chapter 1: Ownership part 1"],
+        ["Understanding Ownership", "Chapter 1: Ownership part 1", "Details of part 1"],
+    ]
+    assert {s.metadata["title"] for s in sections} == {"Ownership - The Guide"}
+    assert all(s.source == "guide.html" for s in sections)
+    assert text(sections[1]).startswith("## Chapter 0: Ownership part 0\n\nParagraph 0 explains")
+
+
+async def test_lists_code_and_tables_are_kept() -> None:
+    sections = await HTMLParser().parse(docs_page(chapters=1).encode(), "guide.html")
+    details = text(sections[2])
+    assert "- first rule 0\n- second rule 0\n  - nested 0" in details
+    assert (
+        '```rust\nfn main() {\n    let s0 = String::from("hi");\n    println!("{}", s0);\n}\n```'
+        in details
+    )
+    assert "| Type | Copy? |\n| --- | --- |\n| i32 | yes |\n| String | no \\| never |" in details
+
+
+async def test_sphinx_layout_without_main_uses_the_body_div() -> None:
+    page = """<html><head><title>json — Stdlib Tour</title></head><body>
+    <div class="related" role="navigation"><ul><li>NAVLINK index</li></ul></div>
+    <div class="document"><div class="documentwrapper"><div class="bodywrapper">
+    <div class="body" role="main">
+      <section id="json"><h1>The json module<a class="headerlink" href="#json">¶</a></h1>
+      <p>JSON encoder and decoder.</p>
+      <dl class="py function"><dt class="sig">json.dumps(obj)</dt>
+      <dd><p>Serialize <code>obj</code> to a JSON formatted str.</p></dd></dl>
+      </section></div></div></div>
+    <div class="sphinxsidebar" role="navigation"><h3>Navigation</h3><p>SIDEBARLINK</p></div>
+    </div><div class="footer">FOOTERTEXT ©2026.</div></body></html>"""
+    sections = await HTMLParser().parse(page, "json.html")
+    assert len(sections) == 1
+    assert sections[0].metadata == {
+        "title": "json — Stdlib Tour",
+        "heading_path": ["The json module"],
+    }
+    assert text(sections[0]) == (
+        "# The json module\n\nJSON encoder and decoder.\n\njson.dumps(obj)\n\n"
+        "Serialize `obj` to a JSON formatted str."
+    )
+
+
+async def test_page_without_main_drops_header_and_footer(tmp_path: Path) -> None:
+    path = tmp_path / "plain.htm"
+    path.write_bytes(
+        b"<html><body><header>NAVLINK site</header><p>Just a paragraph.</p>"
+        b"<footer>FOOTERTEXT</footer></body></html>"
+    )
+    sections = await HTMLParser().parse(str(path), "plain.htm")
+    assert [text(s) for s in sections] == ["Just a paragraph."]
+    assert sections[0].metadata == {"heading_path": []}
+
+
+async def test_declared_charset_and_detection() -> None:
+    page = (
+        '<html><head><meta charset="windows-1252"></head><body><p>Café “quoted”</p></body></html>'
+    )
+    sections = await HTMLParser().parse(page.encode("cp1252"), "legacy.html")
+    assert text(sections[0]) == "Café “quoted”"
+
+
+async def test_page_with_only_chrome_is_an_error() -> None:
+    page = b"<html><head><script>x()</script></head><body><nav>menu</nav></body></html>"
+    with pytest.raises(ValueError, match=r"empty\.html.*no text"):
+        await HTMLParser().parse(page, "empty.html")
+
+
+def test_registry_routes_html_here() -> None:
+    assert isinstance(default_registry().parser_for("page.html"), HTMLParser)
+    assert isinstance(default_registry().parser_for("page.HTM"), HTMLParser)
+
+
+def test_bad_heading_level_is_rejected() -> None:
+    with pytest.raises(ValueError, match="max_heading_level"):
+        HTMLParser(max_heading_level=0)
