@@ -3,9 +3,12 @@ from pathlib import Path
 import pytest
 
 from archivist.rag import (
+    HTMLParser,
     ImageParser,
+    MarkdownParser,
     PDFParser,
     PPTParser,
+    RSTParser,
     TextParser,
     UnsupportedFileTypeError,
     default_registry,
@@ -16,7 +19,9 @@ from factories import make_image, make_pdf, make_pptx
 @pytest.mark.parametrize(
     ("name", "parser"),
     [
-        ("a.md", TextParser),
+        ("a.md", MarkdownParser),
+        ("a.rst", RSTParser),
+        ("a.html", HTMLParser),
         ("a.TXT", TextParser),
         ("a.yaml", TextParser),
         ("a.pdf", PDFParser),
@@ -66,4 +71,4 @@ def test_registering_a_custom_parser_routes_its_types() -> None:
     registry = default_registry()
     registry.register(RstParser, RstParser)
     assert isinstance(registry.parser_for("guide.rst"), RstParser)
-    assert type(registry.parser_for("guide.md")) is TextParser
+    assert type(registry.parser_for("guide.md")) is MarkdownParser

@@ -33,9 +33,11 @@ from archivist.rag.parser import (
     ArchiveTooLargeError,
     HTMLParser,
     ImageParser,
+    MarkdownParser,
     ParserBase,
     PDFParser,
     PPTParser,
+    RSTParser,
     TextParser,
     UnsupportedFileTypeError,
 )
@@ -676,7 +678,7 @@ def _image_cases(rng: random.Random) -> list[Case]:
         ("png-as-pptx", "image.pptx", images["PNG"], PPTParser),
         ("pdf-as-pptx", "doc.pptx", pdf, PPTParser),
         ("png-as-txt", "image.txt", images["PNG"], TextParser),
-        ("jpeg-as-md", "photo.md", images["JPEG"], TextParser),
+        ("jpeg-as-md", "photo.md", images["JPEG"], MarkdownParser),
         ("gif-as-csv", "anim.csv", images["GIF"], TextParser),
         ("pdf-as-txt", "doc.txt", pdf, TextParser),
         ("pptx-as-json", "deck.json", deck, TextParser),
@@ -701,7 +703,13 @@ def _image_cases(rng: random.Random) -> list[Case]:
 
 
 # The parser the registry picks for a text-based extension (TextParser for the rest).
-TEXT_PARSERS: dict[str, type[ParserBase]] = {"html": HTMLParser, "htm": HTMLParser}
+TEXT_PARSERS: dict[str, type[ParserBase]] = {
+    "html": HTMLParser,
+    "htm": HTMLParser,
+    "md": MarkdownParser,
+    "markdown": MarkdownParser,
+    "rst": RSTParser,
+}
 
 
 def _text_cases(rng: random.Random) -> list[Case]:

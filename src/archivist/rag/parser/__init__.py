@@ -3,6 +3,7 @@
 from archivist.rag.parser.base import ParserBase
 from archivist.rag.parser.html import HTMLParser
 from archivist.rag.parser.image import ImageParser
+from archivist.rag.parser.markdown import MarkdownParser
 from archivist.rag.parser.pdf import PDFParser
 from archivist.rag.parser.ppt import ArchiveTooLargeError, PPTParser
 from archivist.rag.parser.registry import (
@@ -10,16 +11,19 @@ from archivist.rag.parser.registry import (
     UnsupportedFileTypeError,
     default_registry,
 )
+from archivist.rag.parser.rst import RSTParser
 from archivist.rag.parser.text import TextParser
 
 __all__ = [
     "ArchiveTooLargeError",
     "HTMLParser",
     "ImageParser",
+    "MarkdownParser",
     "PDFParser",
     "PPTParser",
     "ParserBase",
     "ParserRegistry",
+    "RSTParser",
     "TextParser",
     "UnsupportedFileTypeError",
     "default_registry",

@@ -11,8 +11,10 @@ from pathlib import PurePath
 from archivist.rag.parser.base import ParserBase, extensions_for
 from archivist.rag.parser.html import HTMLParser
 from archivist.rag.parser.image import ImageParser, sniff_image_type
+from archivist.rag.parser.markdown import MarkdownParser
 from archivist.rag.parser.pdf import PDFParser
 from archivist.rag.parser.ppt import PPTX_MEDIA_TYPE, PPTParser
+from archivist.rag.parser.rst import RSTParser
 from archivist.rag.parser.text import TextParser
 
 
@@ -108,6 +110,8 @@ def default_registry() -> ParserRegistry:
     registry = ParserRegistry()
     registry.register(TextParser, TextParser)
     registry.register(HTMLParser, HTMLParser)
+    registry.register(MarkdownParser, MarkdownParser)
+    registry.register(RSTParser, RSTParser)
     registry.register(PDFParser, PDFParser)
     registry.register(PPTParser, PPTParser)
     registry.register(ImageParser, ImageParser)

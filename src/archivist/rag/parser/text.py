@@ -53,18 +53,24 @@ class TextParser(ParserBase):
         self.detect_encoding = detect_encoding
 
     async def parse(self, file: bytes | str, filename: str) -> list[Section]:
-        if isinstance(file, str) and not is_existing_file(file):
-            text = file
-            _check_encodable(text, filename)
-        else:
-            text = self._decode(read_binary(file, filename), filename)
-        if text.startswith("\ufeff"):
-            text = text[1:]
-        if not text.strip():
-            raise ValueError(f"{filename}: the file holds no text")
-        if "\x00" in text:
-            raise ValueError(f"{filename}: the text holds NUL bytes (a binary file?)")
+        text = read_text(file, filename, self.encoding, self.detect_encoding)
         return [Section(content=TextBlock(text=text), source=filename, metadata={})]
 
-    def _decode(self, data: bytes, filename: str) -> str:
-        return decode_text(data, filename, self.encoding, self.detect_encoding)
+
+def read_text(
+    file: bytes | str, filename: str, encoding: str = "utf-8", detect: bool = True
+) -> str:
+    """The text of `file`: bytes or an existing path decoded (see `decode_text`), any other
+    `str` as given; a leading BOM dropped. Blank text or NUL characters → ValueError."""
+    if isinstance(file, str) and not is_existing_file(file):
+        text = file
+        _check_encodable(text, filename)
+    else:
+        text = decode_text(read_binary(file, filename), filename, encoding, detect)
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if not text.strip():
+        raise ValueError(f"{filename}: the file holds no text")
+    if "\x00" in text:
+        raise ValueError(f"{filename}: the text holds NUL bytes (a binary file?)")
+    return text
