@@ -85,3 +85,52 @@ def make_pptx(slides: Sequence[dict[str, object]]) -> bytes:
     buffer = io.BytesIO()
     deck.save(buffer)
     return buffer.getvalue()
+
+
+def make_docx(blocks: Sequence[tuple[str, object]], title: str | None = None) -> bytes:
+    """A real Word document. Blocks: ("h1".."h6", text), ("p", text), ("bullets", [texts]),
+    ("table", rows), ("image", PNG/JPEG bytes), ("style:NAME", text) for any paragraph style."""
+    from docx import Document
+    from docx.shared import Inches
+
+    document = Document()
+    if title is not None:
+        document.core_properties.title = title
+    for kind, value in blocks:
+        if kind.startswith("h") and kind[1:].isdigit():
+            document.add_heading(str(value), level=int(kind[1:]))
+        elif kind == "p":
+            document.add_paragraph(str(value))
+        elif kind == "bullets":
+            for item in value:  # type: ignore[attr-defined]
+                document.add_paragraph(item, style="List Bullet")
+        elif kind == "table":
+            rows = value
+            table = document.add_table(rows=len(rows), cols=len(rows[0]))  # type: ignore[arg-type]
+            for r, row in enumerate(rows):  # type: ignore[arg-type]
+                for c, text in enumerate(row):
+                    table.cell(r, c).text = text
+        elif kind == "image":
+            document.add_picture(io.BytesIO(value), width=Inches(1))  # type: ignore[arg-type]
+        elif kind.startswith("style:"):
+            document.add_paragraph(str(value), style=kind.split(":", 1)[1])
+        else:
+            raise ValueError(f"unknown block kind {kind!r}")
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+def make_xlsx(sheets: dict[str, Sequence[Sequence[object]]]) -> bytes:
+    """A real workbook with one worksheet per entry, rows written from A1 (None: blank)."""
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    workbook.remove(workbook.active)  # type: ignore[arg-type]
+    for name, rows in sheets.items():
+        sheet = workbook.create_sheet(name)
+        for row in rows:
+            sheet.append(list(row))
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    return buffer.getvalue()

@@ -11,6 +11,7 @@ from archivist.rag.knowledge_base import (
     VerifyReport,
 )
 from archivist.rag.parser import (
+    ExcelParser,
     HTMLParser,
     ImageParser,
     MarkdownParser,
@@ -21,6 +22,7 @@ from archivist.rag.parser import (
     RSTParser,
     TextParser,
     UnsupportedFileTypeError,
+    WordParser,
     default_registry,
 )
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
@@ -33,6 +35,7 @@ __all__ = [
     "ChunkerBase",
     "DocumentNotFoundError",
     "DocumentSummary",
+    "ExcelParser",
     "HTMLParser",
     "ImageParser",
     "IncompleteDocument",
@@ -54,5 +57,6 @@ __all__ = [
     "VectorSearchResult",
     "VectorStoreBase",
     "VerifyReport",
+    "WordParser",
     "default_registry",
 ]

@@ -16,15 +16,10 @@ from pptx.exc import PackageNotFoundError
 
 from archivist.message import Base64Source, DataBlock, TextBlock
 from archivist.rag.document import Section
+from archivist.rag.parser.archive import ArchiveLimits, check_archive
 from archivist.rag.parser.base import ParserBase, read_binary
 
 PPTX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
-
-_MIB = 1024 * 1024
-
-
-class ArchiveTooLargeError(ValueError):
-    """A PPTX archive is over `PPTParser`'s size limits (a zip bomb?); names the file."""
 
 
 def table_to_markdown(rows: list[list[str]]) -> str:
@@ -48,7 +43,13 @@ def table_to_markdown(rows: list[list[str]]) -> str:
 
 
 def table_to_json(rows: list[list[str]]) -> str:
-    """A JSON array with one object per body row, keyed by the header row's cells."""
+    """A JSON array with one object per body row, keyed by the header row's cells.
+
+    A table of one row has no body: that row is the data, keyed `column_1`, `column_2`, ...
+    """
+    if len(rows) == 1:
+        width = len(rows[0])
+        rows = [[f"column_{i + 1}" for i in range(width)], rows[0]]
     keys: list[str] = []
     for i, name in enumerate(rows[0]):
         key = name.strip() or f"column_{i + 1}"
@@ -84,11 +85,11 @@ class PPTParser(ParserBase):
 
     supported_media_types: ClassVar[list[str]] = [PPTX_MEDIA_TYPE]
 
-    max_parts: int = 10_000
-    max_part_size: int = 256 * _MIB
-    max_total_size: int = 512 * _MIB
-    max_compression_ratio: float = 200.0
-    ratio_check_min_size: int = 1 * _MIB
+    max_parts: int = ArchiveLimits.max_parts
+    max_part_size: int = ArchiveLimits.max_part_size
+    max_total_size: int = ArchiveLimits.max_total_size
+    max_compression_ratio: float = ArchiveLimits.max_compression_ratio
+    ratio_check_min_size: int = ArchiveLimits.ratio_check_min_size
 
     def __init__(
         self,
@@ -127,50 +128,20 @@ class PPTParser(ParserBase):
         return sections
 
     def _open(self, data: bytes, filename: str) -> Any:
-        if not zipfile.is_zipfile(io.BytesIO(data)):
-            raise ValueError(f"{filename}: not a PPTX file (not a zip archive)")
-        self._check_archive(data, filename)
+        limits = ArchiveLimits(
+            self.max_parts,
+            self.max_part_size,
+            self.max_total_size,
+            self.max_compression_ratio,
+            self.ratio_check_min_size,
+        )
+        check_archive(data, filename, "PPTX", limits)
         try:
             return Presentation(io.BytesIO(data))
         except (PackageNotFoundError, KeyError, zipfile.BadZipFile) as exc:
             raise ValueError(f"{filename}: not a valid PPTX presentation: {exc}") from exc
         except Exception as exc:  # python-pptx/lxml raise many types for broken parts
             raise ValueError(f"{filename}: corrupt PPTX: {type(exc).__name__}: {exc}") from exc
-
-    def _check_archive(self, data: bytes, filename: str) -> None:
-        """Refuse archives over the size limits before anything is inflated."""
-        try:
-            with zipfile.ZipFile(io.BytesIO(data)) as archive:
-                members = archive.infolist()
-        except Exception as exc:  # BadZipFile, NotImplementedError (zip version), ...
-            raise ValueError(
-                f"{filename}: not a valid PPTX presentation: {type(exc).__name__}: {exc}"
-            ) from exc
-        if len(members) > self.max_parts:
-            raise ArchiveTooLargeError(
-                f"{filename}: the PPTX archive has {len(members):,} parts, over the "
-                f"limit of {self.max_parts:,}"
-            )
-        total = 0
-        for member in members:
-            size = member.file_size
-            if size > self.max_part_size:
-                raise ArchiveTooLargeError(
-                    f"{filename}: part {member.filename!r} inflates to {size:,} bytes, over the "
-                    f"{self.max_part_size:,}-byte limit per part (a zip bomb?)"
-                )
-            ratio = size / max(member.compress_size, 1)
-            if size > self.ratio_check_min_size and ratio > self.max_compression_ratio:
-                raise ArchiveTooLargeError(
-                    f"{filename}: part {member.filename!r} is compressed {ratio:,.0f}:1, over "
-                    f"the {self.max_compression_ratio:,.0f}:1 limit (a zip bomb?)"
-                )
-            total += size
-            if total > self.max_total_size:
-                raise ArchiveTooLargeError(
-                    f"{filename}: the PPTX archive inflates to over {self.max_total_size:,} "
-                    f"bytes in total (a zip bomb?)"
-                )
 
     def _parse_bytes(self, data: bytes, filename: str) -> list[Section]:
         presentation = self._open(data, filename)

@@ -15,6 +15,8 @@ class Block:
 
     text: str
     level: int | None = None  # heading level; None for body text
+    alone: bool = False  # body text that is a Section of its own (a separated table)
+    section: Section | None = None  # a ready Section (a picture) placed here in order
 
     @property
     def is_heading(self) -> bool:
@@ -34,6 +36,8 @@ def sections_by_heading(
     A section's text starts with its heading as a Markdown `#` line when `heading_prefix`
     (deeper headings stay inline as such lines). A heading with no body of its own before
     the next heading yields no Section: its title lives on in the path of what follows.
+    Blocks marked `alone` and ready `section`s become Sections of their own, in order, with
+    the current `heading_path` added to their metadata.
     """
     base = dict(metadata or {})
     sections: list[Section] = []
@@ -53,6 +57,21 @@ def sections_by_heading(
             )
 
     for block in blocks:
+        if block.section is not None or block.alone:
+            flush()
+            lines, has_body = [], False
+            if block.section is not None:
+                extra = {**base, **block.section.metadata, "heading_path": list(path)}
+                sections.append(block.section.model_copy(update={"metadata": extra}))
+            elif block.text.strip():
+                sections.append(
+                    Section(
+                        content=TextBlock(text=block.text),
+                        source=source,
+                        metadata={**base, "heading_path": list(path)},
+                    )
+                )
+            continue
         text = block.text.strip("\n")
         if not text.strip():
             continue

@@ -1,0 +1,144 @@
+"""`WordParser`: a `.docx` document's paragraphs under their headings, tables and pictures."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import re
+from collections.abc import Iterator
+from typing import Any, ClassVar, Literal
+
+from docx import Document
+from docx.oxml.ns import qn
+
+from archivist.rag.document import Section
+from archivist.rag.parser.archive import ArchiveLimits, check_archive
+from archivist.rag.parser.base import ParserBase, read_binary
+from archivist.rag.parser.image import embedded_image_section
+from archivist.rag.parser.ppt import table_to_json, table_to_markdown
+from archivist.rag.parser.structure import Block, sections_by_heading
+
+DOCX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+_HEADING_STYLE = re.compile(r"^heading\s*([1-9])$", re.IGNORECASE)
+_BLIP = qn("a:blip")
+_EMBED = qn("r:embed")
+
+
+def _heading_level(paragraph: Any) -> int | None:
+    """1–6 for a paragraph in a "Heading N" style (or a style based on one), else None."""
+    style = paragraph.style
+    for _ in range(4):  # custom heading styles are usually based on a built-in one
+        if style is None:
+            return None
+        match = _HEADING_STYLE.match(style.name or "")
+        if match:
+            return min(int(match.group(1)), 6)
+        style = style.base_style
+    return None
+
+
+def _is_list_item(paragraph: Any) -> bool:
+    ppr = paragraph._p.pPr
+    if ppr is not None and ppr.numPr is not None:
+        return True
+    name = (paragraph.style.name or "") if paragraph.style is not None else ""
+    return name.lower().startswith("list")
+
+
+class WordParser(ParserBase):
+    """Word `.docx` files → one Section per heading ("Heading 1"… styles), with
+    `heading_path` metadata; the document's core-properties title, if set, as `title`.
+
+    Tables are rendered as Markdown or JSON (`table_format`, like `PPTParser`) and stay in
+    their heading's Section unless `separate_table`; with `include_image`, pictures become
+    DataBlock Sections in reading order, checked like `ImageParser` checks images (pictures
+    that fail, or EMF/TIFF ones, are skipped). The archive is checked against
+    `archive_limits` (a zip bomb → `ArchiveTooLargeError`) before it is opened.
+    """
+
+    supported_media_types: ClassVar[list[str]] = [DOCX_MEDIA_TYPE]
+    archive_limits: ClassVar[ArchiveLimits] = ArchiveLimits()
+
+    def __init__(
+        self,
+        include_image: bool = True,
+        separate_table: bool = False,
+        table_format: Literal["markdown", "json"] = "markdown",
+    ) -> None:
+        if table_format not in ("markdown", "json"):
+            raise ValueError(f"table_format must be 'markdown' or 'json', not {table_format!r}")
+        self.include_image = include_image
+        self.separate_table = separate_table
+        self.table_format = table_format
+
+    async def parse(self, file: bytes | str, filename: str) -> list[Section]:
+        data = read_binary(file, filename)
+        sections = await asyncio.to_thread(self._parse_bytes, data, filename)
+        if not sections:
+            raise ValueError(f"{filename}: the document has no text, tables or pictures")
+        return sections
+
+    def _parse_bytes(self, data: bytes, filename: str) -> list[Section]:
+        names = check_archive(data, filename, "DOCX", self.archive_limits)
+        if not any(name.startswith("word/") for name in names):
+            raise ValueError(f"{filename}: not a DOCX document (no word/ part in the archive)")
+        try:
+            document = Document(io.BytesIO(data))
+            title = (document.core_properties.title or "").strip()
+            blocks = list(self._blocks(document, filename))
+        except Exception as exc:  # python-docx/lxml raise many types for broken parts
+            raise ValueError(f"{filename}: corrupt DOCX: {type(exc).__name__}: {exc}") from exc
+        metadata: dict[str, Any] = {"title": title} if title else {}
+        return sections_by_heading(blocks, filename, metadata)
+
+    def _blocks(self, document: Any, filename: str) -> Iterator[Block]:
+        from docx.table import Table
+        from docx.text.paragraph import Paragraph
+
+        body = document.element.body
+        list_run: list[str] = []
+        for child in body.iterchildren():
+            if child.tag == qn("w:p"):
+                paragraph = Paragraph(child, document)
+                text = paragraph.text.strip()
+                level = _heading_level(paragraph) if text else None
+                if text and level is None and _is_list_item(paragraph):
+                    list_run.append(f"- {text}")
+                    continue
+                if list_run:
+                    yield Block("\n".join(list_run))
+                    list_run = []
+                if text:
+                    yield Block(text, level)
+                if self.include_image:
+                    yield from self._pictures(child, document, filename)
+            elif child.tag == qn("w:tbl"):
+                if list_run:
+                    yield Block("\n".join(list_run))
+                    list_run = []
+                rows = [
+                    [cell.text.strip() for cell in row.cells] for row in Table(child, document).rows
+                ]
+                if any(any(c for c in row) for row in rows):
+                    rendered = (
+                        table_to_markdown(rows)
+                        if self.table_format == "markdown"
+                        else table_to_json(rows)
+                    )
+                    yield Block(rendered, alone=self.separate_table)
+        if list_run:
+            yield Block("\n".join(list_run))
+
+    @staticmethod
+    def _pictures(paragraph: Any, document: Any, filename: str) -> Iterator[Block]:
+        for blip in paragraph.iter(_BLIP):
+            rel_id = blip.get(_EMBED)
+            part = document.part.related_parts.get(rel_id) if rel_id else None
+            blob = getattr(part, "blob", None)
+            if not blob:
+                continue
+            name = str(getattr(part, "partname", rel_id)).rsplit("/", 1)[-1]
+            section = embedded_image_section(blob, filename, name, {})
+            if section is not None:
+                yield Block("", section=section)
