@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import io
 import json
 import zipfile
@@ -14,10 +13,11 @@ from pptx import Presentation
 from pptx.enum.shapes import MSO_SHAPE_TYPE
 from pptx.exc import PackageNotFoundError
 
-from archivist.message import Base64Source, DataBlock, TextBlock
+from archivist.message import TextBlock
 from archivist.rag.document import Section
 from archivist.rag.parser.archive import ArchiveLimits, check_archive
 from archivist.rag.parser.base import ParserBase, read_binary
+from archivist.rag.parser.image import embedded_image_section
 
 PPTX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
 
@@ -155,7 +155,6 @@ class PPTParser(ParserBase):
 
     def _slide_sections(self, slide: Any, number: int, filename: str) -> Iterator[Section]:
         texts: list[str] = []
-        tables: list[str] = []
         pictures: list[Section] = []
         for shape in _walk(slide.shapes):
             if shape.has_text_frame:
@@ -164,14 +163,19 @@ class PPTParser(ParserBase):
                     texts.append(text)
             elif getattr(shape, "has_table", False) and shape.has_table:
                 rendered = self._table(shape.table)
-                if rendered:
-                    (tables if self.separate_table else texts).append(rendered)
+                if rendered and self.separate_table:  # text before it, then it: shape order
+                    if texts:
+                        yield self._text_section("\n\n".join(texts), number, filename)
+                        texts = []
+                    yield self._text_section(rendered, number, filename)
+                elif rendered:
+                    texts.append(rendered)
             elif self.include_image and _is_picture(shape):
-                pictures.append(self._picture(shape, number, filename))
+                picture = self._picture(shape, number, filename)
+                if picture is not None:
+                    pictures.append(picture)
         if texts:
             yield self._text_section("\n\n".join(texts), number, filename)
-        for table in tables:
-            yield self._text_section(table, number, filename)
         yield from pictures
 
     def _table(self, table: Any) -> str:
@@ -193,19 +197,10 @@ class PPTParser(ParserBase):
         )
 
     @staticmethod
-    def _picture(shape: Any, number: int, filename: str) -> Section:
+    def _picture(shape: Any, number: int, filename: str) -> Section | None:
+        """The picture as a DataBlock Section, checked like ImageParser checks images."""
         image = shape.image
-        media_type = image.content_type
-        return Section(
-            content=DataBlock(
-                source=Base64Source(
-                    data=base64.b64encode(image.blob).decode("ascii"), media_type=media_type
-                ),
-                name=image.filename,
-            ),
-            source=filename,
-            metadata={"slide": number, "media_type": media_type},
-        )
+        return embedded_image_section(image.blob, filename, image.filename, {"slide": number})
 
 
 def _walk(shapes: Iterable[Any]) -> Iterator[Any]:
