@@ -103,9 +103,10 @@ async def test_markdown_max_heading_level_keeps_deeper_headings_inline(tmp_path:
     assert "### Linux" in text(sections[2]) and "### Windows" in text(sections[2])
 
 
-async def test_markdown_only_headings_is_an_error() -> None:
-    with pytest.raises(ValueError, match=r"heads\.md"):
-        await MarkdownParser().parse(b"# One\n\n## Two\n", "heads.md")
+async def test_markdown_of_headings_alone_is_one_section() -> None:
+    sections = await MarkdownParser().parse(b"# One\n\n## Two\n", "heads.md")
+    assert [text(s) for s in sections] == ["# One\n\n## Two"]
+    assert sections[0].metadata == {"heading_path": []}
 
 
 GUIDE_RST = """\

@@ -1,3 +1,4 @@
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,39 @@ def test_registering_a_custom_parser_routes_its_types() -> None:
     registry.register(RstParser, RstParser)
     assert isinstance(registry.parser_for("guide.rst"), RstParser)
     assert type(registry.parser_for("guide.md")) is MarkdownParser
+
+
+def test_office_zips_are_told_apart_by_their_folders(tmp_path: Path) -> None:
+    from archivist.rag import ExcelParser, WordParser
+    from factories import make_docx, make_xlsx
+
+    registry = default_registry()
+    cases = {
+        "doc": (make_docx([("p", "x")]), WordParser),
+        "book": (make_xlsx({"S": [["x"]]}), ExcelParser),
+        "deck": (make_pptx([{"texts": ["x"]}]), PPTParser),
+    }
+    for name, (data, parser) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        assert isinstance(registry.parser_for_path(path), parser), name
+        assert isinstance(registry.parser_for(name, head=data[:4096]), parser), name
+    plain_zip = tmp_path / "archive"
+    with zipfile.ZipFile(plain_zip, "w") as archive:
+        archive.writestr("readme.txt", "not office")
+    with pytest.raises(UnsupportedFileTypeError, match="archive"):
+        registry.parser_for_path(plain_zip)
+
+
+@pytest.mark.parametrize(
+    ("name", "parser_name"),
+    [
+        ("a.docx", "WordParser"),
+        ("a.xlsx", "ExcelParser"),
+        ("a.xlsm", "ExcelParser"),
+        ("a.markdown", "MarkdownParser"),
+        ("a.htm", "HTMLParser"),
+    ],
+)
+def test_new_extensions(name: str, parser_name: str) -> None:
+    assert type(default_registry().parser_for(name)).__name__ == parser_name

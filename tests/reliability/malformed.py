@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/, for f
 
 from archivist.rag.parser import (
     ArchiveTooLargeError,
+    ExcelParser,
     HTMLParser,
     ImageParser,
     MarkdownParser,
@@ -40,8 +41,9 @@ from archivist.rag.parser import (
     RSTParser,
     TextParser,
     UnsupportedFileTypeError,
+    WordParser,
 )
-from factories import make_image, make_pdf, make_pptx
+from factories import make_docx, make_image, make_pdf, make_pptx, make_xlsx
 
 SEED = 20240607
 PDF_PAGES = ["Hello page one", "Second page text here", "Third page"]
@@ -805,12 +807,272 @@ def _text_cases(rng: random.Random) -> list[Case]:
     return cases
 
 
+# ---------------------------------------------------------------------------- DOCX / XLSX
+
+DOCX_TEXTS = ("# Report\n\nQuarterly numbers.\n\n| k | v |\n| --- | --- |\n| a | 1 |",)
+XLSX_TEXTS = ("Sheet: Data\n| k | v |\n| --- | --- |\n| a | 1 |",)
+
+BILLION_LAUGHS = (
+    b'<?xml version="1.0"?>\n<!DOCTYPE lolz [\n <!ENTITY lol "lol">\n'
+    + b"".join(
+        f' <!ENTITY lol{i} "{("&lol" + (str(i - 1) if i > 1 else "") + ";") * 10}">\n'.encode()
+        for i in range(1, 10)
+    )
+    + b"]>\n"
+)
+XXE = b'<?xml version="1.0"?>\n<!DOCTYPE r [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>\n'
+
+
+@functools.cache
+def real_docx() -> bytes:
+    return make_docx(
+        [("h1", "Report"), ("p", "Quarterly numbers."), ("table", [["k", "v"], ["a", "1"]])]
+    )
+
+
+@functools.cache
+def real_xlsx() -> bytes:
+    return make_xlsx({"Data": [["k", "v"], ["a", 1]]})
+
+
+def _with_doctype(xml: bytes, doctype: bytes, entity: bytes) -> bytes:
+    """`xml` with `doctype` in front and `entity` put into its first text node."""
+    body = xml.split(b"?>", 1)[1] if xml.startswith(b"<?xml") else xml
+    for tag in (b"<w:t>", b"<w:t ", b"<t>", b"<v>"):
+        at = body.find(tag)
+        if at != -1:
+            close = body.find(b">", at) + 1
+            return doctype + body[:close] + entity + body[close:]
+    raise ValueError("no text node")
+
+
+def _office_cases(rng: random.Random) -> list[Case]:
+    cases: list[Case] = []
+    for kind, real, parser, main, texts in (
+        ("docx", real_docx, WordParser, "word/document.xml", DOCX_TEXTS),
+        ("xlsx", real_xlsx, ExcelParser, "xl/worksheets/sheet1.xml", XLSX_TEXTS),
+    ):
+        data = real()
+        members = _members(data)
+
+        def add(
+            cid: str,
+            cat: str,
+            build: Callable[[], bytes],
+            expected: type[Exception] | None = ValueError,
+            texts: tuple[str, ...] = (),
+            isolate: bool = False,
+            kind: str = kind,
+            parser: type[ParserBase] = parser,
+        ) -> None:
+            cases.append(
+                Case(
+                    f"{kind}-{cid}",
+                    f"{kind}-{cat}",
+                    f"{kind}-{cid}.{kind}",
+                    parser,
+                    expected,
+                    build,
+                    texts,
+                    isolate,
+                )
+            )
+
+        def replaced(
+            name: str, blob: bytes, members: dict[str, bytes] = members
+        ) -> Callable[[], bytes]:
+            return lambda: _rezip({**members, name: blob})
+
+        def without(name: str, members: dict[str, bytes] = members) -> Callable[[], bytes]:
+            return lambda: _rezip({k: v for k, v in members.items() if k != name})
+
+        add("intact", "intact", _const(data), None, texts)
+        for frac in (0.05, 0.3, 0.6, 0.9, 0.999):
+            cut = int(len(data) * frac)
+            add(f"truncated-{cut}", "truncated", _const(data[:cut]))
+        add("crc-mismatch", "truncated", lambda data=data, main=main: _corrupt_member(data, main))
+        add("random", "truncated", _const(b"PK\x03\x04" + rng.randbytes(3000)))
+        for name in ("[Content_Types].xml", main):
+            slug = name.replace("/", "_").replace("[", "").replace("]", "").replace(".", "_")
+            add(f"missing-{slug}", "missing-part", without(name))
+            original = members[name]
+            add(
+                f"xml-truncated-{slug}",
+                "broken-xml",
+                replaced(name, original[: len(original) // 2]),
+            )
+            add(f"xml-garbage-{slug}", "broken-xml", replaced(name, rng.randbytes(300)))
+        add(
+            "xml-deep-nesting",
+            "broken-xml",
+            replaced(main, b"<a>" * 100_000 + b"</a>" * 100_000),
+        )
+        # XML entity attacks: refused, or the entities are left unexpanded.
+        add(
+            "billion-laughs",
+            "entity-bomb",
+            replaced(main, _with_doctype(members[main], BILLION_LAUGHS, b"&lol9;")),
+            isolate=True,
+        )
+        add(
+            "external-entity",
+            "entity-bomb",
+            replaced(main, _with_doctype(members[main], XXE, b"&xxe;")),
+            isolate=True,
+        )
+        add(
+            "bomb-ratio",
+            "zip-bomb",
+            lambda members=members, main=main: _ratio_bomb(members, main),
+            ArchiveTooLargeError,
+            isolate=True,
+        )
+        add(
+            "bomb-declared-4gib",
+            "zip-bomb",
+            lambda data=data, main=main: _patch_sizes(data, {main: 0xFFFF_FFF0}),
+            ArchiveTooLargeError,
+        )
+        add(
+            "bomb-many-parts",
+            "zip-bomb",
+            lambda members=members: _rezip(
+                {**members, **{f"junk/{i}.xml": b"<a/>" for i in range(10_050)}}
+            ),
+            ArchiveTooLargeError,
+            isolate=True,
+        )
+    # The other Office kind, or a deck, under the wrong extension.
+    for cid, name, blob, parser in (
+        ("xlsx-as-docx", "book.docx", real_xlsx, WordParser),
+        ("docx-as-xlsx", "doc.xlsx", real_docx, ExcelParser),
+        ("pptx-as-docx", "deck.docx", real_pptx, WordParser),
+        ("docx-as-pptx", "doc.pptx", real_docx, PPTParser),
+    ):
+        cases.append(Case(f"lying-{cid}", "lying-extension", name, parser, ValueError, blob))
+    return cases
+
+
+def _ratio_bomb(members: dict[str, bytes], name: str, megabytes: int = 64) -> bytes:
+    """`members` re-zipped with part `name` padded by `megabytes` MiB of blanks."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as out:
+        for member, data in members.items():
+            if member != name:
+                out.writestr(member, data)
+                continue
+            with out.open(member, "w") as part:
+                part.write(data)
+                block = b" " * (1024 * 1024)
+                for _ in range(megabytes):
+                    part.write(block)
+    return buffer.getvalue()
+
+
+# -------------------------------------------------------------------------- HTML / Markdown
+
+
+def _markup_cases() -> list[Case]:
+    cases: list[Case] = []
+
+    def add(
+        cid: str,
+        name: str,
+        parser: type[ParserBase],
+        data: bytes,
+        expected: type[Exception] | None = ValueError,
+        texts: tuple[str, ...] = (),
+    ) -> None:
+        cases.append(Case(cid, "markup", name, parser, expected, _const(data), texts))
+
+    add(
+        "html-only-chrome",
+        "chrome.html",
+        HTMLParser,
+        b"<html><head><style>p{}</style></head><body><nav>menu</nav><footer>f</footer></body></html>",
+    )
+    add("html-utf16-no-bom", "u16.html", HTMLParser, "<p>hello</p>".encode("utf-16-le"))
+    add(
+        "html-deep-nesting",
+        "deep.html",
+        HTMLParser,
+        b"<div>" * 100_000 + b"<p>deep</p>" + b"</div>" * 100_000,
+    )
+    add(
+        "html-nesting-under-limit",
+        "deep2.html",
+        HTMLParser,
+        b"<div>" * 4_000 + b"<p>deep" + b"</div>" * 4_000,
+        None,
+        ("deep",),
+    )
+    add(
+        "html-unclosed-everything",
+        "open.html",
+        HTMLParser,
+        b"<html><body><h1>Title<p>text <b>bold <i>both",
+        None,
+        ("# Title text bold both",),
+    )
+    add(
+        "html-latin1-declared",
+        "latin.html",
+        HTMLParser,
+        '<meta charset="iso-8859-1"><p>Grüße</p>'.encode("latin-1"),
+        None,
+        ("Grüße",),
+    )
+    add(
+        "md-only-headings",
+        "heads.md",
+        MarkdownParser,
+        b"# A\n## B\n### C\n",
+        None,
+        ("# A\n\n## B\n\n### C",),
+    )
+    add(
+        "md-deep-blockquote",
+        "quote.md",
+        MarkdownParser,
+        b">" * 10_000 + b" deep",
+        None,
+        (">" * 10_000 + " deep",),
+    )
+    add(
+        "md-unclosed-fence",
+        "fence.md",
+        MarkdownParser,
+        b"# Code\n```python\nprint(1)\n",
+        None,
+        ("# Code\n\n```python\nprint(1)",),
+    )
+    add(
+        "rst-only-titles",
+        "titles.rst",
+        RSTParser,
+        b"Title\n=====\n\nSub\n---\n",
+        None,
+        ("# Title\n\n## Sub",),
+    )
+    add(
+        "rst-gbk",
+        "zh.rst",
+        RSTParser,
+        "标题\n====\n\n中文正文，检索增强生成。\n".encode("gbk"),
+        None,
+        ("# 标题\n\n中文正文，检索增强生成。",),
+    )
+    return cases
+
+
 # ---------------------------------------------------------------------------------- empty
 
 
 _ALL_EXTENSIONS = (
     "pdf",
     "pptx",
+    "docx",
+    "xlsx",
     "png",
     "jpg",
     "jpeg",
@@ -837,6 +1099,8 @@ def _empty_cases() -> list[Case]:
     parser_for = {
         "pdf": PDFParser,
         "pptx": PPTParser,
+        "docx": WordParser,
+        "xlsx": ExcelParser,
         "png": ImageParser,
         "jpg": ImageParser,
         "jpeg": ImageParser,
@@ -881,6 +1145,8 @@ def corpus() -> tuple[Case, ...]:
         *_pptx_cases(rng),
         *_image_cases(rng),
         *_text_cases(rng),
+        *_office_cases(rng),
+        *_markup_cases(),
         *_empty_cases(),
     ]
     ids = [c.id for c in cases]

@@ -72,4 +72,31 @@ def check_archive(data: bytes, filename: str, kind: str, limits: ArchiveLimits) 
                 f"{filename}: the {kind} archive inflates to over {limits.max_total_size:,} "
                 f"bytes in total (a zip bomb?)"
             )
+    _refuse_dtds(data, filename, kind)
     return names
+
+
+# A DOCTYPE can only sit in the prolog, before the root element: the head of a part is enough.
+_PROLOG_BYTES = 64 * 1024
+
+
+def _refuse_dtds(data: bytes, filename: str, kind: str) -> None:
+    """Office never writes DTDs; one in an XML part is an entity attack (billion laughs,
+    external entities), refused here whatever the XML library downstream would do."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        for member in archive.infolist():
+            if not member.filename.endswith((".xml", ".rels")):
+                continue
+            try:
+                with archive.open(member) as part:
+                    head = part.read(_PROLOG_BYTES)
+            except Exception as exc:  # bad CRC, unsupported compression, truncated data
+                raise ValueError(
+                    f"{filename}: {kind} part {member.filename!r} is unreadable: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
+            if b"<!DOCTYPE" in head or b"<!ENTITY" in head:
+                raise ValueError(
+                    f"{filename}: {kind} part {member.filename!r} declares a DTD or XML "
+                    f"entities, which Office files never do (an entity attack?)"
+                )

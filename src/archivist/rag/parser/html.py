@@ -91,6 +91,63 @@ _BLOCK_TAGS = frozenset(
         "body",
     }
 )
+# Elements nested deeper than this are refused: the HTML5 tree builder is quadratic in depth.
+MAX_NESTING = 5_000
+_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9]*)[^>]*?(/?)>")
+# Void elements and those the HTML5 parser closes implicitly do not nest.
+_FLAT_TAGS = frozenset(
+    [
+        "area",
+        "base",
+        "br",
+        "col",
+        "embed",
+        "hr",
+        "img",
+        "input",
+        "link",
+        "meta",
+        "param",
+        "source",
+        "track",
+        "wbr",
+        "p",
+        "li",
+        "dt",
+        "dd",
+        "tr",
+        "td",
+        "th",
+        "option",
+        "optgroup",
+        "thead",
+        "tbody",
+        "tfoot",
+        "colgroup",
+        "rp",
+        "rt",
+    ]
+)
+
+
+def nesting_depth(html: str, limit: int = MAX_NESTING) -> int:
+    """How deep `html`'s elements nest (a quick tag scan; stops counting past `limit`)."""
+    depth = deepest = 0
+    for match in _TAG.finditer(html):
+        closing, name, self_closing = match.groups()
+        if name.lower() in _FLAT_TAGS or self_closing:
+            continue
+        if closing:
+            depth = max(depth - 1, 0)
+        else:
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    break
+    return deepest
+
+
 _META_CHARSET = re.compile(rb"<meta[^>]+charset\s*=\s*[\"']?\s*([A-Za-z0-9_.:-]+)", re.IGNORECASE)
 _SPACES = re.compile(r"[ \t\r\n\f\v\u00a0]+")
 
@@ -114,6 +171,8 @@ def _plain_text(node: LexborNode) -> str:
         if tag == "-text":
             parts.append(child.text_content or "")
         elif tag and not tag.startswith("-") and tag not in _DROP_TAGS and not _is_chrome(child):
+            if tag in _BLOCK_TAGS or tag in ("br", "li", "td", "th"):
+                parts.append(" ")  # blocks inside a heading or cell are words apart
             stack.extend(reversed(list(child.iter(include_text=True))))
     return _SPACES.sub(" ", "".join(parts)).strip()
 
@@ -268,6 +327,10 @@ class HTMLParser(ParserBase):
         """Sections of the page `html` (synchronous)."""
         if "\x00" in html:
             raise ValueError(f"{filename}: the page holds NUL bytes (a binary file?)")
+        if nesting_depth(html) > MAX_NESTING:
+            raise ValueError(
+                f"{filename}: elements nest over {MAX_NESTING:,} deep (a malformed page?)"
+            )
         try:
             tree = LexborHTMLParser(html)
         except Exception as exc:  # selectolax raises for input it cannot build a tree from

@@ -35,7 +35,8 @@ def sections_by_heading(
 
     A section's text starts with its heading as a Markdown `#` line when `heading_prefix`
     (deeper headings stay inline as such lines). A heading with no body of its own before
-    the next heading yields no Section: its title lives on in the path of what follows.
+    the next heading yields no Section: its title lives on in the path of what follows
+    (a document of headings alone becomes one Section of them).
     Blocks marked `alone` and ready `section`s become Sections of their own, in order, with
     the current `heading_path` added to their metadata.
     """
@@ -45,6 +46,7 @@ def sections_by_heading(
     path: list[str] = []
     lines: list[str] = []
     has_body = False
+    bare_headings: list[str] = []
 
     def flush() -> None:
         if lines and has_body:
@@ -78,6 +80,7 @@ def sections_by_heading(
         if block.level is not None and block.level <= max_level:
             flush()
             title = " ".join(text.split())
+            bare_headings.append(f"{'#' * block.level} {title}")
             while stack and stack[-1][0] >= block.level:
                 stack.pop()
             stack.append((block.level, title))
@@ -91,4 +94,12 @@ def sections_by_heading(
             lines.append(text)
             has_body = True
     flush()
+    if not sections and bare_headings:
+        sections.append(
+            Section(
+                content=TextBlock(text="\n\n".join(bare_headings)),
+                source=source,
+                metadata={**base, "heading_path": []},
+            )
+        )
     return sections
