@@ -134,3 +134,51 @@ def make_xlsx(sheets: dict[str, Sequence[Sequence[object]]]) -> bytes:
     buffer = io.BytesIO()
     workbook.save(buffer)
     return buffer.getvalue()
+
+
+def make_docs_page(chapters: int = 12) -> str:
+    """A documentation page shaped like mdBook/Sphinx output: head, header, long sidebar,
+    search form, scripts, a main article with headings, lists, a table and code, footer."""
+    sidebar = "\n".join(
+        f'<li><a href="ch{i}.html">SIDEBARLINK chapter {i} title words</a></li>' for i in range(80)
+    )
+    body = []
+    for c in range(chapters):
+        body.append(f'<h2 id="c{c}">Chapter {c}: Ownership part {c}</h2>')
+        body.append(
+            f"<p>Paragraph {c} explains how values move between variables, "
+            f"and why the borrow checker rejects dangling references in case {c}.</p>" * 4
+        )
+        body.append(f"<h3>Details of part {c}</h3>")
+        body.append(
+            f"<ul><li>first rule {c}</li><li>second rule {c}<ul><li>nested {c}</li></ul></li></ul>"
+        )
+        body.append(
+            f'<pre><code class="language-rust">fn main() {{\n    let s{c} = String::from("hi");\n'
+            f'    println!("{{}}", s{c});\n}}</code></pre>'
+        )
+    body.append(
+        "<table><tr><th>Type</th><th>Copy?</th></tr>"
+        "<tr><td>i32</td><td>yes</td></tr><tr><td>String</td><td>no | never</td></tr></table>"
+    )
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>Ownership - The Guide</title>
+<style>.STYLERULE {{ color: red }}</style>
+<script>var SCRIPTCODE = "sidebar toggling";</script>
+</head><body>
+<div id="cookie-consent">COOKIEBANNER we use cookies</div>
+<header class="site-header"><a href="/">Home</a> NAVLINK top</header>
+<nav id="sidebar" class="sidebar"><ol>{sidebar}</ol></nav>
+<form role="search"><input type="search" placeholder="Search"></form>
+<div class="page-wrapper">
+<main>
+<h1>Understanding Ownership</h1>
+<p>Ownership is the guide's central idea.</p>
+{"".join(body)}
+<nav class="nav-wrapper"><a href="prev.html">NAVLINK previous</a></nav>
+</main>
+</div>
+<footer>FOOTERTEXT © 2026 The Guide authors</footer>
+<script src="book.js"></script><script>SCRIPTCODE.run()</script>
+</body></html>"""

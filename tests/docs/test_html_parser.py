@@ -8,56 +8,10 @@ import pytest
 
 from archivist.message import TextBlock
 from archivist.rag import ApproxTokenChunker, HTMLParser, default_registry
+from factories import make_docs_page
 
+# Words only the page chrome of `make_docs_page` contains.
 CHROME_WORDS = ("SIDEBARLINK", "NAVLINK", "FOOTERTEXT", "SCRIPTCODE", "STYLERULE", "COOKIEBANNER")
-
-
-def docs_page(chapters: int = 12) -> str:
-    """A documentation page shaped like mdBook/Sphinx output: head, header, long sidebar,
-    search form, scripts, a main article with headings, lists, a table and code, footer."""
-    sidebar = "\n".join(
-        f'<li><a href="ch{i}.html">SIDEBARLINK chapter {i} title words</a></li>' for i in range(80)
-    )
-    body = []
-    for c in range(chapters):
-        body.append(f'<h2 id="c{c}">Chapter {c}: Ownership part {c}</h2>')
-        body.append(
-            f"<p>Paragraph {c} explains how values move between variables, "
-            f"and why the borrow checker rejects dangling references in case {c}.</p>" * 4
-        )
-        body.append(f"<h3>Details of part {c}</h3>")
-        body.append(
-            f"<ul><li>first rule {c}</li><li>second rule {c}<ul><li>nested {c}</li></ul></li></ul>"
-        )
-        body.append(
-            f'<pre><code class="language-rust">fn main() {{\n    let s{c} = String::from("hi");\n'
-            f'    println!("{{}}", s{c});\n}}</code></pre>'
-        )
-    body.append(
-        "<table><tr><th>Type</th><th>Copy?</th></tr>"
-        "<tr><td>i32</td><td>yes</td></tr><tr><td>String</td><td>no | never</td></tr></table>"
-    )
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<title>Ownership - The Guide</title>
-<style>.STYLERULE {{ color: red }}</style>
-<script>var SCRIPTCODE = "sidebar toggling";</script>
-</head><body>
-<div id="cookie-consent">COOKIEBANNER we use cookies</div>
-<header class="site-header"><a href="/">Home</a> NAVLINK top</header>
-<nav id="sidebar" class="sidebar"><ol>{sidebar}</ol></nav>
-<form role="search"><input type="search" placeholder="Search"></form>
-<div class="page-wrapper">
-<main>
-<h1>Understanding Ownership</h1>
-<p>Ownership is the guide's central idea.</p>
-{"".join(body)}
-<nav class="nav-wrapper"><a href="prev.html">NAVLINK previous</a></nav>
-</main>
-</div>
-<footer>FOOTERTEXT © 2026 The Guide authors</footer>
-<script src="book.js"></script><script>SCRIPTCODE.run()</script>
-</body></html>"""
 
 
 def text(section: object) -> str:
@@ -67,7 +21,7 @@ def text(section: object) -> str:
 
 
 async def test_boilerplate_share_of_chunks_is_at_most_five_percent() -> None:
-    sections = await HTMLParser().parse(docs_page().encode(), "guide.html")
+    sections = await HTMLParser().parse(make_docs_page().encode(), "guide.html")
     chunks = await ApproxTokenChunker(chunk_size=128, overlap=16).chunk(sections)
     assert len(chunks) >= 20
     chrome = [c for c in chunks if any(w in text(c) for w in CHROME_WORDS)]
@@ -76,7 +30,7 @@ async def test_boilerplate_share_of_chunks_is_at_most_five_percent() -> None:
 
 
 async def test_one_section_per_heading_with_path_and_title() -> None:
-    sections = await HTMLParser().parse(docs_page(chapters=2).encode(), "guide.html")
+    sections = await HTMLParser().parse(make_docs_page(chapters=2).encode(), "guide.html")
     paths = [s.metadata["heading_path"] for s in sections]
     assert paths == [
         ["Understanding Ownership"],
@@ -91,7 +45,7 @@ async def test_one_section_per_heading_with_path_and_title() -> None:
 
 
 async def test_lists_code_and_tables_are_kept() -> None:
-    sections = await HTMLParser().parse(docs_page(chapters=1).encode(), "guide.html")
+    sections = await HTMLParser().parse(make_docs_page(chapters=1).encode(), "guide.html")
     details = text(sections[2])
     assert "- first rule 0\n- second rule 0\n  - nested 0" in details
     assert (

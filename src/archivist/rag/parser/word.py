@@ -25,25 +25,19 @@ _BLIP = qn("a:blip")
 _EMBED = qn("r:embed")
 
 
-def _heading_level(paragraph: Any) -> int | None:
-    """1–6 for a paragraph in a "Heading N" style (or a style based on one), else None."""
+def _style_kind(paragraph: Any) -> tuple[int | None, bool]:
+    """(heading level 1–6 or None, whether a list style) of a paragraph's style; a style
+    based on "Heading N" (custom heading styles usually are) counts as that heading."""
     style = paragraph.style
-    for _ in range(4):  # custom heading styles are usually based on a built-in one
+    is_list = (style.name or "").lower().startswith("list") if style is not None else False
+    for _ in range(4):
         if style is None:
-            return None
+            break
         match = _HEADING_STYLE.match(style.name or "")
         if match:
-            return min(int(match.group(1)), 6)
+            return min(int(match.group(1)), 6), is_list
         style = style.base_style
-    return None
-
-
-def _is_list_item(paragraph: Any) -> bool:
-    ppr = paragraph._p.pPr
-    if ppr is not None and ppr.numPr is not None:
-        return True
-    name = (paragraph.style.name or "") if paragraph.style is not None else ""
-    return name.lower().startswith("list")
+    return None, is_list
 
 
 class WordParser(ParserBase):
@@ -98,12 +92,17 @@ class WordParser(ParserBase):
 
         body = document.element.body
         list_run: list[str] = []
+        kinds: dict[str | None, tuple[int | None, bool]] = {}  # style lookups are slow
         for child in body.iterchildren():
             if child.tag == qn("w:p"):
                 paragraph = Paragraph(child, document)
                 text = paragraph.text.strip()
-                level = _heading_level(paragraph) if text else None
-                if text and level is None and _is_list_item(paragraph):
+                style_id = child.style
+                if style_id not in kinds:
+                    kinds[style_id] = _style_kind(paragraph)
+                level, list_style = kinds[style_id] if text else (None, False)
+                numbered = child.pPr is not None and child.pPr.numPr is not None
+                if text and level is None and (list_style or numbered):
                     list_run.append(f"- {text}")
                     continue
                 if list_run:
