@@ -42,6 +42,7 @@ def test_magic_bytes_decide_when_the_name_says_nothing(tmp_path: Path) -> None:
         "photo": (make_image("JPEG"), ImageParser),
         "deck": (make_pptx([{"texts": ["x"]}]), PPTParser),
         "notes": ("plain words, 中文".encode(), TextParser),
+        "page": (b"\n<!DOCTYPE html>\n<html><body><p>hi</p></body></html>", HTMLParser),
     }
     for name, (data, parser) in cases.items():
         path = tmp_path / name

@@ -127,3 +127,23 @@ async def test_bad_inputs_name_the_file() -> None:
 
 def test_registry_routes_docx_here() -> None:
     assert isinstance(default_registry().parser_for("report.DOCX"), WordParser)
+
+
+async def test_content_controls_are_read_and_toc_is_skipped() -> None:
+    """Text inside a content control (w:sdt) is content; "TOC N" paragraphs are not."""
+    from docx import Document
+    from docx.oxml import parse_xml
+
+    document = Document()
+    document.add_paragraph("Contents entry 1", style=document.styles.add_style("TOC 1", 1))
+    document.add_heading("Real heading", level=1)
+    ns = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    sdt = parse_xml(
+        f"<w:sdt {ns}><w:sdtContent><w:p><w:r><w:t>Inside a control</w:t></w:r></w:p>"
+        f"</w:sdtContent></w:sdt>"
+    )
+    document.element.body.insert(len(document.element.body) - 1, sdt)  # before sectPr
+    buffer = io.BytesIO()
+    document.save(buffer)
+    sections = await WordParser().parse(buffer.getvalue(), "sdt.docx")
+    assert [text(s) for s in sections] == ["# Real heading\n\nInside a control"]

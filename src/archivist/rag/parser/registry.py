@@ -126,7 +126,12 @@ def sniff_media_type(head: bytes) -> str | None:
     except UnicodeDecodeError as exc:
         if exc.start < len(head) - 4:  # not just a character cut at the end of `head`
             return None
-    return "text/plain" if b"\x00" not in head else None
+    if b"\x00" in head:
+        return None
+    start = head.lstrip(b"\xef\xbb\xbf \t\r\n")[:256].lower()
+    if start.startswith((b"<!doctype html", b"<html")):
+        return "text/html"
+    return "text/plain"
 
 
 def default_registry() -> ParserRegistry:

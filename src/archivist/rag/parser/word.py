@@ -22,22 +22,38 @@ DOCX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingm
 
 _HEADING_STYLE = re.compile(r"^heading\s*([1-9])$", re.IGNORECASE)
 _BLIP = qn("a:blip")
+_P, _TBL, _SDT, _SDT_CONTENT = qn("w:p"), qn("w:tbl"), qn("w:sdt"), qn("w:sdtContent")
 _EMBED = qn("r:embed")
 
 
-def _style_kind(paragraph: Any) -> tuple[int | None, bool]:
-    """(heading level 1–6 or None, whether a list style) of a paragraph's style; a style
+_TOC_STYLE = re.compile(r"^toc\s*\d|^toc heading$", re.IGNORECASE)
+
+
+def _style_kind(paragraph: Any) -> tuple[int | None, str]:
+    """(heading level 1–6 or None, "list", "toc" or "") of a paragraph's style; a style
     based on "Heading N" (custom heading styles usually are) counts as that heading."""
     style = paragraph.style
-    is_list = (style.name or "").lower().startswith("list") if style is not None else False
+    name = (style.name or "") if style is not None else ""
+    role = "toc" if _TOC_STYLE.match(name) else "list" if name.lower().startswith("list") else ""
     for _ in range(4):
         if style is None:
             break
         match = _HEADING_STYLE.match(style.name or "")
         if match:
-            return min(int(match.group(1)), 6), is_list
+            return min(int(match.group(1)), 6), role
         style = style.base_style
-    return None, is_list
+    return None, role
+
+
+def _body_elements(body: Any) -> Iterator[Any]:
+    """The body's paragraphs and tables in order, including those inside content controls."""
+    stack = list(reversed(list(body.iterchildren())))
+    while stack:
+        element = stack.pop()
+        if element.tag in (_SDT, _SDT_CONTENT):
+            stack.extend(reversed(list(element.iterchildren())))
+        elif element.tag in (_P, _TBL):
+            yield element
 
 
 class WordParser(ParserBase):
@@ -92,17 +108,19 @@ class WordParser(ParserBase):
 
         body = document.element.body
         list_run: list[str] = []
-        kinds: dict[str | None, tuple[int | None, bool]] = {}  # style lookups are slow
-        for child in body.iterchildren():
-            if child.tag == qn("w:p"):
+        kinds: dict[str | None, tuple[int | None, str]] = {}  # style lookups are slow
+        for child in _body_elements(body):
+            if child.tag == _P:
                 paragraph = Paragraph(child, document)
                 text = paragraph.text.strip()
                 style_id = child.style
                 if style_id not in kinds:
                     kinds[style_id] = _style_kind(paragraph)
-                level, list_style = kinds[style_id] if text else (None, False)
+                level, role = kinds[style_id] if text else (None, "")
+                if role == "toc":  # a generated table of contents: the headings say it all
+                    continue
                 numbered = child.pPr is not None and child.pPr.numPr is not None
-                if text and level is None and (list_style or numbered):
+                if text and level is None and (role == "list" or numbered):
                     list_run.append(f"- {text}")
                     continue
                 if list_run:
@@ -112,7 +130,7 @@ class WordParser(ParserBase):
                     yield Block(text, level)
                 if self.include_image:
                     yield from self._pictures(child, document, filename)
-            elif child.tag == qn("w:tbl"):
+            elif child.tag == _TBL:
                 if list_run:
                     yield Block("\n".join(list_run))
                     list_run = []
