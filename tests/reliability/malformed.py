@@ -942,6 +942,25 @@ def _office_cases(rng: random.Random) -> list[Case]:
             ArchiveTooLargeError,
             isolate=True,
         )
+    # A row numbered far past Excel's limit: openpyxl would yield every missing row first.
+    cases.append(
+        Case(
+            "xlsx-row-number-huge",
+            "xlsx-broken-xml",
+            "xlsx-row-number-huge.xlsx",
+            ExcelParser,
+            ValueError,
+            lambda: _rezip(
+                {
+                    **_members(real_xlsx()),
+                    "xl/worksheets/sheet1.xml": b'<worksheet xmlns="http://schemas.openxmlformats'
+                    b'.org/spreadsheetml/2006/main"><sheetData><row r="1"><c r="A1" t="inlineStr">'
+                    b'<is><t>x</t></is></c></row><row r="9999999999"><c r="A9999999999" '
+                    b't="inlineStr"><is><t>y</t></is></c></row></sheetData></worksheet>',
+                }
+            ),
+        )
+    )
     # The other Office kind, or a deck, under the wrong extension.
     for cid, name, blob, parser in (
         ("xlsx-as-docx", "book.docx", real_xlsx, WordParser),

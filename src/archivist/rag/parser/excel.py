@@ -18,6 +18,9 @@ from archivist.rag.parser.ppt import table_to_json, table_to_markdown
 
 XLSX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
+# Excel's own row limit; openpyxl fills gaps before a row numbered past it with empty rows.
+MAX_ROWS = 1_048_576
+
 
 def cell_text(value: Any) -> str:
     """A cell's value as text: whole floats without ".0", dates in ISO form, None as ""."""
@@ -95,6 +98,8 @@ class ExcelParser(ParserBase):
         block: list[list[str]] = []
         first = last = 0
         for number, values in enumerate(sheet.iter_rows(values_only=True), start=1):
+            if number > MAX_ROWS:
+                raise ValueError(f"more than Excel's {MAX_ROWS:,} rows")
             row = [cell_text(v) for v in values]
             while row and not row[-1]:
                 row.pop()
