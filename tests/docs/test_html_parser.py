@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import idlelib
+import re
 from pathlib import Path
 
 import pytest
+from selectolax.lexbor import LexborHTMLParser
 
 from archivist.message import TextBlock
 from archivist.rag import ApproxTokenChunker, HTMLParser, default_registry
@@ -112,3 +115,31 @@ def test_registry_routes_html_here() -> None:
 def test_bad_heading_level_is_rejected() -> None:
     with pytest.raises(ValueError, match="max_heading_level"):
         HTMLParser(max_heading_level=0)
+
+
+def _trigrams(text: str) -> set[tuple[str, ...]]:
+    words = re.findall(r"\w+", text.lower())
+    return {tuple(words[i : i + 3]) for i in range(len(words) - 2)}
+
+
+async def test_real_sphinx_page_shipped_with_python() -> None:
+    """CPython ships IDLE's manual as a Sphinx-built page (navigation bars, sidebar, search
+    box, footer): ≤ 5% of its chunks may be boilerplate, i.e. mostly outside `div.body`."""
+    page = Path(idlelib.__file__).with_name("help.html")
+    if not page.is_file():  # some Linux distributions package IDLE apart from Python
+        pytest.skip("this Python ships without idlelib/help.html")
+    html = page.read_text(encoding="utf-8")
+    reference = LexborHTMLParser(html).css_first("div.body").text(deep=True, separator=" ")
+    sections = await HTMLParser().parse(str(page), "help.html")
+    chunks = await ApproxTokenChunker(chunk_size=256, overlap=32).chunk(sections)
+    known = _trigrams(reference)
+    boilerplate = [
+        c for c in chunks if len(_trigrams(text(c)) & known) < len(_trigrams(text(c))) / 2
+    ]
+    assert len(chunks) >= 30
+    assert len(boilerplate) / len(chunks) <= 0.05
+    assert sections[0].metadata["title"].startswith("IDLE")
+    assert sections[0].metadata["heading_path"] == ["IDLE"]
+    # the structure is there: the page's section titles are on the heading paths
+    titles = {title for s in sections for title in s.metadata["heading_path"]}
+    assert {"Menus", "Editing and Navigation", "Help and Preferences"} <= titles
