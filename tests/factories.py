@@ -151,7 +151,8 @@ def make_docs_page(chapters: int = 12) -> str:
         )
         body.append(f"<h3>Details of part {c}</h3>")
         body.append(
-            f"<ul><li>first rule {c}</li><li>second rule {c}<ul><li>nested {c}</li></ul></li></ul>"
+            f"<ul><li>first rule {c}</li><li>second rule {c}<ol><li>nested {c}</li>"
+            f"<li>nested again</li></ol></li></ul>"
         )
         body.append(
             f'<pre><code class="language-rust">fn main() {{\n    let s{c} = String::from("hi");\n'

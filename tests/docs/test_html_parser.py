@@ -50,7 +50,7 @@ async def test_one_section_per_heading_with_path_and_title() -> None:
 async def test_lists_code_and_tables_are_kept() -> None:
     sections = await HTMLParser().parse(make_docs_page(chapters=1).encode(), "guide.html")
     details = text(sections[2])
-    assert "- first rule 0\n- second rule 0\n  - nested 0" in details
+    assert "- first rule 0\n- second rule 0\n  1. nested 0\n  2. nested again" in details
     assert (
         '```rust\nfn main() {\n    let s0 = String::from("hi");\n    println!("{}", s0);\n}\n```'
         in details

@@ -202,13 +202,14 @@ class _Walker:
 
     def walk(self, root: LexborNode, drop_header: bool) -> list[Block]:
         # Iterative: documents nest deeper than Python's recursion limit allows.
-        stack: list[tuple[LexborNode, int | None]] = [(root, None)]  # (node, list depth on exit)
-        depth = 0
+        stack: list[tuple[LexborNode, bool]] = [(root, False)]  # (node, leaving it)
+        lists: list[list[int] | None] = []  # open lists: an item counter for <ol>, None for <ul>
         while stack:
-            node, exiting = stack.pop()
-            if exiting is not None:
+            node, leaving = stack.pop()
+            if leaving:
                 self.flush()
-                depth = exiting
+                if node.tag in ("ul", "ol"):
+                    lists.pop()
                 continue
             tag = node.tag
             if tag == "-text":
@@ -248,16 +249,20 @@ class _Walker:
             children = list(node.iter(include_text=True))
             if tag == "li":
                 self.flush()
-                self.prefix = "  " * max(depth - 1, 0) + "- "
-                stack.append((node, depth))
+                counter = lists[-1] if lists else None
+                if counter is not None:
+                    counter[0] += 1
+                marker = f"{counter[0]}. " if counter is not None else "- "
+                self.prefix = "  " * max(len(lists) - 1, 0) + marker
+                stack.append((node, True))
             elif tag in ("ul", "ol"):
                 self.flush()
-                stack.append((node, depth))
-                depth += 1
+                lists.append([0] if tag == "ol" else None)
+                stack.append((node, True))
             elif tag in _BLOCK_TAGS or tag in ("tr", "td", "th"):
                 self.flush()
-                stack.append((node, depth))
-            stack.extend((child, None) for child in reversed(children))
+                stack.append((node, True))
+            stack.extend((child, False) for child in reversed(children))
         self.flush()
         return self.blocks
 
@@ -335,7 +340,7 @@ class HTMLParser(ParserBase):
             tree = LexborHTMLParser(html)
         except Exception as exc:  # selectolax raises for input it cannot build a tree from
             raise ValueError(f"{filename}: unreadable HTML: {exc}") from exc
-        title_node = tree.css_first("title")
+        title_node = tree.css_first("head > title")  # not an <svg> <title> in the body
         title = _SPACES.sub(" ", title_node.text()).strip() if title_node is not None else ""
         root, is_body = _main_root(tree)
         if root is None:
