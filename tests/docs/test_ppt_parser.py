@@ -75,8 +75,8 @@ async def test_separate_json_tables_and_no_tags() -> None:
 
 
 async def test_separate_table_keeps_shape_order() -> None:
-    """Regression: text after a table used to be merged with the text before it and
-    emitted ahead of the table."""
+    """Regression (issue 12): text after a table follows the table; it is not merged with
+    the text before it."""
     deck = make_pptx([{"texts": ["before"], "table": [["h"], ["v"]], "group": ["after"]}])
     sections = await PPTParser(separate_table=True).parse(deck, "order.pptx")
     assert [_text(s) for s in sections] == [
@@ -87,7 +87,7 @@ async def test_separate_table_keeps_shape_order() -> None:
 
 
 async def test_one_row_json_table_keeps_its_text() -> None:
-    """Regression: a one-row table rendered as `[]` in JSON mode (the row became keys)."""
+    """Regression (issue 12): a one-row table is data in JSON mode, not an empty `[]`."""
     deck = make_pptx([{"table": [["Revenue", "42"]]}])
     sections = await PPTParser(separate_table=True, table_format="json").parse(deck, "one.pptx")
     body = _text(sections[0]).split("\n")[1]
@@ -117,8 +117,8 @@ def _replace_media(deck: bytes, blob: bytes) -> bytes:
     ids=["truncated", "bomb", "garbage"],
 )
 async def test_pictures_are_verified_like_image_files(blob: bytes) -> None:
-    """Regression: a deck's pictures were passed on unchecked; a broken one is now left
-    out (the slide's text still comes back), as ImageParser would refuse it."""
+    """Regression (issue 12): a deck's pictures are checked like image files; a broken one
+    is left out and the slide's text still comes back."""
     deck = _replace_media(make_pptx([{"texts": ["kept"], "pictures": [PNG]}]), blob)
     sections = await PPTParser().parse(deck, "pics.pptx")
     assert [_text(s) for s in sections] == ["<slide index=1>\nkept\n</slide>"]
