@@ -14,7 +14,7 @@ from archivist.message import TextBlock
 from archivist.rag.document import Section
 from archivist.rag.parser.archive import ArchiveLimits, check_archive
 from archivist.rag.parser.base import ParserBase, read_binary
-from archivist.rag.parser.ppt import table_to_json, table_to_markdown
+from archivist.rag.parser.table import table_to_json, table_to_markdown
 
 XLSX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 

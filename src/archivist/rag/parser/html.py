@@ -13,8 +13,8 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from archivist.rag.document import Section
 from archivist.rag.parser.base import ParserBase, read_binary
 from archivist.rag.parser.encoding import decode_text
-from archivist.rag.parser.ppt import table_to_markdown
 from archivist.rag.parser.structure import Block, sections_by_heading
+from archivist.rag.parser.table import table_to_markdown
 from archivist.rag.parser.text import is_existing_file
 
 # Never content: code, styling, embedded objects, forms and the page's own navigation.

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import json
 import zipfile
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar, Literal
@@ -18,48 +17,9 @@ from archivist.rag.document import Section
 from archivist.rag.parser.archive import ArchiveLimits, check_archive
 from archivist.rag.parser.base import ParserBase, read_binary
 from archivist.rag.parser.image import embedded_image_section
+from archivist.rag.parser.table import table_to_json, table_to_markdown
 
 PPTX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
-
-
-def table_to_markdown(rows: list[list[str]]) -> str:
-    """A GitHub-style Markdown table; `|` and line breaks inside cells are escaped."""
-
-    def cell(text: str) -> str:
-        return (
-            text.replace("\\", "\\\\")
-            .replace("|", "\\|")
-            .replace("\r\n", "<br>")
-            .replace("\n", "<br>")
-            .replace("\r", "<br>")
-            .replace("\v", "<br>")
-        )
-
-    width = max(len(r) for r in rows)
-    padded = [[cell(c) for c in r] + [""] * (width - len(r)) for r in rows]
-    lines = ["| " + " | ".join(padded[0]) + " |", "|" + " --- |" * width]
-    lines += ["| " + " | ".join(r) + " |" for r in padded[1:]]
-    return "\n".join(lines)
-
-
-def table_to_json(rows: list[list[str]]) -> str:
-    """A JSON array with one object per body row, keyed by the header row's cells.
-
-    A table of one row has no body: that row is the data, keyed `column_1`, `column_2`, ...
-    """
-    if len(rows) == 1:
-        width = len(rows[0])
-        rows = [[f"column_{i + 1}" for i in range(width)], rows[0]]
-    keys: list[str] = []
-    for i, name in enumerate(rows[0]):
-        key = name.strip() or f"column_{i + 1}"
-        base, n = key, 2
-        while key in keys:
-            key, n = f"{base}_{n}", n + 1
-        keys.append(key)
-    body = rows[1:]
-    objects = [{k: (r[i] if i < len(r) else "") for i, k in enumerate(keys)} for r in body]
-    return json.dumps(objects, ensure_ascii=False)
 
 
 class PPTParser(ParserBase):

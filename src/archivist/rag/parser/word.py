@@ -15,8 +15,8 @@ from archivist.rag.document import Section
 from archivist.rag.parser.archive import ArchiveLimits, check_archive
 from archivist.rag.parser.base import ParserBase, read_binary
 from archivist.rag.parser.image import embedded_image_section
-from archivist.rag.parser.ppt import table_to_json, table_to_markdown
 from archivist.rag.parser.structure import Block, sections_by_heading
+from archivist.rag.parser.table import table_to_json, table_to_markdown
 
 DOCX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
