@@ -85,3 +85,101 @@ def make_pptx(slides: Sequence[dict[str, object]]) -> bytes:
     buffer = io.BytesIO()
     deck.save(buffer)
     return buffer.getvalue()
+
+
+def make_docx(blocks: Sequence[tuple[str, object]], title: str | None = None) -> bytes:
+    """A real Word document. Blocks: ("h1".."h6", text), ("p", text), ("bullets", [texts]),
+    ("table", rows), ("image", PNG/JPEG bytes), ("style:NAME", text) for any paragraph style."""
+    from docx import Document
+    from docx.shared import Inches
+
+    document = Document()
+    if title is not None:
+        document.core_properties.title = title
+    for kind, value in blocks:
+        if kind.startswith("h") and kind[1:].isdigit():
+            document.add_heading(str(value), level=int(kind[1:]))
+        elif kind == "p":
+            document.add_paragraph(str(value))
+        elif kind == "bullets":
+            for item in value:  # type: ignore[attr-defined]
+                document.add_paragraph(item, style="List Bullet")
+        elif kind == "table":
+            rows = value
+            table = document.add_table(rows=len(rows), cols=len(rows[0]))  # type: ignore[arg-type]
+            for r, row in enumerate(rows):  # type: ignore[arg-type]
+                for c, text in enumerate(row):
+                    table.cell(r, c).text = text
+        elif kind == "image":
+            document.add_picture(io.BytesIO(value), width=Inches(1))  # type: ignore[arg-type]
+        elif kind.startswith("style:"):
+            document.add_paragraph(str(value), style=kind.split(":", 1)[1])
+        else:
+            raise ValueError(f"unknown block kind {kind!r}")
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+def make_xlsx(sheets: dict[str, Sequence[Sequence[object]]]) -> bytes:
+    """A real workbook with one worksheet per entry, rows written from A1 (None: blank)."""
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    workbook.remove(workbook.active)  # type: ignore[arg-type]
+    for name, rows in sheets.items():
+        sheet = workbook.create_sheet(name)
+        for row in rows:
+            sheet.append(list(row))
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    return buffer.getvalue()
+
+
+def make_docs_page(chapters: int = 12) -> str:
+    """A documentation page shaped like mdBook/Sphinx output: head, header, long sidebar,
+    search form, scripts, a main article with headings, lists, a table and code, footer."""
+    sidebar = "\n".join(
+        f'<li><a href="ch{i}.html">SIDEBARLINK chapter {i} title words</a></li>' for i in range(80)
+    )
+    body = []
+    for c in range(chapters):
+        body.append(f'<h2 id="c{c}">Chapter {c}: Ownership part {c}</h2>')
+        body.append(
+            f"<p>Paragraph {c} explains how values move between variables, "
+            f"and why the borrow checker rejects dangling references in case {c}.</p>" * 4
+        )
+        body.append(f"<h3>Details of part {c}</h3>")
+        body.append(
+            f"<ul><li>first rule {c}</li><li>second rule {c}<ol><li>nested {c}</li>"
+            f"<li>nested again</li></ol></li></ul>"
+        )
+        body.append(
+            f'<pre><code class="language-rust">fn main() {{\n    let s{c} = String::from("hi");\n'
+            f'    println!("{{}}", s{c});\n}}</code></pre>'
+        )
+    body.append(
+        "<table><tr><th>Type</th><th>Copy?</th></tr>"
+        "<tr><td>i32</td><td>yes</td></tr><tr><td>String</td><td>no | never</td></tr></table>"
+    )
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>Ownership - The Guide</title>
+<style>.STYLERULE {{ color: red }}</style>
+<script>var SCRIPTCODE = "sidebar toggling";</script>
+</head><body>
+<div id="cookie-consent">COOKIEBANNER we use cookies</div>
+<header class="site-header"><a href="/">Home</a> NAVLINK top</header>
+<nav id="sidebar" class="sidebar"><ol>{sidebar}</ol></nav>
+<form role="search"><input type="search" placeholder="Search"></form>
+<div class="page-wrapper">
+<main>
+<h1>Understanding Ownership</h1>
+<p>Ownership is the guide's central idea.</p>
+{"".join(body)}
+<nav class="nav-wrapper"><a href="prev.html">NAVLINK previous</a></nav>
+</main>
+</div>
+<footer>FOOTERTEXT © 2026 The Guide authors</footer>
+<script src="book.js"></script><script>SCRIPTCODE.run()</script>
+</body></html>"""

@@ -64,13 +64,72 @@ async def test_separate_json_tables_and_no_tags() -> None:
         separate_table=True, table_format="json", slide_prefix=None, slide_suffix=None
     ).parse(make_pptx(DECK), "deck.pptx")
     texts = [_text(s) for s in sections if isinstance(s.content, TextBlock)]
-    assert texts[0] == "Sleep facts\n\nCats sleep a lot.\n\ngrouped one\n\ngrouped two"
+    assert texts[0] == "Sleep facts\n\nCats sleep a lot."
     assert json.loads(texts[1]) == [
         {"Animal": "Cat", "Hours | per day": "12-16\nmostly naps"},
         {"Animal": "Dog", "Hours | per day": "12"},
     ]
-    assert texts[2] == "Second real slide"
+    assert texts[2] == "grouped one\n\ngrouped two"
+    assert texts[3] == "Second real slide"
     assert all("<slide" not in t for t in texts)
+
+
+async def test_separate_table_keeps_shape_order() -> None:
+    """Regression (issue 12): text after a table follows the table; it is not merged with
+    the text before it."""
+    deck = make_pptx([{"texts": ["before"], "table": [["h"], ["v"]], "group": ["after"]}])
+    sections = await PPTParser(separate_table=True).parse(deck, "order.pptx")
+    assert [_text(s) for s in sections] == [
+        "<slide index=1>\nbefore\n</slide>",
+        "<slide index=1>\n| h |\n| --- |\n| v |\n</slide>",
+        "<slide index=1>\nafter\n</slide>",
+    ]
+
+
+async def test_one_row_json_table_keeps_its_text() -> None:
+    """Regression (issue 12): a one-row table is data in JSON mode, not an empty `[]`."""
+    deck = make_pptx([{"table": [["Revenue", "42"]]}])
+    sections = await PPTParser(separate_table=True, table_format="json").parse(deck, "one.pptx")
+    body = _text(sections[0]).split("\n")[1]
+    assert json.loads(body) == [{"column_1": "Revenue", "column_2": "42"}]
+
+
+def _replace_media(deck: bytes, blob: bytes) -> bytes:
+    with zipfile.ZipFile(BytesIO(deck)) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    for name in members:
+        if name.startswith("ppt/media/"):
+            members[name] = blob
+    buffer = BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    "blob",
+    [
+        PNG[: len(PNG) // 2],  # truncated
+        PNG[:16] + (100_000).to_bytes(4, "big") * 2 + PNG[24:],  # 100000x100000: a bomb
+        b"not an image at all",
+    ],
+    ids=["truncated", "bomb", "garbage"],
+)
+async def test_pictures_are_verified_like_image_files(blob: bytes) -> None:
+    """Regression (issue 12): a deck's pictures are checked like image files; a broken one
+    is left out and the slide's text still comes back."""
+    deck = _replace_media(make_pptx([{"texts": ["kept"], "pictures": [PNG]}]), blob)
+    sections = await PPTParser().parse(deck, "pics.pptx")
+    assert [_text(s) for s in sections] == ["<slide index=1>\nkept\n</slide>"]
+
+
+async def test_picture_media_type_comes_from_the_bytes() -> None:
+    jpeg = make_image("JPEG")
+    deck = _replace_media(make_pptx([{"pictures": [PNG]}]), jpeg)  # part still says PNG
+    sections = await PPTParser().parse(deck, "lying.pptx")
+    assert sections[0].metadata == {"slide": 1, "media_type": "image/jpeg"}
+    assert base64.b64decode(sections[0].content.source.data) == jpeg  # type: ignore[union-attr]
 
 
 async def test_include_image_false_drops_pictures() -> None:

@@ -65,17 +65,20 @@ def _squash(text: str) -> str:
     return "".join(text.split())
 
 
-def _assert_tiles(pieces: list[str], text: str) -> None:
-    """The pieces lie in `text` in order, each starting after the previous one's start and no
-    later than its end, with only whitespace left uncovered."""
+def _assert_tiles(chunker: TokenChunker, text: str) -> None:
+    """The windows lie in `text` in order, each starting after the previous one's start and no
+    later than its end, with only whitespace left uncovered; the pieces are those windows."""
+    windows = chunker.windows(text)
+    assert [text[s:e] for s, e in windows] == chunker.split_text(text)
     covered_to, previous_start = 0, -1
-    for piece in pieces:
-        start = text.find(piece, previous_start + 1)
-        assert start != -1, piece
+    for start, end in windows:
         assert start > previous_start
         assert not text[covered_to:start].strip(), "a gap holds text"
-        previous_start, covered_to = start, max(covered_to, start + len(piece))
+        previous_start, covered_to = start, max(covered_to, end)
     assert not text[covered_to:].strip()
+    if chunker.overlap == 0:
+        for (_, end), (start, _) in itertools.pairwise(windows):
+            assert start >= end, "no overlap was asked for"
 
 
 texts = st.lists(
@@ -96,7 +99,7 @@ def test_every_chunk_fits_and_the_chunks_cover_the_text_exactly(
     for piece in pieces:
         assert piece == piece.strip() and piece
         assert len(tokenizer.spans(piece)) <= size
-    _assert_tiles(pieces, text)
+    _assert_tiles(chunker, text)
     if overlap == 0:
         # Without overlap the pieces are consecutive slices: their concatenation is the text.
         assert _squash("".join(pieces)) == _squash(text)

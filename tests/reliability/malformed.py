@@ -31,14 +31,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/, for f
 
 from archivist.rag.parser import (
     ArchiveTooLargeError,
+    ExcelParser,
+    HTMLParser,
     ImageParser,
+    MarkdownParser,
     ParserBase,
     PDFParser,
     PPTParser,
+    RSTParser,
     TextParser,
     UnsupportedFileTypeError,
+    WordParser,
 )
-from factories import make_image, make_pdf, make_pptx
+from factories import make_docx, make_image, make_pdf, make_pptx, make_xlsx
 
 SEED = 20240607
 PDF_PAGES = ["Hello page one", "Second page text here", "Third page"]
@@ -675,11 +680,11 @@ def _image_cases(rng: random.Random) -> list[Case]:
         ("png-as-pptx", "image.pptx", images["PNG"], PPTParser),
         ("pdf-as-pptx", "doc.pptx", pdf, PPTParser),
         ("png-as-txt", "image.txt", images["PNG"], TextParser),
-        ("jpeg-as-md", "photo.md", images["JPEG"], TextParser),
+        ("jpeg-as-md", "photo.md", images["JPEG"], MarkdownParser),
         ("gif-as-csv", "anim.csv", images["GIF"], TextParser),
         ("pdf-as-txt", "doc.txt", pdf, TextParser),
         ("pptx-as-json", "deck.json", deck, TextParser),
-        ("webp-as-html", "img.html", images["WEBP"], TextParser),
+        ("webp-as-html", "img.html", images["WEBP"], HTMLParser),
         ("bmp-as-xml", "img.xml", images["BMP"], TextParser),
     ):
         cases.append(
@@ -699,12 +704,24 @@ def _image_cases(rng: random.Random) -> list[Case]:
 # ---------------------------------------------------------------------------------- text
 
 
+# The parser the registry picks for a text-based extension (TextParser for the rest).
+TEXT_PARSERS: dict[str, type[ParserBase]] = {
+    "html": HTMLParser,
+    "htm": HTMLParser,
+    "md": MarkdownParser,
+    "markdown": MarkdownParser,
+    "rst": RSTParser,
+}
+
+
 def _text_cases(rng: random.Random) -> list[Case]:
     cases: list[Case] = []
     good = TEXT.encode("utf-8")
 
     def add(cid: str, cat: str, data: bytes, name: str | None = None) -> None:
-        cases.append(Case(cid, cat, name or f"{cid}.txt", TextParser, ValueError, _const(data)))
+        name = name or f"{cid}.txt"
+        parser = TEXT_PARSERS.get(name.rsplit(".", 1)[-1], TextParser)
+        cases.append(Case(cid, cat, name, parser, ValueError, _const(data)))
 
     for off in (0, 1, 2, 10, 63, 64, 65, 100, len(good) // 2, len(good) - 1, len(good)):
         for bad in (b"\xff", b"\x80"):
@@ -728,19 +745,40 @@ def _text_cases(rng: random.Random) -> list[Case]:
 
     jp = "日本語のテキストです。文字化けを検出します。" * 5
     zh = "中文文本，用于检测错误的编码。" * 5
+    # Legacy encodings and BOM-marked UTF-16/32 are detected and must read back exactly.
+    for cid, text, codec in (
+        ("latin1", "café résumé naïve déjà vu " * 10, "latin-1"),
+        ("cp1252-quotes", "“smart quotes” – and — dashes " * 10, "cp1252"),
+        ("shift-jis", jp, "shift_jis"),
+        ("euc-jp", jp, "euc_jp"),
+        ("gbk", zh, "gbk"),
+        ("gb18030", "检索增强生成把文档切成块。" * 5, "gb18030"),
+        ("big5", "繁體中文文本測試編碼。" * 5, "big5"),
+        ("euc-kr", "한국어 텍스트 인코딩 " * 10, "euc_kr"),
+        ("koi8-r", "Привет мир, это текст " * 10, "koi8_r"),
+        ("utf16-le-bom", TEXT, "utf-16"),
+        ("utf16-be-bom", TEXT, "utf-16-be"),
+        ("utf32", TEXT, "utf-32"),
+    ):
+        data = text.encode(codec)
+        if codec == "utf-16-be":
+            data = b"\xfe\xff" + data
+        cases.append(
+            Case(
+                f"text-encoding-{cid}",
+                "text-other-encoding",
+                f"text-encoding-{cid}.txt",
+                TextParser,
+                None,
+                _const(data),
+                (text,),
+            )
+        )
+    # No BOM and NULs, or two encodings in one file: a clear error, never mojibake.
     for cid, data in (
-        ("latin1", ("café résumé naïve déjà vu " * 10).encode("latin-1")),
-        ("cp1252-quotes", ("“smart quotes” – and — dashes " * 10).encode("cp1252")),
-        ("shift-jis", jp.encode("shift_jis")),
-        ("euc-jp", jp.encode("euc_jp")),
-        ("gbk", zh.encode("gbk")),
-        ("big5", "繁體中文文本測試編碼。".encode("big5") * 5),
-        ("euc-kr", ("한국어 텍스트 인코딩 " * 10).encode("euc_kr")),
-        ("koi8-r", ("Привет мир, это текст " * 10).encode("koi8_r")),
-        ("utf16-le-bom", TEXT.encode("utf-16")),
         ("utf16-be", TEXT.encode("utf-16-be")),
         ("utf16-le-ascii", ("plain ascii text " * 10).encode("utf-16-le")),
-        ("utf32", TEXT.encode("utf-32")),
+        ("utf16-bom-odd-length", TEXT.encode("utf-16")[:-1]),
         ("mixed-utf8-latin1", good + ("déjà vu " * 10).encode("latin-1") + good),
         ("mixed-utf8-gbk", good + zh.encode("gbk")),
     ):
@@ -769,12 +807,291 @@ def _text_cases(rng: random.Random) -> list[Case]:
     return cases
 
 
+# ---------------------------------------------------------------------------- DOCX / XLSX
+
+DOCX_TEXTS = ("# Report\n\nQuarterly numbers.\n\n| k | v |\n| --- | --- |\n| a | 1 |",)
+XLSX_TEXTS = ("Sheet: Data\n| k | v |\n| --- | --- |\n| a | 1 |",)
+
+BILLION_LAUGHS = (
+    b'<?xml version="1.0"?>\n<!DOCTYPE lolz [\n <!ENTITY lol "lol">\n'
+    + b"".join(
+        f' <!ENTITY lol{i} "{("&lol" + (str(i - 1) if i > 1 else "") + ";") * 10}">\n'.encode()
+        for i in range(1, 10)
+    )
+    + b"]>\n"
+)
+XXE = b'<?xml version="1.0"?>\n<!DOCTYPE r [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>\n'
+
+
+@functools.cache
+def real_docx() -> bytes:
+    return make_docx(
+        [("h1", "Report"), ("p", "Quarterly numbers."), ("table", [["k", "v"], ["a", "1"]])]
+    )
+
+
+@functools.cache
+def real_xlsx() -> bytes:
+    return make_xlsx({"Data": [["k", "v"], ["a", 1]]})
+
+
+def _with_doctype(xml: bytes, doctype: bytes, entity: bytes) -> bytes:
+    """`xml` with `doctype` in front and `entity` put into its first text node."""
+    body = xml.split(b"?>", 1)[1] if xml.startswith(b"<?xml") else xml
+    for tag in (b"<w:t>", b"<w:t ", b"<t>", b"<v>"):
+        at = body.find(tag)
+        if at != -1:
+            close = body.find(b">", at) + 1
+            return doctype + body[:close] + entity + body[close:]
+    raise ValueError("no text node")
+
+
+def _office_cases(rng: random.Random) -> list[Case]:
+    cases: list[Case] = []
+    for kind, real, parser, main, texts in (
+        ("docx", real_docx, WordParser, "word/document.xml", DOCX_TEXTS),
+        ("xlsx", real_xlsx, ExcelParser, "xl/worksheets/sheet1.xml", XLSX_TEXTS),
+    ):
+        data = real()
+        members = _members(data)
+
+        def add(
+            cid: str,
+            cat: str,
+            build: Callable[[], bytes],
+            expected: type[Exception] | None = ValueError,
+            texts: tuple[str, ...] = (),
+            isolate: bool = False,
+            kind: str = kind,
+            parser: type[ParserBase] = parser,
+        ) -> None:
+            cases.append(
+                Case(
+                    f"{kind}-{cid}",
+                    f"{kind}-{cat}",
+                    f"{kind}-{cid}.{kind}",
+                    parser,
+                    expected,
+                    build,
+                    texts,
+                    isolate,
+                )
+            )
+
+        def replaced(
+            name: str, blob: bytes, members: dict[str, bytes] = members
+        ) -> Callable[[], bytes]:
+            return lambda: _rezip({**members, name: blob})
+
+        def without(name: str, members: dict[str, bytes] = members) -> Callable[[], bytes]:
+            return lambda: _rezip({k: v for k, v in members.items() if k != name})
+
+        add("intact", "intact", _const(data), None, texts)
+        for frac in (0.05, 0.3, 0.6, 0.9, 0.999):
+            cut = int(len(data) * frac)
+            add(f"truncated-{cut}", "truncated", _const(data[:cut]))
+        add("crc-mismatch", "truncated", lambda data=data, main=main: _corrupt_member(data, main))
+        add("random", "truncated", _const(b"PK\x03\x04" + rng.randbytes(3000)))
+        for name in ("[Content_Types].xml", main):
+            slug = name.replace("/", "_").replace("[", "").replace("]", "").replace(".", "_")
+            add(f"missing-{slug}", "missing-part", without(name))
+            original = members[name]
+            add(
+                f"xml-truncated-{slug}",
+                "broken-xml",
+                replaced(name, original[: len(original) // 2]),
+            )
+            add(f"xml-garbage-{slug}", "broken-xml", replaced(name, rng.randbytes(300)))
+        add(
+            "xml-deep-nesting",
+            "broken-xml",
+            replaced(main, b"<a>" * 100_000 + b"</a>" * 100_000),
+        )
+        # XML entity attacks: refused, or the entities are left unexpanded.
+        add(
+            "billion-laughs",
+            "entity-bomb",
+            replaced(main, _with_doctype(members[main], BILLION_LAUGHS, b"&lol9;")),
+            isolate=True,
+        )
+        add(
+            "external-entity",
+            "entity-bomb",
+            replaced(main, _with_doctype(members[main], XXE, b"&xxe;")),
+            isolate=True,
+        )
+        add(
+            "bomb-ratio",
+            "zip-bomb",
+            lambda members=members, main=main: _ratio_bomb(members, main),
+            ArchiveTooLargeError,
+            isolate=True,
+        )
+        add(
+            "bomb-declared-4gib",
+            "zip-bomb",
+            lambda data=data, main=main: _patch_sizes(data, {main: 0xFFFF_FFF0}),
+            ArchiveTooLargeError,
+        )
+        add(
+            "bomb-many-parts",
+            "zip-bomb",
+            lambda members=members: _rezip(
+                {**members, **{f"junk/{i}.xml": b"<a/>" for i in range(10_050)}}
+            ),
+            ArchiveTooLargeError,
+            isolate=True,
+        )
+    # A row numbered far past Excel's limit: openpyxl would yield every missing row first.
+    cases.append(
+        Case(
+            "xlsx-row-number-huge",
+            "xlsx-broken-xml",
+            "xlsx-row-number-huge.xlsx",
+            ExcelParser,
+            ValueError,
+            lambda: _rezip(
+                {
+                    **_members(real_xlsx()),
+                    "xl/worksheets/sheet1.xml": b'<worksheet xmlns="http://schemas.openxmlformats'
+                    b'.org/spreadsheetml/2006/main"><sheetData><row r="1"><c r="A1" t="inlineStr">'
+                    b'<is><t>x</t></is></c></row><row r="9999999999"><c r="A9999999999" '
+                    b't="inlineStr"><is><t>y</t></is></c></row></sheetData></worksheet>',
+                }
+            ),
+        )
+    )
+    # The other Office kind, or a deck, under the wrong extension.
+    for cid, name, blob, parser in (
+        ("xlsx-as-docx", "book.docx", real_xlsx, WordParser),
+        ("docx-as-xlsx", "doc.xlsx", real_docx, ExcelParser),
+        ("pptx-as-docx", "deck.docx", real_pptx, WordParser),
+        ("docx-as-pptx", "doc.pptx", real_docx, PPTParser),
+    ):
+        cases.append(Case(f"lying-{cid}", "lying-extension", name, parser, ValueError, blob))
+    return cases
+
+
+def _ratio_bomb(members: dict[str, bytes], name: str, megabytes: int = 64) -> bytes:
+    """`members` re-zipped with part `name` padded by `megabytes` MiB of blanks."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as out:
+        for member, data in members.items():
+            if member != name:
+                out.writestr(member, data)
+                continue
+            with out.open(member, "w") as part:
+                part.write(data)
+                block = b" " * (1024 * 1024)
+                for _ in range(megabytes):
+                    part.write(block)
+    return buffer.getvalue()
+
+
+# -------------------------------------------------------------------------- HTML / Markdown
+
+
+def _markup_cases() -> list[Case]:
+    cases: list[Case] = []
+
+    def add(
+        cid: str,
+        name: str,
+        parser: type[ParserBase],
+        data: bytes,
+        expected: type[Exception] | None = ValueError,
+        texts: tuple[str, ...] = (),
+    ) -> None:
+        cases.append(Case(cid, "markup", name, parser, expected, _const(data), texts))
+
+    add(
+        "html-only-chrome",
+        "chrome.html",
+        HTMLParser,
+        b"<html><head><style>p{}</style></head><body><nav>menu</nav><footer>f</footer></body></html>",
+    )
+    add("html-utf16-no-bom", "u16.html", HTMLParser, "<p>hello</p>".encode("utf-16-le"))
+    add(
+        "html-deep-nesting",
+        "deep.html",
+        HTMLParser,
+        b"<div>" * 100_000 + b"<p>deep</p>" + b"</div>" * 100_000,
+    )
+    add(
+        "html-nesting-under-limit",
+        "deep2.html",
+        HTMLParser,
+        b"<div>" * 4_000 + b"<p>deep" + b"</div>" * 4_000,
+        None,
+        ("deep",),
+    )
+    add(
+        "html-unclosed-everything",
+        "open.html",
+        HTMLParser,
+        b"<html><body><h1>Title<p>text <b>bold <i>both",
+        None,
+        ("# Title text bold both",),
+    )
+    add(
+        "html-latin1-declared",
+        "latin.html",
+        HTMLParser,
+        '<meta charset="iso-8859-1"><p>Grüße</p>'.encode("latin-1"),
+        None,
+        ("Grüße",),
+    )
+    add(
+        "md-only-headings",
+        "heads.md",
+        MarkdownParser,
+        b"# A\n## B\n### C\n",
+        None,
+        ("# A\n\n## B\n\n### C",),
+    )
+    add(
+        "md-deep-blockquote",
+        "quote.md",
+        MarkdownParser,
+        b">" * 10_000 + b" deep",
+        None,
+        (">" * 10_000 + " deep",),
+    )
+    add(
+        "md-unclosed-fence",
+        "fence.md",
+        MarkdownParser,
+        b"# Code\n```python\nprint(1)\n",
+        None,
+        ("# Code\n\n```python\nprint(1)",),
+    )
+    add(
+        "rst-only-titles",
+        "titles.rst",
+        RSTParser,
+        b"Title\n=====\n\nSub\n---\n",
+        None,
+        ("# Title\n\n## Sub",),
+    )
+    add(
+        "rst-gbk",
+        "zh.rst",
+        RSTParser,
+        "标题\n====\n\n中文正文，检索增强生成。\n".encode("gbk"),
+        None,
+        ("# 标题\n\n中文正文，检索增强生成。",),
+    )
+    return cases
+
+
 # ---------------------------------------------------------------------------------- empty
 
 
 _ALL_EXTENSIONS = (
     "pdf",
     "pptx",
+    "docx",
+    "xlsx",
     "png",
     "jpg",
     "jpeg",
@@ -801,6 +1118,8 @@ def _empty_cases() -> list[Case]:
     parser_for = {
         "pdf": PDFParser,
         "pptx": PPTParser,
+        "docx": WordParser,
+        "xlsx": ExcelParser,
         "png": ImageParser,
         "jpg": ImageParser,
         "jpeg": ImageParser,
@@ -813,7 +1132,7 @@ def _empty_cases() -> list[Case]:
             f"empty-{ext}",
             "empty",
             f"empty.{ext}",
-            parser_for.get(ext, TextParser),
+            parser_for.get(ext, TEXT_PARSERS.get(ext, TextParser)),
             ValueError,
             _const(b""),
         )
@@ -845,6 +1164,8 @@ def corpus() -> tuple[Case, ...]:
         *_pptx_cases(rng),
         *_image_cases(rng),
         *_text_cases(rng),
+        *_office_cases(rng),
+        *_markup_cases(),
         *_empty_cases(),
     ]
     ids = [c.id for c in cases]

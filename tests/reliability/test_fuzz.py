@@ -25,8 +25,19 @@ from hypothesis import strategies as st
 from archivist.message import Base64Source, DataBlock, TextBlock
 from archivist.rag.chunker import ApproxTokenChunker
 from archivist.rag.document import Section
-from archivist.rag.parser import ImageParser, ParserBase, PDFParser, PPTParser, TextParser
-from factories import make_image, make_pdf, make_pptx
+from archivist.rag.parser import (
+    ExcelParser,
+    HTMLParser,
+    ImageParser,
+    MarkdownParser,
+    ParserBase,
+    PDFParser,
+    PPTParser,
+    RSTParser,
+    TextParser,
+    WordParser,
+)
+from factories import make_docs_page, make_docx, make_image, make_pdf, make_pptx, make_xlsx
 
 EXAMPLES = int(os.environ.get("ARCHIVIST_FUZZ_EXAMPLES", "60"))
 CHILD_ENV = "ARCHIVIST_FUZZ_CHILD"
@@ -40,6 +51,7 @@ FUZZ = settings(
 
 
 def _seeds() -> dict[str, list[bytes]]:
+    png = make_image("PNG", size=(8, 8))
     return {
         "pdf": [make_pdf(["Fuzz page one", "Page two"])],
         "pptx": [
@@ -47,6 +59,17 @@ def _seeds() -> dict[str, list[bytes]]:
         ],
         "image": [make_image(fmt, size=(12, 9)) for fmt in ("PNG", "JPEG", "GIF", "BMP", "WEBP")],
         "text": ["Plain text, café, 日本語 🙂\nsecond line\n".encode()],
+        "docx": [
+            make_docx(
+                [("h1", "T"), ("p", "para"), ("table", [["h", "i"], ["1", "2"]]), ("image", png)]
+            )
+        ],
+        "xlsx": [make_xlsx({"S": [["k", "v"], ["a", 1], ["b", 2.5]], "T": [["x"]]})],
+        "html": [make_docs_page(chapters=1).encode()],
+        "markup": [
+            b"---\ntitle: x\n---\n# A\n\ntext\n\n```py\ncode\n```\n\n## B\n- item\n",
+            "Title\n=====\n\nBody café.\n\nSub\n---\n\n::\n\n    literal\n".encode(),
+        ],
     }
 
 
@@ -101,6 +124,39 @@ def test_fuzz_image(data: bytes) -> None:
 @given(data=mutated("text") | st.binary(max_size=512))
 def test_fuzz_text_bytes(data: bytes) -> None:
     _parse_or_value_error(TextParser(), data, "fuzz.txt")
+
+
+@FUZZ
+@given(data=mutated("docx"))
+def test_fuzz_docx(data: bytes) -> None:
+    _parse_or_value_error(WordParser(), data, "fuzz.docx")
+
+
+@FUZZ
+@given(data=mutated("xlsx"))
+def test_fuzz_xlsx(data: bytes) -> None:
+    _parse_or_value_error(ExcelParser(), data, "fuzz.xlsx")
+
+
+@FUZZ
+@given(data=mutated("html") | st.binary(max_size=512))
+def test_fuzz_html(data: bytes) -> None:
+    _parse_or_value_error(HTMLParser(), data, "fuzz.html")
+
+
+@FUZZ
+@given(data=mutated("markup"))
+def test_fuzz_markdown_and_rst(data: bytes) -> None:
+    _parse_or_value_error(MarkdownParser(), data, "fuzz.md")
+    _parse_or_value_error(RSTParser(), data, "fuzz.rst")
+
+
+@FUZZ
+@given(text=st.text(max_size=300))
+def test_fuzz_markup_str(text: str) -> None:
+    for parser, name in ((HTMLParser(), "fuzz.html"), (MarkdownParser(), "fuzz.md")):
+        _parse_or_value_error(parser, text, name)
+    _parse_or_value_error(RSTParser(), text, "fuzz.rst")
 
 
 @FUZZ

@@ -151,7 +151,11 @@ class TokenChunker(ChunkerBase):
 
     def split_text(self, text: str) -> list[str]:
         """The stripped, non-blank windows of `text`, in order."""
-        pieces: list[str] = []
+        return [text[start:end] for start, end in self.windows(text)]
+
+    def windows(self, text: str) -> list[tuple[int, int]]:
+        """`(start, end)` offsets in `text` of each window, without surrounding whitespace."""
+        found: list[tuple[int, int]] = []
         start, size = 0, len(text)
         while start < size:
             while start < size and text[start].isspace():
@@ -159,13 +163,16 @@ class TokenChunker(ChunkerBase):
             if start >= size:
                 break
             spans = self._probe(text, start)
-            if len(spans) <= self.chunk_size:
-                pieces.append(text[start:].strip())
+            cut = size if len(spans) <= self.chunk_size else self._cut(text, start, spans)
+            end = cut
+            while end > start and text[end - 1].isspace():
+                end -= 1
+            if end > start:
+                found.append((start, end))
+            if cut >= size:
                 break
-            cut = self._cut(text, start, spans)
-            pieces.append(text[start:cut].strip())
             start = self._next_start(text, start, cut, spans)
-        return [piece for piece in pieces if piece]
+        return found
 
     def _probe(self, text: str, start: int) -> list[tuple[int, int]]:
         """Token spans (relative to `start`) of enough text to hold more than one window."""

@@ -1,24 +1,36 @@
 """Parsers: files in, Sections out."""
 
+from archivist.rag.parser.archive import ArchiveLimits, ArchiveTooLargeError
 from archivist.rag.parser.base import ParserBase
+from archivist.rag.parser.excel import ExcelParser
+from archivist.rag.parser.html import HTMLParser
 from archivist.rag.parser.image import ImageParser
+from archivist.rag.parser.markdown import MarkdownParser
 from archivist.rag.parser.pdf import PDFParser
-from archivist.rag.parser.ppt import ArchiveTooLargeError, PPTParser
+from archivist.rag.parser.ppt import PPTParser
 from archivist.rag.parser.registry import (
     ParserRegistry,
     UnsupportedFileTypeError,
     default_registry,
 )
+from archivist.rag.parser.rst import RSTParser
 from archivist.rag.parser.text import TextParser
+from archivist.rag.parser.word import WordParser
 
 __all__ = [
+    "ArchiveLimits",
     "ArchiveTooLargeError",
+    "ExcelParser",
+    "HTMLParser",
     "ImageParser",
+    "MarkdownParser",
     "PDFParser",
     "PPTParser",
     "ParserBase",
     "ParserRegistry",
+    "RSTParser",
     "TextParser",
     "UnsupportedFileTypeError",
+    "WordParser",
     "default_registry",
 ]

@@ -21,6 +21,8 @@ _KNOWN_EXTENSIONS: dict[str, list[str]] = {
     "text/plain": [".txt", ".text", ".log"],
     "application/pdf": [".pdf"],
     "application/vnd.openxmlformats-officedocument.presentationml.presentation": [".pptx"],
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": [".docx"],
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": [".xlsx", ".xlsm"],
     "image/png": [".png"],
     "image/jpeg": [".jpg", ".jpeg"],
     "image/gif": [".gif"],

@@ -5,14 +5,17 @@ from __future__ import annotations
 import asyncio
 import base64
 import io
+import logging
 import warnings
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from PIL import Image, UnidentifiedImageError
 
 from archivist.message import Base64Source, DataBlock
 from archivist.rag.document import Section
 from archivist.rag.parser.base import ParserBase, read_binary
+
+logger = logging.getLogger(__name__)
 
 # Images larger than this many pixels are refused (decompression-bomb guard).
 MAX_IMAGE_PIXELS = 100_000_000
@@ -105,3 +108,28 @@ class ImageParser(ParserBase):
             name=filename,
         )
         return [Section(content=block, source=filename, metadata={"media_type": media_type})]
+
+
+def embedded_image_section(
+    data: bytes, filename: str, name: str, metadata: dict[str, Any]
+) -> Section | None:
+    """A DataBlock Section for a picture inside a document, checked like `ImageParser`
+    checks image files (type from the bytes, header, pixel limit, full decode).
+
+    Pictures that fail the check, or are in a format ImageParser does not read (EMF, TIFF,
+    ...), are left out with a warning rather than failing the whole document.
+    """
+    media_type = sniff_image_type(data)
+    if media_type is None:
+        logger.warning("%s: picture %s skipped: not a PNG, JPEG, GIF, BMP or WEBP", filename, name)
+        return None
+    try:
+        _verify(data, f"{filename}: picture {name}")
+    except ValueError as exc:
+        logger.warning("%s (picture skipped)", exc)
+        return None
+    block = DataBlock(
+        source=Base64Source(data=base64.b64encode(data).decode("ascii"), media_type=media_type),
+        name=name,
+    )
+    return Section(content=block, source=filename, metadata={**metadata, "media_type": media_type})

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import io
-import json
 import zipfile
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar, Literal
@@ -14,51 +12,14 @@ from pptx import Presentation
 from pptx.enum.shapes import MSO_SHAPE_TYPE
 from pptx.exc import PackageNotFoundError
 
-from archivist.message import Base64Source, DataBlock, TextBlock
+from archivist.message import TextBlock
 from archivist.rag.document import Section
+from archivist.rag.parser.archive import ArchiveLimits, check_archive
 from archivist.rag.parser.base import ParserBase, read_binary
+from archivist.rag.parser.image import embedded_image_section
+from archivist.rag.parser.table import table_to_json, table_to_markdown
 
 PPTX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
-
-_MIB = 1024 * 1024
-
-
-class ArchiveTooLargeError(ValueError):
-    """A PPTX archive is over `PPTParser`'s size limits (a zip bomb?); names the file."""
-
-
-def table_to_markdown(rows: list[list[str]]) -> str:
-    """A GitHub-style Markdown table; `|` and line breaks inside cells are escaped."""
-
-    def cell(text: str) -> str:
-        return (
-            text.replace("\\", "\\\\")
-            .replace("|", "\\|")
-            .replace("\r\n", "<br>")
-            .replace("\n", "<br>")
-            .replace("\r", "<br>")
-            .replace("\v", "<br>")
-        )
-
-    width = max(len(r) for r in rows)
-    padded = [[cell(c) for c in r] + [""] * (width - len(r)) for r in rows]
-    lines = ["| " + " | ".join(padded[0]) + " |", "|" + " --- |" * width]
-    lines += ["| " + " | ".join(r) + " |" for r in padded[1:]]
-    return "\n".join(lines)
-
-
-def table_to_json(rows: list[list[str]]) -> str:
-    """A JSON array with one object per body row, keyed by the header row's cells."""
-    keys: list[str] = []
-    for i, name in enumerate(rows[0]):
-        key = name.strip() or f"column_{i + 1}"
-        base, n = key, 2
-        while key in keys:
-            key, n = f"{base}_{n}", n + 1
-        keys.append(key)
-    body = rows[1:]
-    objects = [{k: (r[i] if i < len(r) else "") for i, k in enumerate(keys)} for r in body]
-    return json.dumps(objects, ensure_ascii=False)
 
 
 class PPTParser(ParserBase):
@@ -84,11 +45,11 @@ class PPTParser(ParserBase):
 
     supported_media_types: ClassVar[list[str]] = [PPTX_MEDIA_TYPE]
 
-    max_parts: int = 10_000
-    max_part_size: int = 256 * _MIB
-    max_total_size: int = 512 * _MIB
-    max_compression_ratio: float = 200.0
-    ratio_check_min_size: int = 1 * _MIB
+    max_parts: int = ArchiveLimits.max_parts
+    max_part_size: int = ArchiveLimits.max_part_size
+    max_total_size: int = ArchiveLimits.max_total_size
+    max_compression_ratio: float = ArchiveLimits.max_compression_ratio
+    ratio_check_min_size: int = ArchiveLimits.ratio_check_min_size
 
     def __init__(
         self,
@@ -127,50 +88,20 @@ class PPTParser(ParserBase):
         return sections
 
     def _open(self, data: bytes, filename: str) -> Any:
-        if not zipfile.is_zipfile(io.BytesIO(data)):
-            raise ValueError(f"{filename}: not a PPTX file (not a zip archive)")
-        self._check_archive(data, filename)
+        limits = ArchiveLimits(
+            self.max_parts,
+            self.max_part_size,
+            self.max_total_size,
+            self.max_compression_ratio,
+            self.ratio_check_min_size,
+        )
+        check_archive(data, filename, "PPTX", limits)
         try:
             return Presentation(io.BytesIO(data))
         except (PackageNotFoundError, KeyError, zipfile.BadZipFile) as exc:
             raise ValueError(f"{filename}: not a valid PPTX presentation: {exc}") from exc
         except Exception as exc:  # python-pptx/lxml raise many types for broken parts
             raise ValueError(f"{filename}: corrupt PPTX: {type(exc).__name__}: {exc}") from exc
-
-    def _check_archive(self, data: bytes, filename: str) -> None:
-        """Refuse archives over the size limits before anything is inflated."""
-        try:
-            with zipfile.ZipFile(io.BytesIO(data)) as archive:
-                members = archive.infolist()
-        except Exception as exc:  # BadZipFile, NotImplementedError (zip version), ...
-            raise ValueError(
-                f"{filename}: not a valid PPTX presentation: {type(exc).__name__}: {exc}"
-            ) from exc
-        if len(members) > self.max_parts:
-            raise ArchiveTooLargeError(
-                f"{filename}: the PPTX archive has {len(members):,} parts, over the "
-                f"limit of {self.max_parts:,}"
-            )
-        total = 0
-        for member in members:
-            size = member.file_size
-            if size > self.max_part_size:
-                raise ArchiveTooLargeError(
-                    f"{filename}: part {member.filename!r} inflates to {size:,} bytes, over the "
-                    f"{self.max_part_size:,}-byte limit per part (a zip bomb?)"
-                )
-            ratio = size / max(member.compress_size, 1)
-            if size > self.ratio_check_min_size and ratio > self.max_compression_ratio:
-                raise ArchiveTooLargeError(
-                    f"{filename}: part {member.filename!r} is compressed {ratio:,.0f}:1, over "
-                    f"the {self.max_compression_ratio:,.0f}:1 limit (a zip bomb?)"
-                )
-            total += size
-            if total > self.max_total_size:
-                raise ArchiveTooLargeError(
-                    f"{filename}: the PPTX archive inflates to over {self.max_total_size:,} "
-                    f"bytes in total (a zip bomb?)"
-                )
 
     def _parse_bytes(self, data: bytes, filename: str) -> list[Section]:
         presentation = self._open(data, filename)
@@ -184,7 +115,6 @@ class PPTParser(ParserBase):
 
     def _slide_sections(self, slide: Any, number: int, filename: str) -> Iterator[Section]:
         texts: list[str] = []
-        tables: list[str] = []
         pictures: list[Section] = []
         for shape in _walk(slide.shapes):
             if shape.has_text_frame:
@@ -193,14 +123,19 @@ class PPTParser(ParserBase):
                     texts.append(text)
             elif getattr(shape, "has_table", False) and shape.has_table:
                 rendered = self._table(shape.table)
-                if rendered:
-                    (tables if self.separate_table else texts).append(rendered)
+                if rendered and self.separate_table:  # text before it, then it: shape order
+                    if texts:
+                        yield self._text_section("\n\n".join(texts), number, filename)
+                        texts = []
+                    yield self._text_section(rendered, number, filename)
+                elif rendered:
+                    texts.append(rendered)
             elif self.include_image and _is_picture(shape):
-                pictures.append(self._picture(shape, number, filename))
+                picture = self._picture(shape, number, filename)
+                if picture is not None:
+                    pictures.append(picture)
         if texts:
             yield self._text_section("\n\n".join(texts), number, filename)
-        for table in tables:
-            yield self._text_section(table, number, filename)
         yield from pictures
 
     def _table(self, table: Any) -> str:
@@ -222,19 +157,10 @@ class PPTParser(ParserBase):
         )
 
     @staticmethod
-    def _picture(shape: Any, number: int, filename: str) -> Section:
+    def _picture(shape: Any, number: int, filename: str) -> Section | None:
+        """The picture as a DataBlock Section, checked like ImageParser checks images."""
         image = shape.image
-        media_type = image.content_type
-        return Section(
-            content=DataBlock(
-                source=Base64Source(
-                    data=base64.b64encode(image.blob).decode("ascii"), media_type=media_type
-                ),
-                name=image.filename,
-            ),
-            source=filename,
-            metadata={"slide": number, "media_type": media_type},
-        )
+        return embedded_image_section(image.blob, filename, image.filename, {"slide": number})
 
 
 def _walk(shapes: Iterable[Any]) -> Iterator[Any]:

@@ -9,10 +9,15 @@ from collections.abc import Callable
 from pathlib import PurePath
 
 from archivist.rag.parser.base import ParserBase, extensions_for
+from archivist.rag.parser.excel import XLSX_MEDIA_TYPE, ExcelParser
+from archivist.rag.parser.html import HTMLParser
 from archivist.rag.parser.image import ImageParser, sniff_image_type
+from archivist.rag.parser.markdown import MarkdownParser
 from archivist.rag.parser.pdf import PDFParser
 from archivist.rag.parser.ppt import PPTX_MEDIA_TYPE, PPTParser
+from archivist.rag.parser.rst import RSTParser
 from archivist.rag.parser.text import TextParser
+from archivist.rag.parser.word import DOCX_MEDIA_TYPE, WordParser
 
 
 class UnsupportedFileTypeError(ValueError):
@@ -69,8 +74,8 @@ class ParserRegistry:
         with open(name, "rb") as fh:
             head = fh.read(4096)
         media_type = self.media_type_for(name, head)
-        if media_type is None and head.startswith(b"PK") and _is_pptx_archive(name):
-            media_type = PPTX_MEDIA_TYPE
+        if head.startswith(b"PK\x03\x04") and (media_type is None or media_type == ZIP_MEDIA_TYPE):
+            media_type = _office_archive_type(name) or media_type
         return self.parser_for(name, head, media_type)
 
 
@@ -79,12 +84,28 @@ def _extensions(parser_cls: type[ParserBase], media_type: str) -> list[str]:
     return [e for e in extensions_for(media_type) if e in declared]
 
 
-def _is_pptx_archive(path: str) -> bool:
+# Office Open XML packages are zips; the main part's folder tells which kind.
+_OFFICE_FOLDERS: tuple[tuple[str, str], ...] = (
+    ("word/", DOCX_MEDIA_TYPE),
+    ("xl/", XLSX_MEDIA_TYPE),
+    ("ppt/", PPTX_MEDIA_TYPE),
+)
+ZIP_MEDIA_TYPE = "application/zip"
+
+
+def _office_archive_type(path: str) -> str | None:
+    """DOCX/XLSX/PPTX media type of the zip at `path` from its member names, else None."""
     try:
         with zipfile.ZipFile(path) as archive:
-            return "ppt/presentation.xml" in archive.namelist()
-    except (zipfile.BadZipFile, OSError):
-        return False
+            names = archive.namelist()
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return None
+    if "[Content_Types].xml" not in names:
+        return None
+    for folder, media_type in _OFFICE_FOLDERS:
+        if any(name.startswith(folder) for name in names):
+            return media_type
+    return None
 
 
 def sniff_media_type(head: bytes) -> str | None:
@@ -94,19 +115,35 @@ def sniff_media_type(head: bytes) -> str | None:
     image = sniff_image_type(head)
     if image:
         return image
+    if head.startswith(b"PK\x03\x04"):  # a zip: an Office package names its folders early
+        if b"[Content_Types].xml" in head:
+            for folder, media_type in _OFFICE_FOLDERS:
+                if folder.encode() in head:
+                    return media_type
+        return None
     try:
         head.decode("utf-8")
     except UnicodeDecodeError as exc:
         if exc.start < len(head) - 4:  # not just a character cut at the end of `head`
             return None
-    return "text/plain" if b"\x00" not in head else None
+    if b"\x00" in head:
+        return None
+    start = head.lstrip(b"\xef\xbb\xbf \t\r\n")[:256].lower()
+    if start.startswith((b"<!doctype html", b"<html")):
+        return "text/html"
+    return "text/plain"
 
 
 def default_registry() -> ParserRegistry:
     """A registry with Archivist's built-in parsers and their default settings."""
     registry = ParserRegistry()
     registry.register(TextParser, TextParser)
+    registry.register(HTMLParser, HTMLParser)
+    registry.register(MarkdownParser, MarkdownParser)
+    registry.register(RSTParser, RSTParser)
     registry.register(PDFParser, PDFParser)
     registry.register(PPTParser, PPTParser)
+    registry.register(WordParser, WordParser)
+    registry.register(ExcelParser, ExcelParser)
     registry.register(ImageParser, ImageParser)
     return registry

@@ -8,9 +8,10 @@ from typing import ClassVar
 from archivist.message import TextBlock
 from archivist.rag.document import Section
 from archivist.rag.parser.base import ParserBase, read_binary
+from archivist.rag.parser.encoding import decode_text
 
 
-def _is_existing_file(candidate: str) -> bool:
+def is_existing_file(candidate: str) -> bool:
     try:
         return os.path.isfile(candidate)
     except (ValueError, OSError):  # NUL bytes or over-long names: text, not a path
@@ -30,8 +31,9 @@ def _check_encodable(text: str, filename: str) -> None:
 class TextParser(ParserBase):
     """Plain-text formats (text, Markdown, CSV, HTML, reST, JSON, XML, YAML).
 
-    `bytes` are decoded with `encoding`; a `str` naming an existing file is read from disk;
-    any other `str` is the text itself.
+    `bytes` (and a `str` naming an existing file, read from disk) are decoded by their
+    byte-order mark if they have one, else as `encoding`, else, with `detect_encoding`, in
+    the encoding a detector finds; any other `str` is the text itself.
     """
 
     supported_media_types: ClassVar[list[str]] = [
@@ -45,29 +47,30 @@ class TextParser(ParserBase):
         "application/x-yaml",
     ]
 
-    def __init__(self, encoding: str = "utf-8") -> None:
+    def __init__(self, encoding: str = "utf-8", detect_encoding: bool = True) -> None:
         "".encode(encoding)  # unknown codec → LookupError now, not at parse time
         self.encoding = encoding
+        self.detect_encoding = detect_encoding
 
     async def parse(self, file: bytes | str, filename: str) -> list[Section]:
-        if isinstance(file, str) and not _is_existing_file(file):
-            text = file
-            _check_encodable(text, filename)
-        else:
-            text = self._decode(read_binary(file, filename), filename)
-        if text.startswith("\ufeff"):
-            text = text[1:]
-        if not text.strip():
-            raise ValueError(f"{filename}: the file holds no text")
-        if "\x00" in text:
-            raise ValueError(f"{filename}: the text holds NUL bytes (a binary file?)")
+        text = read_text(file, filename, self.encoding, self.detect_encoding)
         return [Section(content=TextBlock(text=text), source=filename, metadata={})]
 
-    def _decode(self, data: bytes, filename: str) -> str:
-        try:
-            return data.decode(self.encoding)
-        except UnicodeDecodeError as exc:
-            raise ValueError(
-                f"{filename}: cannot decode as {self.encoding} at byte {exc.start} "
-                f"(pass TextParser(encoding=...) for another encoding)"
-            ) from exc
+
+def read_text(
+    file: bytes | str, filename: str, encoding: str = "utf-8", detect: bool = True
+) -> str:
+    """The text of `file`: bytes or an existing path decoded (see `decode_text`), any other
+    `str` as given; a leading BOM dropped. Blank text or NUL characters → ValueError."""
+    if isinstance(file, str) and not is_existing_file(file):
+        text = file
+        _check_encodable(text, filename)
+    else:
+        text = decode_text(read_binary(file, filename), filename, encoding, detect)
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if not text.strip():
+        raise ValueError(f"{filename}: the file holds no text")
+    if "\x00" in text:
+        raise ValueError(f"{filename}: the text holds NUL bytes (a binary file?)")
+    return text

@@ -1,0 +1,78 @@
+"""`MarkdownParser`: a Markdown file cut at its headings, each block kept as written."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any, ClassVar
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from archivist.rag.document import Section
+from archivist.rag.parser.base import ParserBase
+from archivist.rag.parser.structure import Block, sections_by_heading
+from archivist.rag.parser.text import read_text
+
+# YAML front matter: `---` on the first line up to the next `---` (or `...`) line.
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?\r?\n)?(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
+_FRONT_TITLE = re.compile(r"^title:[ \t]*(.+?)[ \t]*$", re.M)
+
+
+def _inline_text(token: Token) -> str:
+    parts = []
+    for child in token.children or []:
+        if child.type in ("text", "code_inline", "html_inline"):
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+    return "".join(parts).strip()
+
+
+class MarkdownParser(ParserBase):
+    """`.md` files → one Section per heading (CommonMark + tables, via markdown-it-py).
+
+    Every block between headings is kept exactly as written, so fenced code, lists and
+    tables stay whole inside their Section. Metadata: `heading_path` (titles of the
+    enclosing headings) and `title` from YAML front matter, if any; front matter itself is
+    not indexed. Headings deeper than `max_heading_level` stay inside their parent Section.
+    Bytes are decoded like `TextParser` does (BOM, `encoding`, then detection).
+    """
+
+    supported_media_types: ClassVar[list[str]] = ["text/markdown"]
+
+    def __init__(self, max_heading_level: int = 6, encoding: str = "utf-8") -> None:
+        if not 1 <= max_heading_level <= 6:
+            raise ValueError(f"max_heading_level must be 1–6, not {max_heading_level!r}")
+        "".encode(encoding)  # unknown codec → LookupError now
+        self.max_heading_level = max_heading_level
+        self.encoding = encoding
+
+    async def parse(self, file: bytes | str, filename: str) -> list[Section]:
+        text = read_text(file, filename, self.encoding)
+        sections = await asyncio.to_thread(self.parse_text, text, filename)
+        if not sections:
+            raise ValueError(f"{filename}: the file holds no text besides headings")
+        return sections
+
+    def parse_text(self, text: str, filename: str) -> list[Section]:
+        """Sections of the Markdown `text` (synchronous)."""
+        metadata: dict[str, Any] = {}
+        front = _FRONT_MATTER.match(text)
+        if front:
+            title = _FRONT_TITLE.search(front.group(1) or "")
+            if title:
+                metadata["title"] = title.group(1).strip("\"'")
+            text = text[front.end() :]
+        lines = text.splitlines()
+        tokens = MarkdownIt("commonmark").enable("table").parse(text)
+        blocks: list[Block] = []
+        for index, token in enumerate(tokens):
+            if token.level != 0 or token.map is None or token.nesting == -1:
+                continue
+            if token.type == "heading_open":
+                blocks.append(Block(_inline_text(tokens[index + 1]), int(token.tag[1])))
+            else:
+                start, end = token.map
+                blocks.append(Block("\n".join(lines[start:end]).strip("\n")))
+        return sections_by_heading(blocks, filename, metadata, self.max_heading_level)

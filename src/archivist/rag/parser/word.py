@@ -1,0 +1,161 @@
+"""`WordParser`: a `.docx` document's paragraphs under their headings, tables and pictures."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import re
+from collections.abc import Iterator
+from typing import Any, ClassVar, Literal
+
+from docx import Document
+from docx.oxml.ns import qn
+
+from archivist.rag.document import Section
+from archivist.rag.parser.archive import ArchiveLimits, check_archive
+from archivist.rag.parser.base import ParserBase, read_binary
+from archivist.rag.parser.image import embedded_image_section
+from archivist.rag.parser.structure import Block, sections_by_heading
+from archivist.rag.parser.table import table_to_json, table_to_markdown
+
+DOCX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+_HEADING_STYLE = re.compile(r"^heading\s*([1-9])$", re.IGNORECASE)
+_BLIP = qn("a:blip")
+_P, _TBL, _SDT, _SDT_CONTENT = qn("w:p"), qn("w:tbl"), qn("w:sdt"), qn("w:sdtContent")
+_EMBED = qn("r:embed")
+
+
+_TOC_STYLE = re.compile(r"^toc\s*\d|^toc heading$", re.IGNORECASE)
+
+
+def _style_kind(paragraph: Any) -> tuple[int | None, str]:
+    """(heading level 1–6 or None, "list", "toc" or "") of a paragraph's style; a style
+    based on "Heading N" (custom heading styles usually are) counts as that heading."""
+    style = paragraph.style
+    name = (style.name or "") if style is not None else ""
+    role = "toc" if _TOC_STYLE.match(name) else "list" if name.lower().startswith("list") else ""
+    for _ in range(4):
+        if style is None:
+            break
+        match = _HEADING_STYLE.match(style.name or "")
+        if match:
+            return min(int(match.group(1)), 6), role
+        style = style.base_style
+    return None, role
+
+
+def _body_elements(body: Any) -> Iterator[Any]:
+    """The body's paragraphs and tables in order, including those inside content controls."""
+    stack = list(reversed(list(body.iterchildren())))
+    while stack:
+        element = stack.pop()
+        if element.tag in (_SDT, _SDT_CONTENT):
+            stack.extend(reversed(list(element.iterchildren())))
+        elif element.tag in (_P, _TBL):
+            yield element
+
+
+class WordParser(ParserBase):
+    """Word `.docx` files → one Section per heading ("Heading 1"… styles), with
+    `heading_path` metadata; the document's core-properties title, if set, as `title`.
+
+    Tables are rendered as Markdown or JSON (`table_format`, like `PPTParser`) and stay in
+    their heading's Section unless `separate_table`; with `include_image`, pictures become
+    DataBlock Sections in reading order, checked like `ImageParser` checks images (pictures
+    that fail, or EMF/TIFF ones, are skipped). The archive is checked against
+    `archive_limits` (a zip bomb → `ArchiveTooLargeError`) before it is opened.
+    """
+
+    supported_media_types: ClassVar[list[str]] = [DOCX_MEDIA_TYPE]
+    archive_limits: ClassVar[ArchiveLimits] = ArchiveLimits()
+
+    def __init__(
+        self,
+        include_image: bool = True,
+        separate_table: bool = False,
+        table_format: Literal["markdown", "json"] = "markdown",
+    ) -> None:
+        if table_format not in ("markdown", "json"):
+            raise ValueError(f"table_format must be 'markdown' or 'json', not {table_format!r}")
+        self.include_image = include_image
+        self.separate_table = separate_table
+        self.table_format = table_format
+
+    async def parse(self, file: bytes | str, filename: str) -> list[Section]:
+        data = read_binary(file, filename)
+        sections = await asyncio.to_thread(self._parse_bytes, data, filename)
+        if not sections:
+            raise ValueError(f"{filename}: the document has no text, tables or pictures")
+        return sections
+
+    def _parse_bytes(self, data: bytes, filename: str) -> list[Section]:
+        names = check_archive(data, filename, "DOCX", self.archive_limits)
+        if not any(name.startswith("word/") for name in names):
+            raise ValueError(f"{filename}: not a DOCX document (no word/ part in the archive)")
+        try:
+            document = Document(io.BytesIO(data))
+            title = (document.core_properties.title or "").strip()
+            blocks = list(self._blocks(document, filename))
+        except Exception as exc:  # python-docx/lxml raise many types for broken parts
+            raise ValueError(f"{filename}: corrupt DOCX: {type(exc).__name__}: {exc}") from exc
+        metadata: dict[str, Any] = {"title": title} if title else {}
+        return sections_by_heading(blocks, filename, metadata)
+
+    def _blocks(self, document: Any, filename: str) -> Iterator[Block]:
+        from docx.table import Table
+        from docx.text.paragraph import Paragraph
+
+        body = document.element.body
+        list_run: list[str] = []
+        kinds: dict[str | None, tuple[int | None, str]] = {}  # style lookups are slow
+        for child in _body_elements(body):
+            if child.tag == _P:
+                paragraph = Paragraph(child, document)
+                text = paragraph.text.strip()
+                style_id = child.style
+                if style_id not in kinds:
+                    kinds[style_id] = _style_kind(paragraph)
+                level, role = kinds[style_id] if text else (None, "")
+                if role == "toc":  # a generated table of contents: the headings say it all
+                    continue
+                numbered = child.pPr is not None and child.pPr.numPr is not None
+                if text and level is None and (role == "list" or numbered):
+                    list_run.append(f"- {text}")
+                    continue
+                if list_run:
+                    yield Block("\n".join(list_run))
+                    list_run = []
+                if text:
+                    yield Block(text, level)
+                if self.include_image:
+                    yield from self._pictures(child, document, filename)
+            elif child.tag == _TBL:
+                if list_run:
+                    yield Block("\n".join(list_run))
+                    list_run = []
+                rows = [
+                    [cell.text.strip() for cell in row.cells] for row in Table(child, document).rows
+                ]
+                if any(any(c for c in row) for row in rows):
+                    rendered = (
+                        table_to_markdown(rows)
+                        if self.table_format == "markdown"
+                        else table_to_json(rows)
+                    )
+                    yield Block(rendered, alone=self.separate_table)
+        if list_run:
+            yield Block("\n".join(list_run))
+
+    @staticmethod
+    def _pictures(paragraph: Any, document: Any, filename: str) -> Iterator[Block]:
+        for blip in paragraph.iter(_BLIP):
+            rel_id = blip.get(_EMBED)
+            part = document.part.related_parts.get(rel_id) if rel_id else None
+            blob = getattr(part, "blob", None)
+            if not blob:
+                continue
+            name = str(getattr(part, "partname", rel_id)).rsplit("/", 1)[-1]
+            section = embedded_image_section(blob, filename, name, {})
+            if section is not None:
+                yield Block("", section=section)

@@ -1,0 +1,88 @@
+"""ExcelParser on real generated .xlsx workbooks."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+
+from archivist.message import TextBlock
+from archivist.rag import ExcelParser, default_registry
+from factories import make_xlsx
+
+
+def text(section: object) -> str:
+    content = section.content  # type: ignore[attr-defined]
+    assert isinstance(content, TextBlock)
+    return content.text
+
+
+async def test_one_section_per_sheet_with_its_name(tmp_path: Path) -> None:
+    path = tmp_path / "book.xlsx"
+    path.write_bytes(
+        make_xlsx(
+            {
+                "Prices": [
+                    ["Item", "Price", "Since"],
+                    ["Tea", 3.0, dt.date(2024, 5, 1)],
+                    ["Cake", 4.5, None],
+                ],
+                "Empty": [],
+                "Notes": [[None, None], ["a | b", "line\nbreak"]],
+            }
+        )
+    )
+    sections = await ExcelParser().parse(str(path), "book.xlsx")
+    assert [s.metadata for s in sections] == [
+        {"sheet": "Prices", "rows": [2, 3]},
+        {"sheet": "Notes", "rows": [2, 2]},
+    ]
+    assert text(sections[0]) == (
+        "Sheet: Prices\n| Item | Price | Since |\n| --- | --- | --- |\n"
+        "| Tea | 3 | 2024-05-01T00:00:00 |\n| Cake | 4.5 |  |"
+    )
+    # a one-row sheet: that row is the data, not only a header
+    assert text(sections[1]) == "Sheet: Notes\n| a \\| b | line<br>break |\n| --- | --- |"
+
+
+async def test_big_sheet_is_cut_into_blocks_each_with_the_header() -> None:
+    rows = [["id", "name"]] + [[i, f"row {i}"] for i in range(1, 251)]
+    sections = await ExcelParser(max_rows_per_section=100).parse(
+        make_xlsx({"Data": rows}), "big.xlsx"
+    )
+    assert [s.metadata["rows"] for s in sections] == [[2, 101], [102, 201], [202, 251]]
+    for section in sections:
+        lines = text(section).split("\n")
+        assert lines[:3] == ["Sheet: Data", "| id | name |", "| --- | --- |"]
+    assert text(sections[2]).endswith("| 250 | row 250 |")
+    assert sum(len(text(s).split("\n")) - 3 for s in sections) == 250
+
+
+async def test_json_format_without_sheet_names() -> None:
+    data = make_xlsx({"S": [["k", "v"], ["a", 1], ["b", True]], "One": [["only", "row"]]})
+    sections = await ExcelParser(include_sheet_names=False, table_format="json").parse(
+        data, "j.xlsx"
+    )
+    assert json.loads(text(sections[0])) == [{"k": "a", "v": "1"}, {"k": "b", "v": "TRUE"}]
+    assert json.loads(text(sections[1])) == [{"column_1": "only", "column_2": "row"}]
+
+
+async def test_bad_inputs_name_the_file() -> None:
+    with pytest.raises(ValueError, match=r"plain\.xlsx.*not a zip"):
+        await ExcelParser().parse(b"a,b\n1,2\n", "plain.xlsx")
+    data = make_xlsx({"S": [["a"], ["b"]]})
+    with pytest.raises(ValueError, match=r"cut\.xlsx"):
+        await ExcelParser().parse(data[: len(data) // 2], "cut.xlsx")
+    with pytest.raises(ValueError, match=r"blank\.xlsx.*no filled cells"):
+        await ExcelParser().parse(make_xlsx({"S": [], "T": [[None]]}), "blank.xlsx")
+    with pytest.raises(ValueError, match="max_rows_per_section"):
+        ExcelParser(max_rows_per_section=0)
+
+
+def test_registry_routes_xlsx_here(tmp_path: Path) -> None:
+    assert isinstance(default_registry().parser_for("sheet.xlsx"), ExcelParser)
+    nameless = tmp_path / "download"
+    nameless.write_bytes(make_xlsx({"S": [["a"], ["b"]]}))
+    assert isinstance(default_registry().parser_for_path(nameless), ExcelParser)
