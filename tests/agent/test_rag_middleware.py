@@ -330,3 +330,24 @@ def test_bad_construction() -> None:
         RAGMiddleware.Parameters(top_k=0)
     with pytest.raises(ValueError):
         RAGMiddleware.Parameters(mode="hybrid")  # type: ignore[arg-type]
+
+
+def test_citations_name_the_heading_path_and_sheet() -> None:
+    from archivist.middleware.retrieval import citation
+    from archivist.rag.document import Chunk
+
+    def chunk(**metadata: object) -> Chunk:
+        return Chunk(
+            content=TextBlock(text="x"),
+            source="guide.md",
+            chunk_index=3,
+            total_chunks=5,
+            metadata=metadata,
+        )
+
+    assert citation(chunk(heading_path=["Guide", "Install", "Linux"])) == (
+        "guide.md, Guide > Install > Linux, chunk 3"
+    )
+    assert citation(chunk(sheet="Q3", rows=[2, 101])) == "guide.md, sheet Q3, chunk 3"
+    assert citation(chunk(page=2)) == "guide.md, page 2, chunk 3"
+    assert citation(chunk(heading_path=[])) == "guide.md, chunk 3"

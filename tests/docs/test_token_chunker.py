@@ -216,3 +216,36 @@ def test_unknown_share_sees_text_the_model_cannot_read(tokenizer: ModelTokenizer
     assert tokenizer.unknown_share("Pandas eat bamboo.") == 0
     assert tokenizer.unknown_share("") == 0
     assert tokenizer.unknown_share("大熊猫生活在中国四川的竹林里，每天要吃很多竹子。") > 0.2
+
+
+async def test_a_context_header_starts_every_chunk_within_budget(
+    tokenizer: ModelTokenizer,
+) -> None:
+    section = Section(
+        content=TextBlock(text=" ".join(f"Step {n} unpacks the archive." for n in range(200))),
+        source="guide.md",
+        metadata={"title": "Guide", "heading_path": ["Guide", "Install", "Linux"]},
+    )
+    chunker = TokenChunker(tokenizer, chunk_size=80, overlap=8, context_header=True)
+    chunks = await chunker.chunk([section])
+    assert len(chunks) > 3
+    for chunk in chunks:
+        text = chunk.content.text  # type: ignore[union-attr]
+        assert text.startswith("Guide > Install > Linux\nStep ")
+        assert len(tokenizer.spans(text)) <= 80
+    plain = await TokenChunker(tokenizer, chunk_size=80, overlap=8).chunk([section])
+    assert not plain[1].content.text.startswith("Guide")  # type: ignore[union-attr]
+    assert chunker.parameters != TokenChunker(tokenizer, chunk_size=80, overlap=8).parameters
+
+
+async def test_a_header_too_long_for_the_budget_is_left_out(tokenizer: ModelTokenizer) -> None:
+    section = Section(
+        content=TextBlock(text="short text"),
+        source="a.md",
+        metadata={"heading_path": ["word " * 60]},
+    )
+    chunks = await TokenChunker(tokenizer, chunk_size=64, context_header=True).chunk([section])
+    assert [c.content.text for c in chunks] == ["short text"]  # type: ignore[union-attr]
+    untitled = Section(content=TextBlock(text="body"), source="a.md")
+    chunks = await TokenChunker(tokenizer, context_header=True).chunk([untitled])
+    assert [c.content.text for c in chunks] == ["body"]  # type: ignore[union-attr]

@@ -55,6 +55,11 @@ def add_eval_command(commands: Any) -> None:
     )
     cmd.add_argument("--run", type=Path, default=None, help="write a TREC run file here")
     cmd.add_argument(
+        "--context-header",
+        action="store_true",
+        help="start each chunk with its document's title (a contextual chunk header)",
+    )
+    cmd.add_argument(
         "--embedding",
         default=DEFAULT_EMBEDDING_MODEL,
         help=f"embedding model (known: {', '.join(list_embedding_models())})",
@@ -90,6 +95,7 @@ async def run_eval(args: argparse.Namespace) -> int:
         mode=args.mode,
         fusion=args.fusion,
         max_per_document=args.max_per_document,
+        context_header=args.context_header,
     )
     result = await run_evaluation(config, progress=True, run_file=args.run)
     if args.json:

@@ -56,6 +56,9 @@ class EvalConfig(BaseModel):
     mode: SearchMode = "hybrid"
     fusion: Literal["dbsf", "rrf"] = "dbsf"
     max_per_document: int | None = Field(default=None, ge=1)
+    context_header: bool = Field(
+        default=False, description="start each chunk with its document's title"
+    )
     queries: int | None = Field(default=None, ge=1, description="first N judged queries")
     corpus: int | None = Field(default=None, ge=1, description="corpus size incl. judged docs")
     seed: int = 0
@@ -94,8 +97,12 @@ class EvalResult(BaseModel):
     per_query: dict[str, dict[str, float]] = Field(default_factory=dict)
 
 
-def document_section(doc: CorpusDocument) -> Section:
-    """What TextParser would make of the document's text: one Section for the whole of it."""
+def document_section(doc: CorpusDocument, titled: bool = False) -> Section:
+    """One Section for the whole document: title and text, or (`titled`) the text with the
+    title in the Section's metadata, as the structured parsers deliver it."""
+    title, text = doc.title.strip(), doc.text.strip()
+    if titled and title and text:
+        return Section(content=TextBlock(text=text), source=doc.id, metadata={"title": title})
     return Section(content=TextBlock(text=doc.text_for_indexing), source=doc.id, metadata={})
 
 
@@ -118,6 +125,7 @@ async def index_corpus(
     chunker: ChunkerBase,
     *,
     on_batch: ProgressHook | None = None,
+    titled: bool = False,
 ) -> int:
     """Insert every document as its own KB document through `insert_documents`, in windows of
     about `WRITE_WINDOW` chunks; returns the number of chunks written."""
@@ -137,7 +145,7 @@ async def index_corpus(
         pending_docs += 1
         if not doc.text_for_indexing.strip():
             continue
-        chunks = await chunker.chunk([document_section(doc)])
+        chunks = await chunker.chunk([document_section(doc, titled)])
         if not chunks:
             continue
         window.append(NewDocument(chunks=chunks, document_id=doc.id))
@@ -202,7 +210,9 @@ async def run_evaluation(
     data = data.subset(config.queries, config.corpus, config.seed)
     model = embedding_model or build_embedding_model(config.embedding_model, config.cache_dir)
     tokenizer = model.chunk_tokenizer()
-    chunker = chunker_for(tokenizer, config.chunk_size, config.overlap)
+    chunker = chunker_for(
+        tokenizer, config.chunk_size, config.overlap, context_header=config.context_header
+    )
     latencies: list[float] = []
     cache = model if isinstance(model, CachedEmbeddingModel) else None
     cached_before = cache.totals.cached_inputs if cache is not None else 0
@@ -220,7 +230,9 @@ async def run_evaluation(
         )
         started = time.perf_counter()
         with _progress(progress, len(data.corpus)) as advance:
-            chunks = await index_corpus(kb, data.corpus, chunker, on_batch=advance)
+            chunks = await index_corpus(
+                kb, data.corpus, chunker, on_batch=advance, titled=config.context_header
+            )
         indexed = time.perf_counter()
         served = None if cache is None else cache.totals.cached_inputs - cached_before
         run = await retrieve(
@@ -247,7 +259,9 @@ async def run_evaluation(
         index_seconds=round(indexed - started, 3),
         search_seconds=round(searched - indexed, 3),
         search_ms_p50=round(1000 * _median(latencies), 3),
-        embedding=_embedding_report(model, served, chunks, data.corpus, chunker),
+        embedding=await _embedding_report(
+            model, served, chunks, data.corpus, chunker, config.context_header
+        ),
         per_query=scores,
     )
 
@@ -260,23 +274,24 @@ def _median(values: list[float]) -> float:
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
-def _embedding_report(
+async def _embedding_report(
     model: EmbeddingModelBase,
     served: int | None,
     chunks: int,
     corpus: Sequence[CorpusDocument],
     chunker: ChunkerBase,
+    titled: bool,
 ) -> dict[str, int | None]:
     """Chunk inputs the cache served and chunks over the model's input (cached or not)."""
     tokenizer = model.chunk_tokenizer()
     truncated: int | None = None
-    if tokenizer is not None and hasattr(chunker, "split_text"):
-        truncated = sum(
-            1
-            for doc in corpus
-            for piece in chunker.split_text(doc.text_for_indexing)
-            if len(tokenizer.spans(piece)) > tokenizer.max_tokens
-        )
+    if tokenizer is not None:
+        truncated = 0
+        for doc in corpus:
+            if doc.text_for_indexing.strip():
+                for chunk in await chunker.chunk([document_section(doc, titled)]):
+                    text = chunk.content.text if isinstance(chunk.content, TextBlock) else ""
+                    truncated += len(tokenizer.spans(text)) > tokenizer.max_tokens
     return {"chunk_inputs": chunks, "served_from_cache": served, "truncated": truncated}
 
 

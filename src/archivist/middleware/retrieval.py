@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from archivist.message import DataBlock, TextBlock
+from archivist.rag.document import Chunk
 from archivist.rag.knowledge_base import KnowledgeBase, Query
 from archivist.rag.record import VectorSearchResult
 
@@ -24,14 +25,24 @@ class Hit:
     fused_score: float
 
     def citation(self) -> str:
-        """A label the model can cite: source file, page/slide when known, chunk index."""
-        chunk = self.result.chunk
-        parts = [chunk.source or "unknown source"]
-        for key in ("page", "slide"):
-            if key in chunk.metadata:
-                parts.append(f"{key} {chunk.metadata[key]}")
-        parts.append(f"chunk {chunk.chunk_index}")
-        return ", ".join(parts)
+        """A label the model can cite: source file, page/slide/sheet and heading path when
+        known, chunk index."""
+        return citation(self.result.chunk)
+
+
+def citation(chunk: Chunk) -> str:
+    """Where a chunk comes from, e.g. "guide.md, Install > Linux, chunk 3" or
+    "deck.pptx, slide 4, chunk 7"."""
+    meta = chunk.metadata
+    parts = [chunk.source or "unknown source"]
+    for key in ("page", "slide", "sheet"):
+        if key in meta:
+            parts.append(f"{key} {meta[key]}")
+    path = meta.get("heading_path")
+    if isinstance(path, list) and path:
+        parts.append(" > ".join(str(heading) for heading in path))
+    parts.append(f"chunk {chunk.chunk_index}")
+    return ", ".join(parts)
 
 
 @dataclass

@@ -91,6 +91,7 @@ class TokenChunkerParameters(BaseModel):
 
     chunk_size: int
     overlap: int
+    context_header: bool = False
     tokenizer: str
 
 
@@ -102,6 +103,11 @@ class TokenChunker(ChunkerBase):
     line, sentence or word break (Western or CJK punctuation) when one lies in their second
     half; consecutive windows of a Section share `overlap` tokens, starting at a word break.
     `chunk_size` defaults to the tokenizer's `max_tokens` and may not exceed it.
+
+    With `context_header`, each chunk of a Section starts with a line naming where it sits —
+    the document `title` and `heading_path` from the Section's metadata ("Guide > Install >
+    Linux") — counted in the chunk's budget, so the passage keeps its context when it is
+    embedded, matched by words and read by an agent.
     """
 
     def __init__(
@@ -109,6 +115,8 @@ class TokenChunker(ChunkerBase):
         tokenizer: TextTokenizer | None = None,
         chunk_size: int | None = None,
         overlap: int = 32,
+        *,
+        context_header: bool = False,
     ) -> None:
         self.tokenizer: TextTokenizer = tokenizer or EstimatedTokenizer()
         limit = self.tokenizer.max_tokens
@@ -126,9 +134,11 @@ class TokenChunker(ChunkerBase):
             raise ValueError(f"overlap ({overlap}) must be smaller than chunk_size ({size})")
         self.chunk_size = size
         self.overlap = overlap
+        self.context_header = bool(context_header)
         self.parameters = TokenChunkerParameters(
             chunk_size=size,
             overlap=overlap,
+            context_header=self.context_header,
             tokenizer=f"{type(self.tokenizer).__qualname__}:{limit}",
         )
 
@@ -136,7 +146,13 @@ class TokenChunker(ChunkerBase):
         chunks: list[Chunk] = []
         for section in sections:
             if isinstance(section.content, TextBlock):
-                for piece in self.split_text(section.content.text):
+                text = section.content.text
+                header = self._header(section) if self.context_header else ""
+                budget = self.chunk_size - (self.count(header) + 1 if header else 0)
+                if budget < self.chunk_size // 2:  # a header that long would crowd out the text
+                    header, budget = "", self.chunk_size
+                for start, end in self.windows(text, budget):
+                    piece = f"{header}\n{text[start:end]}" if header else text[start:end]
                     chunks.append(_make(TextBlock(text=piece), section))
             else:
                 chunks.append(_make(section.content.model_copy(deep=True), section))
@@ -144,6 +160,20 @@ class TokenChunker(ChunkerBase):
             chunk.chunk_index = index
             chunk.total_chunks = len(chunks)
         return chunks
+
+    @staticmethod
+    def _header(section: Section) -> str:
+        """The document title and heading path of `section`, as one line ("" if neither)."""
+        meta = section.metadata
+        parts = [str(meta["title"]).strip()] if isinstance(meta.get("title"), str) else []
+        path = meta.get("heading_path")
+        if isinstance(path, list):
+            parts += [str(heading).strip() for heading in path]
+        parts = [part for part in parts if part]
+        # A first heading that repeats the title says nothing new.
+        if len(parts) > 1 and parts[0].casefold() == parts[1].casefold():
+            parts.pop(1)
+        return " > ".join(" ".join(part.split()) for part in parts)
 
     def count(self, text: str) -> int:
         """How many tokens `text` is."""
@@ -153,8 +183,10 @@ class TokenChunker(ChunkerBase):
         """The stripped, non-blank windows of `text`, in order."""
         return [text[start:end] for start, end in self.windows(text)]
 
-    def windows(self, text: str) -> list[tuple[int, int]]:
-        """`(start, end)` offsets in `text` of each window, without surrounding whitespace."""
+    def windows(self, text: str, budget: int | None = None) -> list[tuple[int, int]]:
+        """`(start, end)` offsets in `text` of each window of at most `budget` tokens
+        (default `chunk_size`), without surrounding whitespace."""
+        budget = self.chunk_size if budget is None else budget
         found: list[tuple[int, int]] = []
         start, size = 0, len(text)
         while start < size:
@@ -162,8 +194,8 @@ class TokenChunker(ChunkerBase):
                 start += 1
             if start >= size:
                 break
-            spans = self._probe(text, start)
-            cut = size if len(spans) <= self.chunk_size else self._cut(text, start, spans)
+            spans = self._probe(text, start, budget)
+            cut = size if len(spans) <= budget else self._cut(text, start, spans, budget)
             end = cut
             while end > start and text[end - 1].isspace():
                 end -= 1
@@ -171,39 +203,42 @@ class TokenChunker(ChunkerBase):
                 found.append((start, end))
             if cut >= size:
                 break
-            start = self._next_start(text, start, cut, spans)
+            start = self._next_start(text, start, cut, spans, budget)
         return found
 
-    def _probe(self, text: str, start: int) -> list[tuple[int, int]]:
+    def _probe(self, text: str, start: int, budget: int) -> list[tuple[int, int]]:
         """Token spans (relative to `start`) of enough text to hold more than one window."""
-        length = self.chunk_size * _PROBE_CHARS_PER_TOKEN
+        length = budget * _PROBE_CHARS_PER_TOKEN
         while True:
             end = min(len(text), start + length)
             spans = self.tokenizer.spans(text[start:end])
-            if len(spans) > self.chunk_size or end >= len(text):
+            if len(spans) > budget or end >= len(text):
                 return spans
             length *= 2
 
-    def _cut(self, text: str, start: int, spans: list[tuple[int, int]]) -> int:
+    def _cut(self, text: str, start: int, spans: list[tuple[int, int]], budget: int) -> int:
         """Where the window from `start` ends: a break in its second half, within budget."""
-        hard = start + spans[self.chunk_size][0]
-        floor = start + spans[self.chunk_size // 2][0]
+        hard = start + spans[budget][0]
+        floor = start + spans[budget // 2][0]
         cut = _break_before(text, floor, hard)
         # A cut inside a word can tokenize differently on its own: back off until it fits.
-        index = self.chunk_size
-        while self.count(text[start:cut]) > self.chunk_size and index > 1:
+        index = budget
+        while self.count(text[start:cut]) > budget and index > 1:
             index -= 1
             cut = start + spans[index][0]
         return max(cut, start + spans[1][0])
 
-    def _next_start(self, text: str, start: int, cut: int, spans: list[tuple[int, int]]) -> int:
+    def _next_start(
+        self, text: str, start: int, cut: int, spans: list[tuple[int, int]], budget: int
+    ) -> int:
         """Where the next window starts: `overlap` tokens before `cut`, at a word start."""
-        if self.overlap == 0:
+        overlap = min(self.overlap, budget // 2)
+        if overlap == 0:
             return cut
         inside = bisect.bisect_left([s for s, _ in spans], cut - start)
-        if inside <= self.overlap:
+        if inside <= overlap:
             return cut
-        candidate = start + spans[inside - self.overlap][0]
+        candidate = start + spans[inside - overlap][0]
         if candidate > 0 and not text[candidate - 1].isspace() and not _is_cjk(text[candidate]):
             space = text.find(" ", candidate, cut)
             if space != -1 and space + 1 < cut:
@@ -216,13 +251,17 @@ DEFAULT_ESTIMATED_SIZE = 256
 
 
 def chunker_for(
-    tokenizer: TextTokenizer | None, chunk_size: int | None = None, overlap: int = 32
+    tokenizer: TextTokenizer | None,
+    chunk_size: int | None = None,
+    overlap: int = 32,
+    *,
+    context_header: bool = False,
 ) -> TokenChunker:
     """The chunker ingestion uses for a model: its own `tokenizer` when known (chunks fill its
     input unless `chunk_size` says less), else the CJK-aware estimate of `chunk_size` tokens."""
     if tokenizer is None:
         tokenizer = EstimatedTokenizer(chunk_size or DEFAULT_ESTIMATED_SIZE)
-    return TokenChunker(tokenizer, chunk_size, overlap)
+    return TokenChunker(tokenizer, chunk_size, overlap, context_header=context_header)
 
 
 def _break_before(text: str, floor: int, end: int) -> int:
