@@ -115,7 +115,8 @@ def test_clear_errors(home: Path, corpus: Path, capsys: pytest.CaptureFixture[st
     unsupported = corpus / "movie.mkv"
     unsupported.write_bytes(b"\x1a\x45\xdf\xa3" + bytes(200))
     code, summary = index_json(capsys, str(unsupported))
-    assert code == 1 and "not supported" in summary["failures"][0]["error"]  # type: ignore[index]
+    assert code == 0 and summary["skipped"] == 1  # skipped with its reason, not a failure
+    assert "not supported" in summary["skipped_files"][0]["reason"]  # type: ignore[index]
     # an empty knowledge base says so
     run(capsys, "index", str(unsupported), "--kb", "empty")
     code, _, err = run(capsys, "search", "x", "--kb", "empty")

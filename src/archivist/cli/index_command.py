@@ -11,10 +11,18 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from archivist.cli.files import walk_files
+from archivist.cli.output import display_path
 from archivist.cli.session import add_common_arguments, open_session
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL, list_embedding_models
 from archivist.rag import ApproxTokenChunker, default_registry
 from archivist.rag.ingest import FileResult, Outcome, ingest_files
+
+LISTED = {
+    Outcome.SKIPPED: "skipped_files",
+    Outcome.REMOVED: "removed_files",
+    Outcome.PRUNED: "pruned_files",
+}
+"""Outcomes listed path by path (with the reason) in the summary and in --json."""
 
 
 def add_index_command(commands: Any) -> None:
@@ -35,6 +43,12 @@ def add_index_command(commands: Any) -> None:
         "openai:MODEL:DIMS",
     )
     cmd.add_argument("--prune", action="store_true", help="drop documents whose files are gone")
+    cmd.add_argument(
+        "--keep-stale",
+        action="store_true",
+        help="keep the old version of a file that is now empty or fails to parse "
+        "(default: remove it, so the index holds only what the files say now)",
+    )
     cmd.set_defaults(handler=run_index)
 
 
@@ -60,7 +74,7 @@ async def run_index(args: argparse.Namespace) -> int:
             def advance(result: FileResult) -> None:
                 nonlocal total_chunks
                 total_chunks += result.chunks
-                if result.outcome is not Outcome.PRUNED:
+                if result.outcome not in (Outcome.PRUNED, Outcome.REMOVED):
                     progress.update(task, advance=1, chunks=total_chunks, description=result.path)
 
             report = await ingest_files(
@@ -69,6 +83,7 @@ async def run_index(args: argparse.Namespace) -> int:
                 registry=default_registry(),
                 chunker=chunker,
                 prune_missing=args.prune,
+                keep_stale=args.keep_stale,
                 on_file=advance,
             )
         if report.count(Outcome.INDEXED) or report.count(Outcome.UPDATED):
@@ -76,13 +91,22 @@ async def run_index(args: argparse.Namespace) -> int:
     if args.json:
         summary: dict[str, Any] = {o.value: report.count(o) for o in Outcome}
         summary["failures"] = [{"path": r.path, "error": r.error} for r in report.failed]
+        for outcome, key in LISTED.items():
+            summary[key] = [
+                {"path": r.path, "document_id": r.document_id, "reason": r.error}
+                for r in report.results
+                if r.outcome is outcome
+            ]
         print(json.dumps(summary))
         return 1 if report.failed else 0
     for result in report.results:
-        if result.outcome in (Outcome.FAILED, Outcome.SKIPPED):
+        if result.outcome in (Outcome.FAILED, *LISTED):
             colour = "red" if result.outcome is Outcome.FAILED else "yellow"
+            reason = f": {result.error}" if result.error else ""
             console.print(
-                f"[{colour}]{result.outcome.value}[/{colour}] {result.path}: {result.error}"
+                f"[{colour}]{result.outcome.value}[/{colour}] {display_path(result.path)}{reason}",
+                highlight=False,
+                soft_wrap=True,
             )
     table = Table(title=f"knowledge base {args.kb!r}")
     for outcome in Outcome:

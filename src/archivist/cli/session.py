@@ -21,8 +21,8 @@ from archivist.embedding import (
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL
 from archivist.rag import KnowledgeBase
 from archivist.rag.store.qdrant import QdrantStore, StoreLockedError
+from archivist.rag.tenant import tenant_scope
 
-TENANT_KEY = "tenant_id"
 _KB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -43,7 +43,17 @@ def add_common_arguments(cmd: argparse.ArgumentParser) -> None:
     """`--kb`, `--store` and `--tenant`, shared by every command that opens a store."""
     cmd.add_argument("--kb", default="default", help="knowledge base name (default: default)")
     cmd.add_argument("--store", type=Path, default=None, help="store directory")
-    cmd.add_argument("--tenant", default=None, help="tenant id: confines every read and write")
+    cmd.add_argument(
+        "--tenant",
+        default=None,
+        help="tenant id: confines every read and write to that tenant "
+        "(default: the records that belong to no tenant)",
+    )
+
+
+def add_json_argument(cmd: argparse.ArgumentParser) -> None:
+    """`--json`: machine-readable output on stdout."""
+    cmd.add_argument("--json", action="store_true", help="print JSON for scripts")
 
 
 def embedding_model(name: str) -> EmbeddingModelBase:
@@ -110,7 +120,7 @@ async def open_session(
             embedding_model=model,
             vector_store=store,
             collection=args.kb,
-            metadata_filter={TENANT_KEY: args.tenant} if args.tenant else None,
+            metadata_filter=tenant_scope(args.tenant),
         )
         if record is None:
             save_kb(store_dir, KBRecord(args.kb, kb.description, wanted, model.dimensions))

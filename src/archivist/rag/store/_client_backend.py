@@ -14,7 +14,7 @@ from archivist.rag.store._qdrant_backend import (
     PointWrite,
     QdrantBackend,
 )
-from archivist.rag.store._qdrant_filter import IndexKind, Match, Where
+from archivist.rag.store._qdrant_filter import Absent, Condition, IndexKind, Where
 
 _SCHEMAS: dict[IndexKind, models.PayloadSchemaType] = {
     "keyword": models.PayloadSchemaType.KEYWORD,
@@ -23,7 +23,9 @@ _SCHEMAS: dict[IndexKind, models.PayloadSchemaType] = {
 }
 
 
-def _condition(match: Match) -> models.FieldCondition:
+def _condition(match: Condition) -> models.FieldCondition | models.IsEmptyCondition:
+    if isinstance(match, Absent):
+        return models.IsEmptyCondition(is_empty=models.PayloadField(key=match.key))
     return models.FieldCondition(key=match.key, match=models.MatchValue(value=match.value))
 
 
