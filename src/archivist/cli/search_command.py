@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import textwrap
 from typing import Any
 
-from archivist.cli.output import display_path, print_json
+from archivist.cli.output import display_path, print_json, wrap
 from archivist.cli.session import (
     CLIError,
     add_common_arguments,
@@ -92,13 +91,5 @@ def passage_lines(hit: VectorSearchResult, width: int, indent: str = "    ") -> 
         return [f"{indent}<{content.source.media_type}>"]
     lines: list[str] = []
     for paragraph in content.text.split("\n\n"):
-        squeezed = " ".join(paragraph.split())
-        if squeezed:
-            lines += textwrap.wrap(
-                squeezed,
-                width=width - 1,
-                initial_indent=indent,
-                subsequent_indent=indent,
-                break_on_hyphens=False,
-            )
+        lines += wrap(paragraph, width - 1, indent)
     return lines
