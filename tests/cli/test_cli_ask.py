@@ -31,7 +31,9 @@ class _OpenAIChatStandIn(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+        type(self).requests.append(
+            {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
+        )
         chunks = [
             {"choices": [{"index": 0, "delta": {"role": "assistant", "content": "Tenants are "}}]},
             {"choices": [{"index": 0, "delta": {"content": "isolated by filters [1]."}}]},

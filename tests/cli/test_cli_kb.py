@@ -64,7 +64,9 @@ def test_chunk_settings_are_recorded_reused_and_changed_only_by_rebuild(
     assert len(stored_texts(capsys, "k")) < len(preview)
 
 
-def test_chunk_defaults_match_index_defaults(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_chunk_defaults_match_index_defaults(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     md = str(SAMPLES / "archivist-guide.pdf")
     _, out, _ = run(capsys, "chunk", md, "--json", "--kb", "fresh")
     preview = [c["text"] for c in json.loads(out)]

@@ -57,7 +57,9 @@ def test_ls_and_search_never_wrap_ids_or_paths_at_80_columns(
     assert len(headers) == 2 and all(relative in h for h in headers)
     passage = [line for line in lines if line.startswith("    ")]
     assert passage and all(len(line) <= 80 for line in passage)
-    _, hits_json, _ = run(capsys, "search", "incremental indexing content hash", "-k", "2", "--json")
+    _, hits_json, _ = run(
+        capsys, "search", "incremental indexing content hash", "-k", "2", "--json"
+    )
     words = " ".join(json.loads(hits_json)[0]["text"].split())
     block = lines[lines.index(headers[0]) + 1 : lines.index(headers[1])]
     assert " ".join(" ".join(block).split()) == words  # the whole passage, readable

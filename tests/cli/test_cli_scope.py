@@ -65,9 +65,10 @@ def test_an_untenanted_run_never_takes_a_tenants_document(
     doc.unlink()
     assert index(capsys, str(folder), "--kb", "ten2", "--prune")[1]["pruned"] == 0
     assert len(ls(capsys, "--kb", "ten2", "--tenant", "initech")) == 1
-    assert index(capsys, str(folder), "--kb", "ten2", "--prune", "--tenant", "initech")[1][
-        "pruned"
-    ] == 1
+    assert (
+        index(capsys, str(folder), "--kb", "ten2", "--prune", "--tenant", "initech")[1]["pruned"]
+        == 1
+    )
 
 
 @pytest.mark.parametrize("how", ["empty", "unparseable"])

@@ -79,9 +79,7 @@ def test_cli_random_walk_keeps_every_scope_apart(
                 path.write_text("refill\n")
             code, _ = cli(capsys, "index", str(folder), "--prune", tenant=tenant)
             assert code == 0, where
-            model[tenant] = {
-                str(p): p.read_text().strip() for p in sorted(folder.iterdir())
-            }
+            model[tenant] = {str(p): p.read_text().strip() for p in sorted(folder.iterdir())}
         else:
             code, _ = cli(capsys, "rm", str(path), tenant=tenant)
             assert code == (0 if str(path) in model[tenant] else 2), where

@@ -52,9 +52,9 @@ async def test_none_matches_only_records_without_the_key(store: QdrantStore) -> 
         "docs", "same", batches([record("same", 0, unit(3), total=1, v=2)]), NO_TENANT
     )
     assert written == 1
-    assert [c.metadata for c in await store.list_chunks("docs", "same", metadata_filter=NO_TENANT)] == [
-        {"v": 2}
-    ]
+    assert [
+        c.metadata for c in await store.list_chunks("docs", "same", metadata_filter=NO_TENANT)
+    ] == [{"v": 2}]
     [tenant_a] = await store.list_chunks("docs", "same", metadata_filter={"tenant": "a"})
     assert tenant_a.metadata == {"tenant": "a"}
     await store.delete("docs", "same", NO_TENANT)
