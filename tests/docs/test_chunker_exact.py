@@ -38,7 +38,7 @@ separator_runs = st.lists(st.sampled_from([" ", "  ", "\n", "\n\n", " \t", ". "]
 @given(
     count=st.integers(min_value=0, max_value=400),
     separators=separator_runs,
-    size=st.integers(min_value=2, max_value=120),
+    size=st.integers(min_value=4, max_value=120),  # every window holds a whole, unique word
     data=st.data(),
 )
 def test_overlaps_are_exact_tails_and_the_rest_is_the_input(
