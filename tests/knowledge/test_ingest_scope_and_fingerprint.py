@@ -100,3 +100,10 @@ async def test_a_file_that_no_longer_parses_is_removed_unless_kept(
     else:
         assert outcomes == [Outcome.FAILED, Outcome.REMOVED]
         assert await kb.list_documents() == []
+
+
+@pytest.mark.parametrize("bad", ["", "   ", 5, b"acme"])
+def test_a_tenant_must_be_a_non_empty_string(bad: object) -> None:
+    with pytest.raises(ValueError, match=f"tenant must be a non-empty string or None, got {bad!r}"):
+        tenant_scope(bad)  # type: ignore[arg-type]
+    assert tenant_scope("acme") == {TENANT_KEY: "acme"} and tenant_scope(None) == {TENANT_KEY: None}

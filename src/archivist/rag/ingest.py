@@ -33,7 +33,7 @@ from archivist.rag.document import Chunk
 from archivist.rag.knowledge_base import KnowledgeBase, NewDocument
 from archivist.rag.parser.registry import ParserRegistry, UnsupportedFileTypeError
 from archivist.rag.store.base import MetadataFilter
-from archivist.rag.tenant import write_scope
+from archivist.rag.tenant import tenant_scope
 
 _ID_NAMESPACE = uuid.UUID("6f1d4c0e-3a57-4f0b-9a43-7d7e1c9b2a10")
 PATH_KEY = "path"
@@ -104,7 +104,7 @@ def scoped_handle(kb: KnowledgeBase) -> KnowledgeBase:
         kb.embedding_model,
         kb.vector_store,
         kb.collection,
-        write_scope(None),
+        tenant_scope(None),
         write_batch_size=kb.write_batch_size,
     )
 

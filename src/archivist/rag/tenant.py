@@ -19,8 +19,3 @@ def tenant_scope(tenant: str | None) -> MetadataFilter:
         raise ValueError(f"tenant must be a non-empty string or None, got {tenant!r}")
     return {TENANT_KEY: tenant}
 
-
-def write_scope(metadata_filter: MetadataFilter | None) -> MetadataFilter:
-    """The scope a write through a handle with `metadata_filter` stays in: the filter itself,
-    or the "no tenant" scope for a handle without one."""
-    return dict(metadata_filter) if metadata_filter is not None else tenant_scope(None)
