@@ -41,6 +41,21 @@ EXIT_CODES = f"""exit codes:
 """
 
 
+class _DefaultsFormatter(argparse.HelpFormatter):
+    """Help that shows an option's default unless its text names it already (or it has none)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            "default" in text
+            or default in (None, False, argparse.SUPPRESS)
+            or not action.option_strings
+        ):
+            return text
+        return f"{text} (default: {default})"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every sub-command registered."""
     parser = argparse.ArgumentParser(
@@ -60,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_eval_command(commands)
     add_chunk_command(commands)
     for command in commands.choices.values():
-        command.formatter_class = argparse.ArgumentDefaultsHelpFormatter
+        command.formatter_class = _DefaultsFormatter
         command.add_argument(
             "--debug",
             action="store_true",
