@@ -37,8 +37,10 @@ async def stored_texts(store_dir: Path, tenant: str | None) -> dict[str, str]:
     """path -> the text stored for it in `tenant`'s scope, read through the library."""
     from archivist.rag.ingest import PATH_KEY
 
+    from archivist.cli.session import kb_store_dir
+
     found: dict[str, str] = {}
-    async with QdrantStore(path=store_dir) as store:
+    async with QdrantStore(path=kb_store_dir(store_dir, "walk")) as store:
         for summary in await store.list_documents("walk", tenant_scope(tenant)):
             chunks = await store.list_chunks(
                 "walk", summary.document_id, limit=100, metadata_filter=tenant_scope(tenant)
