@@ -35,9 +35,8 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str, tenant: str | None) -> t
 
 async def stored_texts(store_dir: Path, tenant: str | None) -> dict[str, str]:
     """path -> the text stored for it in `tenant`'s scope, read through the library."""
-    from archivist.rag.ingest import PATH_KEY
-
     from archivist.cli.session import kb_store_dir
+    from archivist.rag.ingest import PATH_KEY
 
     found: dict[str, str] = {}
     async with QdrantStore(path=kb_store_dir(store_dir, "walk")) as store:
