@@ -4,10 +4,13 @@ embedding clients and the chat clients alike."""
 from __future__ import annotations
 
 import email.utils
+import logging
 import random
 import time
 
 import httpx
+
+logger = logging.getLogger("archivist.retry")
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 """Timeout, conflict, too early, rate limit; every 5xx is retryable as well."""
@@ -52,3 +55,22 @@ def backoff_delay(
         return min(float(retry_after), max_delay)
     ceiling = min(max_delay, base_delay * 2.0**attempt)
     return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+
+def announce_retry(service: str, reason: object, delay: float, attempt: int, retries: int) -> None:
+    """Say (as a warning on the `archivist.retry` logger) that `service` failed with `reason`
+    and is tried again in `delay` seconds: attempt `attempt + 2` of `retries + 1`."""
+    logger.warning(
+        "%s: %s; retrying in %.1f s (attempt %d/%d)",
+        service,
+        one_line(str(reason)),
+        delay,
+        attempt + 2,
+        retries + 1,
+    )
+
+
+def one_line(text: str, limit: int = 240) -> str:
+    """`text` squeezed onto one line and cut to `limit` characters (an HTML error page too)."""
+    squeezed = " ".join(text.split())
+    return squeezed if len(squeezed) <= limit else squeezed[: limit - 1] + "…"

@@ -115,15 +115,16 @@ def test_clear_errors(home: Path, corpus: Path, capsys: pytest.CaptureFixture[st
     unsupported = corpus / "movie.mkv"
     unsupported.write_bytes(b"\x1a\x45\xdf\xa3" + bytes(200))
     code, summary = index_json(capsys, str(unsupported))
-    assert code == 1 and "not supported" in summary["failures"][0]["error"]  # type: ignore[index]
+    assert code == 0 and summary["skipped"] == 1  # skipped with its reason, not a failure
+    assert "not supported" in summary["skipped_files"][0]["reason"]  # type: ignore[index]
     # an empty knowledge base says so
     run(capsys, "index", str(unsupported), "--kb", "empty")
     code, _, err = run(capsys, "search", "x", "--kb", "empty")
     assert code == 2 and "is empty" in err
 
 
-def test_store_locked_by_another_process(home: Path, corpus: Path) -> None:
-    env = {**os.environ, "ARCHIVIST_HOME": str(home)}
+def _hold(directory: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    """A process holding the store at `directory` open until it reads a line."""
     holder = subprocess.Popen(
         [
             sys.executable,
@@ -131,7 +132,7 @@ def test_store_locked_by_another_process(home: Path, corpus: Path) -> None:
             "import asyncio, sys\n"
             "from archivist.rag.store.qdrant import QdrantStore\n"
             "async def hold():\n"
-            f"    async with QdrantStore(path={str(home / 'store')!r}):\n"
+            f"    async with QdrantStore(path={str(directory)!r}):\n"
             "        print('ready', flush=True)\n"
             "        sys.stdin.readline()\n"
             "asyncio.run(hold())\n",
@@ -141,19 +142,43 @@ def test_store_locked_by_another_process(home: Path, corpus: Path) -> None:
         text=True,
         env=env,
     )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+    return holder
+
+
+def test_a_busy_knowledge_base_makes_others_wait_and_never_blocks_another_kb(
+    home: Path, corpus: Path
+) -> None:
+    env = {**os.environ, "ARCHIVIST_HOME": str(home)}
+    archivist = [sys.executable, "-m", "archivist"]
+    md = str(corpus / "archivist-overview.md")
+    assert subprocess.run([*archivist, "index", md], env=env, timeout=120).returncode == 0
+    holder = _hold(home / "store" / "kbs" / "default", env)
     try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        # another knowledge base is not blocked at all
+        other = subprocess.run(
+            [*archivist, "index", md, "--kb", "other", "--wait", "0"],
+            capture_output=True, text=True, env=env, timeout=120,
+        )  # fmt: skip
+        assert other.returncode == 0, other.stderr
+        # the busy one: a visible wait, then a one-line error naming the holder
         result = subprocess.run(
-            [sys.executable, "-m", "archivist", "index", str(corpus / "archivist-overview.md")],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-        )
+            [*archivist, "index", md, "--wait", "1"],
+            capture_output=True, text=True, env=env, timeout=120,
+        )  # fmt: skip
         assert result.returncode == 2
-        assert f"locked by PID {holder.pid}" in result.stderr
+        assert f"PID {holder.pid}" in result.stderr and "waiting up to 1 s" in result.stderr
+        assert "Traceback" not in result.stderr
+        # a reader waits and gets its answer once the writer is done
+        reader = subprocess.Popen(
+            [*archivist, "search", "archivist", "--json", "--wait", "60"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+        assert reader.stderr is not None and "waiting up to 60 s" in reader.stderr.readline()
     finally:
         holder.communicate("done\n", timeout=60)
+    out, _ = reader.communicate(timeout=120)
+    assert reader.returncode == 0 and json.loads(out)[0]["source"] == "archivist-overview.md"
 
 
 def test_console_script_and_module_entry_points(home: Path) -> None:
@@ -186,7 +211,7 @@ def test_index_and_search_with_a_provider_model_on_a_loopback_stand_in(
         code, _, err = run(
             capsys, "index", str(corpus), "--kb", "ds", "--embedding", "all-MiniLM-L6-v2-int8"
         )
-        assert code == 2 and "was built with 'dashscope:text-embedding-v4:512'" in err
+        assert code == 2 and "was built with --embedding 'dashscope:text-embedding-v4:512'" in err
     assert {r["parameters"]["dimension"] for r in requests} == {512}
     assert {r["auth"] for r in requests} == {"Bearer sk-loopback"}
     code, _, err = run(capsys, "index", str(corpus), "--kb", "x", "--embedding", "openai:m")

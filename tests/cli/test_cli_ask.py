@@ -31,7 +31,9 @@ class _OpenAIChatStandIn(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+        type(self).requests.append(
+            {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
+        )
         chunks = [
             {"choices": [{"index": 0, "delta": {"role": "assistant", "content": "Tenants are "}}]},
             {"choices": [{"index": 0, "delta": {"content": "isolated by filters [1]."}}]},
@@ -63,10 +65,11 @@ def test_ask_without_a_model_prints_cited_passages(
     indexed: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["ask", "How are tenants isolated?", "-k", "2"]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert "[1] archivist-guide.pdf, page 3, chunk" in out
     assert "metadata_filter" in out
-    assert "No chat model is configured" in out and "OPENAI_API_KEY" in out
+    assert "Cite them" not in out  # the instruction meant for a model is not shown
+    assert "No chat model is configured" in err and "OPENAI_API_KEY" in err
 
 
 def test_ask_with_a_model_on_a_loopback_stand_in_server(
@@ -76,9 +79,12 @@ def test_ask_with_a_model_on_a_loopback_stand_in_server(
         ["ask", "How are tenants isolated?", "--base-url", chat_server, "--model", "local",
          "--api-key", "sk-test"]
     )  # fmt: skip
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert code == 0
-    assert "Tenants are isolated by filters [1]." in out
+    assert "--api-key is visible to other users" in err
+    answer, _ = out.split("Sources:")
+    assert answer.strip() == "Tenants are isolated by filters [1]."  # only the answer
+    assert "Cite them" not in out and "searched the knowledge base" not in out
     assert "Sources:" in out and "[1] archivist-guide.pdf, page 3" in out
     [request] = _OpenAIChatStandIn.requests
     assert request["path"] == "/v1/chat/completions"

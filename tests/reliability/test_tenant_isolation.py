@@ -1,7 +1,9 @@
-"""Tenant isolation: a seeded random walk of 10,000 operations per store kind over seven tenant
+"""Tenant isolation: a seeded random walk of 10,000 operations per store kind over eight tenant
 handles sharing one collection, checked step by step against a Python model.
 
-The tenants' filter values are chosen to be confusable: "1" / 1 / True, "0" / 0 / False, "a".
+The tenants' filter values are chosen to be confusable: "1" / 1 / True, "0" / 0 / False, "a",
+and None, the "no tenant" scope (records without the key), which must never see, replace or
+delete a tenant's record of the same document id.
 Document ids come from a small shared pool, so tenants constantly write the same ids. Chunks
 and document metadata often carry forged `tenant` values of another tenant (of another type,
 too). After every operation the handle's answer must equal the model's: search hits, pages of
@@ -34,7 +36,7 @@ STEPS = int(os.environ.get("ARCHIVIST_ISOLATION_STEPS", "10000"))
 CHECK_EVERY = 500
 DIMENSIONS = 16
 COLLECTION = "shared"
-TENANTS: list[Any] = ["1", 1, True, "0", 0, False, "a"]
+TENANTS: list[Any] = ["1", 1, True, "0", 0, False, "a", None]
 DOCUMENT_IDS = [f"doc-{i}" for i in range(8)]
 
 
@@ -131,7 +133,10 @@ class Walk:
                     metadata=own,
                 )
             )
-            stored.append({**document_metadata, **own, "tenant": TENANTS[tenant]})
+            merged = {**document_metadata, **own, "tenant": TENANTS[tenant]}
+            if TENANTS[tenant] is None:  # the "no tenant" scope strips the key on write
+                del merged["tenant"]
+            stored.append(merged)
         return chunks, document_metadata, ModelDocument(source, texts, stored)
 
     def check_chunk(self, tenant: int, document_id: str, chunk: Chunk) -> None:

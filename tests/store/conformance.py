@@ -298,7 +298,7 @@ class VectorStoreConformance:
         assert result.document_id == "b"
 
     @pytest.mark.parametrize(
-        "bad_filter", [{"k": 1.5}, {"k": None}, {"k": ["a"]}, {"k": {"x": 1}}, {"k": 2**63}]
+        "bad_filter", [{"k": 1.5}, {"k": ["a"]}, {"k": {"x": 1}}, {"k": 2**63}]
     )
     async def test_unsupported_filter_values_are_rejected_naming_the_key(
         self, store: VectorStoreBase, docs: str, bad_filter: dict[str, Any]

@@ -4,19 +4,29 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import sys
 from typing import Any
 
-from rich.console import Console
-
 from archivist.agent import Agent
-from archivist.cli.session import add_common_arguments, open_session
-from archivist.event import HintBlockEvent, TextDelta, ToolResult
-from archivist.message import Msg, TextBlock
+from archivist.cli.output import print_json
+from archivist.cli.search_command import passage_lines
+from archivist.cli.session import (
+    add_common_arguments,
+    add_json_argument,
+    add_timeout_argument,
+    non_empty,
+    open_session,
+    positive_int,
+)
+from archivist.event import HintBlockEvent, TextDelta
+from archivist.message import Msg
 from archivist.middleware import RAGMiddleware
-from archivist.middleware.retrieval import render_hits
+from archivist.middleware.retrieval import Hit
 from archivist.model import ChatModelBase, OpenAIChatModel
 from archivist.tool import Toolkit
 
+DEFAULT_CHAT_TIMEOUT = 60.0
 DASHSCOPE_COMPATIBLE_URL = "https://dashscope.aliyuncs.com/compatible-mode/v1"
 SYSTEM_PROMPT = (
     "You answer questions from the user's own documents. Use only the retrieved passages; "
@@ -33,34 +43,69 @@ NO_MODEL_HINT = (
 def add_ask_command(commands: Any) -> None:
     """Register the `ask` sub-command."""
     cmd = commands.add_parser("ask", help="answer a question from a knowledge base")
-    cmd.add_argument("question")
-    cmd.add_argument("--mode", choices=["static", "agentic"], default="static")
-    cmd.add_argument("-k", "--top-k", type=int, default=5)
-    cmd.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint")
-    cmd.add_argument("--model", default=None, help="chat model name")
-    cmd.add_argument("--api-key", default=None, help="API key (default: from the environment)")
+    cmd.add_argument("question", type=non_empty)
+    cmd.add_argument(
+        "--mode",
+        choices=["static", "agentic"],
+        default="static",
+        help="static: retrieve once before answering; agentic: the model searches as it likes",
+    )
+    cmd.add_argument("-k", "--top-k", type=positive_int, default=5, help="passages retrieved")
+    cmd.add_argument(
+        "--base-url", default=None, help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)"
+    )
+    cmd.add_argument("--model", default=None, help="chat model name (default: $OPENAI_MODEL)")
+    cmd.add_argument(
+        "--api-key",
+        default=None,
+        help="API key; prefer $OPENAI_API_KEY / $DASHSCOPE_API_KEY (a key given here is "
+        "visible to other users in the process list)",
+    )
+    add_timeout_argument(cmd, DEFAULT_CHAT_TIMEOUT, "chat model")
     add_common_arguments(cmd)
+    add_json_argument(cmd)
     cmd.set_defaults(handler=run_ask)
 
 
 def configured_chat_model(args: argparse.Namespace) -> ChatModelBase | None:
     """The chat model the flags and environment describe, or None when there is none."""
+    if args.api_key:
+        print(
+            "archivist: warning: --api-key is visible to other users in the process list; "
+            "set OPENAI_API_KEY (or DASHSCOPE_API_KEY) in the environment instead",
+            file=sys.stderr,
+        )
     base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
     api_key = args.api_key or os.environ.get("OPENAI_API_KEY")
     model = args.model or os.environ.get("OPENAI_MODEL")
     if base_url or api_key:
-        return OpenAIChatModel(model or "gpt-4o-mini", api_key=api_key, base_url=base_url)
+        return OpenAIChatModel(
+            model or "gpt-4o-mini", api_key=api_key, base_url=base_url, timeout=args.timeout
+        )
     dashscope_key = os.environ.get("DASHSCOPE_API_KEY")
     if dashscope_key:
         return OpenAIChatModel(
-            model or "qwen-plus", api_key=dashscope_key, base_url=DASHSCOPE_COMPATIBLE_URL
+            model or "qwen-plus",
+            api_key=dashscope_key,
+            base_url=DASHSCOPE_COMPATIBLE_URL,
+            timeout=args.timeout,
         )
     return None
 
 
+def _source_json(number: int, hit: Hit) -> dict[str, Any]:
+    return {
+        "number": number,
+        "citation": hit.citation(),
+        "document_id": hit.result.document_id,
+        "path": hit.result.chunk.metadata.get("path"),
+        "score": round(hit.result.score, 6),
+    }
+
+
 async def run_ask(args: argparse.Namespace) -> int:
-    """Answer with an agent over the KB, or print the passages when no model is configured."""
-    console = Console()
+    """Answer with an agent over the KB (the answer, then its sources), or print the passages
+    when no model is configured."""
     chat_model = configured_chat_model(args)
     async with open_session(args, create=False) as session:
         middleware = RAGMiddleware(
@@ -69,10 +114,8 @@ async def run_ask(args: argparse.Namespace) -> int:
         )
         if chat_model is None:
             retrieval = await middleware.retrieve([args.question])
-            for block in render_hits(retrieval):
-                if isinstance(block, TextBlock):
-                    console.print(block.text, markup=False, highlight=False)
-            console.print(NO_MODEL_HINT, style="yellow")
+            _print_passages(args, retrieval.hits)
+            print(NO_MODEL_HINT, file=sys.stderr)
             return 0
         agent = Agent(
             name="archivist",
@@ -82,16 +125,49 @@ async def run_ask(args: argparse.Namespace) -> int:
             middlewares=[middleware],
         )
         citations: list[str] = []
+        answer: list[str] = []
         async for event in agent.reply_stream(Msg("user", args.question, "user")):
             if isinstance(event, TextDelta):
-                console.print(event.delta, end="", markup=False, highlight=False)
+                answer.append(event.delta)
+                if not args.json:
+                    sys.stdout.write(event.delta)
+                    sys.stdout.flush()
             elif isinstance(event, HintBlockEvent):
                 citations.extend(event.metadata.get("citations", []))
-            elif isinstance(event, ToolResult):
-                console.print(f"[dim](searched the knowledge base: {event.result.name})[/dim]")
-    console.print()
+    if args.json:
+        print_json(
+            {
+                "answer": "".join(answer),
+                "sources": [{"number": n, "citation": c} for n, c in enumerate(citations, 1)],
+            }
+        )
+        return 0
+    print()
     if citations:
-        console.print("Sources:", style="bold")
+        print("\nSources:")
         for number, citation in enumerate(citations, 1):
-            console.print(f"  [{number}] {citation}", markup=False, highlight=False)
+            print(f"  [{number}] {citation}")
     return 0
+
+
+def _print_passages(args: argparse.Namespace, hits: list[Hit]) -> None:
+    if args.json:
+        print_json(
+            {
+                "answer": None,
+                "sources": [
+                    {
+                        **_source_json(n, hit),
+                        "text": getattr(hit.result.chunk.content, "text", None),
+                    }
+                    for n, hit in enumerate(hits, 1)
+                ],
+            }
+        )
+        return
+    width = max(40, shutil.get_terminal_size((100, 24)).columns)
+    for number, hit in enumerate(hits, 1):
+        print(f"[{number}] {hit.citation()}  (score {hit.result.score:.3f})")
+        for line in passage_lines(hit.result, width):
+            print(line)
+        print()

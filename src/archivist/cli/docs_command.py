@@ -6,39 +6,59 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
-from archivist.cli.session import CLIError, add_common_arguments, open_session
+from archivist.cli.output import display_path, print_json, print_rows
+from archivist.cli.session import CLIError, add_common_arguments, add_json_argument, open_session
 from archivist.rag.ingest import INDEXED_AT_KEY, PATH_KEY, document_id_for
+from archivist.rag.record import DocumentSummary
+from archivist.rag.tenant import TENANT_KEY
 
 
 def add_docs_commands(commands: Any) -> None:
     """Register `ls` and `rm`."""
     ls = commands.add_parser("ls", help="list the documents of a knowledge base")
     add_common_arguments(ls)
+    add_json_argument(ls)
     ls.set_defaults(handler=run_ls)
     rm = commands.add_parser("rm", help="remove a document by id or by its file's path")
     rm.add_argument("target", metavar="DOC_ID|PATH")
     add_common_arguments(rm)
+    add_json_argument(rm)
     rm.set_defaults(handler=run_rm)
 
 
+def document_json(doc: DocumentSummary) -> dict[str, Any]:
+    """One document as a JSON-ready dict, with its full id and path."""
+    return {
+        "id": doc.document_id,
+        "path": doc.metadata.get(PATH_KEY),
+        "source": doc.source,
+        "chunks": doc.chunk_count,
+        "indexed_at": doc.metadata.get(INDEXED_AT_KEY),
+        "tenant": doc.metadata.get(TENANT_KEY),
+    }
+
+
 async def run_ls(args: argparse.Namespace) -> int:
-    """A table of documents: id, source, chunk count, when indexed."""
+    """One line per document: id, chunk count, when indexed, path (never wrapped)."""
     async with open_session(args, create=False) as session:
         documents = await session.kb.list_documents()
-    table = Table(title=f"{len(documents)} document(s) in {args.kb!r}")
-    for column in ("id", "source", "chunks", "indexed at"):
-        table.add_column(column, overflow="fold")
-    for doc in sorted(documents, key=lambda d: str(d.metadata.get(PATH_KEY, d.source))):
-        table.add_row(
+    documents.sort(key=lambda d: str(d.metadata.get(PATH_KEY, d.source)))
+    if args.json:
+        print_json([document_json(doc) for doc in documents])
+        return 0
+    rows = [
+        [
             doc.document_id,
-            str(doc.metadata.get(PATH_KEY, doc.source)),
             str(doc.chunk_count),
             str(doc.metadata.get(INDEXED_AT_KEY, "")),
-        )
-    Console().print(table)
+            display_path(str(doc.metadata.get(PATH_KEY, doc.source))),
+        ]
+        for doc in documents
+    ]
+    scope = f"tenant {args.tenant!r}" if args.tenant else "no tenant"
+    print(f"{len(documents)} document(s) in {args.kb!r} ({scope})")
+    if rows:
+        print_rows(["id", "chunks", "indexed at", "path"], rows)
     return 0
 
 
@@ -48,10 +68,15 @@ async def run_rm(args: argparse.Namespace) -> int:
         documents = {d.document_id: d for d in await session.kb.list_documents()}
         target = args.target
         if target not in documents:
-            by_path = document_id_for(Path(target))
+            by_path = document_id_for(Path(target), session.kb.metadata_filter)
             if by_path not in documents:
                 raise CLIError(f"no document {target!r} in knowledge base {args.kb!r}")
             target = by_path
         await session.kb.delete_document(target)
-    Console().print(f"removed {target} ({documents[target].source})")
+    removed = documents[target]
+    if args.json:
+        print_json({"removed": document_json(removed)})
+    else:
+        path = display_path(str(removed.metadata.get(PATH_KEY, removed.source)))
+        print(f"removed {target} ({path})")
     return 0

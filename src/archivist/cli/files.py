@@ -1,21 +1,76 @@
-"""Walking the paths given on the command line into the files to process."""
+"""Walking the paths given on the command line into the files to process, noting every path
+that is left out and why (hidden entries aside)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
-def walk_files(paths: Sequence[str]) -> Iterator[Path]:
-    """Every regular file named or under a named folder, sorted, hidden entries skipped."""
+@dataclass(frozen=True)
+class SkippedPath:
+    """A path the walk did not enter or take, with the reason."""
+
+    path: str
+    reason: str
+
+
+@dataclass
+class Walk:
+    """The regular files found, in order, and the paths skipped on the way."""
+
+    files: list[Path] = field(default_factory=list)
+    skipped: list[SkippedPath] = field(default_factory=list)
+
+
+def walk_files(paths: Sequence[str]) -> Walk:
+    """Every regular file named or under a named folder (following symbolic links to folders
+    once each), sorted, hidden entries left out; a named path that does not exist is an error."""
+    walk = Walk()
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            for child in sorted(path.rglob("*")):
-                relative = child.relative_to(path).parts
-                if child.is_file() and not any(p.startswith(".") for p in relative):
-                    yield child
+            _walk_dir(path, walk, {os.path.realpath(path)}, set())
         elif path.is_file():
-            yield path
+            walk.files.append(path)
+        elif path.is_symlink():
+            raise FileNotFoundError(f"{raw}: dangling symbolic link")
+        elif path.exists():
+            raise FileNotFoundError(f"{raw}: not a regular file or folder")
         else:
             raise FileNotFoundError(f"{raw}: no such file or folder")
+    return walk
+
+
+def _walk_dir(directory: Path, walk: Walk, ancestors: set[str], seen: set[str]) -> None:
+    real_dir = os.path.realpath(directory)
+    if real_dir in seen:
+        walk.skipped.append(SkippedPath(str(directory), "folder already walked by another path"))
+        return
+    seen.add(real_dir)
+    try:
+        with os.scandir(directory) as listing:
+            entries = sorted(listing, key=lambda e: e.name)
+    except OSError as exc:
+        walk.skipped.append(
+            SkippedPath(str(directory), f"unreadable folder ({exc.strerror or exc})")
+        )
+        return
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        path = Path(entry.path)
+        if entry.is_symlink() and not path.exists():
+            walk.skipped.append(SkippedPath(str(path), "dangling symbolic link"))
+        elif path.is_dir():
+            real = os.path.realpath(path)
+            if real in ancestors:
+                walk.skipped.append(SkippedPath(str(path), "symbolic link loop"))
+            else:
+                _walk_dir(path, walk, ancestors | {real}, seen)
+        elif path.is_file():
+            walk.files.append(path)
+        else:
+            walk.skipped.append(SkippedPath(str(path), "not a regular file"))

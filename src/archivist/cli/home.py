@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from platformdirs import user_data_dir
@@ -36,6 +36,9 @@ class KBRecord:
     description: str
     embedding_model: str
     dimensions: int
+    chunk_size: int | None = None
+    """Chunking recorded at creation (None: a KB made before settings were recorded)."""
+    overlap: int | None = None
 
 
 def load_kbs(store_dir: Path) -> dict[str, KBRecord]:
@@ -44,7 +47,11 @@ def load_kbs(store_dir: Path) -> dict[str, KBRecord]:
     if not path.exists():
         return {}
     raw = json.loads(path.read_text(encoding="utf-8"))
-    return {name: KBRecord(**record) for name, record in raw.items()}
+    known = {f.name for f in fields(KBRecord)}
+    return {
+        name: KBRecord(**{k: v for k, v in record.items() if k in known})
+        for name, record in raw.items()
+    }
 
 
 def save_kb(store_dir: Path, record: KBRecord) -> None:
@@ -52,6 +59,19 @@ def save_kb(store_dir: Path, record: KBRecord) -> None:
     kbs = load_kbs(store_dir)
     kbs[record.name] = record
     store_dir.mkdir(parents=True, exist_ok=True)
+    target = store_dir / KBS_FILE
+    temporary = target.with_suffix(".tmp")
+    temporary.write_text(
+        json.dumps({n: asdict(r) for n, r in sorted(kbs.items())}, indent=2) + "\n",
+        encoding="utf-8",
+    )
+    os.replace(temporary, target)
+
+
+def forget_kb(store_dir: Path, name: str) -> None:
+    """Remove knowledge base `name` from the registry of `store_dir`, atomically."""
+    kbs = load_kbs(store_dir)
+    kbs.pop(name, None)
     target = store_dir / KBS_FILE
     temporary = target.with_suffix(".tmp")
     temporary.write_text(

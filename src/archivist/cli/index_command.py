@@ -3,19 +3,51 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from archivist.cli.files import walk_files
-from archivist.cli.session import add_common_arguments, open_session
+from archivist.cli.output import display_path, print_json, print_rows
+from archivist.cli.session import (
+    DEFAULT_EMBEDDING_TIMEOUT,
+    DEFAULT_OVERLAP,
+    add_common_arguments,
+    add_json_argument,
+    add_timeout_argument,
+    non_negative_int,
+    open_session,
+    positive_int,
+)
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL, list_embedding_models
 from archivist.rag import default_registry
-from archivist.rag.chunker import chunker_for
 from archivist.rag.ingest import FileResult, Outcome, ingest_files
+
+LISTED = {
+    Outcome.SKIPPED: "skipped_files",
+    Outcome.REMOVED: "removed_files",
+    Outcome.PRUNED: "pruned_files",
+}
+"""Outcomes listed path by path (with the reason) in the summary and in --json."""
+
+
+def add_chunking_arguments(cmd: argparse.ArgumentParser) -> None:
+    """`--chunk-size` and `--overlap`; unset means the knowledge base's own settings."""
+    cmd.add_argument(
+        "--chunk-size",
+        type=positive_int,
+        default=None,
+        help="tokens per chunk, measured with the embedding model's own tokenizer (default: "
+        "the KB's; for a new KB the model's input length, so no chunk is truncated)",
+    )
+    cmd.add_argument(
+        "--overlap",
+        type=non_negative_int,
+        default=None,
+        help=f"tokens shared by neighbouring chunks (default: the KB's, {DEFAULT_OVERLAP} "
+        "for a new KB)",
+    )
 
 
 def add_index_command(commands: Any) -> None:
@@ -23,33 +55,47 @@ def add_index_command(commands: Any) -> None:
     cmd = commands.add_parser("index", help="index files and folders into a knowledge base")
     cmd.add_argument("paths", nargs="+", metavar="PATH")
     add_common_arguments(cmd)
-    cmd.add_argument(
-        "--chunk-size",
-        type=int,
-        default=None,
-        help="tokens per chunk (default: the embedding model's input length, measured with its "
-        "own tokenizer, so no chunk is truncated; 256 estimated tokens for remote models)",
-    )
-    cmd.add_argument("--overlap", type=int, default=32, help="tokens shared by neighbouring chunks")
-    cmd.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_chunking_arguments(cmd)
+    add_json_argument(cmd)
     cmd.add_argument(
         "--embedding",
         default=None,
-        help=f"embedding model for a new KB: a local name (default {DEFAULT_EMBEDDING_MODEL}; "
+        help=f"embedding model for a new KB: a local name ({DEFAULT_EMBEDDING_MODEL}; "
         f"known: {', '.join(list_embedding_models())}), dashscope:MODEL[:DIMS] or "
-        "openai:MODEL:DIMS",
+        "openai:MODEL:DIMS (default: the KB's own)",
+    )
+    cmd.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="empty the knowledge base (every tenant) and index PATHs with new "
+        "--chunk-size/--overlap/--embedding",
     )
     cmd.add_argument("--prune", action="store_true", help="drop documents whose files are gone")
+    cmd.add_argument(
+        "--keep-stale",
+        action="store_true",
+        help="keep the old version of a file that is now empty or fails to parse "
+        "(default: remove it, so the index holds only what the files say now)",
+    )
+    add_timeout_argument(cmd, DEFAULT_EMBEDDING_TIMEOUT, "embedding provider")
     cmd.set_defaults(handler=run_index)
 
 
 async def run_index(args: argparse.Namespace) -> int:
     """Index the files; print a summary; exit 1 if any file failed."""
     console = Console(stderr=True)
-    files = list(walk_files(args.paths))
-    async with open_session(args, create=True, embedding=args.embedding) as session:
-        tokenizer = session.kb.embedding_model.chunk_tokenizer()
-        chunker = chunker_for(tokenizer, args.chunk_size, args.overlap)
+    walk = walk_files(args.paths)
+    args.embedding_timeout = args.timeout
+    async with open_session(
+        args,
+        create=True,
+        embedding=args.embedding,
+        chunk_size=args.chunk_size,
+        overlap=args.overlap,
+        rebuild=args.rebuild,
+    ) as session:
+        record = session.record
+        chunker = session.chunker
         with Progress(
             TextColumn("[bold]indexing"),
             BarColumn(),
@@ -59,40 +105,61 @@ async def run_index(args: argparse.Namespace) -> int:
             TextColumn("{task.description}"),
             console=console,
             transient=True,
+            disable=args.json,
         ) as progress:
-            task = progress.add_task("", total=len(files), chunks=0)
+            task = progress.add_task("", total=len(walk.files), chunks=0)
             total_chunks = 0
 
             def advance(result: FileResult) -> None:
                 nonlocal total_chunks
                 total_chunks += result.chunks
-                if result.outcome is not Outcome.PRUNED:
+                if result.outcome not in (Outcome.PRUNED, Outcome.REMOVED):
                     progress.update(task, advance=1, chunks=total_chunks, description=result.path)
 
             report = await ingest_files(
                 session.kb,
-                files,
+                walk.files,
                 registry=default_registry(),
                 chunker=chunker,
                 prune_missing=args.prune,
+                keep_stale=args.keep_stale,
                 on_file=advance,
             )
         if report.count(Outcome.INDEXED) or report.count(Outcome.UPDATED):
             await session.store.optimize(session.kb.collection)
+    code = 1 if report.failed else 0
     if args.json:
         summary: dict[str, Any] = {o.value: report.count(o) for o in Outcome}
         summary["failures"] = [{"path": r.path, "error": r.error} for r in report.failed]
-        print(json.dumps(summary))
-        return 1 if report.failed else 0
+        for outcome, key in LISTED.items():
+            summary[key] = [
+                {"path": r.path, "document_id": r.document_id, "reason": r.error}
+                for r in report.results
+                if r.outcome is outcome
+            ]
+        summary["skipped_paths"] = [{"path": s.path, "reason": s.reason} for s in walk.skipped]
+        print_json(summary)
+        return code
+    for skipped in walk.skipped:
+        console.print(
+            f"[yellow]skipped[/yellow] {display_path(skipped.path)}: {skipped.reason}",
+            highlight=False,
+            soft_wrap=True,
+        )
     for result in report.results:
-        if result.outcome in (Outcome.FAILED, Outcome.SKIPPED):
+        if result.outcome in (Outcome.FAILED, *LISTED):
             colour = "red" if result.outcome is Outcome.FAILED else "yellow"
+            reason = f": {result.error}" if result.error else ""
             console.print(
-                f"[{colour}]{result.outcome.value}[/{colour}] {result.path}: {result.error}"
+                f"[{colour}]{result.outcome.value}[/{colour}] {display_path(result.path)}{reason}",
+                highlight=False,
+                soft_wrap=True,
             )
-    table = Table(title=f"knowledge base {args.kb!r}")
-    for outcome in Outcome:
-        table.add_column(outcome.value, justify="right")
-    table.add_row(*(str(report.count(o)) for o in Outcome))
-    Console().print(table)
-    return 1 if report.failed else 0
+    print(
+        f"knowledge base {args.kb!r} (chunk size {record.chunk_size}, overlap "
+        f"{record.overlap}, {record.embedding_model})"
+    )
+    counts = {o.value: report.count(o) for o in Outcome}
+    counts["skipped"] += len(walk.skipped)
+    print_rows(list(counts), [[str(n) for n in counts.values()]])
+    return code

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import json
+import shutil
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
-from archivist.cli.session import CLIError, add_common_arguments, open_session
+from archivist.cli.output import display_path, print_json, wrap
+from archivist.cli.session import (
+    CLIError,
+    add_common_arguments,
+    add_json_argument,
+    non_empty,
+    open_session,
+    positive_int,
+)
 from archivist.message import TextBlock
 from archivist.rag import VectorSearchResult
 
@@ -17,8 +22,8 @@ from archivist.rag import VectorSearchResult
 def add_search_command(commands: Any) -> None:
     """Register the `search` sub-command."""
     cmd = commands.add_parser("search", help="search a knowledge base")
-    cmd.add_argument("query")
-    cmd.add_argument("-k", "--top-k", type=int, default=5)
+    cmd.add_argument("query", type=non_empty)
+    cmd.add_argument("-k", "--top-k", type=positive_int, default=5, help="hits to show")
     cmd.add_argument(
         "--threshold", type=float, default=None, help="minimum similarity (searches dense)"
     )
@@ -31,7 +36,7 @@ def add_search_command(commands: Any) -> None:
     )
     cmd.add_argument(
         "--max-per-document",
-        type=int,
+        type=positive_int,
         default=None,
         metavar="N",
         help="at most N passages from one document",
@@ -43,7 +48,7 @@ def add_search_command(commands: Any) -> None:
         metavar="D",
         help="0..1: pick passages by maximal marginal relevance (0 = most relevant only)",
     )
-    cmd.add_argument("--json", action="store_true", help="print JSON for scripts")
+    add_json_argument(cmd)
     add_common_arguments(cmd)
     cmd.set_defaults(handler=run_search)
 
@@ -52,15 +57,6 @@ def hit_location(hit: VectorSearchResult) -> str:
     """`page N` / `slide N` when the chunk knows it, else empty."""
     meta = hit.chunk.metadata
     return ", ".join(f"{k} {meta[k]}" for k in ("page", "slide") if k in meta)
-
-
-def snippet(hit: VectorSearchResult, width: int = 240) -> str:
-    """The start of a hit's text on one line, or a note for binary content."""
-    content = hit.chunk.content
-    if not isinstance(content, TextBlock):
-        return f"<{content.source.media_type}>"
-    text = " ".join(content.text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def hit_json(rank: int, hit: VectorSearchResult) -> dict[str, Any]:
@@ -72,6 +68,7 @@ def hit_json(rank: int, hit: VectorSearchResult) -> dict[str, Any]:
         "document_id": hit.document_id,
         "source": hit.chunk.source,
         "path": meta.get("path"),
+        "tenant": meta.get("tenant_id"),
         "page": meta.get("page"),
         "slide": meta.get("slide"),
         "chunk_index": hit.chunk.chunk_index,
@@ -96,19 +93,33 @@ async def run_search(args: argparse.Namespace) -> int:
                 f"archivist index PATH --kb {args.kb}"
             )
     if args.json:
-        print(json.dumps([hit_json(i, h) for i, h in enumerate(hits, 1)], ensure_ascii=False))
+        print_json([hit_json(i, h) for i, h in enumerate(hits, 1)])
         return 0
-    table = Table(title=f"{len(hits)} hit(s) for {args.query!r}", show_lines=True)
-    for column in ("#", "score", "source", "where", "chunk", "snippet"):
-        table.add_column(column, overflow="fold")
+    width = max(40, shutil.get_terminal_size((100, 24)).columns)
+    print(f"{len(hits)} hit(s) for {args.query!r}")
     for rank, hit in enumerate(hits, 1):
-        table.add_row(
-            str(rank),
-            f"{hit.score:.3f}",
-            hit.chunk.source,
-            hit_location(hit),
-            str(hit.chunk.chunk_index),
-            snippet(hit),
-        )
-    Console().print(table)
+        print()
+        print(hit_header(rank, hit))
+        for line in passage_lines(hit, width):
+            print(line)
     return 0
+
+
+def hit_header(rank: int, hit: VectorSearchResult) -> str:
+    """`[rank] score  path  page/slide  chunk N`: one line, the path never cut."""
+    path = hit.chunk.metadata.get("path")
+    where = display_path(path) if isinstance(path, str) else hit.chunk.source
+    parts = [f"[{rank}]", f"{hit.score:.3f}", where, hit_location(hit)]
+    parts.append(f"chunk {hit.chunk.chunk_index}")
+    return "  ".join(p for p in parts if p)
+
+
+def passage_lines(hit: VectorSearchResult, width: int, indent: str = "    ") -> list[str]:
+    """The hit's text as a block below its header, wrapped to `width`, paragraphs kept."""
+    content = hit.chunk.content
+    if not isinstance(content, TextBlock):
+        return [f"{indent}<{content.source.media_type}>"]
+    lines: list[str] = []
+    for paragraph in content.text.split("\n\n"):
+        lines += wrap(paragraph, width - 1, indent)
+    return lines

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Literal, Self, TypeAlias, get_args
 
+from archivist._http_retry import announce_retry
 from archivist.embedding import retry
 from archivist.embedding.errors import EmbeddingError
 from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
@@ -180,14 +181,7 @@ class EmbeddingModelBase(ABC):
                 delay = retry.backoff_delay(
                     attempt, error, self.retry_base_delay, self.retry_max_delay
                 )
-                logger.warning(
-                    "%s: transient error (%s); retry %d/%d in %.2fs",
-                    self.model,
-                    error,
-                    attempt + 1,
-                    self.max_retries,
-                    delay,
-                )
+                announce_retry(self.model, error, delay, attempt, self.max_retries)
                 await retry.sleep(delay)
                 attempt += 1
                 continue

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 from httpx_sse import EventSource
 
+from archivist._http_retry import announce_retry
 from archivist.credential import OpenAICredential
 from archivist.message import Msg
 from archivist.model.base import ChatModelBase, response_as_delta
@@ -174,7 +175,9 @@ class OpenAIChatModel(ChatModelBase):
                     raise ChatModelError(
                         f"could not reach {url} after {attempt + 1} attempt(s): {exc!r}"
                     ) from exc
-                await _sleep(policy.delay(attempt))
+                delay = policy.delay(attempt)
+                announce_retry(url, repr(exc), delay, attempt, policy.max_retries)
+                await _sleep(delay)
                 attempt += 1
                 continue
             if response.status_code < 400:
@@ -187,7 +190,9 @@ class OpenAIChatModel(ChatModelBase):
             )
             if not retry:
                 raise error
-            await _sleep(policy.delay(attempt, response.headers))
+            delay = policy.delay(attempt, response.headers)
+            announce_retry(url, error, delay, attempt, policy.max_retries)
+            await _sleep(delay)
             attempt += 1
 
 

@@ -1,15 +1,23 @@
 """Incremental ingestion of files into a KnowledgeBase: content hashes decide what to do.
 
-Each file gets a document id that is stable for its resolved path within a knowledge base;
-its metadata records the content's sha256 and a fingerprint of the pipeline (chunker +
+Each file gets a document id that is stable for (scope, resolved path) within a knowledge
+base; its metadata records the content's sha256 and a fingerprint of the pipeline (chunker +
 embedding model). An unchanged file is skipped without parsing or embedding, a changed one
 replaces its old version, and `prune` removes documents whose files are gone.
+
+Ingestion writes in one tenant scope (see `archivist.rag.tenant`): the handle's
+`metadata_filter`, or the "no tenant" scope for a handle without one. It never adopts, replaces
+or deletes a document of another scope. The index reflects the files as they are now: a file
+that was indexed and now is empty, unreadable or unparseable has its old version removed
+(`Outcome.REMOVED`), unless `keep_stale` is set.
 """
 
 from __future__ import annotations
 
 import enum
 import hashlib
+import json
+import mimetypes
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -23,7 +31,9 @@ from archivist.message import TextBlock
 from archivist.rag.chunker.base import ChunkerBase
 from archivist.rag.document import Chunk
 from archivist.rag.knowledge_base import KnowledgeBase, NewDocument
-from archivist.rag.parser.registry import ParserRegistry
+from archivist.rag.parser.registry import ParserRegistry, UnsupportedFileTypeError
+from archivist.rag.store.base import MetadataFilter
+from archivist.rag.tenant import tenant_scope
 
 _ID_NAMESPACE = uuid.UUID("6f1d4c0e-3a57-4f0b-9a43-7d7e1c9b2a10")
 PATH_KEY = "path"
@@ -41,6 +51,8 @@ class Outcome(enum.StrEnum):
     SKIPPED = "skipped"
     FAILED = "failed"
     PRUNED = "pruned"
+    REMOVED = "removed"
+    """A document whose file is still there but no longer yields anything to index."""
 
 
 @dataclass
@@ -70,9 +82,31 @@ class IngestReport:
         return [r for r in self.results if r.outcome is Outcome.FAILED]
 
 
-def document_id_for(path: str | Path) -> str:
-    """The stable document id of a file: a UUID5 of its resolved path."""
-    return str(uuid.uuid5(_ID_NAMESPACE, str(Path(path).resolve())))
+def document_id_for(path: str | Path, scope: MetadataFilter | None = None) -> str:
+    """The stable document id of a file in `scope`: a UUID5 of its resolved path, prefixed by
+    the scope's non-None values (so the "no tenant" scope keeps the plain path's id)."""
+    resolved = str(Path(path).resolve())
+    named = {k: v for k, v in (scope or {}).items() if v is not None}
+    if not named:
+        return str(uuid.uuid5(_ID_NAMESPACE, resolved))
+    key = json.dumps(named, sort_keys=True, ensure_ascii=False)
+    return str(uuid.uuid5(_ID_NAMESPACE, f"{key}\n{resolved}"))
+
+
+def scoped_handle(kb: KnowledgeBase) -> KnowledgeBase:
+    """`kb` itself when it has a scope, else a handle on the same collection in the "no tenant"
+    scope (so a write never reaches a tenant's records)."""
+    if kb.metadata_filter is not None:
+        return kb
+    return KnowledgeBase(
+        kb.name,
+        kb.description,
+        kb.embedding_model,
+        kb.vector_store,
+        kb.collection,
+        tenant_scope(None),
+        write_batch_size=kb.write_batch_size,
+    )
 
 
 def file_sha256(path: Path) -> str:
@@ -98,6 +132,25 @@ def pipeline_fingerprint(chunker: ChunkerBase, kb: KnowledgeBase) -> str:
     ).hexdigest()[:16]
 
 
+_MAGIC = {
+    b"\x1f\x8b": "gzip",
+    b"BZh": "bzip2",
+    b"\xfd7zXZ\x00": "xz",
+    b"\x28\xb5\x2f\xfd": "zstd",
+    b"\x04\x22\x4d\x18": "lz4",
+}
+
+
+def compression_of(path: Path) -> str | None:
+    """The compression wrapping a file (by its suffix or first bytes), or None."""
+    _, encoding = mimetypes.guess_type(path.name, strict=False)
+    if encoding is not None:
+        return encoding
+    with open(path, "rb") as fh:
+        head = fh.read(6)
+    return next((name for magic, name in _MAGIC.items() if head.startswith(magic)), None)
+
+
 ProgressCallback = Callable[[FileResult], None]
 
 
@@ -108,9 +161,13 @@ async def ingest_files(
     registry: ParserRegistry,
     chunker: ChunkerBase,
     prune_missing: bool = False,
+    keep_stale: bool = False,
     on_file: ProgressCallback | None = None,
 ) -> IngestReport:
     """Index `files` into `kb` incrementally; one file's failure never stops the others.
+
+    A file of a type no parser reads is SKIPPED with the reason; one that was indexed before
+    and now is empty or fails has its old version removed (REMOVED) unless `keep_stale`.
 
     Changed files are parsed and chunked one by one, then written in windows of about
     `kb.write_batch_size` chunks through `KnowledgeBase.insert_documents`, so small files
@@ -123,13 +180,18 @@ async def ingest_files(
         if on_file is not None:
             on_file(result)
 
+    kb = scoped_handle(kb)
+    scope = kb.metadata_filter
     existing = {s.document_id: s.metadata for s in await kb.list_documents()}
     fingerprint = pipeline_fingerprint(chunker, kb)
     window: list[_Parsed] = []
     for path in files:
-        item = await _parse_one(kb, path, existing, fingerprint, registry, chunker)
+        item = await _parse_one(kb, path, existing, fingerprint, registry, chunker, scope)
         if isinstance(item, FileResult):
             emit(item)
+            stale = item.outcome in (Outcome.FAILED, Outcome.SKIPPED)
+            if stale and not keep_stale and item.document_id in existing:
+                emit(await _remove_stale(kb, item))
             continue
         if len(item.chunks) >= kb.write_batch_size:
             # A large file goes alone through insert_document, which streams its batches
@@ -148,10 +210,26 @@ async def ingest_files(
     if prune_missing:
         for document_id, metadata in existing.items():
             recorded = metadata.get(PATH_KEY)
-            if isinstance(recorded, str) and not Path(recorded).exists():
+            if (
+                isinstance(recorded, str)
+                and not Path(recorded).exists()
+                and document_id == document_id_for(recorded, scope)
+            ):
                 await kb.delete_document(document_id)
                 emit(FileResult(recorded, Outcome.PRUNED, document_id))
     return report
+
+
+async def _remove_stale(kb: KnowledgeBase, result: FileResult) -> FileResult:
+    """Delete the old version of a file that no longer yields anything to index."""
+    assert result.document_id is not None
+    await kb.delete_document(result.document_id)
+    return FileResult(
+        result.path,
+        Outcome.REMOVED,
+        result.document_id,
+        error=f"old version removed: {result.error}",
+    )
 
 
 @dataclass
@@ -204,19 +282,32 @@ async def _parse_one(
     fingerprint: str,
     registry: ParserRegistry,
     chunker: ChunkerBase,
+    scope: MetadataFilter | None,
 ) -> FileResult | _Parsed:
     resolved = path.resolve()
-    document_id = document_id_for(resolved)
+    document_id = document_id_for(resolved, scope)
     try:
         digest = file_sha256(resolved)
         before = existing.get(document_id)
         if before and before.get(HASH_KEY) == digest and before.get(PIPELINE_KEY) == fingerprint:
             return FileResult(str(path), Outcome.UNCHANGED, document_id)
-        parser = registry.parser_for_path(resolved)
+        if resolved.stat().st_size == 0:
+            return FileResult(str(path), Outcome.SKIPPED, document_id, error="empty file")
+        compression = compression_of(resolved)
+        if compression is not None:
+            reason = f"compressed ({compression}) files are not supported; decompress it first"
+            return FileResult(str(path), Outcome.SKIPPED, document_id, error=reason)
+        try:
+            parser = registry.parser_for_path(resolved)
+        except UnsupportedFileTypeError as exc:
+            reason = str(exc).removeprefix(f"{resolved}: ").split(" (supported extensions")[0]
+            return FileResult(str(path), Outcome.SKIPPED, document_id, error=reason)
         sections = await parser.parse(str(resolved), path.name)
         chunks = await chunker.chunk(sections)
         if not chunks:
-            raise ValueError(f"{path.name}: no chunks (nothing to index)")
+            return FileResult(
+                str(path), Outcome.SKIPPED, document_id, error="empty: no text to index"
+            )
     except (ValueError, OSError) as exc:
         return FileResult(str(path), Outcome.FAILED, document_id, error=str(exc))
     if not kb.embedding_model.supports_multimodal and not any(
@@ -236,3 +327,4 @@ async def _parse_one(
     }
     outcome = Outcome.UPDATED if before else Outcome.INDEXED
     return _Parsed(path, document_id, outcome, chunks, metadata)
+

@@ -76,7 +76,8 @@ class RepairReport(BaseModel):
 
 
 def check_metadata_filter(metadata_filter: MetadataFilter | None) -> MetadataFilter | None:
-    """Validate `{key: value}` equality filters: plain keys, str/int/bool values."""
+    """Validate `{key: value}` equality filters: plain keys, str/int/bool values, or None for
+    "the key is absent"."""
     if metadata_filter is None:
         return None
     if not isinstance(metadata_filter, dict):
@@ -84,9 +85,10 @@ def check_metadata_filter(metadata_filter: MetadataFilter | None) -> MetadataFil
     for key, value in metadata_filter.items():
         if not isinstance(key, str) or not key or "." in key:
             raise ValueError(f"metadata_filter key {key!r} must be a non-empty string without '.'")
-        if not isinstance(value, FILTER_VALUE_TYPES):
+        if value is not None and not isinstance(value, FILTER_VALUE_TYPES):
             raise ValueError(
-                f"metadata_filter[{key!r}] must be a str, int or bool, not {type(value).__name__}"
+                f"metadata_filter[{key!r}] must be a str, int, bool or None, "
+                f"not {type(value).__name__}"
             )
     return dict(metadata_filter)
 
@@ -109,7 +111,8 @@ class KnowledgeBase:
 
     The handle never opens or closes the store: hold `async with store:` around its use.
     With a `metadata_filter` the handle only ever reads, lists and deletes records matching
-    it, and stamps it onto every chunk it writes, so tenants can share one collection.
+    it, and stamps it onto every chunk it writes, so tenants can share one collection; a None
+    value scopes the handle to records without that key (and strips the key on write).
     """
 
     def __init__(
@@ -523,6 +526,8 @@ class KnowledgeBase:
                 continue
             _check_json(f"chunks[{index}].metadata", chunk.metadata)
             metadata = {**base, **chunk.metadata, **(self.metadata_filter or {})}
+            for key in [k for k, v in (self.metadata_filter or {}).items() if v is None]:
+                del metadata[key]
             kept.append(chunk.model_copy(update={"metadata": metadata}, deep=True))
         if skipped:
             logger.warning(

@@ -15,7 +15,7 @@ from archivist.rag.store._qdrant_backend import (
     QdrantBackend,
     SearchRequest,
 )
-from archivist.rag.store._qdrant_filter import IndexKind, Match, Where
+from archivist.rag.store._qdrant_filter import Absent, Condition, IndexKind, Where
 from archivist.rag.store._qdrant_sparse import SPARSE_VECTOR, Bm25Stats, SparseVector
 
 _STATS_KEY = "archivist_bm25"
@@ -28,7 +28,9 @@ _SCHEMAS: dict[IndexKind, models.PayloadSchemaType] = {
 }
 
 
-def _condition(match: Match) -> models.FieldCondition:
+def _condition(match: Condition) -> models.FieldCondition | models.IsEmptyCondition:
+    if isinstance(match, Absent):
+        return models.IsEmptyCondition(is_empty=models.PayloadField(key=match.key))
     return models.FieldCondition(key=match.key, match=models.MatchValue(value=match.value))
 
 

@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 import qdrant_edge as edge
 
-from archivist.rag.store._qdrant_filter import FilterValue, IndexKind, Match, Where
+from archivist.rag.store._qdrant_filter import (
+    Absent,
+    Condition,
+    FilterValue,
+    IndexKind,
+    Where,
+)
 
 _SCHEMAS: dict[IndexKind, edge.PayloadSchemaType] = {
     "keyword": edge.PayloadSchemaType.Keyword,
@@ -39,7 +45,9 @@ def _match_value(value: FilterValue) -> edge.MatchValue:
     return edge.MatchValue(value)
 
 
-def _condition(match: Match) -> edge.FieldCondition:
+def _condition(match: Condition) -> edge.FieldCondition | edge.IsEmptyCondition:
+    if isinstance(match, Absent):
+        return edge.IsEmptyCondition(key=match.key)
     return edge.FieldCondition(key=match.key, match=_match_value(match.value))
 
 

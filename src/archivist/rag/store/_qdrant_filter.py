@@ -1,5 +1,8 @@
 """Metadata filters: validated `{key: value}` equality turned into engine-neutral conditions.
 
+A value of None means "the key is absent" (Qdrant's IsEmpty: no value, null or []), which is
+how a scope such as "no tenant" is expressed natively.
+
 Both Qdrant backends translate a `Where` into their native filter; nothing is filtered in Python.
 """
 
@@ -26,13 +29,23 @@ class Match:
 
 
 @dataclass(frozen=True)
+class Absent:
+    """Payload field at `key` has no value: missing, null or an empty array."""
+
+    key: str
+
+
+Condition = Match | Absent
+
+
+@dataclass(frozen=True)
 class Where:
     """All of `must` hold and none of `must_not` does."""
 
-    must: tuple[Match, ...] = ()
-    must_not: tuple[Match, ...] = ()
+    must: tuple[Condition, ...] = ()
+    must_not: tuple[Condition, ...] = ()
 
-    def also(self, *matches: Match) -> Where:
+    def also(self, *matches: Condition) -> Where:
         """This condition with `matches` added to `must`."""
         return Where(self.must + matches, self.must_not)
 
@@ -51,32 +64,43 @@ def index_kind(value: FilterValue) -> IndexKind:
     return "keyword"
 
 
-def metadata_matches(metadata_filter: Mapping[str, Any] | None) -> tuple[Match, ...]:
-    """Validated conditions for `metadata_filter`; ValueError naming the offending key."""
+def metadata_matches(metadata_filter: Mapping[str, Any] | None) -> tuple[Condition, ...]:
+    """Validated conditions for `metadata_filter` (None values: key absent); ValueError naming
+    the offending key."""
     if metadata_filter is None:
         return ()
     if not isinstance(metadata_filter, Mapping):
         raise ValueError(f"metadata_filter must be a dict, got {type(metadata_filter).__name__}")
-    matches = []
+    matches: list[Condition] = []
     for key, value in metadata_filter.items():
         if not isinstance(key, str) or not key or '"' in key or "\\" in key:
             raise ValueError(
                 f"metadata_filter key {key!r} is invalid: use a non-empty str without '\"' or '\\'"
             )
+        if value is None:
+            matches.append(Absent(metadata_path(key)))
+            continue
         if not isinstance(value, str | int) or (
             isinstance(value, int) and not isinstance(value, bool) and value not in _INT64
         ):
             raise ValueError(
                 f"metadata_filter[{key!r}] = {value!r} is not supported: "
-                "values must be str, bool or a 64-bit int"
+                "values must be str, bool, a 64-bit int or None (key absent)"
             )
         matches.append(Match(metadata_path(key), value))
     return tuple(matches)
 
 
-def satisfies(metadata: Mapping[str, Any], metadata_filter: Mapping[str, FilterValue]) -> bool:
-    """Whether chunk `metadata` (about to be written) is inside `metadata_filter`, type-strictly."""
+def satisfies(
+    metadata: Mapping[str, Any], metadata_filter: Mapping[str, FilterValue | None]
+) -> bool:
+    """Whether chunk `metadata` (about to be written) is inside `metadata_filter`, type-strictly;
+    a None in the filter wants the key absent (or null)."""
     for key, wanted in metadata_filter.items():
+        if wanted is None:
+            if metadata.get(key) is not None:
+                return False
+            continue
         if key not in metadata:
             return False
         value = metadata[key]

@@ -17,7 +17,7 @@ def points_for(
     generation: str,
     *,
     document_id: str | None = None,
-    metadata_filter: Mapping[str, FilterValue] | None = None,
+    metadata_filter: Mapping[str, FilterValue | None] | None = None,
     seen: set[tuple[str, int]] | None = None,
 ) -> list[PointWrite]:
     """The points of `records` written by `generation`, or ValueError naming the first bad record.

@@ -41,7 +41,8 @@ class VectorStoreBase(ABC):
 
     Reads of a missing collection return empty results; writes to one raise ValueError.
 
-    `metadata_filter` is `{key: value}` equality on chunk metadata; implementations translate
+    `metadata_filter` is `{key: value}` equality on chunk metadata, a None value meaning "the
+    key is absent" (how "no tenant" is scoped); implementations translate
     it to the backend's native filter and never filter in Python after an unfiltered fetch.
     Higher scores are always better.
     """

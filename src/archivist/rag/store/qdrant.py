@@ -33,7 +33,13 @@ from archivist.rag.store._qdrant_backend import (
     check_distance,
     higher_is_better,
 )
-from archivist.rag.store._qdrant_filter import Match, Where, index_kind, metadata_matches
+from archivist.rag.store._qdrant_filter import (
+    Condition,
+    Match,
+    Where,
+    index_kind,
+    metadata_matches,
+)
 from archivist.rag.store._qdrant_layout import (
     CHUNK_INDEX,
     DOCUMENT_ID,
@@ -214,9 +220,10 @@ class QdrantStore(VectorStoreBase):
             )
         return params
 
-    async def _indexed(self, collection: str, matches: tuple[Match, ...]) -> Where:
-        """`matches` as a condition, with a payload index made (once) for every key it filters."""
-        kinds = {match.key: index_kind(match.value) for match in matches}
+    async def _indexed(self, collection: str, matches: tuple[Condition, ...]) -> Where:
+        """`matches` as a condition, with a payload index made (once) for every key it matches
+        by value."""
+        kinds = {m.key: index_kind(m.value) for m in matches if isinstance(m, Match)}
         await self._open().ensure_indexes(collection, kinds)
         return Where(matches)
 

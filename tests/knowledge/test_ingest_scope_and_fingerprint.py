@@ -1,0 +1,109 @@
+"""ingest_files in the library: the pipeline fingerprint decides re-embedding, a handle without
+a filter writes in the "no tenant" scope, and a file that stops yielding text leaves the index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from archivist.embedding import EmbeddingModelBase
+from archivist.rag import ApproxTokenChunker, KnowledgeBase, default_registry
+from archivist.rag.ingest import (
+    HASH_KEY,
+    PIPELINE_KEY,
+    Outcome,
+    document_id_for,
+    ingest_files,
+    pipeline_fingerprint,
+)
+from archivist.rag.store.qdrant import QdrantStore
+from archivist.rag.tenant import TENANT_KEY, tenant_scope
+
+TEXT = " ".join(f"Sentence {i} talks about herons, owls and kestrels." for i in range(60))
+
+
+def kb_on(store: QdrantStore, embedder: EmbeddingModelBase, scope: dict | None) -> KnowledgeBase:  # type: ignore[type-arg]
+    return KnowledgeBase("k", "k", embedder, store, "k", scope)
+
+
+async def test_the_fingerprint_decides_what_is_re_embedded(
+    tmp_path: Path, store: QdrantStore, embedder: EmbeddingModelBase
+) -> None:
+    path = tmp_path / "birds.txt"
+    path.write_text(TEXT)
+    kb = kb_on(store, embedder, None)
+    small, large = ApproxTokenChunker(64, 8), ApproxTokenChunker(128, 8)
+    assert pipeline_fingerprint(small, kb) != pipeline_fingerprint(large, kb)
+    assert pipeline_fingerprint(small, kb) == pipeline_fingerprint(ApproxTokenChunker(64, 8), kb)
+    assert pipeline_fingerprint(small, kb) != pipeline_fingerprint(ApproxTokenChunker(64, 9), kb)
+    registry = default_registry()
+
+    async def ingest(chunker: ApproxTokenChunker) -> Outcome:
+        report = await ingest_files(kb, [path], registry=registry, chunker=chunker)
+        [result] = report.results
+        return result.outcome
+
+    assert await ingest(small) is Outcome.INDEXED
+    assert await ingest(small) is Outcome.UNCHANGED
+    [before] = await kb.list_documents()
+    assert before.metadata[PIPELINE_KEY] == pipeline_fingerprint(small, kb)
+    assert await ingest(large) is Outcome.UPDATED  # same bytes, another pipeline
+    [after] = await kb.list_documents()
+    assert after.chunk_count < before.chunk_count
+    assert after.metadata[HASH_KEY] == before.metadata[HASH_KEY]
+    assert await ingest(large) is Outcome.UNCHANGED
+
+
+async def test_a_handle_without_a_filter_writes_in_the_no_tenant_scope(
+    tmp_path: Path, store: QdrantStore, embedder: EmbeddingModelBase
+) -> None:
+    path = tmp_path / "birds.txt"
+    path.write_text(TEXT)
+    registry, chunker = default_registry(), ApproxTokenChunker(128, 8)
+    acme = kb_on(store, embedder, tenant_scope("acme"))
+    await ingest_files(acme, [path], registry=registry, chunker=chunker)
+    everyone = kb_on(store, embedder, None)
+    report = await ingest_files(everyone, [path], registry=registry, chunker=chunker)
+    assert [r.outcome for r in report.results] == [Outcome.INDEXED]  # not acme's "unchanged"
+    assert report.results[0].document_id == document_id_for(path)
+    assert document_id_for(path) != document_id_for(path, tenant_scope("acme"))
+    assert document_id_for(path) == document_id_for(path, tenant_scope(None))
+    untenanted = kb_on(store, embedder, tenant_scope(None))
+    [mine] = await untenanted.list_documents()
+    assert TENANT_KEY not in mine.metadata
+    path.unlink()
+    report = await ingest_files(
+        everyone, [], registry=registry, chunker=chunker, prune_missing=True
+    )
+    assert [r.outcome for r in report.results] == [Outcome.PRUNED]  # only its own copy
+    [kept] = await acme.list_documents()
+    assert kept.document_id == document_id_for(path, tenant_scope("acme"))
+
+
+@pytest.mark.parametrize("keep_stale", [False, True])
+async def test_a_file_that_no_longer_parses_is_removed_unless_kept(
+    tmp_path: Path, store: QdrantStore, embedder: EmbeddingModelBase, keep_stale: bool
+) -> None:
+    path = tmp_path / "birds.txt"
+    path.write_text(TEXT)
+    registry, chunker = default_registry(), ApproxTokenChunker(128, 8)
+    kb = kb_on(store, embedder, None)
+    await ingest_files(kb, [path], registry=registry, chunker=chunker)
+    path.write_bytes(b"\xff\xfe not utf-8 \x00\x00")
+    report = await ingest_files(
+        kb, [path], registry=registry, chunker=chunker, keep_stale=keep_stale
+    )
+    outcomes = [r.outcome for r in report.results]
+    if keep_stale:
+        assert outcomes == [Outcome.FAILED] and len(await kb.list_documents()) == 1
+    else:
+        assert outcomes == [Outcome.FAILED, Outcome.REMOVED]
+        assert await kb.list_documents() == []
+
+
+@pytest.mark.parametrize("bad", ["", "   ", 5, b"acme"])
+def test_a_tenant_must_be_a_non_empty_string(bad: object) -> None:
+    with pytest.raises(ValueError, match=f"tenant must be a non-empty string or None, got {bad!r}"):
+        tenant_scope(bad)  # type: ignore[arg-type]
+    assert tenant_scope("acme") == {TENANT_KEY: "acme"} and tenant_scope(None) == {TENANT_KEY: None}
