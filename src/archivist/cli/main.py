@@ -12,7 +12,9 @@ from archivist.cli.chunk_command import add_chunk_command
 from archivist.cli.docs_command import add_docs_commands
 from archivist.cli.eval_command import add_eval_command
 from archivist.cli.index_command import add_index_command
+from archivist.cli.keys_command import add_keys_command
 from archivist.cli.search_command import add_search_command
+from archivist.cli.serve_command import add_serve_command
 from archivist.cli.session import CLIError
 
 
@@ -28,6 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_ask_command(commands)
     add_eval_command(commands)
     add_chunk_command(commands)
+    add_serve_command(commands)
+    add_keys_command(commands)
     return parser
 
 
