@@ -28,9 +28,10 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--files", type=int, default=100)
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--paragraphs", type=int, default=4, help="~ chunks per file")
     args = parser.parse_args()
     rng = random.Random(args.seed)
-    files = make_files(args.files)
+    files = make_files(args.files, paragraphs=args.paragraphs)
     rows = []
     with tempfile.TemporaryDirectory(prefix="archivist-crash-") as root:
         started = time.monotonic()
@@ -41,7 +42,7 @@ def main() -> int:
         for trial in range(args.trials):
             by_time = trial % 2 == 1
             kill_at = None if by_time else rng.randint(1, args.files // 2)
-            delay = rng.uniform(0.3, 6.0) if by_time else None
+            delay = rng.uniform(0.05, 1.5) if by_time else None
             started = time.monotonic()
             result = run_trial(
                 Path(root) / f"trial-{trial}", files, kill_at_ready=kill_at, kill_delay=delay

@@ -1,6 +1,7 @@
 """Load benchmark for `archivist serve`, loopback only and bounded in time.
 
-Builds (or reuses) a knowledge base of >= 10k chunks in a real `archivist serve` process,
+Builds (or reuses) a knowledge base of >= 10k chunks (the service runs with `--chunk-size 64`
+so building it takes minutes, not an hour, on 2 cores) in a real `archivist serve` process,
 measures search latency idle (50 clients, searches only), then runs 50 concurrent clients
 for 60 s mixing 90% searches and 10% uploads, and reports errors, QPS, p50/p95/p99 and the
 search p95 while uploads are indexing against the idle p95.
@@ -42,7 +43,7 @@ def document(rng: random.Random, n: int, paragraphs: int) -> bytes:
     parts = []
     for p in range(paragraphs):
         topic = rng.choice(TOPICS)
-        words = " ".join(rng.choice(VOCABULARY) for _ in range(150))
+        words = " ".join(rng.choice(VOCABULARY) for _ in range(40))
         parts.append(f"Section {p} of file {n} is about {topic}. {words}.")
     return "\n\n".join(parts).encode()
 
@@ -65,9 +66,9 @@ async def build(http: httpx.AsyncClient, target_chunks: int, rng: random.Random)
         pending = sum(d["status"] in ("queued", "indexing") for d in items)
         if total >= target_chunks and not pending:
             return total
-        if pending < 40 and total + pending * 20 < target_chunks:
+        if pending < 40 and total + pending * 40 < target_chunks:
             files = [
-                ("files", (f"base-{n + i:05d}.txt", document(rng, n + i, 20), "text/plain"))
+                ("files", (f"base-{n + i:05d}.txt", document(rng, n + i, 40), "text/plain"))
                 for i in range(20)
             ]
             n += 20
@@ -141,7 +142,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, object]:
     engine = make_engine(settings.resolved_database_url)
     key = create_key(engine, TENANT).key
     engine.dispose()
-    server = ServeProcess(home, free_port())
+    server = ServeProcess(
+        home,
+        free_port(),
+        *("--chunk-size", str(args.chunk_size), "--overlap", str(args.chunk_size // 8)),
+    )
     server.start()
     try:
         async with httpx.AsyncClient(
@@ -166,6 +171,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, object]:
         "clients": args.clients,
         "seconds": args.seconds,
         "kb_chunks": chunks,
+        "chunk_size": args.chunk_size,
         "errors": len(mixed["error"]) + len(idle["error"]),
         "requests": len(all_ops),
         "qps": len(all_ops) / elapsed,
@@ -193,6 +199,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--idle-seconds", type=float, default=20)
     parser.add_argument("--chunks", type=int, default=10_000)
+    parser.add_argument("--chunk-size", type=int, default=64, help="the service's --chunk-size")
     parser.add_argument("--quick", action="store_true", help="10 clients, 10 s, 1k chunks")
     args = parser.parse_args()
     if args.quick:

@@ -60,3 +60,5 @@ def test_serve_rejects_bad_settings(capsys) -> None:
     assert "--port" in capsys.readouterr().err
     assert main(["serve", "--workers", "0"]) == 2
     assert "workers" in capsys.readouterr().err
+    assert main(["serve", "--chunk-size", "64", "--overlap", "64"]) == 2
+    assert "overlap" in capsys.readouterr().err

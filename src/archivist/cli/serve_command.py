@@ -28,6 +28,8 @@ def add_serve_command(commands: Any) -> None:
     cmd.add_argument(
         "--max-upload-mb", type=float, default=50.0, help="largest upload request in MiB"
     )
+    cmd.add_argument("--chunk-size", type=int, default=256, help="approx. tokens per chunk")
+    cmd.add_argument("--overlap", type=int, default=32, help="approx. tokens of overlap")
     cmd.set_defaults(handler=run_serve)
 
 
@@ -70,6 +72,8 @@ async def run_serve(args: argparse.Namespace) -> int:
         qdrant_api_key=os.environ.get("QDRANT_API_KEY"),
         workers=args.workers,
         max_upload_bytes=max(1, int(args.max_upload_mb * 1024 * 1024)),
+        chunk_size=args.chunk_size,
+        overlap=args.overlap,
     )
     config = uvicorn.Config(
         create_app(settings), host=args.host, port=args.port, log_level="info", access_log=False

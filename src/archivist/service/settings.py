@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL
 
@@ -34,6 +34,14 @@ class ServiceSettings(BaseModel):
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     chunk_size: int = Field(default=256, gt=0)
     overlap: int = Field(default=32, ge=0)
+
+    @model_validator(mode="after")
+    def _overlap_below_chunk_size(self) -> ServiceSettings:
+        if self.overlap >= self.chunk_size:
+            raise ValueError(
+                f"overlap ({self.overlap}) must be below chunk_size ({self.chunk_size})"
+            )
+        return self
 
     @property
     def service_dir(self) -> Path:
