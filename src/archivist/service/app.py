@@ -9,10 +9,11 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from archivist.embedding import CachedEmbeddingModel, EmbeddingModelBase, LocalEmbeddingModel
+from archivist.embedding import EmbeddingModelBase
 from archivist.rag import ApproxTokenChunker, default_registry
 from archivist.service.database import make_engine
 from archivist.service.dependencies import ServiceState
+from archivist.service.embedding import service_model
 from archivist.service.indexer import Indexer
 from archivist.service.limits import UploadSizeLimit
 from archivist.service.locks import DocumentLocks
@@ -29,10 +30,8 @@ from archivist.service.vectors import open_store
 
 
 def default_model(settings: ServiceSettings) -> EmbeddingModelBase:
-    """The local model `settings` names, behind the shared on-disk embedding cache."""
-    return CachedEmbeddingModel(
-        LocalEmbeddingModel(settings.embedding_model), settings.home / "embedding-cache"
-    )
+    """The local model `settings` names; document vectors in the shared on-disk cache."""
+    return service_model(settings.embedding_model, str(settings.home / "embedding-cache"))
 
 
 def create_app(

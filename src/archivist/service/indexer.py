@@ -19,7 +19,7 @@ from sqlalchemy import Engine
 
 from archivist.embedding import EmbeddingModelBase
 from archivist.rag import ChunkerBase, DocumentNotFoundError, ParserRegistry, QdrantStore
-from archivist.rag.ingest import Outcome, ingest_files
+from archivist.rag.ingest import Outcome, document_id_for, ingest_files
 from archivist.service import catalog, jobs
 from archivist.service.catalog import Status
 from archivist.service.jobs import ClaimedJob
@@ -127,6 +127,8 @@ class Indexer:
     async def _index(self, job: ClaimedJob) -> tuple[Status, int, str | None]:
         kb = kb_handle(job.kb, self.store, self.model)
         path = self.settings.files_dir / job.document.path
+        if document_id_for(path) != job.document.id:  # ingest derives the id from the path
+            return Status.FAILED, 0, "the stored file moved since it was uploaded; upload it again"
         if job.attempt > 1:  # an earlier attempt may have left part of the document
             with contextlib.suppress(DocumentNotFoundError):
                 await kb.delete_document(job.document.id)
