@@ -151,3 +151,36 @@ def test_safe_filename_neutralises_paths_nul_and_length() -> None:
     long = safe_filename("n" * 4096 + ".txt")
     assert long.endswith(".txt") and len(long.encode()) <= 200
     assert "/" not in safe_filename("/etc/passwd") and safe_filename("/etc/passwd") == "passwd"
+
+
+def _many_files(prefix: str, count: int) -> list[tuple[str, tuple[str, bytes, str]]]:
+    text = " ".join(f"{prefix} paragraph about orchards and ledgers number {n}." for n in range(200))
+    return [("files", (f"{prefix}-{n}.txt", f"{n} {text}".encode(), "text/plain")) for n in range(count)]
+
+
+def test_deleting_documents_and_kbs_while_they_index(service) -> None:
+    with client(service.url, service.keys["globex"]) as http:
+        assert http.post("/v1/knowledge-bases", json={"name": "busy"}).status_code == 201
+        items = http.post("/v1/knowledge-bases/busy/documents", files=_many_files("busy", 6)).json()[
+            "items"
+        ]
+        for item in items[:3]:  # queued or indexing right now: both must go cleanly
+            assert http.delete(f"/v1/knowledge-bases/busy/documents/{item['id']}").status_code == 204
+        kept = wait_final(http, "busy")
+        assert {d["id"] for d in kept} == {i["id"] for i in items[3:]}
+        hits = http.post(
+            "/v1/knowledge-bases/busy/search", json={"query": "orchards and ledgers", "top_k": 50}
+        ).json()["hits"]
+        assert {h["document_id"] for h in hits} <= {i["id"] for i in items[3:]}
+
+        assert http.post("/v1/knowledge-bases", json={"name": "doomed"}).status_code == 201
+        response = http.post("/v1/knowledge-bases/doomed/documents", files=_many_files("doomed", 6))
+        assert response.status_code == 202
+        assert http.delete("/v1/knowledge-bases/doomed").status_code == 204
+        assert http.post("/v1/knowledge-bases", json={"name": "doomed"}).status_code == 201
+        assert http.get("/v1/knowledge-bases/doomed/documents").json() == {"items": []}
+        hits = http.post(
+            "/v1/knowledge-bases/doomed/search", json={"query": "orchards", "top_k": 5}
+        ).json()["hits"]
+        assert hits == []
+        assert http.get("/healthz").status_code == 200
