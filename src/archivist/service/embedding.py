@@ -1,7 +1,8 @@
-"""The service's embedding model: documents through the on-disk cache, queries straight through.
+"""The service's embedding model: documents through the on-disk cache, queries batched.
 
 Caching queries would grow the cache with every distinct search and put a disk write on
 every search's path; documents are what re-indexing re-embeds, so only they are cached.
+Queries of concurrent searches share model calls (`QueryBatcher`).
 """
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ from collections.abc import Sequence
 from archivist.embedding import CachedEmbeddingModel, EmbeddingModelBase, LocalEmbeddingModel
 from archivist.embedding.base import BatchItem, EmbeddingInput, InputType
 from archivist.embedding.response import EmbeddingResponse
+from archivist.service.query_batcher import QueryBatcher
 
 
 class DocumentCachedModel(EmbeddingModelBase):
-    """`inner` for queries, `inner` behind a `CachedEmbeddingModel` for documents."""
+    """`inner` for queries (batched across concurrent searches), `inner` behind a
+    `CachedEmbeddingModel` for documents."""
 
     def __init__(self, inner: EmbeddingModelBase, cache_dir: str) -> None:
         super().__init__(
@@ -27,6 +30,7 @@ class DocumentCachedModel(EmbeddingModelBase):
         )
         self.inner = inner
         self.cached = CachedEmbeddingModel(inner, cache_dir)
+        self.queries = QueryBatcher(inner)
 
     @property
     def cache_identity(self) -> str:
@@ -35,8 +39,9 @@ class DocumentCachedModel(EmbeddingModelBase):
     async def __call__(
         self, inputs: Sequence[EmbeddingInput], input_type: InputType = "document"
     ) -> EmbeddingResponse:
-        target = self.inner if input_type == "query" else self.cached
-        return await target(inputs, input_type)
+        if input_type == "query":
+            return await self.queries.embed(inputs)
+        return await self.cached(inputs, input_type)
 
     async def _embed_batch(
         self, batch: Sequence[BatchItem], input_type: InputType
