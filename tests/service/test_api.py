@@ -32,7 +32,8 @@ def test_health_and_generated_docs(service) -> None:
     ):
         assert path in paths, path
     upload = paths["/v1/knowledge-bases/{name}/documents"]["post"]
-    assert {"202", "413", "415", "422"} <= set(upload["responses"])
+    assert {"202", "401", "404", "413", "415", "422"} <= set(upload["responses"])
+    assert "401" in paths["/v1/knowledge-bases"]["get"]["responses"]
     assert "HTTPBearer" in spec["components"]["securitySchemes"]
 
 

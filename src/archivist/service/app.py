@@ -25,6 +25,7 @@ from archivist.service.routers import (
     search,
     supported_types,
 )
+from archivist.service.schemas import UNAUTHORIZED
 from archivist.service.settings import ServiceSettings
 from archivist.service.vectors import open_store
 
@@ -68,7 +69,9 @@ def create_app(
         lifespan=lifespan,
     )
     app.add_middleware(UploadSizeLimit, max_bytes=settings.max_upload_bytes)
-    for module in (health, knowledge_bases, documents, search, supported_types, page):
+    for module in (health, page):
         app.include_router(module.router)
+    for module in (knowledge_bases, documents, search, supported_types):
+        app.include_router(module.router, responses=UNAUTHORIZED)
     app.mount("/static", StaticFiles(directory=page.STATIC_DIR), name="static")
     return app

@@ -150,3 +150,8 @@ class Problem(BaseModel):
     """Every error body: `{"detail": "..."}`."""
 
     detail: str
+
+
+UNAUTHORIZED: dict[int | str, dict[str, Any]] = {
+    401: {"model": Problem, "description": "missing, invalid or revoked API key"}
+}
