@@ -26,6 +26,9 @@ def add_serve_command(commands: Any) -> None:
     )
     cmd.add_argument("--workers", type=int, default=2, help="documents indexed at once")
     cmd.add_argument(
+        "--index-threads", type=int, default=1, help="cores for embedding documents (default 1)"
+    )
+    cmd.add_argument(
         "--max-upload-mb", type=float, default=50.0, help="largest upload request in MiB"
     )
     cmd.add_argument("--chunk-size", type=int, default=256, help="approx. tokens per chunk")
@@ -71,6 +74,7 @@ async def run_serve(args: argparse.Namespace) -> int:
         qdrant_url=args.qdrant_url,
         qdrant_api_key=os.environ.get("QDRANT_API_KEY"),
         workers=args.workers,
+        index_threads=args.index_threads,
         max_upload_bytes=max(1, int(args.max_upload_mb * 1024 * 1024)),
         chunk_size=args.chunk_size,
         overlap=args.overlap,

@@ -32,7 +32,9 @@ from archivist.service.vectors import open_store
 
 def default_model(settings: ServiceSettings) -> EmbeddingModelBase:
     """The local model `settings` names; document vectors in the shared on-disk cache."""
-    return service_model(settings.embedding_model, str(settings.home / "embedding-cache"))
+    return service_model(
+        settings.embedding_model, str(settings.home / "embedding-cache"), settings.index_threads
+    )
 
 
 def create_app(

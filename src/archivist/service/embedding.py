@@ -1,8 +1,11 @@
-"""The service's embedding model: documents through the on-disk cache, queries batched.
+"""The service's embedding model: queries and documents on separate model instances.
 
-Caching queries would grow the cache with every distinct search and put a disk write on
-every search's path; documents are what re-indexing re-embeds, so only they are cached.
-Queries of concurrent searches share model calls (`QueryBatcher`).
+A local model runs one inference at a time, so sharing one instance would queue every
+search behind whole batches of document chunks. Queries get their own instance (batched
+across concurrent searches by `QueryBatcher`); documents get one limited to
+`index_threads` cores and go through the on-disk cache (re-indexing re-embeds documents,
+never queries; caching queries would grow the cache with every search and write to disk on
+each one).
 """
 
 from __future__ import annotations
@@ -15,40 +18,47 @@ from archivist.embedding.response import EmbeddingResponse
 from archivist.service.query_batcher import QueryBatcher
 
 
-class DocumentCachedModel(EmbeddingModelBase):
-    """`inner` for queries (batched across concurrent searches), `inner` behind a
-    `CachedEmbeddingModel` for documents."""
+class SplitModel(EmbeddingModelBase):
+    """`query_model` for queries (batched), `document_model` behind a cache for documents."""
 
-    def __init__(self, inner: EmbeddingModelBase, cache_dir: str) -> None:
+    def __init__(
+        self, query_model: EmbeddingModelBase, document_model: EmbeddingModelBase, cache_dir: str
+    ) -> None:
+        if query_model.cache_identity != document_model.cache_identity:
+            raise ValueError("query_model and document_model must be the same model")
         super().__init__(
-            model=inner.model,
-            dimensions=inner.dimensions,
-            supports_multimodal=inner.supports_multimodal,
-            batch_size=inner.batch_size,
-            max_concurrency=inner.max_concurrency,
+            model=query_model.model,
+            dimensions=query_model.dimensions,
+            supports_multimodal=query_model.supports_multimodal,
+            batch_size=query_model.batch_size,
+            max_concurrency=query_model.max_concurrency,
             max_retries=0,
         )
-        self.inner = inner
-        self.cached = CachedEmbeddingModel(inner, cache_dir)
-        self.queries = QueryBatcher(inner)
+        self.query_model = query_model
+        self.documents = CachedEmbeddingModel(document_model, cache_dir)
+        self.queries = QueryBatcher(query_model)
 
     @property
     def cache_identity(self) -> str:
-        return self.inner.cache_identity
+        return self.query_model.cache_identity
 
     async def __call__(
         self, inputs: Sequence[EmbeddingInput], input_type: InputType = "document"
     ) -> EmbeddingResponse:
         if input_type == "query":
             return await self.queries.embed(inputs)
-        return await self.cached(inputs, input_type)
+        return await self.documents(inputs, input_type)
 
     async def _embed_batch(
         self, batch: Sequence[BatchItem], input_type: InputType
     ) -> EmbeddingResponse:
-        return await self.inner(list(batch), input_type)
+        return await self.query_model(list(batch), input_type)
 
 
-def service_model(name: str, cache_dir: str) -> EmbeddingModelBase:
-    """The local model `name` with document embeddings cached under `cache_dir`."""
-    return DocumentCachedModel(LocalEmbeddingModel(name), cache_dir)
+def service_model(name: str, cache_dir: str, index_threads: int) -> EmbeddingModelBase:
+    """The local model `name` twice: for queries, and for documents on `index_threads` cores."""
+    try:
+        documents = LocalEmbeddingModel(name, threads=index_threads)
+    except TypeError:  # a registered model without a thread setting
+        documents = LocalEmbeddingModel(name)
+    return SplitModel(LocalEmbeddingModel(name), documents, cache_dir)

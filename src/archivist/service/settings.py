@@ -25,6 +25,8 @@ class ServiceSettings(BaseModel):
     """Largest accepted upload request (all its files together); larger → 413."""
     workers: int = Field(default=2, ge=1, le=32)
     """Documents indexed at once by this process."""
+    index_threads: int = Field(default=1, ge=1, le=64)
+    """Cores the document embedder may use; the rest stay free for searches."""
     lease_seconds: float = Field(default=60.0, gt=0)
     """A claimed job not renewed for this long is taken over by another worker or replica."""
     max_attempts: int = Field(default=3, ge=1)
