@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from postgres_server import postgres_bin, postgres_server
 from service_helpers import new_key, running_service
 
 from archivist.service import ServiceSettings
@@ -26,3 +27,12 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     keys = {tenant: new_key(settings, tenant) for tenant in ("acme", "globex", "initech")}
     with running_service(settings) as url:
         yield Service(url, settings, keys)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A throw-away PostgreSQL server on 127.0.0.1 for the whole session."""
+    if postgres_bin() is None:
+        pytest.skip("PostgreSQL is not installed here (apt-get install -y postgresql)")
+    with postgres_server() as url:
+        yield url

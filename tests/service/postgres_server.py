@@ -88,3 +88,13 @@ def _wait_ready(url: str) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
+
+
+def fresh_database(url: str, name: str) -> str:
+    """Create (or recreate) database `name` on the server of `url`; returns its URL."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        connection.execute(f'CREATE DATABASE "{name}"')
+    return url.rsplit("/", 1)[0] + f"/{name}"

@@ -8,21 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from postgres_server import postgres_bin, postgres_server
 from sqlalchemy import Engine, select
 
 from archivist.service import catalog, jobs
 from archivist.service.catalog import NewUpload, Status
 from archivist.service.database import jobs as jobs_table
 from archivist.service.database import make_engine, reading
-
-
-@pytest.fixture(scope="module")
-def postgres_url() -> Iterator[str]:
-    if postgres_bin() is None:
-        pytest.skip("PostgreSQL is not installed here (apt-get install -y postgresql)")
-    with postgres_server() as url:
-        yield url
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

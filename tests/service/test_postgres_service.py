@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from postgres_server import postgres_bin, postgres_server
 from service_helpers import client, running_service, wait_final
 
 from archivist.cli.main import main
 from archivist.service import ServiceSettings
-
-
-@pytest.fixture(scope="module")
-def postgres_url() -> Iterator[str]:
-    if postgres_bin() is None:
-        pytest.skip("PostgreSQL is not installed here (apt-get install -y postgresql)")
-    with postgres_server() as url:
-        yield url
 
 
 def test_service_on_postgresql_end_to_end(
