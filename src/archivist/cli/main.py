@@ -24,7 +24,9 @@ from archivist.cli.docs_command import add_docs_commands
 from archivist.cli.eval_command import add_eval_command
 from archivist.cli.index_command import add_index_command
 from archivist.cli.kb_commands import add_kb_commands
+from archivist.cli.keys_command import add_keys_command
 from archivist.cli.search_command import add_search_command
+from archivist.cli.serve_command import add_serve_command
 from archivist.cli.session import CLIError
 from archivist.embedding.errors import EmbeddingError
 from archivist.model.errors import ChatModelError
@@ -74,6 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_ask_command(commands)
     add_eval_command(commands)
     add_chunk_command(commands)
+    add_serve_command(commands)
+    add_keys_command(commands)
     for command in commands.choices.values():
         command.formatter_class = _DefaultsFormatter
         command.add_argument(

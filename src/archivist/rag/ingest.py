@@ -327,4 +327,3 @@ async def _parse_one(
     }
     outcome = Outcome.UPDATED if before else Outcome.INDEXED
     return _Parsed(path, document_id, outcome, chunks, metadata)
-

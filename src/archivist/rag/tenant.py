@@ -18,4 +18,3 @@ def tenant_scope(tenant: str | None) -> MetadataFilter:
     if tenant is not None and (not isinstance(tenant, str) or not tenant.strip()):
         raise ValueError(f"tenant must be a non-empty string or None, got {tenant!r}")
     return {TENANT_KEY: tenant}
-

@@ -1,0 +1,80 @@
+"""`create_app`: the FastAPI application of `archivist serve`."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from archivist.embedding import EmbeddingModelBase
+from archivist.rag import default_registry
+from archivist.rag.chunker import chunker_for
+from archivist.service.database import make_engine
+from archivist.service.dependencies import ServiceState
+from archivist.service.embedding import service_model
+from archivist.service.indexer import Indexer
+from archivist.service.limits import UploadSizeLimit
+from archivist.service.locks import DocumentLocks
+from archivist.service.routers import (
+    documents,
+    health,
+    knowledge_bases,
+    page,
+    search,
+    supported_types,
+)
+from archivist.service.schemas import UNAUTHORIZED
+from archivist.service.settings import ServiceSettings
+from archivist.service.vectors import open_store
+
+
+def default_model(settings: ServiceSettings) -> EmbeddingModelBase:
+    """The local model `settings` names; document vectors in the shared on-disk cache."""
+    return service_model(
+        settings.embedding_model, str(settings.home / "embedding-cache"), settings.index_threads
+    )
+
+
+def create_app(
+    settings: ServiceSettings, *, embedding_model: EmbeddingModelBase | None = None
+) -> FastAPI:
+    """The service over `settings`; database, store and workers open with the app's lifespan."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        settings.files_dir.mkdir(parents=True, exist_ok=True)
+        engine = await asyncio.to_thread(make_engine, settings.resolved_database_url)
+        model = embedding_model or default_model(settings)
+        registry = default_registry()
+        chunker = chunker_for(model.chunk_tokenizer(), settings.chunk_size, settings.overlap)
+        locks = DocumentLocks()
+        try:
+            async with open_store(settings) as store:
+                indexer = Indexer(settings, engine, store, model, registry, chunker, locks)
+                app.state.service = ServiceState(
+                    settings, engine, store, model, registry, indexer, locks
+                )
+                await indexer.start()
+                try:
+                    yield
+                finally:
+                    await indexer.stop()
+        finally:
+            engine.dispose()
+
+    app = FastAPI(
+        title="Archivist knowledge service",
+        summary="Tenant-scoped knowledge bases: upload files, watch them index, search them.",
+        version="1",
+        lifespan=lifespan,
+    )
+    app.add_middleware(UploadSizeLimit, max_bytes=settings.max_upload_bytes)
+    for module in (health, page):
+        app.include_router(module.router)
+    for module in (knowledge_bases, documents, search, supported_types):
+        app.include_router(module.router, responses=UNAUTHORIZED)
+    app.mount("/static", StaticFiles(directory=page.STATIC_DIR), name="static")
+    return app

@@ -1,0 +1,150 @@
+"""The service's tables (keys, knowledge bases, documents, jobs) and engine set-up.
+
+SQLAlchemy 2 Core gives one set of queries for SQLite (default) and PostgreSQL
+(`--database`), including `SELECT ... FOR UPDATE SKIP LOCKED` where the backend has it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (
+    Column,
+    Connection,
+    Engine,
+    Float,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    event,
+    make_url,
+)
+
+metadata = MetaData()
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", String(16), primary_key=True),
+    Column("tenant", String(64), nullable=False, index=True),
+    Column("key_hash", String(64), nullable=False, unique=True),
+    Column("created_at", Float, nullable=False),
+    Column("revoked_at", Float, nullable=True),
+)
+
+knowledge_bases = Table(
+    "knowledge_bases",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("tenant", String(64), nullable=False),
+    Column("name", String(64), nullable=False),
+    Column("description", Text, nullable=False),
+    Column("collection", String(64), nullable=False, unique=True),
+    Column("created_at", Float, nullable=False),
+    UniqueConstraint("tenant", "name", name="uq_kb_tenant_name"),
+)
+
+documents = Table(
+    "documents",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column(
+        "kb_id",
+        String(32),
+        ForeignKey("knowledge_bases.id", ondelete="CASCADE"),
+        nullable=False,
+        index=True,
+    ),
+    Column("tenant", String(64), nullable=False),
+    Column("filename", String(255), nullable=False),
+    Column("media_type", String(128), nullable=False),
+    Column("path", Text, nullable=False),
+    Column("size", Integer, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("chunk_count", Integer, nullable=False, default=0),
+    Column("error", Text, nullable=True),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)
+
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column(
+        "document_id",
+        String(36),
+        ForeignKey("documents.id", ondelete="CASCADE"),
+        nullable=False,
+        unique=True,
+    ),
+    Column("state", String(16), nullable=False, index=True),
+    Column("owner", String(64), nullable=True),
+    Column("lease_expires", Float, nullable=True),
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("created_at", Float, nullable=False),
+)
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for `url` with the service's tables created.
+
+    SQLite runs in WAL mode with `synchronous=FULL` (a committed upload survives power
+    loss), foreign keys on, and `BEGIN IMMEDIATE` for writes so concurrent writers queue
+    on the busy timeout instead of failing.
+    """
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(parsed, connect_args={"timeout": 30})
+        _sqlite_pragmas(engine)
+    elif parsed.get_backend_name() == "postgresql":
+        if parsed.drivername == "postgresql":
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        engine = create_engine(parsed, pool_size=10, max_overflow=20, pool_pre_ping=True)
+    else:
+        raise ValueError(
+            f"database URL {url!r}: use sqlite:///PATH or postgresql://USER@HOST:PORT/DB"
+        )
+    metadata.create_all(engine)
+    return engine
+
+
+def _sqlite_pragmas(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # transactions are begun below
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        immediate = connection.get_execution_options().get("write", False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+@contextmanager
+def writing(engine: Engine) -> Iterator[Connection]:
+    """A write transaction (committed on success, rolled back on error)."""
+    with engine.connect().execution_options(write=True) as connection, connection.begin():
+        yield connection
+
+
+@contextmanager
+def reading(engine: Engine) -> Iterator[Connection]:
+    """A read-only transaction."""
+    with engine.connect() as connection, connection.begin():
+        yield connection

@@ -1,0 +1,64 @@
+"""The service's embedding model: queries and documents on separate model instances.
+
+A local model runs one inference at a time, so sharing one instance would queue every
+search behind whole batches of document chunks. Queries get their own instance (batched
+across concurrent searches by `QueryBatcher`); documents get one limited to
+`index_threads` cores and go through the on-disk cache (re-indexing re-embeds documents,
+never queries; caching queries would grow the cache with every search and write to disk on
+each one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from archivist.embedding import CachedEmbeddingModel, EmbeddingModelBase, LocalEmbeddingModel
+from archivist.embedding.base import BatchItem, EmbeddingInput, InputType
+from archivist.embedding.response import EmbeddingResponse
+from archivist.service.query_batcher import QueryBatcher
+
+
+class SplitModel(EmbeddingModelBase):
+    """`query_model` for queries (batched), `document_model` behind a cache for documents."""
+
+    def __init__(
+        self, query_model: EmbeddingModelBase, document_model: EmbeddingModelBase, cache_dir: str
+    ) -> None:
+        if query_model.cache_identity != document_model.cache_identity:
+            raise ValueError("query_model and document_model must be the same model")
+        super().__init__(
+            model=query_model.model,
+            dimensions=query_model.dimensions,
+            supports_multimodal=query_model.supports_multimodal,
+            batch_size=query_model.batch_size,
+            max_concurrency=query_model.max_concurrency,
+            max_retries=0,
+        )
+        self.query_model = query_model
+        self.documents = CachedEmbeddingModel(document_model, cache_dir)
+        self.queries = QueryBatcher(query_model)
+
+    @property
+    def cache_identity(self) -> str:
+        return self.query_model.cache_identity
+
+    async def __call__(
+        self, inputs: Sequence[EmbeddingInput], input_type: InputType = "document"
+    ) -> EmbeddingResponse:
+        if input_type == "query":
+            return await self.queries.embed(inputs)
+        return await self.documents(inputs, input_type)
+
+    async def _embed_batch(
+        self, batch: Sequence[BatchItem], input_type: InputType
+    ) -> EmbeddingResponse:
+        return await self.query_model(list(batch), input_type)
+
+
+def service_model(name: str, cache_dir: str, index_threads: int) -> EmbeddingModelBase:
+    """The local model `name` twice: for queries, and for documents on `index_threads` cores."""
+    try:
+        documents = LocalEmbeddingModel(name, threads=index_threads)
+    except TypeError:  # a registered model without a thread setting
+        documents = LocalEmbeddingModel(name)
+    return SplitModel(LocalEmbeddingModel(name), documents, cache_dir)

@@ -1,0 +1,138 @@
+"""The durable indexing queue: one `jobs` row per document still to index.
+
+A worker claims a job by leasing it (`state=running`, `lease_expires`); a lease that is not
+renewed expires and the job is claimed again, so a replica that dies mid-job loses nothing.
+On PostgreSQL the claim uses `FOR UPDATE SKIP LOCKED`, so replicas never wait on each
+other; on SQLite the write transaction itself serialises claims.
+"""
+
+from __future__ import annotations
+
+import time
+
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy import Engine, and_, delete, or_, select, update
+
+from archivist.service.catalog import DocumentRecord, KBRecord, Status
+from archivist.service.database import documents, jobs, knowledge_bases, writing
+
+
+class ClaimedJob(BaseModel):
+    """A leased job with the document and knowledge base it indexes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    job_id: int
+    attempt: int
+    document: DocumentRecord
+    kb: KBRecord
+
+
+def claim(engine: Engine, owner: str, lease_seconds: float, max_attempts: int) -> ClaimedJob | None:
+    """Lease the oldest claimable job to `owner`, or None when there is none.
+
+    A job already claimed `max_attempts` times (the process died each time) is not run
+    again: its document is marked failed.
+    """
+    while True:
+        now = time.time()
+        with writing(engine) as db:
+            row = db.execute(
+                select(jobs.c.id, jobs.c.document_id, jobs.c.attempts)
+                .where(
+                    or_(
+                        jobs.c.state == "queued",
+                        and_(jobs.c.state == "running", jobs.c.lease_expires < now),
+                    )
+                )
+                .order_by(jobs.c.id)
+                .limit(1)
+                .with_for_update(skip_locked=True)
+            ).one_or_none()
+            if row is None:
+                return None
+            if row.attempts >= max_attempts:
+                db.execute(
+                    update(documents)
+                    .where(documents.c.id == row.document_id)
+                    .values(
+                        status=Status.FAILED.value,
+                        error=f"indexing was interrupted {row.attempts} times; gave up",
+                        updated_at=now,
+                    )
+                )
+                db.execute(delete(jobs).where(jobs.c.id == row.id))
+                continue
+            db.execute(
+                update(jobs)
+                .where(jobs.c.id == row.id)
+                .values(
+                    state="running",
+                    owner=owner,
+                    lease_expires=now + lease_seconds,
+                    attempts=row.attempts + 1,
+                )
+            )
+            db.execute(
+                update(documents)
+                .where(documents.c.id == row.document_id)
+                .values(status=Status.INDEXING.value, updated_at=now)
+            )
+            document = db.execute(select(documents).where(documents.c.id == row.document_id)).one()
+            kb = db.execute(
+                select(knowledge_bases).where(knowledge_bases.c.id == document.kb_id)
+            ).one()
+        return ClaimedJob(
+            job_id=row.id,
+            attempt=row.attempts + 1,
+            document=DocumentRecord.model_validate(document._asdict()),
+            kb=KBRecord.model_validate(kb._asdict()),
+        )
+
+
+def renew(engine: Engine, owner: str, job_ids: list[int], lease_seconds: float) -> None:
+    """Extend `owner`'s leases on `job_ids`."""
+    if not job_ids:
+        return
+    with writing(engine) as db:
+        db.execute(
+            update(jobs)
+            .where(jobs.c.id.in_(job_ids), jobs.c.owner == owner)
+            .values(lease_expires=time.time() + lease_seconds)
+        )
+
+
+def finish(
+    engine: Engine,
+    job: ClaimedJob,
+    status: Status,
+    chunk_count: int = 0,
+    error: str | None = None,
+) -> bool:
+    """Record a job's outcome and drop it; False when its document was deleted meanwhile."""
+    with writing(engine) as db:
+        result = db.execute(
+            update(documents)
+            .where(documents.c.id == job.document.id)
+            .values(
+                status=status.value, chunk_count=chunk_count, error=error, updated_at=time.time()
+            )
+        )
+        db.execute(delete(jobs).where(jobs.c.id == job.job_id))
+    return bool(result.rowcount)
+
+
+def release_all(engine: Engine) -> int:
+    """Put every running job back in the queue (start-up of the only possible owner)."""
+    with writing(engine) as db:
+        result = db.execute(
+            update(jobs)
+            .where(jobs.c.state == "running")
+            .values(state="queued", owner=None, lease_expires=None)
+        )
+        db.execute(
+            update(documents)
+            .where(documents.c.status == Status.INDEXING.value)
+            .values(status=Status.QUEUED.value)
+        )
+    return int(result.rowcount)

@@ -1,0 +1,100 @@
+"""API keys: each belongs to one tenant; only a sha256 of the key is stored.
+
+Keys are 256-bit random tokens, so a plain sha256 is enough to make a stolen table useless
+(no password-style stretching is needed for secrets nobody can guess).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import time
+
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy import Engine, insert, select, update
+
+from archivist.service.database import api_keys, reading, writing
+
+KEY_PREFIX = "ak"
+TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class KeyInfo(BaseModel):
+    """One key as `keys list` shows it: never the key itself."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    tenant: str
+    created_at: float
+    revoked_at: float | None
+
+
+class NewKey(BaseModel):
+    """A freshly created key: `key` is shown once and never stored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    tenant: str
+    key: str
+
+
+def hash_key(key: str) -> str:
+    """The stored form of a key."""
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def check_tenant(tenant: str) -> str:
+    """A tenant name: letters, digits, `_ . -`, up to 64 characters."""
+    if not isinstance(tenant, str) or not TENANT_PATTERN.match(tenant):
+        raise ValueError(f"invalid tenant name {tenant!r} (letters, digits, _ . -; max 64)")
+    return tenant
+
+
+def create_key(engine: Engine, tenant: str) -> NewKey:
+    """Make a key for `tenant`; the returned `key` is the only copy."""
+    check_tenant(tenant)
+    key_id = secrets.token_hex(6)
+    key = f"{KEY_PREFIX}_{key_id}_{secrets.token_urlsafe(32)}"
+    with writing(engine) as db:
+        db.execute(
+            insert(api_keys).values(
+                id=key_id, tenant=tenant, key_hash=hash_key(key), created_at=time.time()
+            )
+        )
+    return NewKey(id=key_id, tenant=tenant, key=key)
+
+
+def list_keys(engine: Engine) -> list[KeyInfo]:
+    """Every key, oldest first."""
+    with reading(engine) as db:
+        rows = db.execute(
+            select(
+                api_keys.c.id, api_keys.c.tenant, api_keys.c.created_at, api_keys.c.revoked_at
+            ).order_by(api_keys.c.created_at)
+        ).all()
+    return [KeyInfo(**row._asdict()) for row in rows]
+
+
+def revoke_key(engine: Engine, key_id: str) -> bool:
+    """Revoke key `key_id`; False when no active key has that id."""
+    with writing(engine) as db:
+        result = db.execute(
+            update(api_keys)
+            .where(api_keys.c.id == key_id, api_keys.c.revoked_at.is_(None))
+            .values(revoked_at=time.time())
+        )
+    return bool(result.rowcount)
+
+
+def tenant_for_key(engine: Engine, key: str) -> str | None:
+    """The tenant of an active `key`, or None."""
+    with reading(engine) as db:
+        tenant = db.execute(
+            select(api_keys.c.tenant).where(
+                api_keys.c.key_hash == hash_key(key), api_keys.c.revoked_at.is_(None)
+            )
+        ).scalar_one_or_none()
+    return tenant

@@ -1,0 +1,136 @@
+"""`/v1/knowledge-bases/{name}/documents`: upload, status, chunks, raw file, delete."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+from typing import Annotated, Any
+
+from fastapi import APIRouter, File, HTTPException, Query, Response, UploadFile, status
+from fastapi.responses import FileResponse
+
+from archivist.message import TextBlock
+from archivist.rag import DocumentNotFoundError
+from archivist.service import catalog
+from archivist.service.dependencies import KB, Document, State
+from archivist.service.routers.search import public_metadata
+from archivist.service.schemas import (
+    ChunkOut,
+    ChunkPage,
+    DocumentList,
+    DocumentOut,
+    Problem,
+    UploadAccepted,
+    UploadItem,
+)
+from archivist.service.uploads import IncomingFile, UploadRejected, store_uploads
+from archivist.service.vectors import tenant_scope
+
+router = APIRouter(prefix="/v1/knowledge-bases/{name}/documents", tags=["documents"])
+
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": Problem, "description": "no such knowledge base or document"}
+}
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_202_ACCEPTED,
+    responses={
+        **_NOT_FOUND,
+        413: {"model": Problem, "description": "the upload is larger than the limit"},
+        415: {"model": Problem, "description": "a file type no parser reads"},
+        422: {"model": Problem, "description": "an empty file or no `files` field"},
+    },
+)
+async def upload_documents(
+    files: Annotated[list[UploadFile], File(description="one or more files")],
+    kb: KB,
+    state: State,
+) -> UploadAccepted:
+    """Store the files (fsynced) and queue them for indexing; all are accepted or none."""
+    incoming = [IncomingFile(upload.filename, upload.file) for upload in files]
+    try:
+        uploads = await asyncio.to_thread(
+            store_uploads,
+            incoming,
+            state.settings.files_dir / kb.id,
+            state.settings.files_dir,
+            state.registry,
+            state.settings.max_upload_bytes,
+            tenant_scope(kb),
+        )
+    except UploadRejected as exc:
+        raise HTTPException(exc.status, str(exc)) from None
+    records = await asyncio.to_thread(catalog.add_documents, state.engine, kb, uploads)
+    state.indexer.notify()
+    return UploadAccepted(
+        items=[UploadItem(id=r.id, filename=r.filename, status=r.status) for r in records]
+    )
+
+
+@router.get("", responses=_NOT_FOUND)
+async def list_documents(kb: KB, state: State) -> DocumentList:
+    """Every document of the knowledge base with its indexing status."""
+    documents = await asyncio.to_thread(catalog.list_documents, state.engine, kb.id)
+    return DocumentList(items=[DocumentOut.of(d) for d in documents])
+
+
+@router.get("/{document_id}", responses=_NOT_FOUND)
+async def get_document(document: Document) -> DocumentOut:
+    """One document's status."""
+    return DocumentOut.of(document)
+
+
+@router.get("/{document_id}/chunks", responses=_NOT_FOUND)
+async def list_chunks(
+    document: Document,
+    kb: KB,
+    state: State,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=500)] = 30,
+) -> ChunkPage:
+    """A page of the document's stored chunks in order."""
+    chunks = await state.handle(kb).list_chunks(document.id, offset, limit)
+    return ChunkPage(
+        items=[
+            ChunkOut(
+                chunk_index=c.chunk_index,
+                text=c.content.text if isinstance(c.content, TextBlock) else None,
+                media_type="text/plain"
+                if isinstance(c.content, TextBlock)
+                else c.content.source.media_type,
+                metadata=public_metadata(c.metadata),
+            )
+            for c in chunks
+        ],
+        offset=offset,
+        limit=limit,
+        total=document.chunk_count,
+    )
+
+
+@router.get(
+    "/{document_id}/file",
+    response_class=FileResponse,
+    responses={**_NOT_FOUND, 200: {"content": {"application/octet-stream": {}}}},
+)
+async def download_file(document: Document, state: State) -> FileResponse:
+    """The raw upload, with its media type and file name."""
+    path = state.settings.files_dir / document.path
+    if not path.is_file():
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"the file of {document.id!r} is gone")
+    return FileResponse(path, media_type=document.media_type, filename=document.filename)
+
+
+@router.delete("/{document_id}", status_code=status.HTTP_204_NO_CONTENT, responses=_NOT_FOUND)
+async def delete_document(document: Document, kb: KB, state: State) -> Response:
+    """Delete the document: its chunks, its file and its record."""
+    async with state.locks.hold(document.id):  # waits for a running index of it
+        with contextlib.suppress(DocumentNotFoundError):
+            await state.handle(kb).delete_document(document.id)
+        await asyncio.to_thread(catalog.delete_document, state.engine, document.id)
+    folder = (state.settings.files_dir / document.path).parent
+    await asyncio.to_thread(shutil.rmtree, folder, ignore_errors=True)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

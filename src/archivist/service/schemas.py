@@ -1,0 +1,157 @@
+"""Request and response bodies of the HTTP API."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from archivist.service.catalog import DocumentRecord, KBRecord, Status
+
+KB_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+
+
+def iso(timestamp: float) -> str:
+    """A Unix time as ISO 8601 UTC."""
+    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="milliseconds")
+
+
+class KnowledgeBaseCreate(BaseModel):
+    """`POST /v1/knowledge-bases`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=KB_NAME_PATTERN, description="letters, digits, _ . - (max 64)")
+    description: str = Field(default="", max_length=2000)
+
+
+class KnowledgeBaseOut(BaseModel):
+    """A knowledge base as the API shows it."""
+
+    name: str
+    description: str
+    document_count: int
+    created_at: str
+
+    @classmethod
+    def of(cls, kb: KBRecord) -> KnowledgeBaseOut:
+        """From a catalog record."""
+        return cls(
+            name=kb.name,
+            description=kb.description,
+            document_count=kb.document_count,
+            created_at=iso(kb.created_at),
+        )
+
+
+class KnowledgeBaseList(BaseModel):
+    """`GET /v1/knowledge-bases`."""
+
+    items: list[KnowledgeBaseOut]
+
+
+class UploadItem(BaseModel):
+    """One accepted file of an upload."""
+
+    id: str
+    filename: str
+    status: Status
+
+
+class UploadAccepted(BaseModel):
+    """`POST .../documents` (202): every file is on disk and queued."""
+
+    items: list[UploadItem]
+
+
+class DocumentOut(BaseModel):
+    """A document and where it is on its way to `ready` or `failed`."""
+
+    id: str
+    filename: str
+    media_type: str
+    size: int
+    status: Status
+    chunk_count: int
+    error: str | None
+    created_at: str
+    updated_at: str
+
+    @classmethod
+    def of(cls, document: DocumentRecord) -> DocumentOut:
+        """From a catalog record."""
+        return cls(
+            id=document.id,
+            filename=document.filename,
+            media_type=document.media_type,
+            size=document.size,
+            status=document.status,
+            chunk_count=document.chunk_count,
+            error=document.error,
+            created_at=iso(document.created_at),
+            updated_at=iso(document.updated_at),
+        )
+
+
+class DocumentList(BaseModel):
+    """`GET .../documents`."""
+
+    items: list[DocumentOut]
+
+
+class ChunkOut(BaseModel):
+    """One stored chunk of a document."""
+
+    chunk_index: int
+    text: str | None
+    media_type: str
+    metadata: dict[str, Any]
+
+
+class ChunkPage(BaseModel):
+    """`GET .../documents/{id}/chunks`: a page in `chunk_index` order."""
+
+    items: list[ChunkOut]
+    offset: int
+    limit: int
+    total: int
+
+
+class SearchRequest(BaseModel):
+    """`POST .../search`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=4000)
+    top_k: int = Field(default=5, ge=1, le=100)
+
+
+class Hit(BaseModel):
+    """One search result with where it comes from."""
+
+    score: float
+    document_id: str
+    filename: str
+    chunk_index: int
+    text: str | None
+    citation: str
+    """`file, page N, chunk M` (or slide): what to cite."""
+    metadata: dict[str, Any]
+
+
+class SearchResponse(BaseModel):
+    """`POST .../search`: best first."""
+
+    hits: list[Hit]
+
+
+class Problem(BaseModel):
+    """Every error body: `{"detail": "..."}`."""
+
+    detail: str
+
+
+UNAUTHORIZED: dict[int | str, dict[str, Any]] = {
+    401: {"model": Problem, "description": "missing, invalid or revoked API key"}
+}

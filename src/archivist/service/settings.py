@@ -1,0 +1,70 @@
+"""`ServiceSettings`: where the service keeps its data and how it indexes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL
+
+
+class ServiceSettings(BaseModel):
+    """Everything `create_app` needs; defaults give the embedded, single-machine setup."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    home: Path
+    """Data directory: uploads, the SQLite database and the Qdrant Edge store live under it."""
+    database_url: str | None = None
+    """SQLAlchemy URL (e.g. `postgresql://...`); None → SQLite at `home/service/service.db`."""
+    qdrant_url: str | None = None
+    """A Qdrant server or cluster; None → Qdrant Edge at `home/service/qdrant`."""
+    qdrant_api_key: str | None = None
+    max_upload_bytes: int = Field(default=50 * 1024 * 1024, gt=0)
+    """Largest accepted upload request (all its files together); larger → 413."""
+    workers: int = Field(default=2, ge=1, le=32)
+    """Documents indexed at once by this process."""
+    index_threads: int = Field(default=1, ge=1, le=64)
+    """Cores the document embedder may use; the rest stay free for searches."""
+    lease_seconds: float = Field(default=60.0, gt=0)
+    """A claimed job not renewed for this long is taken over by another worker or replica."""
+    max_attempts: int = Field(default=3, ge=1)
+    """Claims of one job before it is failed (a file that kills the process every time)."""
+    poll_seconds: float = Field(default=1.0, gt=0)
+    """How often idle workers look for jobs queued by other replicas."""
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    chunk_size: int | None = Field(default=None, gt=0)
+    """Tokens per chunk; None: the embedding model's input length."""
+    overlap: int = Field(default=32, ge=0)
+
+    @model_validator(mode="after")
+    def _overlap_below_chunk_size(self) -> ServiceSettings:
+        if self.chunk_size is not None and self.overlap >= self.chunk_size:
+            raise ValueError(
+                f"overlap ({self.overlap}) must be below chunk_size ({self.chunk_size})"
+            )
+        return self
+
+    @property
+    def service_dir(self) -> Path:
+        """`home/service`: the service's own files."""
+        return self.home / "service"
+
+    @property
+    def files_dir(self) -> Path:
+        """Where raw uploads are kept, one folder per knowledge base and upload."""
+        return self.service_dir / "files"
+
+    @property
+    def resolved_database_url(self) -> str:
+        """The database URL to connect to."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.service_dir / 'service.db'}"
+
+    @property
+    def single_owner(self) -> bool:
+        """Whether this process is the only one that can be indexing (Edge store + SQLite):
+        then every `indexing` job found at start-up belongs to a dead process."""
+        return self.qdrant_url is None and self.database_url is None

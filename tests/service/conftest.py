@@ -1,0 +1,38 @@
+"""A real service per test module: SQLite + Qdrant Edge under a temporary home."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from postgres_server import postgres_bin, postgres_server
+from service_helpers import new_key, running_service
+
+from archivist.service import ServiceSettings
+
+
+@dataclass
+class Service:
+    url: str
+    settings: ServiceSettings
+    keys: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    home: Path = tmp_path_factory.mktemp("service-home")
+    settings = ServiceSettings(home=home, max_upload_bytes=2 * 1024 * 1024)
+    keys = {tenant: new_key(settings, tenant) for tenant in ("acme", "globex", "initech")}
+    with running_service(settings) as url:
+        yield Service(url, settings, keys)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A throw-away PostgreSQL server on 127.0.0.1 for the whole session."""
+    if postgres_bin() is None:
+        pytest.skip("PostgreSQL is not installed here (apt-get install -y postgresql)")
+    with postgres_server() as url:
+        yield url

@@ -1,0 +1,132 @@
+"""Running the real service on 127.0.0.1 for tests: in a thread, or as `archivist serve`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+
+from archivist.service import ServiceSettings, create_app
+from archivist.service.database import make_engine
+from archivist.service.keys import create_key
+
+FINAL = {"ready", "failed"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def new_key(settings: ServiceSettings, tenant: str) -> str:
+    engine = make_engine(settings.resolved_database_url)
+    try:
+        return create_key(engine, tenant).key
+    finally:
+        engine.dispose()
+
+
+@contextmanager
+def running_service(settings: ServiceSettings, **app_kwargs: Any) -> Iterator[str]:
+    """`create_app(settings)` served by uvicorn in a thread; yields its base URL."""
+    port = free_port()
+    config = uvicorn.Config(
+        create_app(settings, **app_kwargs), host="127.0.0.1", port=port, log_level="warning"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the service did not start")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(60)
+
+
+def client(base_url: str, key: str | None = None, timeout: float = 60) -> httpx.Client:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx.Client(base_url=base_url, headers=headers, timeout=timeout)
+
+
+def wait_final(
+    http: httpx.Client, kb: str, ids: list[str] | None = None, timeout: float = 300
+) -> list[dict[str, Any]]:
+    """Poll the documents of `kb` until every one (or every id in `ids`) is ready or failed."""
+    deadline = time.monotonic() + timeout
+    while True:
+        response = http.get(f"/v1/knowledge-bases/{kb}/documents")
+        response.raise_for_status()
+        items: list[dict[str, Any]] = response.json()["items"]
+        watched = [d for d in items if ids is None or d["id"] in ids]
+        if all(d["status"] in FINAL for d in watched) and (ids is None or len(watched) == len(ids)):
+            return watched
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"not final after {timeout}s: {watched}")
+        time.sleep(0.2)
+
+
+class ServeProcess:
+    """`archivist serve` as a child process over `home`; `kill()` is SIGKILL."""
+
+    def __init__(self, home: Path, port: int, *extra: str) -> None:
+        self.home, self.port, self.extra = home, port, extra
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log = home / "serve.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 90) -> None:
+        exe = shutil.which("archivist", path=str(Path(sys.executable).parent)) or "archivist"
+        env = {**os.environ, "ARCHIVIST_HOME": str(self.home)}
+        with open(self.log, "ab") as log:
+            self.process = subprocess.Popen(
+                [exe, "serve", "--port", str(self.port), *self.extra],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"archivist serve exited: {self.log.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        raise TimeoutError("archivist serve did not become healthy")
+
+    def kill(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(30)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(30)

@@ -1,0 +1,187 @@
+"""The HTTP API end to end: real server, real default embedding model, real files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from service_helpers import client, wait_final
+
+from archivist.service.uploads import safe_filename
+from factories import make_pdf
+
+TENANT_TEXT = (
+    "Tenants are kept apart: every knowledge base has its own Qdrant collection and every "
+    "handle filters by tenant id."
+)
+
+
+def test_health_and_generated_docs(service) -> None:
+    with client(service.url) as http:
+        assert http.get("/healthz").json() == {"status": "ok"}
+        spec = http.get("/openapi.json").json()
+        assert http.get("/docs").status_code == 200
+    paths = spec["paths"]
+    for path in (
+        "/v1/knowledge-bases",
+        "/v1/knowledge-bases/{name}",
+        "/v1/knowledge-bases/{name}/documents",
+        "/v1/knowledge-bases/{name}/documents/{document_id}",
+        "/v1/knowledge-bases/{name}/documents/{document_id}/chunks",
+        "/v1/knowledge-bases/{name}/documents/{document_id}/file",
+        "/v1/knowledge-bases/{name}/search",
+    ):
+        assert path in paths, path
+    upload = paths["/v1/knowledge-bases/{name}/documents"]["post"]
+    assert {"202", "401", "404", "413", "415", "422"} <= set(upload["responses"])
+    assert "401" in paths["/v1/knowledge-bases"]["get"]["responses"]
+    assert "HTTPBearer" in spec["components"]["securitySchemes"]
+
+
+def test_v1_needs_a_valid_key(service) -> None:
+    with client(service.url) as http:
+        for method, path in (
+            ("GET", "/v1/knowledge-bases"),
+            ("POST", "/v1/knowledge-bases"),
+            ("GET", "/v1/knowledge-bases/x/documents"),
+            ("POST", "/v1/knowledge-bases/x/search"),
+        ):
+            assert http.request(method, path).status_code == 401
+            bad = http.request(method, path, headers={"Authorization": "Bearer ak_nope_nope"})
+            assert bad.status_code == 401
+            assert "invalid" in bad.json()["detail"]
+        basic = http.get("/v1/knowledge-bases", headers={"Authorization": "Basic eDp5"})
+        assert basic.status_code == 401
+
+
+def test_knowledge_base_lifecycle(service) -> None:
+    with client(service.url, service.keys["acme"]) as http:
+        created = http.post("/v1/knowledge-bases", json={"name": "life", "description": "d"})
+        assert created.status_code == 201
+        assert created.json()["name"] == "life"
+        again = http.post("/v1/knowledge-bases", json={"name": "life", "description": "x"})
+        assert again.status_code == 409
+        names = [kb["name"] for kb in http.get("/v1/knowledge-bases").json()["items"]]
+        assert "life" in names
+        assert http.delete("/v1/knowledge-bases/life").status_code == 204
+        assert http.delete("/v1/knowledge-bases/life").status_code == 404
+        assert http.get("/v1/knowledge-bases/life/documents").status_code == 404
+        names = [kb["name"] for kb in http.get("/v1/knowledge-bases").json()["items"]]
+        assert "life" not in names
+
+
+def test_upload_index_search_chunks_file_delete(service, tmp_path: Path) -> None:
+    pdf = make_pdf(["Invoices are archived for seven years.", "Refunds take five days."])
+    with client(service.url, service.keys["acme"]) as http:
+        assert http.post("/v1/knowledge-bases", json={"name": "main"}).status_code == 201
+        response = http.post(
+            "/v1/knowledge-bases/main/documents",
+            files=[
+                ("files", ("tenants.txt", TENANT_TEXT.encode(), "text/plain")),
+                ("files", ("policy.pdf", pdf, "application/pdf")),
+            ],
+        )
+        assert response.status_code == 202, response.text
+        items = response.json()["items"]
+        assert [i["filename"] for i in items] == ["tenants.txt", "policy.pdf"]
+        assert {i["status"] for i in items} == {"queued"}
+        ids = [i["id"] for i in items]
+        docs = wait_final(http, "main", ids)
+        assert {d["status"] for d in docs} == {"ready"}, docs
+        by_name = {d["filename"]: d for d in docs}
+        assert by_name["policy.pdf"]["chunk_count"] >= 1
+        assert by_name["policy.pdf"]["media_type"] == "application/pdf"
+
+        one = http.get(f"/v1/knowledge-bases/main/documents/{ids[1]}").json()
+        assert one["status"] == "ready" and one["error"] is None
+
+        hits = http.post(
+            "/v1/knowledge-bases/main/search", json={"query": "how long do refunds take", "top_k": 3}
+        ).json()["hits"]
+        assert hits[0]["filename"] == "policy.pdf"
+        assert "Refunds" in hits[0]["text"]
+        assert hits[0]["citation"].startswith("policy.pdf, page 2")
+        assert "path" not in hits[0]["metadata"] and "tenant_id" not in hits[0]["metadata"]
+
+        page = http.get(
+            f"/v1/knowledge-bases/main/documents/{ids[1]}/chunks", params={"limit": 1}
+        ).json()
+        assert page["total"] == by_name["policy.pdf"]["chunk_count"]
+        assert [c["chunk_index"] for c in page["items"]] == [0]
+        rest = http.get(
+            f"/v1/knowledge-bases/main/documents/{ids[1]}/chunks", params={"offset": 1}
+        ).json()["items"]
+        assert [c["chunk_index"] for c in rest] == list(range(1, page["total"]))
+
+        raw = http.get(f"/v1/knowledge-bases/main/documents/{ids[1]}/file")
+        assert raw.status_code == 200 and raw.content == pdf
+        assert raw.headers["content-type"] == "application/pdf"
+        assert "policy.pdf" in raw.headers["content-disposition"]
+
+        stored = service.settings.files_dir
+        assert any(p.name == "policy.pdf" for p in stored.rglob("*"))
+        assert http.delete(f"/v1/knowledge-bases/main/documents/{ids[1]}").status_code == 204
+        assert http.get(f"/v1/knowledge-bases/main/documents/{ids[1]}").status_code == 404
+        assert http.get(f"/v1/knowledge-bases/main/documents/{ids[1]}/file").status_code == 404
+        assert not any(p.name == "policy.pdf" for p in stored.rglob("*"))
+        hits = http.post(
+            "/v1/knowledge-bases/main/search", json={"query": "refunds", "top_k": 5}
+        ).json()["hits"]
+        assert {h["document_id"] for h in hits} == {ids[0]}
+
+
+def test_unparseable_file_ends_failed_with_a_reason(service) -> None:
+    with client(service.url, service.keys["globex"]) as http:
+        http.post("/v1/knowledge-bases", json={"name": "broken"})
+        response = http.post(
+            "/v1/knowledge-bases/broken/documents",
+            files={"files": ("bad.pdf", b"%PDF-1.4 this is not really a pdf", "application/pdf")},
+        )
+        assert response.status_code == 202
+        (doc,) = wait_final(http, "broken")
+        assert doc["status"] == "failed"
+        assert doc["error"] and "bad.pdf" in doc["error"]
+        assert str(service.settings.home) not in doc["error"]
+
+
+def test_safe_filename_neutralises_paths_nul_and_length() -> None:
+    assert safe_filename("../../x") == "x"
+    assert safe_filename("..\\..\\evil.txt") == "evil.txt"
+    assert safe_filename("a\x00b.txt") == "a_b.txt"
+    assert safe_filename("") == "upload"
+    assert safe_filename("..") == "upload"
+    long = safe_filename("n" * 4096 + ".txt")
+    assert long.endswith(".txt") and len(long.encode()) <= 200
+    assert "/" not in safe_filename("/etc/passwd") and safe_filename("/etc/passwd") == "passwd"
+
+
+def _many_files(prefix: str, count: int) -> list[tuple[str, tuple[str, bytes, str]]]:
+    text = " ".join(f"{prefix} paragraph about orchards and ledgers number {n}." for n in range(200))
+    return [("files", (f"{prefix}-{n}.txt", f"{n} {text}".encode(), "text/plain")) for n in range(count)]
+
+
+def test_deleting_documents_and_kbs_while_they_index(service) -> None:
+    with client(service.url, service.keys["globex"]) as http:
+        assert http.post("/v1/knowledge-bases", json={"name": "busy"}).status_code == 201
+        items = http.post("/v1/knowledge-bases/busy/documents", files=_many_files("busy", 6)).json()[
+            "items"
+        ]
+        for item in items[:3]:  # queued or indexing right now: both must go cleanly
+            assert http.delete(f"/v1/knowledge-bases/busy/documents/{item['id']}").status_code == 204
+        kept = wait_final(http, "busy")
+        assert {d["id"] for d in kept} == {i["id"] for i in items[3:]}
+        hits = http.post(
+            "/v1/knowledge-bases/busy/search", json={"query": "orchards and ledgers", "top_k": 50}
+        ).json()["hits"]
+        assert {h["document_id"] for h in hits} <= {i["id"] for i in items[3:]}
+
+        assert http.post("/v1/knowledge-bases", json={"name": "doomed"}).status_code == 201
+        response = http.post("/v1/knowledge-bases/doomed/documents", files=_many_files("doomed", 6))
+        assert response.status_code == 202
+        assert http.delete("/v1/knowledge-bases/doomed").status_code == 204
+        assert http.post("/v1/knowledge-bases", json={"name": "doomed"}).status_code == 201
+        assert http.get("/v1/knowledge-bases/doomed/documents").json() == {"items": []}
+        hits = http.post(
+            "/v1/knowledge-bases/doomed/search", json={"query": "orchards", "top_k": 5}
+        ).json()["hits"]
+        assert hits == []
+        assert http.get("/healthz").status_code == 200

@@ -1,0 +1,154 @@
+"""Bad requests get a clear 4xx (never a 500) and hostile file names are neutralised."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from service_helpers import client, wait_final
+
+TEXT = b"A short note about archived invoices.\n"
+
+
+def multipart(parts: list[tuple[bytes, bytes]]) -> tuple[bytes, str]:
+    """A multipart body from raw (filename bytes, content) pairs, names unescaped."""
+    boundary = uuid.uuid4().hex
+    body = b""
+    for filename, content in parts:
+        body += (
+            f"--{boundary}\r\n".encode()
+            + b'Content-Disposition: form-data; name="files"; filename="'
+            + filename
+            + b'"\r\nContent-Type: application/octet-stream\r\n\r\n'
+            + content
+            + b"\r\n"
+        )
+    body += f"--{boundary}--\r\n".encode()
+    return body, f"multipart/form-data; boundary={boundary}"
+
+
+@pytest.fixture(scope="module")
+def http(service) -> Iterator:
+    with client(service.url, service.keys["initech"]) as session:
+        assert session.post("/v1/knowledge-bases", json={"name": "inbox"}).status_code == 201
+        yield session
+
+
+def documents(http) -> list[dict]:
+    return http.get("/v1/knowledge-bases/inbox/documents").json()["items"]
+
+
+def test_upload_over_the_limit_is_413_and_stores_nothing(http, service) -> None:
+    limit = service.settings.max_upload_bytes
+    before = documents(http)
+    big = b"x" * (limit + 200_000)
+    response = http.post(
+        "/v1/knowledge-bases/inbox/documents", files={"files": ("big.txt", big, "text/plain")}
+    )
+    assert response.status_code == 413
+    assert str(limit) in response.json()["detail"]
+    assert documents(http) == before
+
+
+def test_chunked_upload_over_the_limit_is_413_too(http, service) -> None:
+    limit = service.settings.max_upload_bytes
+    body, content_type = multipart([(b"a.txt", TEXT), (b"b.txt", b"y" * limit)])
+
+    def stream() -> Iterator[bytes]:  # no Content-Length: the size is found while copying
+        for start in range(0, len(body), 65536):
+            yield body[start : start + 65536]
+
+    before = documents(http)
+    response = http.post(
+        "/v1/knowledge-bases/inbox/documents",
+        content=stream(),
+        headers={"Content-Type": content_type},
+    )
+    assert response.status_code == 413, response.text
+    assert "b.txt" in response.json()["detail"]
+    assert documents(http) == before  # a.txt was accepted by nobody either
+
+
+def test_unsupported_type_is_415_listing_supported_ones(http) -> None:
+    response = http.post(
+        "/v1/knowledge-bases/inbox/documents",
+        files={"files": ("tool.exe", b"MZ\x90\x00\x03binary", "application/octet-stream")},
+    )
+    assert response.status_code == 415
+    detail = response.json()["detail"]
+    assert "tool.exe" in detail and ".pdf" in detail and ".txt" in detail
+
+
+def test_empty_file_is_422(http) -> None:
+    response = http.post(
+        "/v1/knowledge-bases/inbox/documents",
+        files=[("files", ("ok.txt", TEXT, "text/plain")), ("files", ("empty.txt", b"", "text/plain"))],
+    )
+    assert response.status_code == 422
+    assert "empty.txt" in response.json()["detail"] and "empty" in response.json()["detail"]
+
+
+def test_missing_files_field_is_422(http) -> None:
+    response = http.post("/v1/knowledge-bases/inbox/documents", data={"other": "x"})
+    assert response.status_code == 422
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"{not json", b'{"name": ', b"[1, 2]", b'{"name": "ok", "extra": 1}', b'{"name": "../x"}'],
+)
+def test_malformed_json_is_422(http, body: bytes) -> None:
+    response = http.post(
+        "/v1/knowledge-bases", content=body, headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 422
+
+
+def test_bad_search_and_paging_are_422(http) -> None:
+    search = "/v1/knowledge-bases/inbox/search"
+    assert http.post(search, content=b"{oops", headers={"Content-Type": "application/json"}).status_code == 422
+    assert http.post(search, json={"query": ""}).status_code == 422
+    assert http.post(search, json={"query": "x", "top_k": 0}).status_code == 422
+    assert http.post(search, json={"query": "x", "top_k": "many"}).status_code == 422
+    assert http.post(search, json={"top_k": 3}).status_code == 422
+    assert http.post(search, json={"query": "anything"}).json() == {"hits": []}
+    assert http.get("/v1/knowledge-bases/inbox/documents/nope/chunks").status_code == 404
+    uploaded = http.post(
+        "/v1/knowledge-bases/inbox/documents", files={"files": ("p.txt", TEXT, "text/plain")}
+    ).json()["items"][0]["id"]
+    chunks = f"/v1/knowledge-bases/inbox/documents/{uploaded}/chunks"
+    assert http.get(chunks, params={"offset": -1}).status_code == 422
+    assert http.get(chunks, params={"limit": 0}).status_code == 422
+    assert http.get(chunks, params={"limit": "all"}).status_code == 422
+
+
+def test_hostile_filenames_are_neutralised(http, service) -> None:
+    body, content_type = multipart(
+        [
+            (b"../../escape.txt", TEXT),
+            (b"nul\x00byte.txt", TEXT),
+            (b"L" * 4096 + b".txt", TEXT),
+            (b"/etc/passwd.txt", TEXT),
+        ]
+    )
+    response = http.post(
+        "/v1/knowledge-bases/inbox/documents",
+        content=body,
+        headers={"Content-Type": content_type},
+    )
+    assert response.status_code == 202, response.text
+    names = [item["filename"] for item in response.json()["items"]]
+    assert names[0] == "escape.txt"
+    assert "\x00" not in names[1] and names[1].endswith(".txt")
+    assert names[2].endswith(".txt") and len(names[2].encode()) <= 200
+    assert names[3] == "passwd.txt"
+    files_dir = service.settings.files_dir.resolve()
+    for path in service.settings.home.rglob("*"):
+        if path.name in ("escape.txt", "passwd.txt"):
+            assert path.resolve().is_relative_to(files_dir)
+    assert not (service.settings.home / "escape.txt").exists()
+    assert not (service.settings.service_dir / "escape.txt").exists()
+    ids = [item["id"] for item in response.json()["items"]]
+    docs = wait_final(http, "inbox", ids)
+    assert {d["status"] for d in docs} == {"ready"}
