@@ -24,7 +24,30 @@ from archivist.service.vectors import kb_handle
 
 KB = "crash"
 TENANT = "crash-tenant"
-WORDS = ["archive", "ledger", "invoice", "tenant", "vector", "shard", "replica", "lease", "queue", "parser", "chunk", "embed", "search", "citation", "refund", "policy", "travel", "badge", "laptop", "holiday", "garage", "audit"]
+WORDS = [
+    "archive",
+    "ledger",
+    "invoice",
+    "tenant",
+    "vector",
+    "shard",
+    "replica",
+    "lease",
+    "queue",
+    "parser",
+    "chunk",
+    "embed",
+    "search",
+    "citation",
+    "refund",
+    "policy",
+    "travel",
+    "badge",
+    "laptop",
+    "holiday",
+    "garage",
+    "audit",
+]
 
 
 def make_files(count: int, paragraphs: int = 8, seed: int = 7) -> list[tuple[str, bytes]]:

@@ -57,8 +57,17 @@ def postgres_server() -> Iterator[str]:
     options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off"
     subprocess.run(
         _as_postgres(
-            [str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(root / "log"),
-             "-w", "start"]
+            [
+                str(bin_dir / "pg_ctl"),
+                "-D",
+                str(data),
+                "-o",
+                options,
+                "-l",
+                str(root / "log"),
+                "-w",
+                "start",
+            ]
         ),
         **quiet,  # type: ignore[arg-type]
     )

@@ -95,7 +95,8 @@ def test_upload_index_search_chunks_file_delete(service, tmp_path: Path) -> None
         assert one["status"] == "ready" and one["error"] is None
 
         hits = http.post(
-            "/v1/knowledge-bases/main/search", json={"query": "how long do refunds take", "top_k": 3}
+            "/v1/knowledge-bases/main/search",
+            json={"query": "how long do refunds take", "top_k": 3},
         ).json()["hits"]
         assert hits[0]["filename"] == "policy.pdf"
         assert "Refunds" in hits[0]["text"]
@@ -155,18 +156,24 @@ def test_safe_filename_neutralises_paths_nul_and_length() -> None:
 
 
 def _many_files(prefix: str, count: int) -> list[tuple[str, tuple[str, bytes, str]]]:
-    text = " ".join(f"{prefix} paragraph about orchards and ledgers number {n}." for n in range(200))
-    return [("files", (f"{prefix}-{n}.txt", f"{n} {text}".encode(), "text/plain")) for n in range(count)]
+    text = " ".join(
+        f"{prefix} paragraph about orchards and ledgers number {n}." for n in range(200)
+    )
+    return [
+        ("files", (f"{prefix}-{n}.txt", f"{n} {text}".encode(), "text/plain")) for n in range(count)
+    ]
 
 
 def test_deleting_documents_and_kbs_while_they_index(service) -> None:
     with client(service.url, service.keys["globex"]) as http:
         assert http.post("/v1/knowledge-bases", json={"name": "busy"}).status_code == 201
-        items = http.post("/v1/knowledge-bases/busy/documents", files=_many_files("busy", 6)).json()[
-            "items"
-        ]
+        items = http.post(
+            "/v1/knowledge-bases/busy/documents", files=_many_files("busy", 6)
+        ).json()["items"]
         for item in items[:3]:  # queued or indexing right now: both must go cleanly
-            assert http.delete(f"/v1/knowledge-bases/busy/documents/{item['id']}").status_code == 204
+            assert (
+                http.delete(f"/v1/knowledge-bases/busy/documents/{item['id']}").status_code == 204
+            )
         kept = wait_final(http, "busy")
         assert {d["id"] for d in kept} == {i["id"] for i in items[3:]}
         hits = http.post(

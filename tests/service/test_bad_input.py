@@ -83,7 +83,10 @@ def test_unsupported_type_is_415_listing_supported_ones(http) -> None:
 def test_empty_file_is_422(http) -> None:
     response = http.post(
         "/v1/knowledge-bases/inbox/documents",
-        files=[("files", ("ok.txt", TEXT, "text/plain")), ("files", ("empty.txt", b"", "text/plain"))],
+        files=[
+            ("files", ("ok.txt", TEXT, "text/plain")),
+            ("files", ("empty.txt", b"", "text/plain")),
+        ],
     )
     assert response.status_code == 422
     assert "empty.txt" in response.json()["detail"] and "empty" in response.json()["detail"]
@@ -107,7 +110,12 @@ def test_malformed_json_is_422(http, body: bytes) -> None:
 
 def test_bad_search_and_paging_are_422(http) -> None:
     search = "/v1/knowledge-bases/inbox/search"
-    assert http.post(search, content=b"{oops", headers={"Content-Type": "application/json"}).status_code == 422
+    assert (
+        http.post(
+            search, content=b"{oops", headers={"Content-Type": "application/json"}
+        ).status_code
+        == 422
+    )
     assert http.post(search, json={"query": ""}).status_code == 422
     assert http.post(search, json={"query": "x", "top_k": 0}).status_code == 422
     assert http.post(search, json={"query": "x", "top_k": "many"}).status_code == 422

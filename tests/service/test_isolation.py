@@ -75,8 +75,19 @@ def test_randomised_cross_tenant_isolation(service) -> None:
             victim_name = rng.choice([t for t in TENANTS if t != actor_name])
             victim = models[victim_name]
             op = rng.choice(
-                ["list_kbs", "list_docs", "get_doc", "chunks", "file", "search",
-                 "foreign_kb", "foreign_doc", "foreign_delete", "upload", "delete_own"]
+                [
+                    "list_kbs",
+                    "list_docs",
+                    "get_doc",
+                    "chunks",
+                    "file",
+                    "search",
+                    "foreign_kb",
+                    "foreign_doc",
+                    "foreign_delete",
+                    "upload",
+                    "delete_own",
+                ]
             )
             counts[op] = counts.get(op, 0) + 1
             own_kb = rng.choice(list(actor.kbs))
@@ -155,7 +166,9 @@ def test_randomised_cross_tenant_isolation(service) -> None:
                 response = http.delete(f"/v1/knowledge-bases/{own_kb}/documents/{doc_id}")
                 assert response.status_code == 204
                 del own_docs[doc_id]
-                assert http.get(f"/v1/knowledge-bases/{own_kb}/documents/{doc_id}").status_code == 404
+                assert (
+                    http.get(f"/v1/knowledge-bases/{own_kb}/documents/{doc_id}").status_code == 404
+                )
         assert sum(counts.values()) == OPERATIONS and len(counts) == 11, counts
         for model in models.values():  # queued uploads end ready, still only in their tenant
             for kb, docs in model.kbs.items():

@@ -32,8 +32,13 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
 def queue(engine: Engine, count: int, tenant: str = "t") -> tuple[catalog.KBRecord, list[str]]:
     kb = catalog.create_kb(engine, tenant, f"kb{time.monotonic_ns()}", "")
     uploads = [
-        NewUpload(id=f"doc-{kb.id[:8]}-{n}", filename=f"f{n}.txt", media_type="text/plain",
-                  path=f"{kb.id}/{n}/f{n}.txt", size=1)
+        NewUpload(
+            id=f"doc-{kb.id[:8]}-{n}",
+            filename=f"f{n}.txt",
+            media_type="text/plain",
+            path=f"{kb.id}/{n}/f{n}.txt",
+            size=1,
+        )
         for n in range(count)
     ]
     catalog.add_documents(engine, kb, uploads)
@@ -112,9 +117,7 @@ def test_postgres_claim_skips_rows_another_replica_has_locked(postgres_url: str)
         _, ids = queue(engine, 2, tenant="skip")
         with engine.connect() as other, other.begin():  # a replica mid-claim holds job 1
             other.execute(
-                select(jobs_table.c.id)
-                .where(jobs_table.c.document_id == ids[0])
-                .with_for_update()
+                select(jobs_table.c.id).where(jobs_table.c.document_id == ids[0]).with_for_update()
             )
             found: list[jobs.ClaimedJob | None] = []
             claimer = threading.Thread(target=lambda: found.append(jobs.claim(engine, "w2", 60, 3)))

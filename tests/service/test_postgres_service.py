@@ -24,7 +24,10 @@ def test_service_on_postgresql_end_to_end(
         response = http.post(
             "/v1/knowledge-bases/pg/documents",
             files=[
-                ("files", ("a.txt", b"PostgreSQL shares one job queue between replicas.", "text/plain")),
+                (
+                    "files",
+                    ("a.txt", b"PostgreSQL shares one job queue between replicas.", "text/plain"),
+                ),
                 ("files", ("b.txt", b"Qdrant Edge keeps vectors on local disk.", "text/plain")),
             ],
         )

@@ -49,7 +49,9 @@ async def test_a_failing_call_fails_its_callers_and_the_next_call_works() -> Non
     model = Recording(LocalEmbeddingModel())
     batcher = QueryBatcher(model)
     model.fail_next = True
-    results = await asyncio.gather(batcher.embed(["a"]), batcher.embed(["b"]), return_exceptions=True)
+    results = await asyncio.gather(
+        batcher.embed(["a"]), batcher.embed(["b"]), return_exceptions=True
+    )
     assert all(isinstance(r, RuntimeError) for r in results)
     ok = await batcher.embed(["works again", "two"])
     assert len(ok.embeddings) == 2

@@ -17,14 +17,13 @@ from archivist.service.database import make_engine
 from archivist.service.indexer import Indexer
 from archivist.service.locks import DocumentLocks
 from archivist.service.uploads import IncomingFile, store_uploads
-from archivist.service.vectors import kb_handle
+from archivist.service.vectors import kb_handle, tenant_scope
 
 
 def texts(prefix: str, count: int) -> list[IncomingFile]:
     body = " ".join(f"{prefix} clause {n} covers leases, replicas and queues." for n in range(120))
     return [
-        IncomingFile(f"{prefix}-{n}.txt", io.BytesIO(f"{n}: {body}".encode()))
-        for n in range(count)
+        IncomingFile(f"{prefix}-{n}.txt", io.BytesIO(f"{n}: {body}".encode())) for n in range(count)
     ]
 
 
@@ -37,7 +36,9 @@ async def wait_all(engine, kb_id: str, timeout: float = 600) -> list[catalog.Doc
     raise TimeoutError("documents did not finish")
 
 
-async def test_two_replicas_share_the_queue_and_take_over(postgres_url: str, tmp_path: Path) -> None:
+async def test_two_replicas_share_the_queue_and_take_over(
+    postgres_url: str, tmp_path: Path
+) -> None:
     url = fresh_database(postgres_url, "replicas")
     settings = ServiceSettings(
         home=tmp_path, database_url=url, lease_seconds=1.0, poll_seconds=0.1, workers=2
@@ -53,7 +54,9 @@ async def test_two_replicas_share_the_queue_and_take_over(postgres_url: str, tmp
         ]
         kb = catalog.create_kb(engines[0], "tenant", "shared", "")
         files_dir = settings.files_dir
-        first = store_uploads(texts("first", 12), files_dir / kb.id, files_dir, registry, 10**8)
+        first = store_uploads(
+            texts("first", 12), files_dir / kb.id, files_dir, registry, 10**8, tenant_scope(kb)
+        )
         catalog.add_documents(engines[0], kb, first)
         for replica in replicas:
             await replica.start()
@@ -63,7 +66,9 @@ async def test_two_replicas_share_the_queue_and_take_over(postgres_url: str, tmp
 
         # Replica 0 stops while it holds jobs; replica 1 takes them over once the leases lapse.
         await replicas[1].stop()
-        second = store_uploads(texts("second", 6), files_dir / kb.id, files_dir, registry, 10**8)
+        second = store_uploads(
+            texts("second", 6), files_dir / kb.id, files_dir, registry, 10**8, tenant_scope(kb)
+        )
         catalog.add_documents(engines[0], kb, second)
         replicas[0].notify()
         for _ in range(3000):
