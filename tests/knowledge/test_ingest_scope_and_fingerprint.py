@@ -107,3 +107,40 @@ def test_a_tenant_must_be_a_non_empty_string(bad: object) -> None:
     with pytest.raises(ValueError, match=f"tenant must be a non-empty string or None, got {bad!r}"):
         tenant_scope(bad)  # type: ignore[arg-type]
     assert tenant_scope("acme") == {TENANT_KEY: "acme"} and tenant_scope(None) == {TENANT_KEY: None}
+
+
+def test_document_ids_are_stable_across_versions() -> None:
+    """Pinned: an id that changed would make every re-index a duplicate."""
+    path = "/srv/docs/notes.txt"
+    assert document_id_for(path) == "dd41bf10-892e-532b-963b-5e0829ff1a4a"
+    assert document_id_for(path, tenant_scope(None)) == "dd41bf10-892e-532b-963b-5e0829ff1a4a"
+    assert document_id_for(path, tenant_scope("Zürich")) == "422eff7a-b535-5a76-bdda-f88f52e8f71b"
+
+
+@pytest.mark.parametrize("how", ["emptied", "gzipped", "binary"])
+async def test_a_file_that_stops_holding_text_is_removed_with_the_reason(
+    tmp_path: Path, store: QdrantStore, embedder: EmbeddingModelBase, how: str
+) -> None:
+    import gzip
+
+    path = tmp_path / "birds"  # no extension: the type is sniffed from the content
+    path.write_text(TEXT)
+    registry, chunker = default_registry(), ApproxTokenChunker(128, 8)
+    kb = kb_on(store, embedder, None)
+    assert (await ingest_files(kb, [path], registry=registry, chunker=chunker)).results[
+        0
+    ].outcome is Outcome.INDEXED
+    new = {"emptied": b"", "gzipped": gzip.compress(TEXT.encode()), "binary": bytes(range(256))}
+    path.write_bytes(new[how])
+    report = await ingest_files(kb, [path], registry=registry, chunker=chunker)
+    skipped, removed = report.results
+    assert (skipped.outcome, removed.outcome) == (Outcome.SKIPPED, Outcome.REMOVED)
+    reason = {
+        "emptied": "empty file",
+        "gzipped": "compressed (gzip)",
+        "binary": "an unknown file type is not supported",
+    }[how]
+    assert skipped.error is not None and skipped.error.startswith(reason)
+    assert removed.error == f"old version removed: {skipped.error}"
+    assert removed.document_id == document_id_for(path)
+    assert await kb.list_documents() == []

@@ -69,3 +69,29 @@ async def test_a_write_in_the_no_tenant_scope_may_not_carry_a_tenant(store: Qdra
             "docs", "d", batches([record("d", 0, tenant="a", total=1)]), NO_TENANT
         )
     assert await store.list_documents("docs") == []
+
+
+async def test_an_absent_key_combines_with_other_conditions(store: QdrantStore) -> None:
+    await store.create_collection("docs", DIMENSIONS)
+    scope = {"tenant": None, "kind": "a"}
+    await store.insert(
+        "docs",
+        [
+            record("plain-a", 0, total=1, kind="a"),
+            record("plain-b", 0, total=1, kind="b"),
+            record("tenant-a", 0, total=1, kind="a", tenant="t"),
+        ],
+    )
+    assert [d.document_id for d in await store.list_documents("docs", scope)] == ["plain-a"]
+    hits = await store.search("docs", unit(0), top_k=10, metadata_filter=scope)
+    assert [h.document_id for h in hits] == ["plain-a"]
+    # a write in this scope must carry kind "a" (same type) and no tenant
+    for outside in ({}, {"kind": "b"}, {"kind": 1}, {"kind": "a", "tenant": "t"}):
+        with pytest.raises(ValueError, match="outside metadata_filter"):
+            await store.replace_document(
+                "docs", "new", batches([record("new", 0, total=1, **outside)]), scope
+            )
+    written = await store.replace_document(
+        "docs", "new", batches([record("new", 0, total=1, kind="a")]), scope
+    )
+    assert written == 1
