@@ -136,7 +136,8 @@ def check_multimodal(out: str) -> None:
     assert "Set DASHSCOPE_API_KEY" in out
 
 
-CITATION = r"\[1: archivist-[a-z]+\.(pdf|md|pptx), (page \d+, |slide \d+, )?chunk \d+\]"
+# file, then page / slide / heading path when known, then the chunk
+CITATION = r"\[1: archivist-[a-z]+\.(pdf|md|pptx), (page \d+, |slide \d+, |[^,\]]+, )?chunk \d+\]"
 
 
 def check_agent_static(out: str) -> None:
