@@ -24,5 +24,8 @@ class CountingModel(EmbeddingModelBase):
         self.calls.append((list(inputs), input_type))
         return await self.inner(inputs, input_type=input_type)  # type: ignore[arg-type]
 
+    def chunk_tokenizer(self):  # type: ignore[no-untyped-def]
+        return self.inner.chunk_tokenizer()
+
     async def _embed_batch(self, batch, input_type):  # type: ignore[no-untyped-def]
         raise AssertionError("not used")

