@@ -37,6 +37,11 @@ async def test_the_fingerprint_decides_what_is_re_embedded(
     assert pipeline_fingerprint(small, kb) != pipeline_fingerprint(large, kb)
     assert pipeline_fingerprint(small, kb) == pipeline_fingerprint(ApproxTokenChunker(64, 8), kb)
     assert pipeline_fingerprint(small, kb) != pipeline_fingerprint(ApproxTokenChunker(64, 9), kb)
+
+    class OtherChunker(ApproxTokenChunker):
+        """Same parameters, another way of cutting: its chunks may differ."""
+
+    assert pipeline_fingerprint(small, kb) != pipeline_fingerprint(OtherChunker(64, 8), kb)
     registry = default_registry()
 
     async def ingest(chunker: ApproxTokenChunker) -> Outcome:
