@@ -26,6 +26,25 @@ DELIBERATE: dict[str, dict[str, tuple[str, Any]]] = {
         "approx_chunk_count": ("windows end at a paragraph, sentence or word break", 5),
         "approx_total": ("windows end at a paragraph, sentence or word break", [5]),
     },
+    "office_parsers": {
+        "excel_args": (
+            "a Section per sheet, split every max_rows_per_section rows with the header "
+            "repeated; no separate_sheet / include_cell_coordinates / include_image",
+            ["include_sheet_names", "table_format", "max_rows_per_section"],
+        ),
+        "excel_media_types": (
+            "legacy .xls is not read (no xlrd dependency)",
+            ["application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"],
+        ),
+        "word_sections": (
+            "a Section per heading, with its heading_path, so chunks cite where they are",
+            [["TextBlock", ["heading_path"], "pets.docx"]] * 2,
+        ),
+        "excel_sections": (
+            "a Section per sheet (block of rows), with sheet and rows metadata",
+            [["TextBlock", ["rows", "sheet"], "zoo.xlsx"]] * 2,
+        ),
+    },
     "knowledge_base_flow": {
         "listed": (
             "a DocumentSummary's metadata comes from chunk 0, not from any one chunk",
