@@ -351,3 +351,35 @@ def test_citations_name_the_heading_path_and_sheet() -> None:
     assert citation(chunk(sheet="Q3", rows=[2, 101])) == "guide.md, sheet Q3, chunk 3"
     assert citation(chunk(page=2)) == "guide.md, page 2, chunk 3"
     assert citation(chunk(heading_path=[])) == "guide.md, chunk 3"
+
+
+async def test_hint_template_wraps_the_static_hint(knowledge: KnowledgeBase) -> None:
+    model = ScriptedChatModel([_answer("ok")])
+    template = "<reminder>From the knowledge bases:\n{context}</reminder>"
+    mw = RAGMiddleware(
+        knowledges=[knowledge],
+        parameters=RAGMiddleware.Parameters(mode="static", hint_template=template),
+    )
+    agent = Agent(name="a", system_prompt="", model=model, toolkit=Toolkit(), middlewares=[mw])
+    await agent.reply(Msg("user", "How long do cats sleep?", "user"))
+    [hint] = _hints(model.calls[0].messages)
+    text = _hint_text(hint)
+    assert text.startswith("<reminder>From the knowledge bases:\n")
+    assert text.endswith("</reminder>")
+    assert "Cats sleep twelve to sixteen hours" in text
+
+
+@pytest.mark.parametrize("template", ["no placeholder", "{context} and {context}"])
+def test_hint_template_needs_exactly_one_placeholder(template: str) -> None:
+    with pytest.raises(ValueError, match="hint_template"):
+        RAGMiddleware.Parameters(hint_template=template)
+
+
+async def test_unknown_knowledge_base_result_tells_the_model_what_to_do(
+    knowledge: KnowledgeBase,
+) -> None:
+    mw = RAGMiddleware(knowledge_bases=[knowledge])
+    [tool] = await mw.list_tools()
+    with pytest.raises(ValueError, match="leave knowledge_bases out") as caught:
+        await tool(query="cats", knowledge_bases=["wiki"])
+    assert "'pets'" in str(caught.value)

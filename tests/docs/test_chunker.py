@@ -24,6 +24,8 @@ def test_both_constructor_forms_and_defaults() -> None:
         parameters=ApproxTokenChunker.Parameters(chunk_size=256, overlap=32)
     )
     assert seed_form.parameters == params_form.parameters
+    positional = ApproxTokenChunker(ApproxTokenChunker.Parameters(chunk_size=256, overlap=32))
+    assert positional.parameters == params_form.parameters  # AgentScope 2.0.11's form
 
 
 @pytest.mark.parametrize(("size", "overlap"), [(10, 10), (10, 11), (10, -1), (0, 0), (-5, 0)])

@@ -275,6 +275,24 @@ async def test_stand_in_multimodal_model_rejects_unsupported_media(dashscope_sta
     assert dashscope_stand_in.requests == []
 
 
+async def test_stand_in_multimodal_model_rejects_a_base64_video_before_any_request(
+    dashscope_stand_in,
+) -> None:
+    video = DataBlock(source=Base64Source(data="AAAA", media_type="video/mp4"), name="clip.mp4")
+    model = make_model(dashscope_stand_in, model="tongyi-embedding-vision-plus", dimensions=32)
+    with pytest.raises(ValueError, match=r"inputs\[1\]: DataBlock clip.mp4 .*video by URL only"):
+        await model(["caption", video])
+    assert dashscope_stand_in.requests == []
+
+
+async def test_stand_in_multimodal_model_sends_a_video_url(dashscope_stand_in) -> None:
+    url = "https://example.org/clip.mp4"
+    video = DataBlock(source=URLSource(url=url, media_type="video/mp4"))
+    model = make_model(dashscope_stand_in, model="tongyi-embedding-vision-plus", dimensions=32)
+    await model([video])
+    assert dashscope_stand_in.bodies[0]["input"]["contents"] == [{"video": url}]
+
+
 def test_credential_type_is_checked() -> None:
     with pytest.raises(TypeError, match="credential"):
         DashScopeEmbeddingModel("sk-plain-string")  # type: ignore[arg-type]

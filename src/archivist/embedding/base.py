@@ -1,7 +1,8 @@
 """`EmbeddingModelBase`: input checks, batching, bounded concurrency, retries, output checks.
 
-A provider implements only `_embed_batch`; everything that makes a call safe and fast lives
-here, once, so every model behaves the same way.
+A provider implements only its per-batch hook (`_embed_batch`, or AgentScope's name `_call_api`);
+everything that makes a call safe and fast lives here, once, so every model behaves the same way.
+A subclass may instead override `__call__` whole, as AgentScope's custom-model example does.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import asyncio
 import logging
 import math
 import weakref
-from abc import ABC, abstractmethod
+from abc import ABC
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Literal, Self, TypeAlias, get_args
@@ -85,10 +86,16 @@ class EmbeddingModelBase(ABC):
 
     @property
     def dimensions(self) -> int:
-        """Length of every vector this model returns."""
-        if self._dimensions is None:
-            self._dimensions = self._detect_dimensions()
-        return self._dimensions
+        """Length of every vector this model returns; settable (`self.dimensions = 768`)."""
+        known: int | None = getattr(self, "_dimensions", None)
+        if known is None:
+            known = self._dimensions = self._detect_dimensions()
+        return known
+
+    @dimensions.setter
+    def dimensions(self, value: int) -> None:
+        _require_int("dimensions", value, minimum=1)
+        self._dimensions = value
 
     def _detect_dimensions(self) -> int:
         """Find `dimensions` when the constructor was not told; models that can, override."""
@@ -105,8 +112,8 @@ class EmbeddingModelBase(ABC):
         return f"{type(self).__qualname__}|{self.model}|{self.dimensions}"
 
     def __repr__(self) -> str:
-        dims = self._dimensions if self._dimensions is not None else "?"
-        return f"{type(self).__name__}(model={self.model!r}, dimensions={dims})"
+        dims = getattr(self, "_dimensions", None) or "?"
+        return f"{type(self).__name__}(model={getattr(self, 'model', '?')!r}, dimensions={dims})"
 
     async def __call__(
         self, inputs: Sequence[EmbeddingInput], input_type: InputType = "document"
@@ -117,15 +124,24 @@ class EmbeddingModelBase(ABC):
             return EmbeddingResponse(embeddings=[], usage=EmbeddingUsage())
         return await self._embed_items(items, input_type)
 
-    @abstractmethod
     async def _embed_batch(
         self, batch: Sequence[BatchItem], input_type: InputType
     ) -> EmbeddingResponse:
         """Embed one batch (at most `batch_size` items) in one provider call.
 
         Raise `TransientEmbeddingError` (or `TimeoutError`) for failures worth retrying and
-        `EmbeddingAPIError` for permanent ones.
+        `EmbeddingAPIError` for permanent ones. By default this calls `_call_api(batch)`,
+        AgentScope's name for the hook; a subclass defines one of the two or `__call__`.
         """
+        call_api = getattr(self, "_call_api", None)
+        if call_api is None:
+            raise NotImplementedError(
+                f"{type(self).__name__} must define _embed_batch, _call_api or __call__"
+            )
+        result = await call_api(list(batch))
+        if isinstance(result, EmbeddingResponse):
+            return result
+        return EmbeddingResponse(embeddings=[list(map(float, v)) for v in result])
 
     async def _plan_batches(
         self, items: Sequence[BatchItem], input_type: InputType

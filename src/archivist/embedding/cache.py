@@ -59,8 +59,7 @@ class CachedEmbeddingModel(EmbeddingModelBase):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.inner!r}, cache_dir={str(self.path.parent)!r})"
 
-    @property
-    def dimensions(self) -> int:
+    def _detect_dimensions(self) -> int:
         return self.inner.dimensions
 
     @property

@@ -39,7 +39,8 @@ class DashScopeEmbeddingModel(EmbeddingModelBase):
     Text models (`text-embedding-v4` ...) are told `text_type` = query/document and the
     requested `dimension`. Models named `multimodal-embedding-*`, `tongyi-embedding-vision-*`
     or `qwen*-vl-embedding` use the multimodal endpoint and embed image/video DataBlocks too
-    (base64 data becomes a data URL, a URLSource is passed by URL). `batch_size` defaults to
+    (a base64 image becomes a data URL, a URLSource is passed by URL; video must be a
+    URLSource, as the API takes video by URL only). `batch_size` defaults to
     10 for text models (the API's row limit) and 1 for multimodal models (one image per call
     is the strictest documented limit).
     """
@@ -149,6 +150,11 @@ def _content(item: BatchItem) -> dict[str, str]:
             "DashScope embeds image/* and video/* only"
         )
     if isinstance(source, Base64Source):
+        if key == "video":
+            raise ValueError(
+                f"DataBlock {item.name or item.id} is a base64 {source.media_type} video; "
+                "DashScope takes video by URL only: pass a URLSource"
+            )
         return {key: f"data:{source.media_type};base64,{source.data}"}
     return {key: source.url}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from archivist.agent.context import ReplyContext
 from archivist.event import HintBlockEvent
@@ -40,6 +40,18 @@ class RAGMiddleware(MiddlewareBase):
         score_threshold: float | None = None
         emit_hint_event: bool = True
         persist_hint: bool = False
+        hint_template: str = "{context}"
+        """Wraps the static-mode hint; its one `{context}` placeholder becomes the passages."""
+
+        @field_validator("hint_template")
+        @classmethod
+        def _one_placeholder(cls, value: str) -> str:
+            count = value.count("{context}")
+            if count != 1:
+                raise ValueError(
+                    f"hint_template must hold exactly one '{{context}}' placeholder, found {count}"
+                )
+            return value
 
     def __init__(
         self,
@@ -74,7 +86,8 @@ class RAGMiddleware(MiddlewareBase):
             if unknown:
                 raise ValueError(
                     f"unknown knowledge base(s) {unknown}; available: "
-                    f"{[kb.name for kb in self.knowledges]}"
+                    f"{[kb.name for kb in self.knowledges]}. Search again naming only "
+                    "available ones, or leave knowledge_bases out to search them all."
                 )
             chosen = [kb for kb in self.knowledges if kb.name in knowledge_bases]
         return await retrieve(
@@ -93,7 +106,10 @@ class RAGMiddleware(MiddlewareBase):
         if not queries:
             return
         retrieval = await self.retrieve(queries)
-        hint = HintBlock(hint=render_hits(retrieval), source=HINT_SOURCE)
+        hint = HintBlock(
+            hint=wrap_hint(self.parameters.hint_template, render_hits(retrieval)),
+            source=HINT_SOURCE,
+        )
         msg = Msg(HINT_SOURCE, [hint], "user")
         anchor = (
             ctx.input_msg if ctx.input_msg is not None and ctx.input_msg in ctx.memory else None
@@ -118,6 +134,23 @@ class RAGMiddleware(MiddlewareBase):
         msg_id = ctx.state.pop(self._state_key, None)
         if msg_id is not None and not self.parameters.persist_hint:
             ctx.memory.remove(msg_id)
+
+
+def wrap_hint(template: str, blocks: list[TextBlock | DataBlock]) -> list[TextBlock | DataBlock]:
+    """`blocks` inside `template`: the text around `{context}` joins the first and last block."""
+    before, after = template.split("{context}")
+    wrapped = list(blocks)
+    if before:
+        if wrapped and isinstance(wrapped[0], TextBlock):
+            wrapped[0] = TextBlock(text=before + wrapped[0].text)
+        else:
+            wrapped.insert(0, TextBlock(text=before))
+    if after:
+        if wrapped and isinstance(wrapped[-1], TextBlock):
+            wrapped[-1] = TextBlock(text=wrapped[-1].text + after)
+        else:
+            wrapped.append(TextBlock(text=after))
+    return wrapped
 
 
 def _queries_from(messages: Sequence[Msg]) -> list[Query]:

@@ -22,6 +22,7 @@ from archivist.rag.store.base import (
     VectorStoreBase,
     check_diversity,
     check_search_mode,
+    delete_in_scope,
 )
 from archivist.rag.store.generations import GenerationInfo, document_problem
 
@@ -304,8 +305,9 @@ class KnowledgeBase:
                     f"--rebuild`) to get {mode} search"
                 )
             return mode
+        offers_modes = type(self.vector_store).search_modes is not VectorStoreBase.search_modes
         if "hybrid" not in supported:
-            if not self._hinted_dense_only:
+            if offers_modes and not self._hinted_dense_only:
                 self._hinted_dense_only = True
                 logger.warning(
                     "knowledge base %r has no BM25 vectors, so search is dense-only; rebuild it "
@@ -352,23 +354,20 @@ class KnowledgeBase:
             vectors = list((await self.embedding_model(to_embed, input_type="query")).embeddings)
         embedded = iter(vectors)
         extra: dict[str, Any] = {} if diversity is None else {"diversity": diversity}
+        if self.metadata_filter is not None:  # by keyword, and only when there is one
+            extra["metadata_filter"] = self.metadata_filter
         searches = []
         for _, text, query_mode in plan:
             vector = None if query_mode == "sparse" else next(embedded)
             if query_mode == "dense":
                 assert vector is not None
-                searches.append(
-                    self.vector_store.search(
-                        self.collection, vector, depth, self.metadata_filter, **extra
-                    )
-                )
+                searches.append(self.vector_store.search(self.collection, vector, depth, **extra))
             else:
                 searches.append(
                     self.vector_store.search(  # type: ignore[call-arg]
                         self.collection,
                         vector,  # type: ignore[arg-type]
                         depth,
-                        self.metadata_filter,
                         query_text=text,
                         mode=query_mode,
                         **extra,
@@ -401,18 +400,13 @@ class KnowledgeBase:
         document_id = self._check_document_id(document_id, required=True)
         try:
             found = bool(await self.list_chunks(document_id, limit=1))
-        except NotImplementedError:  # a store without list_chunks: delete without the check
-            found = True
+        except NotImplementedError:  # a store without list_chunks: look through the summaries
+            found = any(s.document_id == document_id for s in await self.list_documents())
         if not found:
             raise DocumentNotFoundError(
                 f"no document {document_id!r} in knowledge base {self.name!r}"
             )
-        if self.metadata_filter is None:  # stores written to the seed's `delete(c, id)` work too
-            await self.vector_store.delete(self.collection, document_id)
-        else:
-            await self.vector_store.delete(
-                self.collection, document_id, metadata_filter=self.metadata_filter
-            )
+        await delete_in_scope(self.vector_store, self.collection, document_id, self.metadata_filter)
 
     async def verify(self) -> VerifyReport:
         """Check that every document in scope is whole: chunks 0..N-1 once each, N agreeing

@@ -55,10 +55,14 @@ class ApproxTokenChunker(ChunkerBase):
 
     def __init__(
         self,
-        chunk_size: int | None = None,
+        chunk_size: int | Parameters | None = None,
         overlap: int | None = None,
         parameters: Parameters | None = None,
     ) -> None:
+        if isinstance(chunk_size, self.Parameters):  # AgentScope's `ApproxTokenChunker(params)`
+            if parameters is not None:
+                raise ValueError("pass parameters once")
+            chunk_size, parameters = None, chunk_size
         if parameters is not None and (chunk_size is not None or overlap is not None):
             raise ValueError("pass either chunk_size/overlap or parameters, not both")
         if parameters is None:

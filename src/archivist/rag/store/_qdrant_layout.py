@@ -13,9 +13,11 @@ One point per chunk, payload:
     metadata      dict  the chunk's own metadata, as JSON, nested so user keys cannot collide
                         with the fields above; filters address `metadata."<key>"`
 
-Point ids are a 128-bit hash of (document_id, generation, chunk_index) as a UUID: unique per
-write, so two tenants that write the same document id into one collection never overwrite each
-other's points.
+Point ids are a 128-bit hash of (document_id, version, chunk_index) as a UUID. `replace_document`
+uses its generation as the version, so a new version never overwrites the old one before it is
+whole; `insert` uses a digest of the chunk's metadata, so inserting the same records again
+overwrites them instead of duplicating them, while two tenants that write the same document id
+into one collection (their chunks differ in the tenant key) never overwrite each other's points.
 """
 
 from __future__ import annotations
@@ -41,10 +43,16 @@ SUMMARY_FIELDS = (DOCUMENT_ID, SOURCE, METADATA)
 """The payload fields a DocumentSummary needs (the content block is left on disk)."""
 
 
-def point_id(document_id: str, generation: str, chunk_index: int) -> str:
-    """The id of one chunk written by one write."""
-    key = f"{document_id}\x1f{generation}\x1f{chunk_index}".encode()
+def point_id(document_id: str, version: str, chunk_index: int) -> str:
+    """The id of chunk `chunk_index` of `version` of a document."""
+    key = f"{document_id}\x1f{version}\x1f{chunk_index}".encode()
     return str(uuid.UUID(bytes=hashlib.blake2b(key, digest_size=16).digest()))
+
+
+def metadata_version(metadata: Mapping[str, Any]) -> str:
+    """The version `insert` gives a chunk: a digest of its JSON metadata (see the module doc)."""
+    text = json.dumps(metadata, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "m" + hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 def chunk_metadata(record: VectorRecord) -> dict[str, Any]:

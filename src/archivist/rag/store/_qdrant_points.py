@@ -8,7 +8,12 @@ from archivist.rag.record import VectorRecord
 from archivist.rag.store._arguments import vector_problem
 from archivist.rag.store._qdrant_backend import PointWrite
 from archivist.rag.store._qdrant_filter import FilterValue, satisfies
-from archivist.rag.store._qdrant_layout import chunk_metadata, payload, point_id
+from archivist.rag.store._qdrant_layout import (
+    chunk_metadata,
+    metadata_version,
+    payload,
+    point_id,
+)
 
 
 def points_for(
@@ -19,8 +24,12 @@ def points_for(
     document_id: str | None = None,
     metadata_filter: Mapping[str, FilterValue | None] | None = None,
     seen: set[tuple[str, int]] | None = None,
+    stable_ids: bool = False,
 ) -> list[PointWrite]:
     """The points of `records` written by `generation`, or ValueError naming the first bad record.
+
+    Point ids derive from the generation, or with `stable_ids` from each chunk's metadata, so
+    writing the same records again replaces them (see `_qdrant_layout`).
 
     A record must hold a finite vector of `dimensions`, belong to `document_id` when one is given,
     carry metadata inside `metadata_filter`, and not repeat a (document, chunk_index) already in
@@ -47,9 +56,10 @@ def points_for(
         metadata = chunk_metadata(record)
         if metadata_filter and not satisfies(metadata, metadata_filter):
             raise ValueError(f"{named}: chunk metadata lies outside metadata_filter")
+        version = metadata_version(metadata) if stable_ids else generation
         points.append(
             PointWrite(
-                point_id(record.document_id, generation, chunk_index),
+                point_id(record.document_id, version, chunk_index),
                 record.vector,
                 payload(record, generation, metadata),
             )

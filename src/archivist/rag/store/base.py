@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterable
 from types import TracebackType
@@ -81,7 +82,8 @@ class VectorStoreBase(ABC):
 
     @abstractmethod
     async def insert(self, collection: str, records: list[VectorRecord]) -> None:
-        """Write `records`; each keeps its document id and whole chunk."""
+        """Write `records`; each keeps its document id and whole chunk. Writing the same records
+        again replaces them (an upsert keyed on document id and chunk index), never duplicates."""
 
     @abstractmethod
     async def delete(
@@ -149,7 +151,7 @@ class VectorStoreBase(ABC):
         chunk is written (and the new one is removed if writing fails). This default deletes
         first, so a failure part-way leaves the document partly written.
         """
-        await self.delete(collection, document_id, metadata_filter)
+        await delete_in_scope(self, collection, document_id, metadata_filter)
         written = 0
         async for batch in batches:
             await self.insert(collection, batch)
@@ -180,3 +182,27 @@ class VectorStoreBase(ABC):
         Optional: used by `KnowledgeBase.repair`.
         """
         raise NotImplementedError(f"{type(self).__name__} cannot repair documents")
+
+
+async def delete_in_scope(
+    store: VectorStoreBase,
+    collection: str,
+    document_id: str,
+    metadata_filter: MetadataFilter | None,
+) -> None:
+    """Call `store.delete` as its signature allows: the filter only when there is one, by
+    keyword, so a store written as `delete(collection, document_id)` works unscoped; a scoped
+    delete on such a store is a TypeError rather than a delete outside the scope."""
+    if metadata_filter is None:
+        await store.delete(collection, document_id)
+        return
+    parameters = inspect.signature(store.delete).parameters
+    takes_filter = "metadata_filter" in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    )
+    if not takes_filter:
+        raise TypeError(
+            f"{type(store).__name__}.delete has no metadata_filter parameter, so it cannot "
+            f"delete only within {metadata_filter}; add `metadata_filter: dict | None = None`"
+        )
+    await store.delete(collection, document_id, metadata_filter=metadata_filter)

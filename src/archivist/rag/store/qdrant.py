@@ -287,16 +287,16 @@ class QdrantStore(VectorStoreBase):
         await self._open().optimize(collection)
 
     async def insert(self, collection: str, records: Sequence[VectorRecord]) -> None:
-        """Write `records` as one write: all of them, or (on any error) none."""
+        """Write `records` as one write: all of them, or (on any error) none. A record whose
+        document id, chunk index and metadata are already stored replaces that point."""
         check_collection_name(collection)
         self._open()
         if not records:
             return
         params = await self._require(collection)
         generation = new_generation()
-        points = await self._with_bm25(
-            collection, params, records, points_for(records, params.dimensions, generation)
-        )
+        points = points_for(records, params.dimensions, generation, stable_ids=True)
+        points = await self._with_bm25(collection, params, records, points)
         try:
             await self._upsert(collection, points)
         except BaseException as error:

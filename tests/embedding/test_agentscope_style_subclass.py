@@ -1,0 +1,96 @@
+"""Custom embedding models written the AgentScope way load and work in a KnowledgeBase.
+
+AgentScope's custom model sets `model`, `dimensions` and `supports_multimodal` itself and either
+overrides `__call__` or implements the per-batch hook `_call_api`; neither form is abstract here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import pytest
+
+from archivist.embedding import EmbeddingModelBase
+from archivist.embedding.response import EmbeddingResponse
+from archivist.message import TextBlock
+from archivist.rag import Chunk, KnowledgeBase
+from archivist.rag.store.qdrant import QdrantStore
+
+DIMENSIONS = 8
+
+
+def toy_vector(text: str) -> list[float]:
+    """A deterministic non-zero vector for `text`."""
+    digest = hashlib.sha256(text.encode()).digest()
+    return [1.0 + b / 255 for b in digest[:DIMENSIONS]]
+
+
+class WholeCallModel(EmbeddingModelBase):
+    """Overrides `__call__` and never calls the base constructor."""
+
+    def __init__(self) -> None:
+        self.model = "toy-whole"
+        self.dimensions = DIMENSIONS
+        self.supports_multimodal = False
+
+    async def __call__(self, inputs: Any, **kwargs: Any) -> EmbeddingResponse:
+        texts = [x.text if isinstance(x, TextBlock) else str(x) for x in inputs]
+        return EmbeddingResponse(embeddings=[toy_vector(t) for t in texts])
+
+
+class CallApiModel(EmbeddingModelBase):
+    """Implements AgentScope's per-batch hook `_call_api`; the base batches and retries."""
+
+    def __init__(self) -> None:
+        super().__init__(model="toy-batch", dimensions=None, batch_size=2)
+        self.dimensions = DIMENSIONS
+        self.batches: list[int] = []
+
+    async def _call_api(self, inputs: list[Any], **kwargs: Any) -> EmbeddingResponse:
+        self.batches.append(len(inputs))
+        return EmbeddingResponse(embeddings=[toy_vector(str(x)) for x in inputs])
+
+
+async def test_a_call_api_subclass_is_batched_by_the_base() -> None:
+    model = CallApiModel()
+    response = await model(["a", "b", "c", TextBlock(text="d")])
+    assert response.embeddings == [toy_vector(t) for t in "abcd"]
+    assert model.batches == [2, 2]
+
+
+def test_dimensions_is_a_settable_checked_attribute() -> None:
+    model = CallApiModel()
+    model.dimensions = 16
+    assert model.dimensions == 16
+    with pytest.raises(ValueError, match="dimensions"):
+        model.dimensions = 0
+
+
+async def test_a_subclass_with_no_hook_is_constructible_but_says_what_is_missing() -> None:
+    class Bare(EmbeddingModelBase):
+        pass
+
+    model = Bare(model="bare", dimensions=4)
+    with pytest.raises(NotImplementedError, match="_embed_batch, _call_api or __call__"):
+        await model(["x"])
+
+
+@pytest.mark.parametrize("make", [WholeCallModel, CallApiModel])
+async def test_custom_models_run_a_knowledge_base(make: type[EmbeddingModelBase]) -> None:
+    async with QdrantStore(location=":memory:") as store:
+        kb = KnowledgeBase(
+            name="kb",
+            description="toy",
+            embedding_model=make(),
+            vector_store=store,
+            collection="docs",
+        )
+        for text in ("cats sleep", "dogs bark", "fish swim"):
+            chunk = Chunk(
+                content=TextBlock(text=text), source=f"{text}.txt", chunk_index=0, total_chunks=1
+            )
+            await kb.insert_document([chunk], document_id=text)
+        results = await kb.search(["dogs bark"], top_k=1, mode="dense")
+        assert [r.document_id for r in results] == ["dogs bark"]
+        assert repr(kb.embedding_model).endswith(f"dimensions={DIMENSIONS})")
