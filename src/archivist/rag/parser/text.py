@@ -7,17 +7,10 @@ import os
 from collections.abc import AsyncIterator
 from typing import ClassVar
 
-from charset_normalizer import from_bytes
-
 from archivist.message import TextBlock
 from archivist.rag.document import Section
 from archivist.rag.parser.base import ParserBase, read_binary
-from archivist.rag.parser.encoding import (
-    DETECTABLE_ENCODINGS,
-    DETECTION_SAMPLE,
-    bom_encoding,
-    decode_text,
-)
+from archivist.rag.parser.encoding import decode_text, stream_encoding
 
 STREAM_FROM = 8 * 1024 * 1024
 """Files from this size on are streamed in blocks by `TextParser.stream_sections`."""
@@ -81,7 +74,7 @@ class TextParser(ParserBase):
             return
         with open(file, "rb") as fh:
             head = fh.read(STREAM_BLOCK)
-            encoding, skip = self._stream_encoding(head, filename)
+            encoding, skip = stream_encoding(head, filename, self.encoding, self.detect_encoding)
             decoder = codecs.getincrementaldecoder(encoding)(errors="strict")
             block, offset, seen_text, first = head[skip:], skip, False, True
             while True:
@@ -111,24 +104,6 @@ class TextParser(ParserBase):
                 block = fh.read(STREAM_BLOCK)
         if not seen_text:
             raise ValueError(f"{filename}: the file holds no text")
-
-    def _stream_encoding(self, head: bytes, filename: str) -> tuple[str, int]:
-        """The encoding of a streamed file from its first block, and the BOM bytes to skip."""
-        announced = bom_encoding(head)
-        if announced is not None:
-            return announced
-        try:
-            codecs.getincrementaldecoder(self.encoding)(errors="strict").decode(head, final=False)
-            return self.encoding, 0
-        except UnicodeDecodeError:
-            if not self.detect_encoding:
-                raise ValueError(
-                    f"{filename}: not valid {self.encoding}; pass TextParser(encoding=...)"
-                ) from None
-        match = from_bytes(head[:DETECTION_SAMPLE], cp_isolation=list(DETECTABLE_ENCODINGS)).best()
-        if match is None:
-            raise ValueError(f"{filename}: unknown text encoding (a binary file?)")
-        return match.encoding, 0
 
 
 def read_text(
