@@ -343,7 +343,7 @@ async def test_insert_documents_shares_embedding_calls_and_writes_each_whole(
     assert (await kb.list_chunks("a"))[0].metadata == {"k": 1}
 
 
-async def test_insert_documents_writes_nothing_when_any_vector_is_bad(
+async def test_insert_documents_writes_each_document_whole_or_not_at_all(
     embedder: EmbeddingModelBase, store: QdrantStore
 ) -> None:
     from archivist.rag import NewDocument
@@ -352,7 +352,9 @@ async def test_insert_documents_writes_nothing_when_any_vector_is_bad(
     docs = [NewDocument(_chunks(f"doc {i}", n=2), document_id=f"d{i}") for i in range(3)]
     with pytest.raises(ValueError, match="bad vector"):
         await kb.insert_documents(docs)
-    assert await kb.list_documents() == []
+    # the batch before the bad vector is written whole; the failing one and later ones not
+    assert {s.document_id: s.chunk_count for s in await kb.list_documents()} == {"d0": 2}
+    assert (await kb.verify()).ok
     with pytest.raises(ValueError, match="repeats"):
         await kb.insert_documents([docs[0], docs[0]])
     assert await kb.insert_documents([]) == []
@@ -390,19 +392,19 @@ async def test_ingest_streams_a_large_file_in_bounded_embedding_calls(
     large.write_text("\n\n".join(f"Paragraph {i} of the long file." for i in range(40)))
     counting = CountingModel(embedder)
     kb = _kb(counting, store, write_batch_size=8)
-    bulk_sizes: list[int] = []
-    bulk = kb.insert_documents
-
-    async def spy(documents):  # type: ignore[no-untyped-def]
-        bulk_sizes.extend(len(d.chunks) for d in documents)
-        return await bulk(documents)
-
-    kb.insert_documents = spy  # type: ignore[method-assign]
+    progress: list[tuple[str, int, int]] = []
     report = await ingest_files(
-        kb, [small, large], registry=default_registry(), chunker=ApproxTokenChunker(16, 0)
+        kb,
+        [small, large],
+        registry=default_registry(),
+        chunker=ApproxTokenChunker(16, 0),
+        on_chunks=lambda path, done, total: progress.append((path, done, total)),
     )
-    # the large file never goes through the bulk path, which holds all its vectors at once
-    assert all(size < 8 for size in bulk_sizes)
+    large_progress = [(done, total) for path, done, total in progress if path == str(large)]
+    # the large file is written batch by batch, and the progress moves within it
+    assert len(large_progress) > 1
+    assert [done for done, _ in large_progress] == sorted(done for done, _ in large_progress)
+    assert large_progress[-1][0] == large_progress[-1][1] == report.results[1].chunks
     assert [r.outcome for r in report.results] == [Outcome.INDEXED, Outcome.INDEXED]
     large_chunks = report.results[1].chunks
     assert large_chunks > 8

@@ -1,9 +1,10 @@
 """Crash safety of `path=` stores: ingestion killed with SIGKILL at random points.
 
 A child process ingests a fixed plan (six multi-chunk documents, then three of them re-inserted
-as new versions) in small write batches and reports every embedded batch. Each seeded trial
-kills it after a random number of batches plus a random sub-batch delay (also during start-up
-and collection creation), then checks in this process that:
+as new versions; every other one streamed as an async iterable of chunks) in small write
+batches and reports every embedded batch. Each seeded trial kills it after a random number of
+batches plus a random sub-batch delay (also during start-up and collection creation), then
+checks in this process that:
   - the store opens (the kernel dropped the flock; the stale lock file naming the dead PID does
     not block);
   - every listed document is whole, or `verify()` reports it as incomplete;
@@ -39,7 +40,7 @@ import asyncio, hashlib, sys
 from archivist.embedding import EmbeddingModelBase, EmbeddingResponse
 from archivist.message import TextBlock
 from archivist.rag.document import Chunk
-from archivist.rag.knowledge_base import KnowledgeBase
+from archivist.rag.knowledge_base import KnowledgeBase, NewDocument
 from archivist.rag.store.qdrant import QdrantStore
 
 DIMENSIONS = 16
@@ -85,8 +86,16 @@ async def ingest(path, progress=lambda: None):
         progress()
         kb = KnowledgeBase("crash", "crash test", SlowHashEmbedder(progress), store, "docs",
                            {"tenant": "t"}, write_batch_size=3)
-        for document_id, version in PLAN:
-            await kb.insert_document(chunks(document_id, version), document_id)
+        for number, (document_id, version) in enumerate(PLAN):
+            if number % 2:  # every other document streamed as an async iterable of chunks
+                await kb.insert_documents([NewDocument(stream(document_id, version), document_id)])
+            else:
+                await kb.insert_document(chunks(document_id, version), document_id)
+
+
+async def stream(document_id, version):
+    for chunk in chunks(document_id, version):
+        yield chunk
 
 
 if __name__ == "__main__":

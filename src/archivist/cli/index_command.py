@@ -116,6 +116,11 @@ async def run_index(args: argparse.Namespace) -> int:
                 if result.outcome not in (Outcome.PRUNED, Outcome.REMOVED):
                     progress.update(task, advance=1, chunks=total_chunks, description=result.path)
 
+            def within(path: str, written: int, total: int) -> None:
+                if total > 1:  # a large file moves the display chunk by chunk
+                    description = f"{path} ({written}/{total} chunks)"
+                    progress.update(task, chunks=total_chunks + written, description=description)
+
             report = await ingest_files(
                 session.kb,
                 walk.files,
@@ -124,6 +129,7 @@ async def run_index(args: argparse.Namespace) -> int:
                 prune_missing=args.prune,
                 keep_stale=args.keep_stale,
                 on_file=advance,
+                on_chunks=within,
             )
         if report.count(Outcome.INDEXED) or report.count(Outcome.UPDATED):
             await session.store.optimize(session.kb.collection)

@@ -75,7 +75,9 @@ def minilm_int8(**overrides: Any) -> OnnxEmbeddingModel:
         "pooling": "mean",
         "max_length": 256,
         "normalize": True,
-        "batch_size": 16,  # fastest of 16/32/64 on 2 cores (SciFact abstracts)
+        # batch x sequence sizes the ONNX runtime's working memory: 8 needs far less than 16
+        # at about the same speed (benchmarks/bench_memory.py).
+        "batch_size": 8,
         "sha256": {"model": MINILM_MODEL_SHA256, "tokenizer": MINILM_TOKENIZER_SHA256},
     }
     settings.update(overrides)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,8 +35,6 @@ from archivist.rag.store.qdrant import QdrantStore
 COLLECTION = "eval"
 ProgressHook = Callable[[int], None]
 """Called with the number of documents just indexed."""
-WRITE_WINDOW = 256
-"""Chunks per `insert_documents` call (the same window `archivist index` writes)."""
 PROGRESS_EVERY = 10.0
 """Seconds between progress lines when stderr is not a terminal."""
 
@@ -127,32 +125,30 @@ async def index_corpus(
     on_batch: ProgressHook | None = None,
     titled: bool = False,
 ) -> int:
-    """Insert every document as its own KB document through `insert_documents`, in windows of
-    about `WRITE_WINDOW` chunks; returns the number of chunks written."""
+    """Insert every document as its own KB document through `insert_documents` (chunked as
+    it goes, packed into full embedding batches there); returns the number of chunks written."""
     total = 0
-    window: list[NewDocument] = []
-    pending_docs = 0
+    sizes: dict[str, int] = {}
 
-    async def flush() -> None:
-        nonlocal window, pending_docs
-        if window:
-            await kb.insert_documents(window)
-        if on_batch is not None and pending_docs:
-            on_batch(pending_docs)
-        window, pending_docs = [], 0
+    def written(document_id: str, count: int) -> None:
+        if on_batch is not None and count >= sizes[document_id]:
+            on_batch(1)
 
-    for doc in docs:
-        pending_docs += 1
-        if not doc.text_for_indexing.strip():
-            continue
-        chunks = await chunker.chunk([document_section(doc, titled)])
-        if not chunks:
-            continue
-        window.append(NewDocument(chunks=chunks, document_id=doc.id))
-        total += len(chunks)
-        if sum(len(d.chunks) for d in window) >= WRITE_WINDOW:
-            await flush()
-    await flush()
+    async def documents() -> AsyncIterator[NewDocument]:
+        nonlocal total
+        for doc in docs:
+            chunks = []
+            if doc.text_for_indexing.strip():
+                chunks = await chunker.chunk([document_section(doc, titled)])
+            if not chunks:
+                if on_batch is not None:
+                    on_batch(1)
+                continue
+            sizes[doc.id] = len(chunks)
+            total += len(chunks)
+            yield NewDocument(chunks=chunks, document_id=doc.id)
+
+    await kb.insert_documents(documents(), on_progress=written)
     return total
 
 

@@ -17,6 +17,9 @@ class Section(BaseModel):
     content: MediaBlock
     source: str
     metadata: dict[str, Any] = Field(default_factory=dict)
+    continued: bool = Field(default=False, exclude=True)
+    """This text Section goes on with the previous one's text: a long text streamed in
+    blocks (`ParserBase.stream_sections`); chunkers cut the run as one text."""
 
 
 class Chunk(BaseModel):

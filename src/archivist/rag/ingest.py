@@ -19,7 +19,7 @@ import hashlib
 import json
 import mimetypes
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,6 +31,7 @@ from archivist.message import TextBlock
 from archivist.rag.chunker.base import ChunkerBase
 from archivist.rag.document import Chunk
 from archivist.rag.knowledge_base import KnowledgeBase, NewDocument
+from archivist.rag.parser.base import ParserBase
 from archivist.rag.parser.registry import ParserRegistry, UnsupportedFileTypeError
 from archivist.rag.store.base import MetadataFilter
 from archivist.rag.tenant import tenant_scope
@@ -152,6 +153,8 @@ def compression_of(path: Path) -> str | None:
 
 
 ProgressCallback = Callable[[FileResult], None]
+ChunkProgress = Callable[[str, int, int], None]
+"""`on_chunks(path, chunks_written, total_chunks)`: progress within one file."""
 
 
 async def ingest_files(
@@ -163,15 +166,20 @@ async def ingest_files(
     prune_missing: bool = False,
     keep_stale: bool = False,
     on_file: ProgressCallback | None = None,
+    on_chunks: ChunkProgress | None = None,
 ) -> IngestReport:
     """Index `files` into `kb` incrementally; one file's failure never stops the others.
 
     A file of a type no parser reads is SKIPPED with the reason; one that was indexed before
     and now is empty or fails has its old version removed (REMOVED) unless `keep_stale`.
 
-    Changed files are parsed and chunked one by one, then written in windows of about
+    Changed files are parsed and chunked one by one and written in windows of about
     `kb.write_batch_size` chunks through `KnowledgeBase.insert_documents`, so small files
-    share full-size embedding calls.
+    share full-size embedding calls. A file of more chunks is streamed: a first pass parses
+    and chunks it only to count its chunks (so every chunk is stored with its final
+    `total_chunks`), the second parses it again and embeds and writes batch by batch, so
+    neither its text nor its vectors are ever held whole. `on_chunks(path, written, total)`
+    reports the chunks written within a file.
     """
     report = IngestReport()
 
@@ -193,19 +201,12 @@ async def ingest_files(
             if stale and not keep_stale and item.document_id in existing:
                 emit(await _remove_stale(kb, item))
             continue
-        if len(item.chunks) >= kb.write_batch_size:
-            # A large file goes alone through insert_document, which streams its batches
-            # instead of holding every vector of the file at once.
-            for result in await _write(kb, window) + await _write(kb, [item]):
-                emit(result)
-            window = []
-            continue
         window.append(item)
-        if sum(len(p.chunks) for p in window) >= kb.write_batch_size:
-            for result in await _write(kb, window):
+        if sum(p.count for p in window) >= kb.write_batch_size:
+            for result in await _write(kb, window, on_chunks):
                 emit(result)
             window = []
-    for result in await _write(kb, window):
+    for result in await _write(kb, window, on_chunks):
         emit(result)
     if prune_missing:
         for document_id, metadata in existing.items():
@@ -234,45 +235,53 @@ async def _remove_stale(kb: KnowledgeBase, result: FileResult) -> FileResult:
 
 @dataclass
 class _Parsed:
-    """A changed file, chunked and waiting to be written."""
+    """A changed file, counted and waiting to be written: its chunks, or (a large file) how
+    to chunk it again as a stream."""
 
     path: Path
     document_id: str
     outcome: Outcome
-    chunks: list[Chunk]
+    count: int
     metadata: dict[str, Any]
+    chunks: list[Chunk] | None = None
+    restream: Callable[[], AsyncIterator[Chunk]] | None = None
+
+    def document(self) -> NewDocument:
+        if self.chunks is not None:
+            return NewDocument(self.chunks, self.document_id, self.metadata)
+        assert self.restream is not None
+        return NewDocument(self.restream(), self.document_id, self.metadata)
 
     def done(self) -> FileResult:
-        return FileResult(str(self.path), self.outcome, self.document_id, chunks=len(self.chunks))
+        return FileResult(str(self.path), self.outcome, self.document_id, chunks=self.count)
 
     def failed(self, exc: Exception) -> FileResult:
         return FileResult(str(self.path), Outcome.FAILED, self.document_id, error=str(exc))
 
 
-async def _write(kb: KnowledgeBase, window: list[_Parsed]) -> list[FileResult]:
+async def _write(
+    kb: KnowledgeBase, window: list[_Parsed], on_chunks: ChunkProgress | None
+) -> list[FileResult]:
     """Write a window of documents together; if that fails, one by one to isolate the culprit."""
     if not window:
         return []
-    if len(window) == 1:
-        return await _write_one(kb, window[0])
+    by_id = {p.document_id: p for p in window}
+
+    def progress(document_id: str, written: int) -> None:
+        if on_chunks is not None:
+            parsed = by_id[document_id]
+            on_chunks(str(parsed.path), written, parsed.count)
+
     try:
-        await kb.insert_documents(
-            [NewDocument(p.chunks, p.document_id, p.metadata) for p in window]
-        )
+        await kb.insert_documents([p.document() for p in window], on_progress=progress)
         return [p.done() for p in window]
-    except (ValueError, OSError):
-        results = []
-        for parsed in window:
-            results += await _write_one(kb, parsed)
-        return results
-
-
-async def _write_one(kb: KnowledgeBase, parsed: _Parsed) -> list[FileResult]:
-    try:
-        await kb.insert_document(parsed.chunks, parsed.document_id, parsed.metadata)
     except (ValueError, OSError) as exc:
-        return [parsed.failed(exc)]
-    return [parsed.done()]
+        if len(window) == 1:
+            return [window[0].failed(exc)]
+    results = []
+    for parsed in window:
+        results += await _write(kb, [parsed], on_chunks)
+    return results
 
 
 async def _parse_one(
@@ -302,17 +311,16 @@ async def _parse_one(
         except UnsupportedFileTypeError as exc:
             reason = str(exc).removeprefix(f"{resolved}: ").split(" (supported extensions")[0]
             return FileResult(str(path), Outcome.SKIPPED, document_id, error=reason)
-        sections = await parser.parse(str(resolved), path.name)
-        chunks = await chunker.chunk(sections)
-        if not chunks:
+        chunks, count, text_count = await _count_chunks(
+            parser, chunker, resolved, path.name, kb.write_batch_size
+        )
+        if not count:
             return FileResult(
                 str(path), Outcome.SKIPPED, document_id, error="empty: no text to index"
             )
     except (ValueError, OSError) as exc:
         return FileResult(str(path), Outcome.FAILED, document_id, error=str(exc))
-    if not kb.embedding_model.supports_multimodal and not any(
-        isinstance(c.content, TextBlock) for c in chunks
-    ):
+    if not kb.embedding_model.supports_multimodal and not text_count:
         return FileResult(
             str(path),
             Outcome.SKIPPED,
@@ -326,4 +334,50 @@ async def _parse_one(
         INDEXED_AT_KEY: datetime.now(UTC).isoformat(timespec="seconds"),
     }
     outcome = Outcome.UPDATED if before else Outcome.INDEXED
-    return _Parsed(path, document_id, outcome, chunks, metadata)
+    if chunks is not None:
+        return _Parsed(path, document_id, outcome, count, metadata, chunks=chunks)
+    text_only = not kb.embedding_model.supports_multimodal
+    total = text_count if text_only else count
+
+    def restream() -> AsyncIterator[Chunk]:
+        return _restream(parser, chunker, resolved, path.name, total, text_only)
+
+    return _Parsed(path, document_id, outcome, total, metadata, restream=restream)
+
+
+async def _count_chunks(
+    parser: ParserBase, chunker: ChunkerBase, path: Path, name: str, keep: int
+) -> tuple[list[Chunk] | None, int, int]:
+    """Chunk a file as a stream: (its chunks if fewer than `keep`, else None; how many; how
+    many are text). A large file's chunks are counted and dropped: it is never held whole."""
+    kept: list[Chunk] | None = []
+    count = text_count = 0
+    async for chunk in chunker.chunk_stream(parser.stream_sections(str(path), name)):
+        count += 1
+        text_count += isinstance(chunk.content, TextBlock)
+        if kept is not None:
+            kept.append(chunk)
+            if len(kept) >= keep:
+                kept = None
+    if kept is not None:
+        for chunk in kept:
+            chunk.total_chunks = count
+    return kept, count, text_count
+
+
+async def _restream(
+    parser: ParserBase, chunker: ChunkerBase, path: Path, name: str, total: int, text_only: bool
+) -> AsyncIterator[Chunk]:
+    """A large file's chunks again, numbered with their `total` (DataBlocks dropped for a
+    text-only model); the file changing in between is a ValueError."""
+    index = 0
+    async for chunk in chunker.chunk_stream(parser.stream_sections(str(path), name)):
+        if text_only and not isinstance(chunk.content, TextBlock):
+            continue
+        if index >= total:
+            raise ValueError(f"{name}: the file changed while it was indexed")
+        chunk.chunk_index, chunk.total_chunks = index, total
+        index += 1
+        yield chunk
+    if index != total:
+        raise ValueError(f"{name}: the file changed while it was indexed")

@@ -7,7 +7,7 @@ import json
 import logging
 import math
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -98,13 +98,34 @@ def check_metadata_filter(metadata_filter: MetadataFilter | None) -> MetadataFil
 class NewDocument:
     """One document for `KnowledgeBase.insert_documents`: its chunks, id and metadata."""
 
-    chunks: Sequence[Chunk]
+    chunks: Sequence[Chunk] | AsyncIterable[Chunk]
+    """A list, or an async iterable of chunks already numbered with their final total."""
     document_id: str | None = None
     document_metadata: dict[str, Any] | None = None
 
 
+WriteProgress = Callable[[str, int], None]
+"""`on_progress(document_id, chunks_written_so_far)` of `KnowledgeBase.insert_documents`."""
+
+
 async def _one_batch(records: list[VectorRecord]) -> AsyncIterator[list[VectorRecord]]:
     yield records
+
+
+async def _documents(
+    documents: Iterable[NewDocument] | AsyncIterable[NewDocument],
+) -> AsyncIterator[NewDocument]:
+    if isinstance(documents, AsyncIterable):
+        async for document in documents:
+            yield document
+    else:
+        for document in documents:
+            yield document
+
+
+async def _aiter(chunks: list[Chunk]) -> AsyncIterator[Chunk]:
+    for chunk in chunks:
+        yield chunk
 
 
 class KnowledgeBase:
@@ -175,7 +196,7 @@ class KnowledgeBase:
 
     async def insert_document(
         self,
-        chunks: Sequence[Chunk],
+        chunks: Sequence[Chunk] | AsyncIterable[Chunk],
         document_id: str | None = None,
         document_metadata: dict[str, Any] | None = None,
     ) -> str:
@@ -183,55 +204,173 @@ class KnowledgeBase:
 
         Chunk metadata = `document_metadata` ∪ chunk metadata ∪ `metadata_filter` (the filter
         wins). Re-inserting an existing id replaces that document whole. Text-only models
-        skip DataBlock chunks (logged) and the rest are renumbered.
+        skip DataBlock chunks of a list (logged) and the rest are renumbered. `chunks` may be
+        an async iterable (see `insert_documents`).
         """
-        document_id = self._check_document_id(document_id)
-        prepared = self._prepare_chunks(chunks, document_metadata, document_id)
-        self._warn_if_unreadable(prepared, document_id)
-        await self.ensure_collection()
-        batches = self._embedded_batches(prepared, document_id)
-        await self.vector_store.replace_document(
-            self.collection, document_id, batches, self.metadata_filter
+        (inserted,) = await self.insert_documents(
+            [NewDocument(chunks, document_id, document_metadata)]
         )
-        return document_id
+        return inserted
 
-    async def insert_documents(self, documents: Sequence[NewDocument]) -> list[str]:
-        """Insert several documents at once; returns their ids in order.
+    async def insert_documents(
+        self,
+        documents: Iterable[NewDocument] | AsyncIterable[NewDocument],
+        *,
+        on_progress: WriteProgress | None = None,
+    ) -> list[str]:
+        """Insert documents; returns their ids in order. The one write path of the library.
 
-        The bulk path for many small documents: their chunks share full-size embedding calls
-        instead of one small call per document. Every vector is computed and checked before
-        anything is written, so a bad input writes nothing; then each document replaces its
-        old version as in `insert_document`. All vectors of the call are held at once: pass
-        windows of a few hundred chunks.
+        Small documents are packed so their chunks share full-size embedding calls of
+        `write_batch_size` chunks; a document of at least that many chunks, or whose chunks
+        come as an async iterable (numbered with their final `total_chunks`), is embedded and
+        written batch by batch, so at most about two batches of vectors are held at a time.
+        Each document replaces its old version whole or not at all (the store keeps the old
+        version until the new one is complete); a failure stops the call and the documents of
+        earlier batches stay written. `documents` is consumed lazily. `on_progress(document_id,
+        chunks_written)` is called after each batch a document writes.
         """
-        prepared: list[tuple[str, list[Chunk]]] = []
-        for index, document in enumerate(documents):
+        ids: list[str] = []
+        group: list[tuple[str, list[Chunk]]] = []
+        index = -1
+        async for document in _documents(documents):
+            index += 1
             if not isinstance(document, NewDocument):
                 raise TypeError(f"documents[{index}] must be a NewDocument")
             document_id = self._check_document_id(document.document_id)
-            if any(document_id == seen for seen, _ in prepared):
+            if document_id in ids:
                 raise ValueError(f"documents[{index}]: document_id {document_id!r} repeats")
+            ids.append(document_id)
+            if not isinstance(document.chunks, Sequence) and isinstance(
+                document.chunks, AsyncIterable
+            ):
+                await self._write_group(group, on_progress)
+                group = []
+                stream = self._prepared_stream(
+                    document.chunks, document.document_metadata, document_id
+                )
+                await self._write_stream(document_id, stream, on_progress)
+                continue
             chunks = self._prepare_chunks(document.chunks, document.document_metadata, document_id)
             self._warn_if_unreadable(chunks, document_id)
-            prepared.append((document_id, chunks))
-        if not prepared:
-            return []
+            if len(chunks) >= self.write_batch_size:
+                await self._write_stream(document_id, _aiter(chunks), on_progress)
+                continue
+            group.append((document_id, chunks))
+            if sum(len(c) for _, c in group) >= self.write_batch_size:
+                await self._write_group(group, on_progress)
+                group = []
+        await self._write_group(group, on_progress)
+        return ids
+
+    async def _write_group(
+        self, group: list[tuple[str, list[Chunk]]], on_progress: WriteProgress | None
+    ) -> None:
+        """Embed the chunks of small documents in shared calls, then write each whole."""
+        if not group:
+            return
         await self.ensure_collection()
-        pairs = [(document_id, chunk) for document_id, chunks in prepared for chunk in chunks]
+        pairs = [(document_id, chunk) for document_id, chunks in group for chunk in chunks]
         records: list[VectorRecord] = []
         for start in range(0, len(pairs), self.write_batch_size):
             records += await self._records(pairs[start : start + self.write_batch_size])
         by_document: dict[str, list[VectorRecord]] = {}
         for record in records:
             by_document.setdefault(record.document_id, []).append(record)
-        for document_id, _ in prepared:
+        for document_id, _ in group:
+            written = by_document.pop(document_id)
             await self.vector_store.replace_document(
-                self.collection,
-                document_id,
-                _one_batch(by_document[document_id]),
-                self.metadata_filter,
+                self.collection, document_id, _one_batch(written), self.metadata_filter
             )
-        return [document_id for document_id, _ in prepared]
+            if on_progress is not None:
+                on_progress(document_id, len(written))
+
+    async def _write_stream(
+        self,
+        document_id: str,
+        chunks: AsyncIterator[Chunk],
+        on_progress: WriteProgress | None,
+    ) -> None:
+        """Embed and write one document batch by batch: its vectors are never all held."""
+        await self.ensure_collection()
+        written = 0
+
+        async def batches() -> AsyncIterator[list[VectorRecord]]:
+            nonlocal written
+            batch: list[Chunk] = []
+            async for chunk in chunks:
+                batch.append(chunk)
+                if len(batch) >= self.write_batch_size:
+                    yield await self._records([(document_id, c) for c in batch])
+                    written += len(batch)
+                    batch = []
+                    if on_progress is not None:
+                        on_progress(document_id, written)
+            if batch:
+                yield await self._records([(document_id, c) for c in batch])
+                written += len(batch)
+                if on_progress is not None:
+                    on_progress(document_id, written)
+
+        await self.vector_store.replace_document(
+            self.collection, document_id, batches(), self.metadata_filter
+        )
+
+    async def _prepared_stream(
+        self,
+        chunks: AsyncIterable[Chunk],
+        document_metadata: dict[str, Any] | None,
+        document_id: str,
+    ) -> AsyncIterator[Chunk]:
+        """`chunks` with metadata merged as `_prepare_chunks` does, checked as they come:
+        numbered 0..N-1 in order, all with the same `total_chunks` N, and exactly N of them."""
+        base = dict(document_metadata or {})
+        _check_json("document_metadata", base)
+        expected = 0
+        total: int | None = None
+        sample: list[Chunk] = []
+        async for chunk in chunks:
+            if not isinstance(chunk, Chunk):
+                raise TypeError(
+                    f"document {document_id!r}: chunk {expected} must be a Chunk, "
+                    f"not {type(chunk).__name__}"
+                )
+            if (
+                isinstance(chunk.content, DataBlock)
+                and not self.embedding_model.supports_multimodal
+            ):
+                raise ValueError(
+                    f"document {document_id!r}: chunk {expected} is a DataBlock and "
+                    f"{self.embedding_model.model!r} is text-only (a streamed document cannot "
+                    "be renumbered; filter DataBlocks out before streaming)"
+                )
+            total = chunk.total_chunks if total is None else total
+            if chunk.chunk_index != expected or chunk.total_chunks != total:
+                raise ValueError(
+                    f"document {document_id!r}: streamed chunks must come numbered "
+                    f"0..N-1 in order with one total_chunks N; chunk {expected} has "
+                    f"chunk_index {chunk.chunk_index} and total_chunks {chunk.total_chunks} "
+                    f"(first said {total})"
+                )
+            _check_json(f"chunks[{expected}].metadata", chunk.metadata)
+            metadata = {**base, **chunk.metadata, **(self.metadata_filter or {})}
+            for key in [k for k, v in (self.metadata_filter or {}).items() if v is None]:
+                del metadata[key]
+            prepared = chunk.model_copy(update={"metadata": metadata})
+            if len(sample) < _UNREADABLE_SAMPLE_CHUNKS:
+                sample.append(prepared)
+                if len(sample) == _UNREADABLE_SAMPLE_CHUNKS:
+                    self._warn_if_unreadable(sample, document_id)
+            expected += 1
+            yield prepared
+        if expected == 0:
+            raise ValueError(f"document {document_id!r}: chunks is empty, nothing to insert")
+        if expected != total:
+            raise ValueError(
+                f"document {document_id!r}: the stream ended after {expected} chunks but "
+                f"they said total_chunks={total}"
+            )
+        if len(sample) < _UNREADABLE_SAMPLE_CHUNKS:
+            self._warn_if_unreadable(sample, document_id)
 
     async def search(
         self,
@@ -573,13 +712,6 @@ class KnowledgeBase:
                 chunk.chunk_index, chunk.total_chunks = index, len(kept)
         return kept
 
-    async def _embedded_batches(
-        self, chunks: list[Chunk], document_id: str
-    ) -> AsyncIterator[list[VectorRecord]]:
-        for start in range(0, len(chunks), self.write_batch_size):
-            batch = chunks[start : start + self.write_batch_size]
-            yield await self._records([(document_id, chunk) for chunk in batch])
-
     async def _records(self, pairs: list[tuple[str, Chunk]]) -> list[VectorRecord]:
         """Embed the chunks of (document id, chunk) pairs in one call and check every vector."""
         dimensions = self.embedding_model.dimensions
@@ -608,6 +740,8 @@ UNREADABLE_SHARE = 0.1
 """Share of unknown tokens from which a document is reported as unreadable by the model."""
 _UNREADABLE_SAMPLE = 4000
 """Characters of a document checked for unknown tokens."""
+_UNREADABLE_SAMPLE_CHUNKS = 16
+"""Leading chunks of a streamed document sampled for unknown tokens."""
 _COLLAPSE_FANOUT = 4
 """Candidates fetched per result slot when results are collapsed per document."""
 

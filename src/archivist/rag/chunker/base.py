@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import AsyncIterable, AsyncIterator
 
+from archivist.message import TextBlock
 from archivist.rag.document import Chunk, Section
 
 
@@ -17,3 +19,27 @@ class ChunkerBase(ABC):
     @abstractmethod
     async def chunk(self, sections: list[Section]) -> list[Chunk]:
         """Cut `sections` into chunks."""
+
+    async def chunk_stream(self, sections: AsyncIterable[Section]) -> AsyncIterator[Chunk]:
+        """Cut a stream of Sections into the chunks `chunk` makes, in order, with
+        `chunk_index` set and `total_chunks` left 0 (the count is known only at the end).
+
+        This default collects the Sections (joining `continued` runs into one) and calls
+        `chunk`; chunkers that can cut as they read override it to hold little at a time.
+        """
+        collected: list[Section] = []
+        async for section in sections:
+            previous = collected[-1] if collected else None
+            if (
+                section.continued
+                and previous is not None
+                and isinstance(previous.content, TextBlock)
+                and isinstance(section.content, TextBlock)
+            ):
+                text = previous.content.text + section.content.text
+                collected[-1] = previous.model_copy(update={"content": TextBlock(text=text)})
+            else:
+                collected.append(section.model_copy(update={"continued": False}))
+        for chunk in await self.chunk(collected):
+            chunk.total_chunks = 0
+            yield chunk

@@ -6,6 +6,7 @@ import bisect
 import copy
 import re
 import unicodedata
+from collections.abc import AsyncIterable, AsyncIterator
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
@@ -143,23 +144,46 @@ class TokenChunker(ChunkerBase):
         )
 
     async def chunk(self, sections: list[Section]) -> list[Chunk]:
-        chunks: list[Chunk] = []
-        for section in sections:
-            if isinstance(section.content, TextBlock):
-                text = section.content.text
-                header = self._header(section) if self.context_header else ""
-                budget = self.chunk_size - (self.count(header) + 1 if header else 0)
-                if budget < self.chunk_size // 2:  # a header that long would crowd out the text
-                    header, budget = "", self.chunk_size
-                for start, end in self.windows(text, budget):
-                    piece = f"{header}\n{text[start:end]}" if header else text[start:end]
-                    chunks.append(_make(TextBlock(text=piece), section))
-            else:
-                chunks.append(_make(section.content.model_copy(deep=True), section))
-        for index, chunk in enumerate(chunks):
-            chunk.chunk_index = index
+        chunks = [chunk async for chunk in self.chunk_stream(_stream(sections))]
+        for chunk in chunks:
             chunk.total_chunks = len(chunks)
         return chunks
+
+    async def chunk_stream(self, sections: AsyncIterable[Section]) -> AsyncIterator[Chunk]:
+        """The chunks of a stream of Sections, cut as the text arrives: a run of `continued`
+        Sections is cut as one text while holding only a window's worth of it beyond the
+        block being read. Chunks come numbered, with `total_chunks` 0 (unknown until the end).
+        """
+        index = 0
+        run: _Run | None = None
+        async for section in sections:
+            if run is not None and section.continued and isinstance(section.content, TextBlock):
+                pieces = run.feed(section.content.text, final=False)
+            else:
+                pieces = run.feed("", final=True) if run is not None else []
+                run = None
+                if isinstance(section.content, TextBlock):
+                    run = _Run(self, section)
+                    pieces += run.feed(section.content.text, final=False)
+                else:
+                    pieces.append(_make(section.content.model_copy(deep=True), section))
+            for chunk in pieces:
+                chunk.chunk_index = index
+                index += 1
+                yield chunk
+        if run is not None:
+            for chunk in run.feed("", final=True):
+                chunk.chunk_index = index
+                index += 1
+                yield chunk
+
+    def _budget(self, section: Section) -> tuple[str, int]:
+        """The context header line of `section` ("" if none) and the tokens left for text."""
+        header = self._header(section) if self.context_header else ""
+        budget = self.chunk_size - (self.count(header) + 1 if header else 0)
+        if budget < self.chunk_size // 2:  # a header that long would crowd out the text
+            header, budget = "", self.chunk_size
+        return header, budget
 
     @staticmethod
     def _header(section: Section) -> str:
@@ -186,7 +210,13 @@ class TokenChunker(ChunkerBase):
     def windows(self, text: str, budget: int | None = None) -> list[tuple[int, int]]:
         """`(start, end)` offsets in `text` of each window of at most `budget` tokens
         (default `chunk_size`), without surrounding whitespace."""
-        budget = self.chunk_size if budget is None else budget
+        found, _ = self.scan(text, self.chunk_size if budget is None else budget, final=True)
+        return found
+
+    def scan(self, text: str, budget: int, *, final: bool) -> tuple[list[tuple[int, int]], int]:
+        """The windows of `text` and where the next would start. Unless `final`, `text` is
+        a prefix of a longer text: scanning stops before a window whose cut could depend on
+        what follows, so fed block by block it finds exactly the windows of the whole."""
         found: list[tuple[int, int]] = []
         start, size = 0, len(text)
         while start < size:
@@ -194,7 +224,9 @@ class TokenChunker(ChunkerBase):
                 start += 1
             if start >= size:
                 break
-            spans = self._probe(text, start, budget)
+            spans, reached_end = self._probe(text, start, budget)
+            if reached_end and not final:
+                return found, start
             cut = size if len(spans) <= budget else self._cut(text, start, spans, budget)
             end = cut
             while end > start and text[end - 1].isspace():
@@ -204,16 +236,19 @@ class TokenChunker(ChunkerBase):
             if cut >= size:
                 break
             start = self._next_start(text, start, cut, spans, budget)
-        return found
+        return found, size
 
-    def _probe(self, text: str, start: int, budget: int) -> list[tuple[int, int]]:
-        """Token spans (relative to `start`) of enough text to hold more than one window."""
+    def _probe(self, text: str, start: int, budget: int) -> tuple[list[tuple[int, int]], bool]:
+        """Token spans (relative to `start`) of enough text to hold more than one window,
+        and whether the probe had to run to the end of `text`."""
         length = budget * _PROBE_CHARS_PER_TOKEN
         while True:
             end = min(len(text), start + length)
             spans = self.tokenizer.spans(text[start:end])
-            if len(spans) > budget or end >= len(text):
-                return spans
+            if len(spans) > budget and end < len(text):
+                return spans, False
+            if end >= len(text):
+                return spans, True
             length *= 2
 
     def _cut(self, text: str, start: int, spans: list[tuple[int, int]], budget: int) -> int:
@@ -274,6 +309,33 @@ def _break_before(text: str, floor: int, end: int) -> int:
 
 def _is_cjk(char: str) -> bool:
     return unicodedata.east_asian_width(char) in {"W", "F"}
+
+
+class _Run:
+    """One text being cut as it arrives in blocks: the unconsumed tail and its Section."""
+
+    def __init__(self, chunker: TokenChunker, section: Section) -> None:
+        self.chunker = chunker
+        self.section = section
+        self.header, self.budget = chunker._budget(section)
+        self.pending = ""
+
+    def feed(self, text: str, *, final: bool) -> list[Chunk]:
+        """Chunks of the windows that `text` (appended to the tail) completes."""
+        self.pending += text
+        found, resume = self.chunker.scan(self.pending, self.budget, final=final)
+        chunks = []
+        for start, end in found:
+            piece = self.pending[start:end]
+            piece = f"{self.header}\n{piece}" if self.header else piece
+            chunks.append(_make(TextBlock(text=piece), self.section))
+        self.pending = "" if final else self.pending[resume:]
+        return chunks
+
+
+async def _stream(sections: list[Section]) -> AsyncIterator[Section]:
+    for section in sections:
+        yield section
 
 
 def _make(content: TextBlock | DataBlock, section: Section) -> Chunk:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import mimetypes
 import os
 from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
 from typing import ClassVar
 
 from archivist.rag.document import Section
@@ -59,6 +60,16 @@ class ParserBase(ABC):
     @abstractmethod
     async def parse(self, file: bytes | str, filename: str) -> list[Section]:
         """Parse `file` (raw bytes, or a path for binary parsers) named `filename`."""
+
+    async def stream_sections(self, file: bytes | str, filename: str) -> AsyncIterator[Section]:
+        """The Sections of `file` as they are read, for files too large to hold parsed.
+
+        Chunking the stream gives the chunks of `parse`'s list. This default yields `parse`'s
+        list; parsers that can read incrementally (text in blocks, PDF page by page) override
+        it and may split a long text into `continued` Sections.
+        """
+        for section in await self.parse(file, filename):
+            yield section
 
 
 def read_binary(file: bytes | str | os.PathLike[str], filename: str) -> bytes:

@@ -120,6 +120,43 @@ def decode_text(data: bytes, filename: str, encoding: str = "utf-8", detect: boo
     return text
 
 
+def stream_encoding(
+    head: bytes, filename: str, encoding: str = "utf-8", detect: bool = True
+) -> tuple[str, int]:
+    """The encoding to decode a file in blocks with, and the BOM bytes to skip, decided on
+    its first block `head` the way `decode_text` decides on a whole file."""
+    announced = bom_encoding(head)
+    if announced is not None:
+        return announced
+    try:
+        codecs.getincrementaldecoder(encoding)(errors="strict").decode(head, final=False)
+        return encoding, 0
+    except UnicodeDecodeError as exc:
+        first_error = exc
+    for magic, what in _BINARY_MAGIC:
+        if head.startswith(magic):
+            raise ValueError(f"{filename}: the file is {what}, not text")
+    if b"\x00" in head:
+        raise ValueError(
+            f"{filename}: the file holds NUL bytes (a binary file, or UTF-16/32 without a "
+            f"byte-order mark?)"
+        )
+    if not detect or _damaged_utf8(head):
+        raise ValueError(
+            f"{filename}: cannot decode as {encoding} at byte {first_error.start} "
+            f"(a damaged file, or pass TextParser(encoding=...))"
+        ) from first_error
+    if _western(head) is not None:
+        return "cp1252", 0
+    match = from_bytes(head[:DETECTION_SAMPLE], cp_isolation=list(DETECTABLE_ENCODINGS)).best()
+    if match is None:
+        raise ValueError(
+            f"{filename}: not valid {encoding} at byte {first_error.start} and no other text "
+            f"encoding fits (a binary file, or mixed encodings?)"
+        )
+    return match.encoding, 0
+
+
 def _western(data: bytes) -> str | None:
     """Windows-1252 text (a superset of Latin-1's letters) if `data` reads as Western text.
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Generator
 from typing import ClassVar
 
 import pypdfium2 as pdfium
@@ -36,7 +36,28 @@ class PDFParser(ParserBase):
             )
         return sections
 
-    def iter_sections(self, data: bytes, filename: str) -> Iterator[Section]:
+    async def stream_sections(self, file: bytes | str, filename: str) -> AsyncIterator[Section]:
+        """The pages' Sections one at a time, each read in a worker thread."""
+        data = read_binary(file, filename)
+        pages = self.iter_sections(data, filename)
+        done = object()
+        found = False
+        try:
+            while True:
+                section = await asyncio.to_thread(next, pages, done)
+                if section is done:
+                    break
+                assert isinstance(section, Section)
+                found = True
+                yield section
+        finally:
+            await asyncio.to_thread(pages.close)
+        if not found:
+            raise ValueError(
+                f"{filename}: the PDF has no extractable text (scanned pages need OCR first)"
+            )
+
+    def iter_sections(self, data: bytes, filename: str) -> Generator[Section, None, None]:
         """Yield the Sections of PDF `data` page by page (synchronous, holds one page)."""
         if b"%PDF-" not in data[:1024]:
             raise ValueError(f"{filename}: not a PDF file (no %PDF- header)")

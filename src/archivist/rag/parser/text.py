@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import codecs
 import os
+from collections.abc import AsyncIterator
 from typing import ClassVar
 
 from archivist.message import TextBlock
 from archivist.rag.document import Section
 from archivist.rag.parser.base import ParserBase, read_binary
-from archivist.rag.parser.encoding import decode_text
+from archivist.rag.parser.encoding import decode_text, stream_encoding
+
+STREAM_FROM = 8 * 1024 * 1024
+"""Files from this size on are streamed in blocks by `TextParser.stream_sections`."""
+STREAM_BLOCK = 1024 * 1024
+"""Bytes read per block when streaming."""
 
 
 def is_existing_file(candidate: str) -> bool:
@@ -55,6 +62,48 @@ class TextParser(ParserBase):
     async def parse(self, file: bytes | str, filename: str) -> list[Section]:
         text = read_text(file, filename, self.encoding, self.detect_encoding)
         return [Section(content=TextBlock(text=text), source=filename, metadata={})]
+
+    async def stream_sections(self, file: bytes | str, filename: str) -> AsyncIterator[Section]:
+        """A file of at least `STREAM_FROM` bytes as `continued` Sections of about
+        `STREAM_BLOCK` bytes each, decoded incrementally; anything else as `parse` does."""
+        if not (isinstance(file, str) and is_existing_file(file)) or (
+            os.path.getsize(file) < STREAM_FROM
+        ):
+            for section in await self.parse(file, filename):
+                yield section
+            return
+        with open(file, "rb") as fh:
+            head = fh.read(STREAM_BLOCK)
+            encoding, skip = stream_encoding(head, filename, self.encoding, self.detect_encoding)
+            decoder = codecs.getincrementaldecoder(encoding)(errors="strict")
+            block, offset, seen_text, first = head[skip:], skip, False, True
+            while True:
+                final = not block
+                try:
+                    text = decoder.decode(block, final=final)
+                except UnicodeDecodeError as exc:
+                    raise ValueError(
+                        f"{filename}: not valid {encoding} near byte {offset + exc.start}"
+                    ) from exc
+                if "\x00" in text:
+                    raise ValueError(f"{filename}: the text holds NUL bytes (a binary file?)")
+                if first and text.startswith("\ufeff"):
+                    text = text[1:]
+                seen_text = seen_text or bool(text.strip())
+                if text:
+                    yield Section(
+                        content=TextBlock(text=text),
+                        source=filename,
+                        metadata={},
+                        continued=not first,
+                    )
+                    first = False
+                if final:
+                    break
+                offset += len(block)
+                block = fh.read(STREAM_BLOCK)
+        if not seen_text:
+            raise ValueError(f"{filename}: the file holds no text")
 
 
 def read_text(
