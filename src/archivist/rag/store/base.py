@@ -5,13 +5,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterable
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Literal, Self
 
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
 from archivist.rag.store.generations import GenerationInfo
+from archivist.validation import MetadataFilter as MetadataFilter
 
-MetadataFilter = dict[str, Any]
 SearchMode = Literal["hybrid", "dense", "sparse"]
 """How a search ranks: dense vectors, BM25 sparse vectors, or both fused."""
 SEARCH_MODES: tuple[SearchMode, ...] = ("hybrid", "dense", "sparse")

@@ -13,13 +13,6 @@ from typing import TYPE_CHECKING, Any, Self
 from archivist.message import TextBlock
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
-from archivist.rag.store._arguments import (
-    check_collection_name,
-    check_document_id,
-    check_non_negative_int,
-    check_positive_int,
-    check_query_vector,
-)
 from archivist.rag.store._edge_backend import EdgeBackend
 from archivist.rag.store._keyed_lock import KeyedLocks
 from archivist.rag.store._qdrant_backend import (
@@ -61,6 +54,13 @@ from archivist.rag.store.base import (
 )
 from archivist.rag.store.file_lock import StoreLockedError
 from archivist.rag.store.generations import GenerationInfo, new_generation, repair_plan
+from archivist.validation import (
+    check_collection_name,
+    check_document_id,
+    check_non_negative_int,
+    check_positive_int,
+    check_query_vector,
+)
 
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient
