@@ -7,10 +7,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from archivist.agent.context import ReplyContext
 from archivist.event import HintBlockEvent
 from archivist.message import DataBlock, HintBlock, Msg, TextBlock
 from archivist.middleware.base import MiddlewareBase
+from archivist.middleware.context import ReplyContext
 from archivist.middleware.retrieval import Retrieval, render_hits, retrieve
 from archivist.rag.knowledge_base import KnowledgeBase, Query
 from archivist.tool import ToolBase
