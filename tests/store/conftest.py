@@ -1,3 +1,3 @@
 import pytest
 
-pytest.register_assert_rewrite("conformance")
+pytest.register_assert_rewrite("qdrant_cases")
