@@ -11,7 +11,7 @@ from archivist.event import HintBlockEvent
 from archivist.message import DataBlock, HintBlock, Msg, TextBlock
 from archivist.middleware.base import MiddlewareBase
 from archivist.middleware.context import ReplyContext
-from archivist.middleware.retrieval import Retrieval, render_hits, retrieve
+from archivist.middleware.retrieval import Retrieval, render_hits, search_and_fuse
 from archivist.rag.knowledge_base import KnowledgeBase, Query
 from archivist.tool import ToolBase
 
@@ -77,7 +77,7 @@ class RAGMiddleware(MiddlewareBase):
                     f"{[kb.name for kb in self.knowledges]}"
                 )
             chosen = [kb for kb in self.knowledges if kb.name in knowledge_bases]
-        return await retrieve(
+        return await search_and_fuse(
             chosen, queries, self.parameters.top_k, self.parameters.score_threshold
         )
 

@@ -132,7 +132,8 @@ class VectorStoreBase(ABC):
     ) -> list[Chunk]:
         """The chunks of `document_id` in `chunk_index` order, from `offset`, at most `limit`.
 
-        Not abstract so that stores written against the seed's smaller interface still load.
+        Not abstract, so a store that cannot page through chunks still loads; what needs
+        paging then fails with this error.
         """
         raise NotImplementedError(f"{type(self).__name__} does not implement list_chunks")
 
