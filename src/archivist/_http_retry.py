@@ -16,9 +16,20 @@ RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 """Timeout, conflict, too early, rate limit; every 5xx is retryable as well."""
 
 
+FAIL_FAST_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached", "Arrearage"})
+"""Provider error codes that no wait will cure (quota spent, billing limit, account in arrears),
+even when they come with a retryable status such as 429."""
+
+
 def is_retryable_status(status_code: int) -> bool:
     """Whether an HTTP status is a transient failure worth another try."""
     return status_code in RETRYABLE_STATUS or status_code >= 500
+
+
+def should_retry(status_code: int, error_code: str | None) -> bool:
+    """The one retry decision for a provider's error answer: a transient status whose error
+    code is not one of `FAIL_FAST_CODES`."""
+    return is_retryable_status(status_code) and error_code not in FAIL_FAST_CODES
 
 
 def retry_after_seconds(headers: httpx.Headers) -> float | None:

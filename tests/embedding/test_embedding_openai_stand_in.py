@@ -83,6 +83,29 @@ async def test_stand_in_retry_after_ms_is_honoured(openai_stand_in, sleeps: list
     assert sleeps == [0.25]
 
 
+async def test_stand_in_insufficient_quota_429_fails_fast(
+    openai_stand_in, sleeps: list[float]
+) -> None:
+    """A spent quota is a 429 that no wait cures: one call, no sleep, the provider's words."""
+    openai_stand_in.replies = [
+        httpx.Response(
+            429,
+            json={
+                "error": {
+                    "message": "You exceeded your current quota",
+                    "code": "insufficient_quota",
+                }
+            },
+        )
+    ]
+    model = make_model(openai_stand_in)
+    with pytest.raises(EmbeddingAPIError, match="exceeded your current quota") as caught:
+        await model(["a"])
+    assert caught.value.code == "insufficient_quota"
+    assert len(openai_stand_in.requests) == 1
+    assert sleeps == []
+
+
 async def test_stand_in_503_is_retried(openai_stand_in, sleeps: list[float]) -> None:
     openai_stand_in.replies = [httpx.Response(503, text="upstream unavailable")]
     model = make_model(openai_stand_in)

@@ -8,7 +8,7 @@ import pytest
 
 from archivist.cli.eval_command import add_eval_command
 from archivist.embedding import CachedEmbeddingModel, EmbeddingModelBase, LocalEmbeddingModel
-from archivist.eval import EvalConfig, index_corpus, load_beir, retrieve, run_evaluation
+from archivist.eval import EvalConfig, index_corpus, load_beir, rank_documents, run_evaluation
 from archivist.rag import ApproxTokenChunker, KnowledgeBase
 from archivist.rag.store.qdrant import QdrantStore
 
@@ -49,7 +49,7 @@ async def test_index_uses_corpus_ids_and_ranks_by_best_chunk(
         documents = await kb.list_documents()
         assert sorted(d.document_id for d in documents) == ["10", "20", "30", "40", "50", "60"]
         assert chunks == sum(d.chunk_count for d in documents) > 6  # small chunks: several per doc
-        run = await retrieve(kb, data.queries, depth=50)
+        run = await rank_documents(kb, data.queries, depth=50)
     assert set(run) == {"1", "2", "3"}
     for scores in run.values():
         assert len(scores) == 6  # one entry per document, its best chunk's score

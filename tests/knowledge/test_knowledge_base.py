@@ -312,8 +312,8 @@ async def test_bad_arguments_are_clear_errors_and_write_nothing(
     assert await kb.list_documents() == []
     with pytest.raises(ValueError, match="tenant"):
         _kb(embedder, store, metadata_filter={"tenant": 1.5})
-    with pytest.raises(ValueError, match="a.b"):
-        _kb(embedder, store, metadata_filter={"a.b": "x"})
+    with pytest.raises(ValueError, match="back"):
+        _kb(embedder, store, metadata_filter={"back\\slash": "x"})
 
 
 async def test_insert_documents_shares_embedding_calls_and_writes_each_whole(

@@ -122,7 +122,7 @@ async def test_bad_vectors_write_nothing(
     with pytest.raises((ValueError, EmbeddingError)) as raised:
         await kb.insert_document(chunks(texts), document_id="doc")
     message = str(raised.value)
-    assert "dimensions" in message or "NaN" in message or "bad vector" in message, message
+    assert "dimensions" in message or "finite" in message or "bad vector" in message, message
     assert await snapshot(store) == before
     assert (await kb.verify()).ok
 
@@ -343,7 +343,7 @@ async def test_bad_pages_are_clear_errors(store: QdrantStore, offset: int, limit
 
 @pytest.mark.parametrize(
     "metadata_filter",
-    [{"tenant": 1.5}, {"tenant": ["a"]}, {"": "x"}, {"a.b": 1}, "tenant=a"],
+    [{"tenant": 1.5}, {"tenant": ["a"]}, {"": "x"}, {'a"b': 1}, "tenant=a"],
 )
 def test_bad_metadata_filters_are_refused_up_front(
     metadata_filter: Any,
@@ -351,3 +351,62 @@ def test_bad_metadata_filters_are_refused_up_front(
     store = QdrantStore(location=":memory:")
     with pytest.raises((ValueError, TypeError), match="metadata_filter"):
         make_kb(store, metadata_filter=metadata_filter)
+
+
+# One rule for the knowledge base and the store (archivist.validation)
+
+BAD_FILTERS: list[Any] = [
+    {"": "x"},
+    {'say "hi"': "x"},
+    {"back\\slash": "x"},
+    {7: "x"},
+    {"k": 1.5},
+    {"k": ["a"]},
+    {"k": 2**63},
+    "tenant=a",
+]
+
+
+@pytest.mark.parametrize("metadata_filter", BAD_FILTERS)
+async def test_the_store_and_the_knowledge_base_refuse_the_same_filters_alike(
+    store: QdrantStore, metadata_filter: Any
+) -> None:
+    with pytest.raises((ValueError, TypeError), match="metadata_filter") as by_kb:
+        make_kb(store, metadata_filter=metadata_filter)
+    await store.create_collection(COLLECTION, DIMENSIONS)
+    with pytest.raises(by_kb.type) as by_store:
+        await store.list_documents(COLLECTION, metadata_filter=metadata_filter)
+    assert str(by_store.value) == str(by_kb.value)
+
+
+@pytest.mark.parametrize(
+    "metadata_filter",
+    [{"tenant": "a"}, {"a.b": "x"}, {"n": -(2**63)}, {"flag": True}, {"gone": None}],
+)
+async def test_the_store_and_the_knowledge_base_accept_the_same_filters(
+    store: QdrantStore, metadata_filter: dict[str, Any]
+) -> None:
+    kb = make_kb(store, metadata_filter=metadata_filter)
+    assert kb.metadata_filter == metadata_filter
+    await store.create_collection(COLLECTION, DIMENSIONS)
+    assert await store.list_documents(COLLECTION, metadata_filter=metadata_filter) == []
+
+
+@pytest.mark.parametrize("document_id", ["", "  ", "\n", 7, None])
+async def test_the_store_and_the_knowledge_base_refuse_the_same_document_ids(
+    store: QdrantStore, document_id: Any
+) -> None:
+    kb = make_kb(store)
+    await store.create_collection(COLLECTION, DIMENSIONS)
+    with pytest.raises(ValueError, match="document_id must be a non-empty str") as by_kb:
+        await kb.list_chunks(document_id)
+    with pytest.raises(ValueError) as by_store:
+        await store.list_chunks(COLLECTION, document_id)
+    assert str(by_store.value) == str(by_kb.value)
+
+
+async def test_document_ids_are_kept_exactly_as_given(store: QdrantStore) -> None:
+    kb = make_kb(store)
+    stored = await kb.insert_document(chunks(["padded id"]), document_id=" padded ")
+    assert stored == " padded "
+    assert [d.document_id for d in await kb.list_documents()] == [" padded "]

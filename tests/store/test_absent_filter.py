@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from conformance import DIMENSIONS, batches, record, unit
 from qdrant_client import AsyncQdrantClient
 
 from archivist.rag.store.qdrant import QdrantStore
+from archivist.testing.store import DIMENSIONS, batches, record, unit
 
 pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect in the local Qdrant")
 

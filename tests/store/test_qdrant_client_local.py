@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from conformance import DIMENSIONS, VectorStoreConformance, record, unit
-from hybrid_conformance import DiversitySearchConformance, HybridSearchConformance
+from qdrant_cases import QdrantOnlyCases
 from qdrant_client import AsyncQdrantClient
 
 from archivist.rag.store.qdrant import QdrantStore
+from archivist.testing.hybrid_store import DiversitySearchConformance, HybridSearchConformance
+from archivist.testing.store import DIMENSIONS, VectorStoreConformance, record, unit
 
 pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect in the local Qdrant")
 
@@ -33,7 +34,7 @@ async def store(client: AsyncQdrantClient) -> AsyncIterator[QdrantStore]:
 
 
 class TestQdrantClientLocalModeAsServerStandIn(
-    VectorStoreConformance, HybridSearchConformance, DiversitySearchConformance
+    VectorStoreConformance, HybridSearchConformance, DiversitySearchConformance, QdrantOnlyCases
 ):
     """Every conformance test through qdrant-client, local mode standing in for a server."""
 

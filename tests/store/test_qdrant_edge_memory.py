@@ -9,11 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conformance import DIMENSIONS, VectorStoreConformance, record, texts, unit
-from hybrid_conformance import DiversitySearchConformance, HybridSearchConformance
+from qdrant_cases import QdrantOnlyCases
 
 from archivist.rag.record import VectorRecord
 from archivist.rag.store.qdrant import QdrantStore
+from archivist.testing.hybrid_store import DiversitySearchConformance, HybridSearchConformance
+from archivist.testing.store import DIMENSIONS, VectorStoreConformance, record, texts, unit
 
 
 @pytest.fixture
@@ -23,7 +24,7 @@ async def store() -> AsyncIterator[QdrantStore]:
 
 
 class TestQdrantEdgeMemory(
-    VectorStoreConformance, HybridSearchConformance, DiversitySearchConformance
+    VectorStoreConformance, HybridSearchConformance, DiversitySearchConformance, QdrantOnlyCases
 ):
     """Every conformance test against the in-process engine in a temporary directory."""
 

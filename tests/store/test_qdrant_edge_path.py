@@ -10,11 +10,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from conformance import DIMENSIONS, VectorStoreConformance, batches, record, texts, unit
-from hybrid_conformance import DiversitySearchConformance, HybridSearchConformance
+from qdrant_cases import QdrantOnlyCases
 
 from archivist.rag.store.file_lock import StoreLockedError
 from archivist.rag.store.qdrant import QdrantStore
+from archivist.testing.hybrid_store import DiversitySearchConformance, HybridSearchConformance
+from archivist.testing.store import DIMENSIONS, VectorStoreConformance, batches, record, texts, unit
 
 
 @pytest.fixture
@@ -24,7 +25,7 @@ async def store(tmp_path: Path) -> AsyncIterator[QdrantStore]:
 
 
 class TestQdrantEdgePath(
-    VectorStoreConformance, HybridSearchConformance, DiversitySearchConformance
+    VectorStoreConformance, HybridSearchConformance, DiversitySearchConformance, QdrantOnlyCases
 ):
     """Every conformance test against the in-process engine persisting under a directory."""
 

@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from conformance import DIMENSIONS, batches, record
 
 from archivist.rag.store.generations import document_problem
 from archivist.rag.store.qdrant import QdrantStore
+from archivist.testing.store import DIMENSIONS, batches, record
 
 pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect in the local Qdrant")
 

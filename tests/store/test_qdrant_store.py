@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from conformance import record
 from qdrant_client import AsyncQdrantClient
 
 from archivist.rag.store.qdrant import QdrantStore
+from archivist.testing.store import record
 
 pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect in the local Qdrant")
 

@@ -7,8 +7,6 @@ import uuid
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import suppress
 
-from archivist.agent.context import EventSink, ReplyContext
-from archivist.agent.memory import Memory
 from archivist.event import (
     Error,
     EventBase,
@@ -21,7 +19,9 @@ from archivist.event import (
     ToolResult,
 )
 from archivist.message import Msg, TextBlock, ToolResultBlock, ToolUseBlock
+from archivist.message.memory import Memory
 from archivist.middleware.base import MiddlewareBase
+from archivist.middleware.context import EventSink, ReplyContext
 from archivist.model import ChatDeltaAccumulator, ChatModelBase, ChatResponse, ChatUsage
 from archivist.tool import Toolkit
 

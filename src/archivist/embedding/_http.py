@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from archivist._http_retry import is_retryable_status, retry_after_seconds
+from archivist._http_retry import retry_after_seconds, should_retry
 from archivist.embedding.errors import EmbeddingAPIError, EmbeddingError, TransientEmbeddingError
 
 ErrorReader = Callable[[Any], tuple[str | None, str | None]]
@@ -83,7 +83,7 @@ class JsonPoster:
         with contextlib.suppress(ValueError, TypeError, AttributeError, KeyError):
             code, message = self._read_error(json.loads(response.content))
         message = message or response.text[:500] or response.reason_phrase or "no message"
-        if is_retryable_status(status):
+        if should_retry(status, code):
             return TransientEmbeddingError(
                 message,
                 status=status,

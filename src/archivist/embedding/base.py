@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import weakref
 from abc import ABC
 from collections.abc import Sequence
@@ -22,6 +21,7 @@ from archivist.embedding.errors import EmbeddingError
 from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
 from archivist.embedding.tokenizer import ModelTokenizer
 from archivist.message import DataBlock, TextBlock
+from archivist.validation import vector_problem
 
 logger = logging.getLogger(__name__)
 
@@ -212,15 +212,9 @@ class EmbeddingModelBase(ABC):
             )
         dimensions = self.dimensions
         for position, vector in enumerate(response.embeddings):
-            if len(vector) != dimensions:
-                raise EmbeddingError(
-                    f"{self.model}: vector {position} of the batch has {len(vector)} "
-                    f"dimensions, expected {dimensions}"
-                )
-            if not all(math.isfinite(x) for x in vector):
-                raise EmbeddingError(
-                    f"{self.model}: vector {position} of the batch has NaN or infinite values"
-                )
+            problem = vector_problem(vector, dimensions)
+            if problem is not None:
+                raise EmbeddingError(f"{self.model}: vector {position} of the batch {problem}")
 
     def _check_inputs(
         self, inputs: Sequence[EmbeddingInput], input_type: InputType

@@ -97,11 +97,6 @@ class CachedEmbeddingModel(EmbeddingModelBase):
         self.totals = self.totals + usage
         return EmbeddingResponse(embeddings=[found[key].tolist() for key in keys], usage=usage)
 
-    async def _embed_batch(
-        self, batch: Sequence[BatchItem], input_type: InputType
-    ) -> EmbeddingResponse:
-        return await self.inner(list(batch), input_type)
-
     def _keys(self, items: Sequence[BatchItem], input_type: InputType) -> list[bytes]:
         prefix = hashlib.sha256()
         for part in (self.model, str(self.dimensions), self.cache_identity, input_type):

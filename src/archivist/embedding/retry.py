@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from archivist._http_retry import backoff_delay as shared_backoff
-from archivist._http_retry import is_retryable_status
+from archivist._http_retry import should_retry
 from archivist.embedding.errors import EmbeddingAPIError, TransientEmbeddingError
 
 sleep = asyncio.sleep
@@ -13,11 +13,12 @@ sleep = asyncio.sleep
 
 
 def is_transient(error: BaseException) -> bool:
-    """True for rate limits, server errors and timeouts; False for everything else."""
+    """True for rate limits, server errors and timeouts (unless the provider's error code says
+    no wait will help); False for everything else."""
     if isinstance(error, TransientEmbeddingError | TimeoutError):
         return True
     if isinstance(error, EmbeddingAPIError) and error.status is not None:
-        return is_retryable_status(error.status)
+        return should_retry(error.status, error.code)
     return False
 
 

@@ -28,8 +28,8 @@ from archivist.eval.runner import (
     chunk_documents,
     document_section,
     index_corpus,
+    rank_documents,
     results_table,
-    retrieve,
     run_evaluation,
 )
 
@@ -52,8 +52,8 @@ __all__ = [
     "ndcg_at",
     "per_query",
     "rank",
+    "rank_documents",
     "recall_at",
     "results_table",
-    "retrieve",
     "run_evaluation",
 ]

@@ -152,7 +152,7 @@ async def index_corpus(
     return total
 
 
-async def retrieve(
+async def rank_documents(
     kb: KnowledgeBase,
     queries: Sequence[EvalQuery],
     depth: int = 300,
@@ -231,7 +231,7 @@ async def run_evaluation(
             )
         indexed = time.perf_counter()
         served = None if cache is None else cache.totals.cached_inputs - cached_before
-        run = await retrieve(
+        run = await rank_documents(
             kb,
             data.queries,
             config.search_depth,

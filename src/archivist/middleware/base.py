@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from archivist.agent.context import ReplyContext
+    from archivist.middleware.context import ReplyContext
     from archivist.tool import ToolBase
 
 

@@ -7,11 +7,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from archivist.agent.context import ReplyContext
 from archivist.event import HintBlockEvent
 from archivist.message import DataBlock, HintBlock, Msg, TextBlock
 from archivist.middleware.base import MiddlewareBase
-from archivist.middleware.retrieval import Retrieval, render_hits, retrieve
+from archivist.middleware.context import ReplyContext
+from archivist.middleware.retrieval import Retrieval, render_hits, search_and_fuse
 from archivist.rag.knowledge_base import KnowledgeBase, Query
 from archivist.tool import ToolBase
 
@@ -90,7 +90,7 @@ class RAGMiddleware(MiddlewareBase):
                     "available ones, or leave knowledge_bases out to search them all."
                 )
             chosen = [kb for kb in self.knowledges if kb.name in knowledge_bases]
-        return await retrieve(
+        return await search_and_fuse(
             chosen, queries, self.parameters.top_k, self.parameters.score_threshold
         )
 

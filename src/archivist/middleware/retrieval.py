@@ -63,7 +63,7 @@ def _content_key(result: VectorSearchResult) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
-async def retrieve(
+async def search_and_fuse(
     knowledge_bases: Sequence[KnowledgeBase],
     queries: Sequence[Query],
     top_k: int,

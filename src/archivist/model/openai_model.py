@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 from httpx_sse import EventSource
 
-from archivist._http_retry import announce_retry
+from archivist._http_retry import announce_retry, should_retry
 from archivist.credential import OpenAICredential
 from archivist.message import Msg
 from archivist.model.base import ChatModelBase, response_as_delta
@@ -25,7 +25,7 @@ from archivist.model.openai_parser import (
     parse_completion,
 )
 from archivist.model.response import ChatResponse
-from archivist.model.retry import RetryPolicy, is_retryable_status
+from archivist.model.retry import RetryPolicy
 
 # Indirection so tests can observe backoff without waiting.
 _sleep = asyncio.sleep
@@ -183,12 +183,7 @@ class OpenAIChatModel(ChatModelBase):
             if response.status_code < 400:
                 return response
             error = await _read_error(response)
-            retry = (
-                is_retryable_status(response.status_code)
-                and error.code != "insufficient_quota"
-                and attempt < policy.max_retries
-            )
-            if not retry:
+            if not should_retry(response.status_code, error.code) or attempt >= policy.max_retries:
                 raise error
             delay = policy.delay(attempt, response.headers)
             announce_retry(url, error, delay, attempt, policy.max_retries)

@@ -25,6 +25,13 @@ from archivist.rag.store.base import (
     delete_in_scope,
 )
 from archivist.rag.store.generations import GenerationInfo, document_problem
+from archivist.validation import (
+    check_document_id,
+    check_metadata_filter,
+    check_non_negative_int,
+    check_positive_int,
+    vector_problem,
+)
 
 if TYPE_CHECKING:
     from archivist.embedding import EmbeddingModelBase
@@ -32,7 +39,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 Query = str | TextBlock | DataBlock
-FILTER_VALUE_TYPES = (str, int, bool)
 
 
 class DocumentNotFoundError(LookupError):
@@ -74,24 +80,6 @@ class RepairReport(BaseModel):
     documents_removed: list[str] = Field(default_factory=list)
     """Documents that had no complete version and are now gone entirely."""
     remaining: VerifyReport
-
-
-def check_metadata_filter(metadata_filter: MetadataFilter | None) -> MetadataFilter | None:
-    """Validate `{key: value}` equality filters: plain keys, str/int/bool values, or None for
-    "the key is absent"."""
-    if metadata_filter is None:
-        return None
-    if not isinstance(metadata_filter, dict):
-        raise TypeError(f"metadata_filter must be a dict, not {type(metadata_filter).__name__}")
-    for key, value in metadata_filter.items():
-        if not isinstance(key, str) or not key or "." in key:
-            raise ValueError(f"metadata_filter key {key!r} must be a non-empty string without '.'")
-        if value is not None and not isinstance(value, FILTER_VALUE_TYPES):
-            raise ValueError(
-                f"metadata_filter[{key!r}] must be a str, int, bool or None, "
-                f"not {type(value).__name__}"
-            )
-    return dict(metadata_filter)
 
 
 @dataclass(frozen=True)
@@ -393,16 +381,11 @@ class KnowledgeBase:
         `supports_diversity`) picks results by maximal marginal relevance in the store: hits
         then come in that order (by rank across queries), each scored by similarity.
         """
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k <= 0:
-            raise ValueError(f"top_k must be a positive int, got {top_k!r}")
+        check_positive_int(top_k, "top_k")
         if score_threshold is not None and not math.isfinite(score_threshold):
             raise ValueError(f"score_threshold must be finite, got {score_threshold!r}")
-        if max_per_document is not None and (
-            isinstance(max_per_document, bool)
-            or not isinstance(max_per_document, int)
-            or max_per_document <= 0
-        ):
-            raise ValueError(f"max_per_document must be a positive int, got {max_per_document!r}")
+        if max_per_document is not None:
+            check_positive_int(max_per_document, "max_per_document")
         check_diversity(diversity)
         if diversity is not None and not self.vector_store.supports_diversity:
             raise ValueError(
@@ -527,8 +510,8 @@ class KnowledgeBase:
     async def list_chunks(self, document_id: str, offset: int = 0, limit: int = 30) -> list[Chunk]:
         """A page of `document_id`'s chunks in `chunk_index` order."""
         document_id = self._check_document_id(document_id, required=True)
-        if offset < 0 or limit <= 0:
-            raise ValueError(f"need offset >= 0 and limit > 0, got {offset=}, {limit=}")
+        check_non_negative_int(offset, "offset")
+        check_positive_int(limit, "limit")
         await self.ensure_collection()
         return await self.vector_store.list_chunks(
             self.collection, document_id, offset, limit, self.metadata_filter
@@ -639,9 +622,7 @@ class KnowledgeBase:
     def _check_document_id(document_id: str | None, required: bool = False) -> str:
         if document_id is None and not required:
             return uuid.uuid4().hex
-        if not isinstance(document_id, str) or not document_id.strip():
-            raise ValueError(f"document_id must be a non-empty string, got {document_id!r}")
-        return document_id
+        return check_document_id(document_id)
 
     def _usable_queries(
         self, queries: Sequence[Query] | Query
@@ -726,11 +707,11 @@ class KnowledgeBase:
             )
         records = []
         for (document_id, chunk), vector in zip(pairs, response.embeddings, strict=True):
-            if len(vector) != dimensions or not all(math.isfinite(x) for x in vector):
+            problem = vector_problem(vector, dimensions)
+            if problem is not None:
                 raise ValueError(
                     f"{self.embedding_model.model!r} returned a bad vector for chunk "
-                    f"{chunk.chunk_index} of document {document_id!r} (length "
-                    f"{len(vector)}, expected {dimensions} finite numbers)"
+                    f"{chunk.chunk_index} of document {document_id!r}: it {problem}"
                 )
             records.append(VectorRecord(vector=vector, document_id=document_id, chunk=chunk))
         return records

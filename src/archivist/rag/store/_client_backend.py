@@ -10,9 +10,9 @@ from qdrant_client import AsyncQdrantClient, models
 from archivist.rag.store._qdrant_backend import (
     INTERNAL_INDEXES,
     CollectionParams,
-    Hit,
     PointWrite,
     QdrantBackend,
+    ScoredPoint,
     SearchRequest,
 )
 from archivist.rag.store._qdrant_filter import Absent, Condition, IndexKind, Where
@@ -145,7 +145,7 @@ class ClientBackend(QdrantBackend):
             name, points_selector=models.FilterSelector(filter=condition), wait=True
         )
 
-    async def search(self, name: str, request: SearchRequest) -> list[Hit]:
+    async def search(self, name: str, request: SearchRequest) -> list[ScoredPoint]:
         condition = _filter(request.where)
         sides: list[tuple[list[float] | models.SparseVector, str | None]] = []
         if request.dense is not None:
@@ -177,7 +177,7 @@ class ClientBackend(QdrantBackend):
             query_filter=condition,
             with_payload=True,
         )
-        return [Hit(point.score, point.payload or {}) for point in response.points]
+        return [ScoredPoint(point.score, point.payload or {}) for point in response.points]
 
     async def bm25_stats(self, name: str) -> Bm25Stats:
         info = await self.client.get_collection(name)

@@ -1,7 +1,7 @@
 """QdrantBackend on Qdrant Edge: one in-process shard per collection, under a directory.
 
-Edge calls run inline on the event loop: qdrant-edge-py 0.9 holds the GIL for the whole of every
-call, so `asyncio.to_thread` would not let the loop run meanwhile and only adds ~0.15 ms a call.
+Edge calls run inline on the event loop: qdrant-edge-py holds the GIL for the whole of every
+call, so `asyncio.to_thread` would not let the loop run meanwhile and only adds overhead.
 Long work is cut into bounded steps instead (writes arrive in batches, scrolls go page by page),
 and index building runs in a child process (see _edge_optimizer).
 """
@@ -27,9 +27,9 @@ from archivist.rag.store._edge_translate import edge_distance, edge_filter, edge
 from archivist.rag.store._qdrant_backend import (
     INTERNAL_INDEXES,
     CollectionParams,
-    Hit,
     PointWrite,
     QdrantBackend,
+    ScoredPoint,
     SearchRequest,
 )
 from archivist.rag.store._qdrant_filter import IndexKind, Where
@@ -180,7 +180,7 @@ class EdgeBackend(QdrantBackend):
         async with collection.write_lock:
             collection.apply(operation)
 
-    async def search(self, name: str, request: SearchRequest) -> list[Hit]:
+    async def search(self, name: str, request: SearchRequest) -> list[ScoredPoint]:
         condition = edge_filter(request.where)
         sides = []
         if request.dense is not None:
@@ -209,7 +209,8 @@ class EdgeBackend(QdrantBackend):
             with_payload=True,
         )
         return [
-            Hit(point.score, point.payload or {}) for point in self._get(name).shard.query(query)
+            ScoredPoint(point.score, point.payload or {})
+            for point in self._get(name).shard.query(query)
         ]
 
     async def bm25_stats(self, name: str) -> Bm25Stats:

@@ -8,10 +8,10 @@ import qdrant_edge as edge
 from archivist.rag.store._qdrant_filter import (
     Absent,
     Condition,
-    FilterValue,
     IndexKind,
     Where,
 )
+from archivist.validation import FilterValue
 
 _SCHEMAS: dict[IndexKind, edge.PayloadSchemaType] = {
     "keyword": edge.PayloadSchemaType.Keyword,

@@ -77,7 +77,7 @@ class SearchRequest:
 
 
 @dataclass(frozen=True)
-class Hit:
+class ScoredPoint:
     """One search result as the engine scores it."""
 
     score: float
@@ -123,7 +123,7 @@ class QdrantBackend(ABC):
         """Delete every point matching `where`."""
 
     @abstractmethod
-    async def search(self, name: str, request: SearchRequest) -> list[Hit]:
+    async def search(self, name: str, request: SearchRequest) -> list[ScoredPoint]:
         """The best `request.limit` points for `request`, best first."""
 
     @abstractmethod

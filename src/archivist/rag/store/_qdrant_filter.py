@@ -13,11 +13,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from archivist.rag.store._qdrant_layout import METADATA
+from archivist.validation import FilterValue, check_metadata_filter
 
 IndexKind = Literal["keyword", "integer", "bool"]
-FilterValue = str | int | bool
-
-_INT64 = range(-(2**63), 2**63)
 
 
 @dataclass(frozen=True)
@@ -65,30 +63,13 @@ def index_kind(value: FilterValue) -> IndexKind:
 
 
 def metadata_matches(metadata_filter: Mapping[str, Any] | None) -> tuple[Condition, ...]:
-    """Validated conditions for `metadata_filter` (None values: key absent); ValueError naming
-    the offending key."""
-    if metadata_filter is None:
-        return ()
-    if not isinstance(metadata_filter, Mapping):
-        raise ValueError(f"metadata_filter must be a dict, got {type(metadata_filter).__name__}")
-    matches: list[Condition] = []
-    for key, value in metadata_filter.items():
-        if not isinstance(key, str) or not key or '"' in key or "\\" in key:
-            raise ValueError(
-                f"metadata_filter key {key!r} is invalid: use a non-empty str without '\"' or '\\'"
-            )
-        if value is None:
-            matches.append(Absent(metadata_path(key)))
-            continue
-        if not isinstance(value, str | int) or (
-            isinstance(value, int) and not isinstance(value, bool) and value not in _INT64
-        ):
-            raise ValueError(
-                f"metadata_filter[{key!r}] = {value!r} is not supported: "
-                "values must be str, bool, a 64-bit int or None (key absent)"
-            )
-        matches.append(Match(metadata_path(key), value))
-    return tuple(matches)
+    """Conditions for `metadata_filter` (None values: key absent), checked by
+    `archivist.validation.check_metadata_filter`."""
+    checked = check_metadata_filter(metadata_filter) or {}
+    return tuple(
+        Absent(metadata_path(key)) if value is None else Match(metadata_path(key), value)
+        for key, value in checked.items()
+    )
 
 
 def satisfies(

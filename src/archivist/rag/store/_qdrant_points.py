@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from archivist.rag.record import VectorRecord
-from archivist.rag.store._arguments import vector_problem
 from archivist.rag.store._qdrant_backend import PointWrite
-from archivist.rag.store._qdrant_filter import FilterValue, satisfies
+from archivist.rag.store._qdrant_filter import satisfies
 from archivist.rag.store._qdrant_layout import (
     chunk_metadata,
     metadata_version,
     payload,
     point_id,
 )
+from archivist.validation import FilterValue, vector_problem
 
 
 def points_for(

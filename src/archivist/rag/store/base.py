@@ -6,13 +6,13 @@ import inspect
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterable
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Literal, Self
 
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
 from archivist.rag.store.generations import GenerationInfo
+from archivist.validation import MetadataFilter as MetadataFilter
 
-MetadataFilter = dict[str, Any]
 SearchMode = Literal["hybrid", "dense", "sparse"]
 """How a search ranks: dense vectors, BM25 sparse vectors, or both fused."""
 SEARCH_MODES: tuple[SearchMode, ...] = ("hybrid", "dense", "sparse")
@@ -134,7 +134,8 @@ class VectorStoreBase(ABC):
     ) -> list[Chunk]:
         """The chunks of `document_id` in `chunk_index` order, from `offset`, at most `limit`.
 
-        Not abstract so that stores written against the seed's smaller interface still load.
+        Not abstract, so a store that cannot page through chunks still loads; what needs
+        paging then fails with this error.
         """
         raise NotImplementedError(f"{type(self).__name__} does not implement list_chunks")
 

@@ -13,13 +13,6 @@ from typing import TYPE_CHECKING, Any, Self
 from archivist.message import TextBlock
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
-from archivist.rag.store._arguments import (
-    check_collection_name,
-    check_document_id,
-    check_non_negative_int,
-    check_positive_int,
-    check_query_vector,
-)
 from archivist.rag.store._edge_backend import EdgeBackend
 from archivist.rag.store._keyed_lock import KeyedLocks
 from archivist.rag.store._qdrant_backend import (
@@ -61,6 +54,13 @@ from archivist.rag.store.base import (
 )
 from archivist.rag.store.file_lock import StoreLockedError
 from archivist.rag.store.generations import GenerationInfo, new_generation, repair_plan
+from archivist.validation import (
+    check_collection_name,
+    check_document_id,
+    check_non_negative_int,
+    check_positive_int,
+    check_query_vector,
+)
 
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient
@@ -74,22 +74,19 @@ class QdrantStore(VectorStoreBase):
     Where the data lives (exactly one of):
       - `location=":memory:"`: Qdrant Edge, Qdrant's engine in-process, in a temporary directory
         that lives as long as the store object (leaving and re-entering `async with` keeps the
-        data, as the seed's samples expect); `path=...`: the same, persisted under `path` and
-        locked against a second opener (`StoreLockedError`). One Edge shard and one `meta.json`
-        per collection.
+        data); `path=...`: the same, persisted under `path` and locked against a second opener
+        (`StoreLockedError`). One Edge shard and one `meta.json` per collection.
       - `url=...` (or an http(s) `location`), with `api_key` and `client_kwargs`: a Qdrant server
         or cluster through qdrant-client; `QdrantStore.from_client(client)` uses a client you own.
 
     Index policy (Edge): writes only append, nothing builds the HNSW graph on upsert, and
-    unindexed search is exact. At 100k x 384 on 2 cores it takes ~15 ms (~3 ms tenant-filtered),
-    still 7x (800x) ahead of qdrant-client's local mode. Once writes leave
+    unindexed search is exact (a scan, fine for small collections). Once writes leave
     `auto_optimize_threshold` (default 20,000) more points unindexed than the last build, the
     graph is built in the background by a niced child process (the engine holds the GIL while
     building, so in-process it would freeze the event loop); reads go on meanwhile, writes are
-    recorded and replayed. Afterwards search takes ~2 ms (~1.4 ms filtered) on embedding-like
-    data; building 100k points takes ~70 s. Bulk loaders wanting full write speed pass
-    `auto_optimize_threshold=None` and `await store.optimize(collection)` at the end. A server
-    indexes on its own; there `optimize` does nothing.
+    recorded and replayed; afterwards search uses the graph. Bulk loaders wanting full write
+    speed pass `auto_optimize_threshold=None` and `await store.optimize(collection)` at the end.
+    A server indexes on its own; there `optimize` does nothing.
 
     Hybrid search: collections this store creates hold, beside each chunk's dense vector, a
     BM25 sparse vector of its text (Qdrant's multilingual tokenizer; IDF computed by the engine).

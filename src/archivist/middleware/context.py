@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from archivist.agent.memory import Memory
 from archivist.event import EventBase
 from archivist.message import Msg
-
-if TYPE_CHECKING:
-    from archivist.agent.agent import Agent
+from archivist.message.memory import Memory
 
 EventSink = Callable[[EventBase], Awaitable[None]]
+
+
+class ReplyingAgent(Protocol):
+    """What a middleware may use of the agent that replies: its name and its memory."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def memory(self) -> Memory: ...
 
 
 class ReplyContext:
@@ -31,7 +38,9 @@ class ReplyContext:
       agent's name and the reply id (events emitted during `reply()` are dropped).
     """
 
-    def __init__(self, agent: Agent, inputs: list[Msg], reply_id: str, sink: EventSink) -> None:
+    def __init__(
+        self, agent: ReplyingAgent, inputs: list[Msg], reply_id: str, sink: EventSink
+    ) -> None:
         self.agent = agent
         self.input = inputs
         self.reply_id = reply_id

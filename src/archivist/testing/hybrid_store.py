@@ -1,4 +1,4 @@
-"""Hybrid (dense + BM25) search conformance for stores that offer it (QdrantStore's backends).
+"""Hybrid (dense + BM25) and diversity search conformance for stores that offer them.
 
 A backend's test class mixes `HybridSearchConformance` in beside `VectorStoreConformance`; it
 uses the same `store` fixture (an entered store, Cosine distance).
@@ -6,13 +6,14 @@ uses the same `store` fixture (an entered store, Cosine distance).
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from conformance import DIMENSIONS, record, unit
 
 from archivist.message import Base64Source, DataBlock
 from archivist.rag.document import Chunk
 from archivist.rag.record import VectorRecord
-from archivist.rag.store.qdrant import QdrantStore
+from archivist.testing.store import DIMENSIONS, record, unit
 
 TEXTS = {
     "pandas": "Giant pandas live in the bamboo forests of Sichuan and eat bamboo all day.",
@@ -22,7 +23,7 @@ TEXTS = {
 }
 
 
-async def _fill(store: QdrantStore, collection: str = "docs", **metadata: str) -> None:
+async def _fill(store: Any, collection: str = "docs", **metadata: str) -> None:
     """One chunk per text; every dense vector points the same way, so only BM25 tells them
     apart, except `bread`, whose dense vector alone matches the query vector unit(1)."""
     await store.create_collection(collection, DIMENSIONS)
@@ -45,31 +46,29 @@ async def _fill(store: QdrantStore, collection: str = "docs", **metadata: str) -
 class HybridSearchConformance:
     """Sparse and hybrid search: BM25 vectors written with each text chunk, fused in the engine."""
 
-    async def test_new_collections_offer_every_mode(self, store: QdrantStore) -> None:
+    async def test_new_collections_offer_every_mode(self, store: Any) -> None:
         await store.create_collection("docs", DIMENSIONS)
-        await store.create_collection("plain", DIMENSIONS, sparse=False)
         assert set(await store.search_modes("docs")) == {"hybrid", "dense", "sparse"}
-        assert await store.search_modes("plain") == ("dense",)
 
-    async def test_sparse_finds_the_chunk_by_its_words(self, store: QdrantStore) -> None:
+    async def test_sparse_finds_the_chunk_by_its_words(self, store: Any) -> None:
         await _fill(store)
         hits = await store.search(
             "docs", None, top_k=2, query_text="what do pandas eat?", mode="sparse"
         )
         assert [hit.document_id for hit in hits] == ["pandas"]
-        assert hits[0].chunk.content.text == TEXTS["pandas"]  # type: ignore[union-attr]
+        assert hits[0].chunk.content.text == TEXTS["pandas"]
 
-    async def test_sparse_stems_english_words(self, store: QdrantStore) -> None:
+    async def test_sparse_stems_english_words(self, store: Any) -> None:
         await _fill(store)
         hits = await store.search("docs", None, 1, query_text="burning rocket", mode="sparse")
         assert [hit.document_id for hit in hits] == ["rockets"]
 
-    async def test_sparse_segments_chinese(self, store: QdrantStore) -> None:
+    async def test_sparse_segments_chinese(self, store: Any) -> None:
         await _fill(store)
         hits = await store.search("docs", None, 1, query_text="熊猫吃什么竹子", mode="sparse")
         assert [hit.document_id for hit in hits] == ["chinese"]
 
-    async def test_hybrid_fuses_both_sides(self, store: QdrantStore) -> None:
+    async def test_hybrid_fuses_both_sides(self, store: Any) -> None:
         await _fill(store)
         # The dense side alone ranks "bread" first; the words point at "rockets".
         dense = await store.search("docs", unit(1), top_k=1)
@@ -82,12 +81,12 @@ class HybridSearchConformance:
         assert len(ids) == len(set(ids)) == 4
         assert [h.score for h in hybrid] == sorted((h.score for h in hybrid), reverse=True)
 
-    async def test_hybrid_respects_top_k(self, store: QdrantStore) -> None:
+    async def test_hybrid_respects_top_k(self, store: Any) -> None:
         await _fill(store)
         hits = await store.search("docs", unit(0), top_k=2, query_text="bamboo", mode="hybrid")
         assert len(hits) == 2
 
-    async def test_tenant_filter_holds_on_both_sides(self, store: QdrantStore) -> None:
+    async def test_tenant_filter_holds_on_both_sides(self, store: Any) -> None:
         await store.create_collection("docs", DIMENSIONS)
         await store.insert(
             "docs",
@@ -102,29 +101,22 @@ class HybridSearchConformance:
             )
             assert {hit.document_id for hit in hits} <= {"a-doc"}, mode
 
-    async def test_query_without_searchable_words(self, store: QdrantStore) -> None:
+    async def test_query_without_searchable_words(self, store: Any) -> None:
         await _fill(store)
         assert await store.search("docs", None, 3, query_text="the of ?!", mode="sparse") == []
         hybrid = await store.search("docs", unit(1), 1, query_text="the of ?!", mode="hybrid")
         assert [hit.document_id for hit in hybrid] == ["bread"]
 
-    async def test_modes_need_their_inputs(self, store: QdrantStore) -> None:
+    async def test_modes_need_their_inputs(self, store: Any) -> None:
         await _fill(store)
         with pytest.raises(ValueError, match="query_text"):
             await store.search("docs", unit(0), 3, mode="hybrid")
         with pytest.raises(ValueError, match="query_vector"):
             await store.search("docs", None, 3, query_text="pandas", mode="hybrid")
         with pytest.raises(ValueError, match="mode must be one of"):
-            await store.search("docs", unit(0), 3, query_text="x", mode="bm25")  # type: ignore[arg-type]
+            await store.search("docs", unit(0), 3, query_text="x", mode="bm25")
 
-    async def test_dense_only_collection_refuses_sparse_modes(self, store: QdrantStore) -> None:
-        await store.create_collection("plain", DIMENSIONS, sparse=False)
-        await store.insert("plain", [record("d", 0, total=1, text="pandas")])
-        with pytest.raises(ValueError, match="'plain' has no BM25 vectors"):
-            await store.search("plain", unit(0), 3, query_text="pandas", mode="hybrid")
-        assert [h.document_id for h in await store.search("plain", unit(0), 3)] == ["d"]
-
-    async def test_data_chunks_live_beside_text_chunks(self, store: QdrantStore) -> None:
+    async def test_data_chunks_live_beside_text_chunks(self, store: Any) -> None:
         await _fill(store)
         image = VectorRecord(
             vector=unit(2),
@@ -142,9 +134,7 @@ class HybridSearchConformance:
         sparse = await store.search("docs", None, 5, query_text="bamboo pandas", mode="sparse")
         assert "image" not in {hit.document_id for hit in sparse}
 
-    async def test_replaced_and_deleted_documents_leave_bm25_search(
-        self, store: QdrantStore
-    ) -> None:
+    async def test_replaced_and_deleted_documents_leave_bm25_search(self, store: Any) -> None:
         await _fill(store)
         await store.delete("docs", "pandas")
         assert await store.search("docs", None, 3, query_text="giant pandas", mode="sparse") == []
@@ -154,7 +144,7 @@ class HybridSearchConformance:
         hits = await store.search("docs", None, 3, query_text="pandas", mode="sparse")
         assert [hit.document_id for hit in hits] == ["rockets"]
 
-    async def test_rare_words_outweigh_common_ones(self, store: QdrantStore) -> None:
+    async def test_rare_words_outweigh_common_ones(self, store: Any) -> None:
         # IDF comes from the collection: "forest" is in every chunk, "orchid" in one.
         await store.create_collection("docs", DIMENSIONS)
         texts = [f"forest forest forest walk number {n}" for n in range(8)]
@@ -169,7 +159,7 @@ class HybridSearchConformance:
 class DiversitySearchConformance:
     """Maximal marginal relevance (`diversity`) in the engine, for dense and hybrid search."""
 
-    async def _near_duplicates(self, store: QdrantStore) -> None:
+    async def _near_duplicates(self, store: Any) -> None:
         await store.create_collection("docs", DIMENSIONS)
         await store.insert(
             "docs",
@@ -182,7 +172,7 @@ class DiversitySearchConformance:
             ],
         )
 
-    async def test_no_diversity_keeps_the_nearest(self, store: QdrantStore) -> None:
+    async def test_no_diversity_keeps_the_nearest(self, store: Any) -> None:
         await self._near_duplicates(store)
         plain = await store.search("docs", unit(0), 2)
         relevance_only = await store.search("docs", unit(0), 2, diversity=0.0)
@@ -192,7 +182,7 @@ class DiversitySearchConformance:
             == [("same", 0), ("same", 1)]
         )
 
-    async def test_diversity_skips_near_duplicates(self, store: QdrantStore) -> None:
+    async def test_diversity_skips_near_duplicates(self, store: Any) -> None:
         await self._near_duplicates(store)
         for mode, text in (("dense", None), ("hybrid", "pandas")):
             hits = await store.search(
@@ -202,7 +192,7 @@ class DiversitySearchConformance:
             # Scores are similarities to the query, in the engine's MMR order.
             assert hits[0].score == pytest.approx(1.0, abs=1e-3)
 
-    async def test_diversity_is_checked(self, store: QdrantStore) -> None:
+    async def test_diversity_is_checked(self, store: Any) -> None:
         await self._near_duplicates(store)
         with pytest.raises(ValueError, match="from 0 to 1"):
             await store.search("docs", unit(0), 2, diversity=1.5)

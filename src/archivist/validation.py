@@ -1,0 +1,109 @@
+"""The one set of input rules for ids, metadata filters, vectors and counts.
+
+The knowledge base, the vector stores and the embedding models all check with these functions,
+so a value one accepts the others accept too. Each failure is a ValueError (a TypeError for a
+value of the wrong kind) that names the argument.
+
+Rules:
+- document id: a str with at least one non-space character, used exactly as given (not stripped).
+- metadata filter: a dict of `{key: value}` equality tests on top-level metadata keys; a key is
+  a non-empty str without '"' or '\\' (a '.' is part of the key, not a path into nested
+  values); a value is a str, a bool, a 64-bit int, or None for "the key is absent".
+- vector: exactly the collection's number of dimensions, every value a finite int or float.
+- collection name: 1-255 letters, digits, '_', '.' or '-', and not '.' or '..' (it names a
+  directory).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+FilterValue = str | int | bool
+MetadataFilter = dict[str, Any]
+"""`{key: value}` equality on chunk metadata (str, bool, int, or None for "the key is absent")."""
+
+_COLLECTION_NAME = re.compile(r"[A-Za-z0-9_.-]{1,255}")
+_INT64 = range(-(2**63), 2**63)
+_KEY_FORBIDDEN = ('"', "\\")
+
+
+def check_collection_name(name: object) -> str:
+    """`name` if it is safe as a directory name (and as a Qdrant collection name)."""
+    if not isinstance(name, str) or not _COLLECTION_NAME.fullmatch(name) or name in {".", ".."}:
+        raise ValueError(
+            f"collection name {name!r} is invalid: use 1-255 letters, digits, '_', '.' or '-', "
+            "and not '.' or '..'"
+        )
+    return name
+
+
+def check_positive_int(value: object, argument: str) -> int:
+    """`value` if it is an int (not a bool) above zero."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{argument} must be a positive int, got {value!r}")
+    return value
+
+
+def check_non_negative_int(value: object, argument: str) -> int:
+    """`value` if it is an int (not a bool) of zero or more."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{argument} must be an int >= 0, got {value!r}")
+    return value
+
+
+def check_document_id(document_id: object) -> str:
+    """`document_id`, unchanged, if it is a str with a non-space character."""
+    if not isinstance(document_id, str) or not document_id.strip():
+        raise ValueError(f"document_id must be a non-empty str, got {document_id!r}")
+    return document_id
+
+
+def check_metadata_filter(metadata_filter: Mapping[str, Any] | None) -> MetadataFilter | None:
+    """A copy of `metadata_filter` if every key and value follows the filter rule, else an
+    error naming the key."""
+    if metadata_filter is None:
+        return None
+    if not isinstance(metadata_filter, Mapping):
+        raise TypeError(f"metadata_filter must be a dict, got {type(metadata_filter).__name__}")
+    for key, value in metadata_filter.items():
+        if not isinstance(key, str) or not key or any(c in key for c in _KEY_FORBIDDEN):
+            raise ValueError(
+                f"metadata_filter key {key!r} is invalid: use a non-empty str without '\"' or '\\'"
+            )
+        if value is not None and (
+            not isinstance(value, str | int)
+            or (isinstance(value, int) and not isinstance(value, bool) and value not in _INT64)
+        ):
+            raise ValueError(
+                f"metadata_filter[{key!r}] = {value!r} is not supported: "
+                "values must be str, bool, a 64-bit int or None (key absent)"
+            )
+    return dict(metadata_filter)
+
+
+def vector_problem(vector: Sequence[float], dimensions: int) -> str | None:
+    """Why `vector` does not fit `dimensions` finite numbers, or None when it does."""
+    if len(vector) != dimensions:
+        return f"has {len(vector)} dimensions, expected {dimensions}"
+    try:
+        if all(map(math.isfinite, vector)):
+            return None
+    except TypeError:
+        pass
+    for value in vector:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return f"holds {value!r}, not a number"
+        if not math.isfinite(value):
+            return f"holds {value!r}; every value must be finite"
+    return None
+
+
+def check_query_vector(vector: Sequence[float], dimensions: int) -> list[float]:
+    """`vector` as a list of floats if it fits a collection of `dimensions`."""
+    problem = vector_problem(vector, dimensions)
+    if problem is not None:
+        raise ValueError(f"query_vector {problem}")
+    return [float(value) for value in vector]
