@@ -96,6 +96,23 @@ def decode_text(data: bytes, filename: str, encoding: str = "utf-8", detect: boo
         return data.decode(encoding)
     except UnicodeDecodeError as exc:
         first_error = exc
+    _refuse_undetectable(data, filename, encoding, first_error, detect)
+    text = _western(data) or _detected(data)
+    if text is None:
+        raise ValueError(
+            f"{filename}: not valid {encoding} at byte {first_error.start} and no other text "
+            f"encoding fits (a binary file, or mixed encodings?)"
+        )
+    if len(_CONTROL.findall(text[:DETECTION_SAMPLE])) > max(8, len(text[:DETECTION_SAMPLE]) // 100):
+        raise ValueError(f"{filename}: the file holds control characters (a binary file?)")
+    return text
+
+
+def _refuse_undetectable(
+    data: bytes, filename: str, encoding: str, first_error: UnicodeDecodeError, detect: bool
+) -> None:
+    """ValueError naming the file when bytes that are not `encoding` must not be detected:
+    a known binary format, NUL bytes, damaged UTF-8, or detection turned off."""
     for magic, what in _BINARY_MAGIC:
         if data.startswith(magic):
             raise ValueError(f"{filename}: the file is {what}, not text")
@@ -109,15 +126,6 @@ def decode_text(data: bytes, filename: str, encoding: str = "utf-8", detect: boo
             f"{filename}: cannot decode as {encoding} at byte {first_error.start} "
             f"(a damaged file, or pass TextParser(encoding=...))"
         ) from first_error
-    text = _western(data) or _detected(data)
-    if text is None:
-        raise ValueError(
-            f"{filename}: not valid {encoding} at byte {first_error.start} and no other text "
-            f"encoding fits (a binary file, or mixed encodings?)"
-        )
-    if len(_CONTROL.findall(text[:DETECTION_SAMPLE])) > max(8, len(text[:DETECTION_SAMPLE]) // 100):
-        raise ValueError(f"{filename}: the file holds control characters (a binary file?)")
-    return text
 
 
 def stream_encoding(
@@ -133,19 +141,7 @@ def stream_encoding(
         return encoding, 0
     except UnicodeDecodeError as exc:
         first_error = exc
-    for magic, what in _BINARY_MAGIC:
-        if head.startswith(magic):
-            raise ValueError(f"{filename}: the file is {what}, not text")
-    if b"\x00" in head:
-        raise ValueError(
-            f"{filename}: the file holds NUL bytes (a binary file, or UTF-16/32 without a "
-            f"byte-order mark?)"
-        )
-    if not detect or _damaged_utf8(head):
-        raise ValueError(
-            f"{filename}: cannot decode as {encoding} at byte {first_error.start} "
-            f"(a damaged file, or pass TextParser(encoding=...))"
-        ) from first_error
+    _refuse_undetectable(head, filename, encoding, first_error, detect)
     if _western(head) is not None:
         return "cp1252", 0
     match = from_bytes(head[:DETECTION_SAMPLE], cp_isolation=list(DETECTABLE_ENCODINGS)).best()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import codecs
 import contextlib
 import re
@@ -11,8 +10,9 @@ from typing import Any, ClassVar
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from archivist.rag.document import Section
-from archivist.rag.parser.base import ParserBase, read_binary
+from archivist.rag.parser.base import read_binary
 from archivist.rag.parser.encoding import decode_text
+from archivist.rag.parser.heading_text import HeadingTextParser
 from archivist.rag.parser.structure import Block, sections_by_heading
 from archivist.rag.parser.table import table_to_markdown
 from archivist.rag.parser.text import is_existing_file
@@ -298,7 +298,7 @@ def _main_root(tree: LexborHTMLParser) -> tuple[LexborNode | None, bool]:
     return tree.body, True
 
 
-class HTMLParser(ParserBase):
+class HTMLParser(HeadingTextParser):
     """`.html` pages → the main content as Markdown-like text, one Section per heading.
 
     The main content is the page's `<main>` (else `[role=main]`, `<article>`, Sphinx's
@@ -311,22 +311,14 @@ class HTMLParser(ParserBase):
 
     supported_media_types: ClassVar[list[str]] = ["text/html"]
 
-    def __init__(self, max_heading_level: int = 6, encoding: str = "utf-8") -> None:
-        if not 1 <= max_heading_level <= 6:
-            raise ValueError(f"max_heading_level must be 1–6, not {max_heading_level!r}")
-        "".encode(encoding)  # unknown codec → LookupError now
-        self.max_heading_level = max_heading_level
-        self.encoding = encoding
+    empty_message: ClassVar[str] = "the page has no text content"
 
-    async def parse(self, file: bytes | str, filename: str) -> list[Section]:
+    def read(self, file: bytes | str, filename: str) -> str:
+        """The page: markup given as a string, or bytes decoded by BOM, `<meta charset>`,
+        `encoding`, then detection."""
         if isinstance(file, str) and not is_existing_file(file):
-            html = file
-        else:
-            html = self._decode(read_binary(file, filename), filename)
-        sections = await asyncio.to_thread(self.parse_text, html, filename)
-        if not sections:
-            raise ValueError(f"{filename}: the page has no text content")
-        return sections
+            return file
+        return self._decode(read_binary(file, filename), filename)
 
     def parse_text(self, html: str, filename: str) -> list[Section]:
         """Sections of the page `html` (synchronous)."""

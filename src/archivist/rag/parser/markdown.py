@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import Any, ClassVar
 
@@ -10,9 +9,8 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from archivist.rag.document import Section
-from archivist.rag.parser.base import ParserBase
+from archivist.rag.parser.heading_text import HeadingTextParser
 from archivist.rag.parser.structure import Block, sections_by_heading
-from archivist.rag.parser.text import read_text
 
 # YAML front matter: `---` on the first line up to the next `---` (or `...`) line.
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?\r?\n)?(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
@@ -29,7 +27,7 @@ def _inline_text(token: Token) -> str:
     return "".join(parts).strip()
 
 
-class MarkdownParser(ParserBase):
+class MarkdownParser(HeadingTextParser):
     """`.md` files → one Section per heading (CommonMark + tables, via markdown-it-py).
 
     Every block between headings is kept exactly as written, so fenced code, lists and
@@ -40,20 +38,6 @@ class MarkdownParser(ParserBase):
     """
 
     supported_media_types: ClassVar[list[str]] = ["text/markdown"]
-
-    def __init__(self, max_heading_level: int = 6, encoding: str = "utf-8") -> None:
-        if not 1 <= max_heading_level <= 6:
-            raise ValueError(f"max_heading_level must be 1–6, not {max_heading_level!r}")
-        "".encode(encoding)  # unknown codec → LookupError now
-        self.max_heading_level = max_heading_level
-        self.encoding = encoding
-
-    async def parse(self, file: bytes | str, filename: str) -> list[Section]:
-        text = read_text(file, filename, self.encoding)
-        sections = await asyncio.to_thread(self.parse_text, text, filename)
-        if not sections:
-            raise ValueError(f"{filename}: the file holds no text besides headings")
-        return sections
 
     def parse_text(self, text: str, filename: str) -> list[Section]:
         """Sections of the Markdown `text` (synchronous)."""

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import ClassVar
 
 from archivist.rag.document import Section
-from archivist.rag.parser.base import ParserBase
+from archivist.rag.parser.heading_text import HeadingTextParser
 from archivist.rag.parser.structure import Block, sections_by_heading
-from archivist.rag.parser.text import read_text
 
 # A line of one repeated punctuation character: a title's underline or overline.
 _ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}[ \t]*$")
 
 
-class RSTParser(ParserBase):
+class RSTParser(HeadingTextParser):
     """`.rst` files → one Section per section title, with `heading_path` metadata.
 
     Titles are found the way reStructuredText defines them: a line under (and optionally
@@ -26,19 +24,7 @@ class RSTParser(ParserBase):
 
     supported_media_types: ClassVar[list[str]] = ["text/x-rst"]
 
-    def __init__(self, max_heading_level: int = 6, encoding: str = "utf-8") -> None:
-        if not 1 <= max_heading_level <= 6:
-            raise ValueError(f"max_heading_level must be 1–6, not {max_heading_level!r}")
-        "".encode(encoding)  # unknown codec → LookupError now
-        self.max_heading_level = max_heading_level
-        self.encoding = encoding
-
-    async def parse(self, file: bytes | str, filename: str) -> list[Section]:
-        text = read_text(file, filename, self.encoding)
-        sections = await asyncio.to_thread(self.parse_text, text, filename)
-        if not sections:
-            raise ValueError(f"{filename}: the file holds no text besides titles")
-        return sections
+    empty_message: ClassVar[str] = "the file holds no text besides titles"
 
     def parse_text(self, text: str, filename: str) -> list[Section]:
         """Sections of the reStructuredText `text` (synchronous)."""
