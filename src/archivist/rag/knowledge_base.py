@@ -423,8 +423,9 @@ class KnowledgeBase:
             if mode not in supported:
                 raise ValueError(
                     f"knowledge base {self.name!r} (collection {self.collection!r}) supports "
-                    f"only {', '.join(supported)} search; rebuild it (`archivist index "
-                    f"--rebuild`) to get {mode} search"
+                    f"only {', '.join(supported)} search; rebuild it (`archivist index PATH "
+                    f"--kb {self.name} --rebuild`, or insert into a new collection) to get "
+                    f"{mode} search"
                 )
             return mode
         offers_modes = type(self.vector_store).search_modes is not VectorStoreBase.search_modes
@@ -433,8 +434,9 @@ class KnowledgeBase:
                 self._hinted_dense_only = True
                 logger.warning(
                     "knowledge base %r has no BM25 vectors, so search is dense-only; rebuild it "
-                    "(`archivist index --rebuild`, or re-insert into a new collection) for "
-                    "hybrid search",
+                    "(`archivist index PATH --kb %s --rebuild`, or insert into a new collection) "
+                    "for hybrid search",
+                    self.name,
                     self.name,
                 )
             return "dense"
