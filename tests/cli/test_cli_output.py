@@ -161,3 +161,21 @@ def test_wrap_keeps_every_character_within_the_width(text: str, width: int) -> N
     assert all(display_width(line) <= width for line in lines)
     assert all(line.startswith("  ") for line in lines)
     assert "".join("".join(lines).split()) == "".join(text.split())
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path) -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # like `archivist ... | head` after head has exited
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "archivist", "kbs", "--store", str(tmp_path)],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            env={**os.environ, "ARCHIVIST_HOME": str(tmp_path)},
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == 141
+    assert done.stderr == ""

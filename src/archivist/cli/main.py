@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -32,13 +33,14 @@ from archivist.embedding.errors import EmbeddingError
 from archivist.model.errors import ChatModelError
 
 EXIT_OK, EXIT_FILES_FAILED, EXIT_USAGE, EXIT_REMOTE = 0, 1, 2, 3
-EXIT_INTERRUPTED, EXIT_INTERNAL = 130, 70
+EXIT_INTERRUPTED, EXIT_INTERNAL, EXIT_PIPE_CLOSED = 130, 70, 141
 EXIT_CODES = f"""exit codes:
   {EXIT_OK}    ok
   {EXIT_FILES_FAILED}    some files failed (index)
   {EXIT_USAGE}    usage or configuration error
   {EXIT_REMOTE}    a remote service (chat or embedding provider) failed
   {EXIT_INTERRUPTED}  interrupted
+  {EXIT_PIPE_CLOSED}  the reader of the output went away (e.g. `| head`)
   {EXIT_INTERNAL}   internal error (rerun with --debug and report it)
 """
 
@@ -116,6 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("archivist: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`archivist ls | head`): stop quietly, as shell tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_PIPE_CLOSED
     except (ChatModelError, EmbeddingError, httpx.HTTPError) as exc:
         return _fail(EXIT_REMOTE, _remote_message(exc), debug)
     except ImportError as exc:
