@@ -333,7 +333,7 @@ def test_bad_construction() -> None:
 
 
 def test_citations_name_the_heading_path_and_sheet() -> None:
-    from archivist.middleware.retrieval import citation
+    from archivist.rag.citation import citation
     from archivist.rag.document import Chunk
 
     def chunk(**metadata: object) -> Chunk:

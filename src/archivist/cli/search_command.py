@@ -17,6 +17,7 @@ from archivist.cli.session import (
 )
 from archivist.message import TextBlock
 from archivist.rag import VectorSearchResult
+from archivist.rag.citation import location
 
 
 def add_search_command(commands: Any) -> None:
@@ -51,16 +52,6 @@ def add_search_command(commands: Any) -> None:
     add_json_argument(cmd)
     add_common_arguments(cmd)
     cmd.set_defaults(handler=run_search)
-
-
-def hit_location(hit: VectorSearchResult) -> str:
-    """`page N` / `slide N` / `sheet S` and the heading path when the chunk knows them."""
-    meta = hit.chunk.metadata
-    parts = [f"{k} {meta[k]}" for k in ("page", "slide", "sheet") if k in meta]
-    path = meta.get("heading_path")
-    if isinstance(path, list) and path:
-        parts.append(" > ".join(str(heading) for heading in path))
-    return ", ".join(parts)
 
 
 def hit_json(rank: int, hit: VectorSearchResult) -> dict[str, Any]:
@@ -115,7 +106,7 @@ def hit_header(rank: int, hit: VectorSearchResult) -> str:
     """`[rank] score  path  page/slide/heading path  chunk N`: one line, the path never cut."""
     path = hit.chunk.metadata.get("path")
     where = display_path(path) if isinstance(path, str) else hit.chunk.source
-    parts = [f"[{rank}]", f"{hit.score:.3f}", where, hit_location(hit)]
+    parts = [f"[{rank}]", f"{hit.score:.3f}", where, location(hit.chunk)]
     parts.append(f"chunk {hit.chunk.chunk_index}")
     return "  ".join(p for p in parts if p)
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from archivist.message import DataBlock, TextBlock
-from archivist.rag.document import Chunk
+from archivist.rag.citation import citation
 from archivist.rag.knowledge_base import KnowledgeBase, Query
 from archivist.rag.record import VectorSearchResult
 
@@ -28,21 +28,6 @@ class Hit:
         """A label the model can cite: source file, page/slide/sheet and heading path when
         known, chunk index."""
         return citation(self.result.chunk)
-
-
-def citation(chunk: Chunk) -> str:
-    """Where a chunk comes from, e.g. "guide.md, Install > Linux, chunk 3" or
-    "deck.pptx, slide 4, chunk 7"."""
-    meta = chunk.metadata
-    parts = [chunk.source or "unknown source"]
-    for key in ("page", "slide", "sheet"):
-        if key in meta:
-            parts.append(f"{key} {meta[key]}")
-    path = meta.get("heading_path")
-    if isinstance(path, list) and path:
-        parts.append(" > ".join(str(heading) for heading in path))
-    parts.append(f"chunk {chunk.chunk_index}")
-    return ", ".join(parts)
 
 
 @dataclass

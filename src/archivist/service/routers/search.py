@@ -8,6 +8,7 @@ from fastapi import APIRouter
 
 from archivist.message import TextBlock
 from archivist.rag import VectorSearchResult
+from archivist.rag.citation import citation
 from archivist.rag.ingest import HASH_KEY, PATH_KEY, PIPELINE_KEY
 from archivist.service.dependencies import KB, State
 from archivist.service.schemas import Hit, Problem, SearchRequest, SearchResponse
@@ -23,14 +24,6 @@ def public_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in metadata.items() if k not in INTERNAL_KEYS}
 
 
-def citation(filename: str, chunk_index: int, metadata: dict[str, Any]) -> str:
-    """`file, page N, chunk M`: where a hit comes from, for a person to check."""
-    parts = [filename]
-    parts += [f"{key} {metadata[key]}" for key in ("page", "slide") if key in metadata]
-    parts.append(f"chunk {chunk_index}")
-    return ", ".join(parts)
-
-
 def hit_of(result: VectorSearchResult) -> Hit:
     """A store result as an API hit."""
     chunk = result.chunk
@@ -40,7 +33,7 @@ def hit_of(result: VectorSearchResult) -> Hit:
         filename=chunk.source,
         chunk_index=chunk.chunk_index,
         text=chunk.content.text if isinstance(chunk.content, TextBlock) else None,
-        citation=citation(chunk.source, chunk.chunk_index, chunk.metadata),
+        citation=citation(chunk),
         metadata=public_metadata(chunk.metadata),
     )
 
