@@ -28,8 +28,8 @@ from archivist.rag import KnowledgeBase, NewDocument, Section
 from archivist.rag.chunker import chunker_for
 from archivist.rag.document import Chunk
 from archivist.rag.record import VectorRecord
-from archivist.rag.store._qdrant_sparse import Bm25Encoder
 from archivist.rag.store.qdrant import QdrantStore
+from archivist.rag.store.qdrant.sparse import Bm25Encoder
 
 HERE = Path(__file__).parent
 RESULTS = HERE / "results"

@@ -37,8 +37,11 @@ def main() -> int:
         started = time.monotonic()
         clean = run_trial(Path(root) / "clean", files, kill_at_ready=None)
         assert not clean.problems, clean.problems
-        print(f"clean run: {len(clean.accepted)} files, {sum(clean.chunks_by_filename.values())} "
-              f"chunks in {time.monotonic() - started:.1f} s", flush=True)
+        print(
+            f"clean run: {len(clean.accepted)} files, {sum(clean.chunks_by_filename.values())} "
+            f"chunks in {time.monotonic() - started:.1f} s",
+            flush=True,
+        )
         for trial in range(args.trials):
             by_time = trial % 2 == 1
             kill_at = None if by_time else rng.randint(1, args.files // 2)
@@ -70,8 +73,12 @@ def main() -> int:
     passed = sum(not r["problems"] for r in rows)
     write_result(
         "service_crash",
-        {"trials": rows, "files": args.files, "passed": passed, "clean_chunks":
-         sum(clean.chunks_by_filename.values())},
+        {
+            "trials": rows,
+            "files": args.files,
+            "passed": passed,
+            "clean_chunks": sum(clean.chunks_by_filename.values()),
+        },
     )
     print(f"{passed}/{len(rows)} trials clean")
     return 0 if passed == len(rows) else 1

@@ -32,10 +32,25 @@ from archivist.service.keys import create_key
 
 KB = "load"
 TENANT = "load-tenant"
-VOCABULARY = [f"{a}{b}" for a in ("ar", "be", "ci", "do", "el", "fa", "gu", "hi", "io", "ju")
-              for b in ("lam", "nor", "pex", "qua", "ris", "sol", "tum", "vek", "wyn", "zor")]
-TOPICS = ["invoices", "refunds", "holidays", "parking", "security", "travel", "laptops",
-          "onboarding", "payroll", "compliance", "backups", "incidents"]
+VOCABULARY = [
+    f"{a}{b}"
+    for a in ("ar", "be", "ci", "do", "el", "fa", "gu", "hi", "io", "ju")
+    for b in ("lam", "nor", "pex", "qua", "ris", "sol", "tum", "vek", "wyn", "zor")
+]
+TOPICS = [
+    "invoices",
+    "refunds",
+    "holidays",
+    "parking",
+    "security",
+    "travel",
+    "laptops",
+    "onboarding",
+    "payroll",
+    "compliance",
+    "backups",
+    "incidents",
+]
 
 
 def document(rng: random.Random, n: int, paragraphs: int) -> bytes:

@@ -28,7 +28,7 @@ MODULES = {
         "tests/store/test_absent_filter.py",
         "tests/reliability/test_tenant_isolation.py",
     ],
-    "archivist/rag/store/_qdrant_filter.py": [
+    "archivist/rag/store/qdrant/filter.py": [
         "tests/store/test_absent_filter.py",
         "tests/reliability/test_tenant_isolation.py",
     ],

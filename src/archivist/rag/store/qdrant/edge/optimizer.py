@@ -14,7 +14,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from archivist.rag.store._edge_collection import SHARD_PREFIX, EdgeCollection
+from archivist.rag.store.qdrant.edge.collection import SHARD_PREFIX, EdgeCollection
 
 _CHILD = """\
 import os, sys

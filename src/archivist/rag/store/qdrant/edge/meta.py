@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from archivist.rag.store._qdrant_filter import IndexKind
+from archivist.rag.store.qdrant.filter import IndexKind
 
 META_FILE = "meta.json"
 _FORMAT = 1

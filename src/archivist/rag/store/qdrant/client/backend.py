@@ -7,7 +7,7 @@ from typing import Any
 
 from qdrant_client import AsyncQdrantClient, models
 
-from archivist.rag.store._qdrant_backend import (
+from archivist.rag.store.qdrant.backend import (
     INTERNAL_INDEXES,
     CollectionParams,
     PointWrite,
@@ -15,8 +15,8 @@ from archivist.rag.store._qdrant_backend import (
     ScoredPoint,
     SearchRequest,
 )
-from archivist.rag.store._qdrant_filter import Absent, Condition, IndexKind, Where
-from archivist.rag.store._qdrant_sparse import SPARSE_VECTOR, Bm25Stats, SparseVector
+from archivist.rag.store.qdrant.filter import Absent, Condition, IndexKind, Where
+from archivist.rag.store.qdrant.sparse import SPARSE_VECTOR, Bm25Stats, SparseVector
 
 _STATS_KEY = "archivist_bm25"
 """Collection metadata key holding the BM25 chunk-length totals."""

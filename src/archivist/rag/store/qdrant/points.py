@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from archivist.rag.record import VectorRecord
-from archivist.rag.store._qdrant_backend import PointWrite
-from archivist.rag.store._qdrant_filter import satisfies
-from archivist.rag.store._qdrant_layout import (
+from archivist.rag.store.qdrant.backend import PointWrite
+from archivist.rag.store.qdrant.filter import satisfies
+from archivist.rag.store.qdrant.layout import (
     chunk_metadata,
     metadata_version,
     payload,
@@ -29,7 +29,7 @@ def points_for(
     """The points of `records` written by `generation`, or ValueError naming the first bad record.
 
     Point ids derive from the generation, or with `stable_ids` from each chunk's metadata, so
-    writing the same records again replaces them (see `_qdrant_layout`).
+    writing the same records again replaces them (see `layout.py`).
 
     A record must hold a finite vector of `dimensions`, belong to `document_id` when one is given,
     carry metadata inside `metadata_filter`, and not repeat a (document, chunk_index) already in

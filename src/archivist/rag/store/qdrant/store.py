@@ -13,37 +13,6 @@ from typing import TYPE_CHECKING, Any, Self
 from archivist.message import TextBlock
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
-from archivist.rag.store._edge_backend import EdgeBackend
-from archivist.rag.store._keyed_lock import KeyedLocks
-from archivist.rag.store._qdrant_backend import (
-    FUSIONS,
-    INTERNAL_INDEXES,
-    CollectionParams,
-    Fusion,
-    PointWrite,
-    QdrantBackend,
-    SearchRequest,
-    check_distance,
-    higher_is_better,
-)
-from archivist.rag.store._qdrant_filter import (
-    Condition,
-    Match,
-    Where,
-    index_kind,
-    metadata_matches,
-)
-from archivist.rag.store._qdrant_layout import (
-    CHUNK_INDEX,
-    DOCUMENT_ID,
-    GENERATION,
-    SUMMARY_FIELDS,
-    TOTAL_CHUNKS,
-    chunk_from,
-    summary_from,
-)
-from archivist.rag.store._qdrant_points import points_for
-from archivist.rag.store._qdrant_sparse import Bm25Encoder, TermCounts
 from archivist.rag.store.base import (
     SEARCH_MODES,
     MetadataFilter,
@@ -54,6 +23,37 @@ from archivist.rag.store.base import (
 )
 from archivist.rag.store.file_lock import StoreLockedError
 from archivist.rag.store.generations import GenerationInfo, new_generation, repair_plan
+from archivist.rag.store.qdrant.backend import (
+    FUSIONS,
+    INTERNAL_INDEXES,
+    CollectionParams,
+    Fusion,
+    PointWrite,
+    QdrantBackend,
+    SearchRequest,
+    check_distance,
+    higher_is_better,
+)
+from archivist.rag.store.qdrant.edge.backend import EdgeBackend
+from archivist.rag.store.qdrant.filter import (
+    Condition,
+    Match,
+    Where,
+    index_kind,
+    metadata_matches,
+)
+from archivist.rag.store.qdrant.keyed_lock import KeyedLocks
+from archivist.rag.store.qdrant.layout import (
+    CHUNK_INDEX,
+    DOCUMENT_ID,
+    GENERATION,
+    SUMMARY_FIELDS,
+    TOTAL_CHUNKS,
+    chunk_from,
+    summary_from,
+)
+from archivist.rag.store.qdrant.points import points_for
+from archivist.rag.store.qdrant.sparse import Bm25Encoder, TermCounts
 from archivist.validation import (
     check_collection_name,
     check_document_id,
@@ -605,6 +605,6 @@ def _client_backend(
     connect: Callable[[], AsyncQdrantClient], *, owns_client: bool
 ) -> QdrantBackend:
     # Imported on demand: qdrant-client takes about two seconds to import.
-    from archivist.rag.store._client_backend import ClientBackend
+    from archivist.rag.store.qdrant.client.backend import ClientBackend
 
     return ClientBackend(connect, owns_client)

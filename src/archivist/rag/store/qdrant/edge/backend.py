@@ -3,7 +3,7 @@
 Edge calls run inline on the event loop: qdrant-edge-py holds the GIL for the whole of every
 call, so `asyncio.to_thread` would not let the loop run meanwhile and only adds overhead.
 Long work is cut into bounded steps instead (writes arrive in batches, scrolls go page by page),
-and index building runs in a child process (see _edge_optimizer).
+and index building runs in a child process (see optimizer.py).
 """
 
 from __future__ import annotations
@@ -20,11 +20,8 @@ from typing import Any
 
 import qdrant_edge as edge
 
-from archivist.rag.store._edge_collection import SHARD_PREFIX, EdgeCollection
-from archivist.rag.store._edge_meta import META_FILE, EdgeMeta, load_meta, save_meta
-from archivist.rag.store._edge_optimizer import optimize_collection
-from archivist.rag.store._edge_translate import edge_distance, edge_filter, edge_schema
-from archivist.rag.store._qdrant_backend import (
+from archivist.rag.store.file_lock import StoreLock
+from archivist.rag.store.qdrant.backend import (
     INTERNAL_INDEXES,
     CollectionParams,
     PointWrite,
@@ -32,9 +29,12 @@ from archivist.rag.store._qdrant_backend import (
     ScoredPoint,
     SearchRequest,
 )
-from archivist.rag.store._qdrant_filter import IndexKind, Where
-from archivist.rag.store._qdrant_sparse import SPARSE_VECTOR, Bm25Stats, SparseVector
-from archivist.rag.store.file_lock import StoreLock
+from archivist.rag.store.qdrant.edge.collection import SHARD_PREFIX, EdgeCollection
+from archivist.rag.store.qdrant.edge.meta import META_FILE, EdgeMeta, load_meta, save_meta
+from archivist.rag.store.qdrant.edge.optimizer import optimize_collection
+from archivist.rag.store.qdrant.edge.translate import edge_distance, edge_filter, edge_schema
+from archivist.rag.store.qdrant.filter import IndexKind, Where
+from archivist.rag.store.qdrant.sparse import SPARSE_VECTOR, Bm25Stats, SparseVector
 
 logger = logging.getLogger(__name__)
 

@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from archivist.rag.store._qdrant_filter import IndexKind, Where
-from archivist.rag.store._qdrant_layout import CHUNK_INDEX, DOCUMENT_ID, GENERATION
-from archivist.rag.store._qdrant_sparse import Bm25Stats, SparseVector
+from archivist.rag.store.qdrant.filter import IndexKind, Where
+from archivist.rag.store.qdrant.layout import CHUNK_INDEX, DOCUMENT_ID, GENERATION
+from archivist.rag.store.qdrant.sparse import Bm25Stats, SparseVector
 
 Fusion = Literal["dbsf", "rrf"]
 FUSIONS: tuple[Fusion, ...] = ("dbsf", "rrf")

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import qdrant_edge as edge
 
-from archivist.rag.store._edge_meta import EdgeMeta, save_meta
-from archivist.rag.store._edge_translate import edge_schema
-from archivist.rag.store._qdrant_filter import IndexKind
-from archivist.rag.store._qdrant_sparse import SPARSE_VECTOR
+from archivist.rag.store.qdrant.edge.meta import EdgeMeta, save_meta
+from archivist.rag.store.qdrant.edge.translate import edge_schema
+from archivist.rag.store.qdrant.filter import IndexKind
+from archivist.rag.store.qdrant.sparse import SPARSE_VECTOR
 
 SHARD_PREFIX = "shard-"
 

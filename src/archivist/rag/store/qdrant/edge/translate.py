@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import qdrant_edge as edge
 
-from archivist.rag.store._qdrant_filter import (
+from archivist.rag.store.qdrant.filter import (
     Absent,
     Condition,
     IndexKind,
