@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from archivist.message import DataBlock, TextBlock
 from archivist.rag.chunker.base import ChunkerBase
+from archivist.rag.cjk import CJK_CHARACTERS
 from archivist.rag.document import Chunk, Section
 
 # Preferred cut points, best first; a window ends after the last one in its second half.
@@ -51,11 +52,7 @@ class TextTokenizer(Protocol):
         ...
 
 
-_CJK = (
-    r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-    r"\U00020000-\U0002fa1f"
-)
-_ESTIMATE = re.compile(rf"[{_CJK}]|[^\s{_CJK}\W]+|[^\w\s]", re.UNICODE)
+_ESTIMATE = re.compile(rf"[{CJK_CHARACTERS}]|[^\s{CJK_CHARACTERS}\W]+|[^\w\s]", re.UNICODE)
 _ESTIMATE_WORD_PIECE = 4
 """Characters per token assumed inside a long word."""
 

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import qdrant_edge as edge
 
+from archivist.rag.cjk import CJK_CHARACTERS
+
 SPARSE_VECTOR = "bm25"
 """Name of the sparse vector every hybrid collection has."""
 
@@ -33,7 +35,7 @@ _COUNTING_K = 1e9
 """With this k and b=0, Qdrant's BM25 weight tf*(k+1)/(tf+k) is the raw term frequency."""
 
 
-_CJK_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]{2,}")
+_CJK_RUN = re.compile(f"[{CJK_CHARACTERS}]{{2,}}")
 
 
 def cjk_bigrams(text: str) -> Counter[int]:
