@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from archivist.credential import OpenAICredential
 from archivist.embedding import EmbeddingModelBase
 from archivist.embedding.response import EmbeddingResponse
 from archivist.message import TextBlock
@@ -94,3 +95,52 @@ async def test_custom_models_run_a_knowledge_base(make: type[EmbeddingModelBase]
         results = await kb.search(["dogs bark"], top_k=1, mode="dense")
         assert [r.document_id for r in results] == ["dogs bark"]
         assert repr(kb.embedding_model).endswith(f"dimensions={DIMENSIONS})")
+
+
+class PositionalInitModel(EmbeddingModelBase):
+    """Calls the base constructor with AgentScope's arguments, positionally."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+
+    async def _call_api(self, inputs: list[Any], **kwargs: Any) -> EmbeddingResponse:
+        return EmbeddingResponse(embeddings=[toy_vector(str(t)) for t in inputs])
+
+
+def test_the_base_takes_agentscopes_constructor_arguments_in_order() -> None:
+    credential = OpenAICredential(api_key="k", base_url="http://127.0.0.1:9")
+    model = PositionalInitModel(credential, "toy", DIMENSIONS, None, 512, 3, 2, 0.25)
+    assert model.credential is credential
+    assert (model.model, model.dimensions, model.context_size) == ("toy", DIMENSIONS, 512)
+    assert (model.batch_size, model.max_retries, model.retry_base_delay) == (3, 2, 0.25)
+    assert isinstance(model.parameters, EmbeddingModelBase.Parameters)
+
+
+def test_dimensions_may_come_from_legacy_parameters_and_leave_them() -> None:
+    legacy = EmbeddingModelBase.Parameters(dimensions=16, text_type="document")
+    model = PositionalInitModel(None, "toy", None, legacy, None, 4, 1, 0.1)
+    assert model.dimensions == 16
+    assert model.parameters.model_dump() == {"text_type": "document"}
+    explicit = PositionalInitModel(None, "toy", 8, legacy, None, 4, 1, 0.1)
+    assert explicit.dimensions == 8
+    assert "dimensions" not in explicit.parameters.model_dump()
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "names"),
+    [
+        ((None, None), ValueError, "model"),
+        ((None, ""), ValueError, "model"),
+        ((None, "toy", DIMENSIONS, {"dimensions": 3}), TypeError, "parameters"),
+        ((None, "toy", DIMENSIONS, None, 0), ValueError, "context_size"),
+        ((None, "toy", 0), ValueError, "dimensions"),
+        ((None, "toy", DIMENSIONS, None, None, 0), ValueError, "batch_size"),
+        ((None, "toy", DIMENSIONS, None, None, 2, -1), ValueError, "max_retries"),
+        ((None, "toy", DIMENSIONS, None, None, 2, 1, -0.5), ValueError, "retry_delay"),
+    ],
+)
+def test_bad_constructor_arguments_name_the_argument(
+    args: tuple[Any, ...], error: type[Exception], names: str
+) -> None:
+    with pytest.raises(error, match=names):
+        PositionalInitModel(*args)

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import os
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import ConfigDict, Field, SecretStr, field_validator
 
 from archivist.credential._env import from_env
+from archivist.credential.base import CredentialBase
 
 DASHSCOPE_BASE_URL = "https://dashscope.aliyuncs.com/api/v1"
 """The Beijing region; use https://dashscope-intl.aliyuncs.com/api/v1 for Singapore."""
 
 
-class DashScopeCredential(BaseModel):
+class DashScopeCredential(CredentialBase):
     """A DashScope API key; `api_key` falls back to the env variable `DASHSCOPE_API_KEY`,
     `base_url` to `DASHSCOPE_BASE_URL` (e.g. the Singapore region), then the Beijing one.
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import ConfigDict, Field, SecretStr, field_validator
 
 from archivist.credential._env import from_env
+from archivist.credential.base import CredentialBase
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 
-class OpenAICredential(BaseModel):
+class OpenAICredential(CredentialBase):
     """Credentials for an OpenAI-compatible API (OpenAI, vLLM, Ollama, DashScope compatible mode).
 
     `api_key` falls back to `OPENAI_API_KEY` and may stay None (local servers need none);

@@ -15,7 +15,10 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Literal, Self, TypeAlias, get_args
 
+from pydantic import BaseModel, ConfigDict
+
 from archivist._http_retry import announce_retry
+from archivist.credential.base import CredentialBase
 from archivist.embedding import retry
 from archivist.embedding.errors import EmbeddingError
 from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
@@ -39,6 +42,11 @@ class EmbeddingModelBase(ABC):
     failures with exponential backoff, checks every vector and returns them in input order.
     """
 
+    class Parameters(BaseModel):
+        """Provider-specific settings; a subclass extends it with its own fields."""
+
+        model_config = ConfigDict(extra="allow")
+
     model: str
     supports_multimodal: bool
     batch_size: int
@@ -46,34 +54,62 @@ class EmbeddingModelBase(ABC):
     max_retries: int
     retry_base_delay: float
     retry_max_delay: float
+    credential: CredentialBase | None
+    parameters: BaseModel
+    context_size: int | None
 
     def __init__(
         self,
-        *,
-        model: str,
-        dimensions: int | None,
-        supports_multimodal: bool = False,
+        credential: CredentialBase | None = None,
+        model: str | None = None,
+        dimensions: int | None = None,
+        parameters: BaseModel | None = None,
+        context_size: int | None = None,
         batch_size: int = 32,
-        max_concurrency: int = 4,
         max_retries: int = 5,
+        retry_delay: float | None = None,
+        *,
+        supports_multimodal: bool = False,
+        max_concurrency: int = 4,
         retry_base_delay: float = 0.5,
         retry_max_delay: float = 60.0,
     ) -> None:
+        """Takes AgentScope's arguments in AgentScope's order (`credential, model, dimensions,
+        parameters, context_size, batch_size, max_retries, retry_delay`), so a subclass written
+        for it calls `super().__init__` unchanged. `retry_delay` is the first wait of the
+        backoff (the same as `retry_base_delay`); `dimensions` may also come from a
+        `parameters.dimensions` field; `context_size` is the model's input limit in tokens."""
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty string, got {model!r}")
+        resolved = parameters if parameters is not None else self.Parameters()
+        if not isinstance(resolved, BaseModel):
+            raise TypeError(f"parameters must be a pydantic model, got {type(resolved).__name__}")
+        extra = resolved.model_dump()
+        if "dimensions" in extra:
+            legacy = extra.pop("dimensions")
+            if dimensions is None and legacy is not None:
+                dimensions = legacy
+            resolved = type(resolved)(**extra)
         if dimensions is not None:
             _require_int("dimensions", dimensions, minimum=1)
+        if context_size is not None:
+            _require_int("context_size", context_size, minimum=1)
         _require_int("batch_size", batch_size, minimum=1)
         _require_int("max_concurrency", max_concurrency, minimum=1)
         _require_int("max_retries", max_retries, minimum=0)
+        if retry_delay is not None:
+            retry_base_delay = retry_delay
         for name, delay in (
-            ("retry_base_delay", retry_base_delay),
+            ("retry_delay" if retry_delay is not None else "retry_base_delay", retry_base_delay),
             ("retry_max_delay", retry_max_delay),
         ):
             if not isinstance(delay, int | float) or isinstance(delay, bool) or delay < 0:
                 raise ValueError(f"{name} must be a number >= 0, got {delay!r}")
+        self.credential = credential
         self.model = model
         self._dimensions = dimensions
+        self.parameters = resolved
+        self.context_size = context_size
         self.supports_multimodal = supports_multimodal
         self.batch_size = batch_size
         self.max_concurrency = max_concurrency

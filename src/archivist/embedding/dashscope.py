@@ -45,6 +45,8 @@ class DashScopeEmbeddingModel(EmbeddingModelBase):
     is the strictest documented limit).
     """
 
+    credential: DashScopeCredential
+
     def __init__(
         self,
         credential: DashScopeCredential,

@@ -25,6 +25,8 @@ class OpenAIEmbeddingModel(EmbeddingModelBase):
     compatible mode takes at most 10 inputs per request: pass `batch_size=10` there.
     """
 
+    credential: OpenAICredential
+
     def __init__(
         self,
         model: str,
