@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from archivist.message import TextBlock
-from archivist.rag.chunker.base import ChunkerBase
+from archivist.rag.chunker.base import ChunkerBase, chunk_of
 from archivist.rag.document import Chunk, Section
 
 BYTES_PER_TOKEN = 4
@@ -89,23 +88,13 @@ class ApproxTokenChunker(ChunkerBase):
                         f"(lone surrogate) at index {exc.start}"
                     ) from exc
                 for piece in pieces:
-                    chunks.append(self._make(TextBlock(text=piece), section))
+                    chunks.append(chunk_of(TextBlock(text=piece), section))
             else:
-                chunks.append(self._make(section.content.model_copy(deep=True), section))
+                chunks.append(chunk_of(section.content.model_copy(deep=True), section))
         for index, chunk in enumerate(chunks):
             chunk.chunk_index = index
             chunk.total_chunks = len(chunks)
         return chunks
-
-    @staticmethod
-    def _make(content: Any, section: Section) -> Chunk:
-        return Chunk(
-            content=content,
-            source=section.source,
-            chunk_index=0,
-            total_chunks=0,
-            metadata=copy.deepcopy(section.metadata),
-        )
 
     def split_text(self, text: str) -> list[str]:
         """The stripped, non-blank windows of `text`, in order."""

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterable, AsyncIterator
 
-from archivist.message import TextBlock
+from archivist.message import DataBlock, TextBlock
 from archivist.rag.document import Chunk, Section
 
 
@@ -43,3 +44,15 @@ class ChunkerBase(ABC):
         for chunk in await self.chunk(collected):
             chunk.total_chunks = 0
             yield chunk
+
+
+def chunk_of(content: TextBlock | DataBlock, section: Section) -> Chunk:
+    """A chunk holding `content` cut from `section`: its source and a copy of its metadata;
+    `chunk_index` and `total_chunks` are set once the whole output is known."""
+    return Chunk(
+        content=content,
+        source=section.source,
+        chunk_index=0,
+        total_chunks=0,
+        metadata=copy.deepcopy(section.metadata),
+    )

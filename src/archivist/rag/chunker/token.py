@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import bisect
-import copy
 import re
 import unicodedata
 from collections.abc import AsyncIterable, AsyncIterator
@@ -11,8 +10,8 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from archivist.message import DataBlock, TextBlock
-from archivist.rag.chunker.base import ChunkerBase
+from archivist.message import TextBlock
+from archivist.rag.chunker.base import ChunkerBase, chunk_of
 from archivist.rag.cjk import CJK_CHARACTERS
 from archivist.rag.document import Chunk, Section
 
@@ -163,7 +162,7 @@ class TokenChunker(ChunkerBase):
                     run = _Run(self, section)
                     pieces += run.feed(section.content.text, final=False)
                 else:
-                    pieces.append(_make(section.content.model_copy(deep=True), section))
+                    pieces.append(chunk_of(section.content.model_copy(deep=True), section))
             for chunk in pieces:
                 chunk.chunk_index = index
                 index += 1
@@ -325,7 +324,7 @@ class _Run:
         for start, end in found:
             piece = self.pending[start:end]
             piece = f"{self.header}\n{piece}" if self.header else piece
-            chunks.append(_make(TextBlock(text=piece), self.section))
+            chunks.append(chunk_of(TextBlock(text=piece), self.section))
         self.pending = "" if final else self.pending[resume:]
         return chunks
 
@@ -333,13 +332,3 @@ class _Run:
 async def _stream(sections: list[Section]) -> AsyncIterator[Section]:
     for section in sections:
         yield section
-
-
-def _make(content: TextBlock | DataBlock, section: Section) -> Chunk:
-    return Chunk(
-        content=content,
-        source=section.source,
-        chunk_index=0,
-        total_chunks=0,
-        metadata=copy.deepcopy(section.metadata),
-    )
