@@ -9,6 +9,8 @@ from pathlib import Path
 
 from platformdirs import user_data_dir
 
+from archivist.atomic_file import write_json_atomically
+
 KBS_FILE = "archivist-kbs.json"
 
 
@@ -59,23 +61,11 @@ def save_kb(store_dir: Path, record: KBRecord) -> None:
     kbs = load_kbs(store_dir)
     kbs[record.name] = record
     store_dir.mkdir(parents=True, exist_ok=True)
-    target = store_dir / KBS_FILE
-    temporary = target.with_suffix(".tmp")
-    temporary.write_text(
-        json.dumps({n: asdict(r) for n, r in sorted(kbs.items())}, indent=2) + "\n",
-        encoding="utf-8",
-    )
-    os.replace(temporary, target)
+    write_json_atomically(store_dir / KBS_FILE, {n: asdict(r) for n, r in kbs.items()})
 
 
 def forget_kb(store_dir: Path, name: str) -> None:
     """Remove knowledge base `name` from the registry of `store_dir`, atomically."""
     kbs = load_kbs(store_dir)
     kbs.pop(name, None)
-    target = store_dir / KBS_FILE
-    temporary = target.with_suffix(".tmp")
-    temporary.write_text(
-        json.dumps({n: asdict(r) for n, r in sorted(kbs.items())}, indent=2) + "\n",
-        encoding="utf-8",
-    )
-    os.replace(temporary, target)
+    write_json_atomically(store_dir / KBS_FILE, {n: asdict(r) for n, r in kbs.items()})

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from archivist.atomic_file import write_json_atomically
 from archivist.rag.store.qdrant.filter import IndexKind
 
 META_FILE = "meta.json"
@@ -51,9 +51,4 @@ def load_meta(directory: Path) -> EdgeMeta | None:
 
 def save_meta(directory: Path, meta: EdgeMeta) -> None:
     """Write the meta file atomically (a crash leaves the old or the new file, never half)."""
-    temporary = directory / f".{META_FILE}.tmp"
-    with temporary.open("w", encoding="utf-8") as handle:
-        json.dump({"format": _FORMAT, **asdict(meta)}, handle, indent=2, sort_keys=True)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, directory / META_FILE)
+    write_json_atomically(directory / META_FILE, {"format": _FORMAT, **asdict(meta)})
