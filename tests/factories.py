@@ -121,9 +121,14 @@ def make_docx(blocks: Sequence[tuple[str, object]], title: str | None = None) ->
     return buffer.getvalue()
 
 
-def make_xlsx(sheets: dict[str, Sequence[Sequence[object]]]) -> bytes:
-    """A real workbook with one worksheet per entry, rows written from A1 (None: blank)."""
+def make_xlsx(
+    sheets: dict[str, Sequence[Sequence[object]]],
+    pictures: dict[str, Sequence[tuple[str, bytes]]] | None = None,
+) -> bytes:
+    """A real workbook with one worksheet per entry, rows written from A1 (None: blank), and
+    `pictures` per sheet: (anchor cell, image bytes)."""
     from openpyxl import Workbook
+    from openpyxl.drawing.image import Image
 
     workbook = Workbook()
     workbook.remove(workbook.active)  # type: ignore[arg-type]
@@ -131,6 +136,8 @@ def make_xlsx(sheets: dict[str, Sequence[Sequence[object]]]) -> bytes:
         sheet = workbook.create_sheet(name)
         for row in rows:
             sheet.append(list(row))
+        for cell, data in (pictures or {}).get(name, []):
+            sheet.add_image(Image(io.BytesIO(data)), cell)
     buffer = io.BytesIO()
     workbook.save(buffer)
     return buffer.getvalue()

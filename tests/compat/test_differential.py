@@ -28,9 +28,15 @@ DELIBERATE: dict[str, dict[str, tuple[str, Any]]] = {
     },
     "office_parsers": {
         "excel_args": (
-            "a Section per sheet, split every max_rows_per_section rows with the header "
-            "repeated; no separate_sheet / include_cell_coordinates / include_image",
-            ["include_sheet_names", "table_format", "max_rows_per_section"],
+            "AgentScope's arguments in its order, plus keyword-only max_rows_per_section",
+            [
+                "include_sheet_names",
+                "include_cell_coordinates",
+                "include_image",
+                "separate_sheet",
+                "table_format",
+                "max_rows_per_section",
+            ],
         ),
         "excel_media_types": (
             "legacy .xls is not read (no xlrd dependency)",

@@ -10,7 +10,7 @@ import pytest
 
 from archivist.message import TextBlock
 from archivist.rag import ExcelParser, default_registry
-from factories import make_xlsx
+from factories import make_image, make_xlsx
 
 
 def text(section: object) -> str:
@@ -86,3 +86,64 @@ def test_registry_routes_xlsx_here(tmp_path: Path) -> None:
     nameless = tmp_path / "download"
     nameless.write_bytes(make_xlsx({"S": [["a"], ["b"]]}))
     assert isinstance(default_registry().parser_for_path(nameless), ExcelParser)
+
+
+async def test_cell_coordinates_give_each_filled_cell_its_address() -> None:
+    data = make_xlsx({"Zoo": [[None], ["Animal", "Legs"], ["Cat", 4], [None], ["Bird", None]]})
+    markdown = await ExcelParser(include_cell_coordinates=True).parse(data, "zoo.xlsx")
+    assert text(markdown[0]) == (
+        "Sheet: Zoo\n| [A2] Animal | [B2] Legs |\n| --- | --- |\n"
+        "| [A3] Cat | [B3] 4 |\n| [A5] Bird |  |"
+    )
+    assert markdown[0].metadata == {"sheet": "Zoo", "rows": [3, 5]}
+    as_json = await ExcelParser(False, True, table_format="json").parse(data, "zoo.xlsx")
+    assert [json.loads(line) for line in text(as_json[0]).splitlines()] == [
+        {"A2": "Animal", "B2": "Legs"},
+        {"A3": "Cat", "B3": "4"},
+        {"A5": "Bird"},
+    ]
+
+
+async def test_agentscopes_positional_arguments_mean_the_same() -> None:
+    parser = ExcelParser(False, True, True, True, "json")
+    assert (parser.include_sheet_names, parser.include_cell_coordinates) == (False, True)
+    assert (parser.include_image, parser.separate_sheet, parser.table_format) == (
+        True,
+        True,
+        "json",
+    )
+    with pytest.raises(TypeError):
+        ExcelParser(True, False, False, False, "markdown", 10)  # type: ignore[misc]
+
+
+async def test_pictures_follow_their_sheet_in_anchor_order() -> None:
+    red, blue = make_image(color="red"), make_image("JPEG", color="blue")
+    data = make_xlsx(
+        {"One": [["a", "b"], ["1", "2"]], "Two": [["c"], ["3"]]},
+        pictures={"One": [("D9", blue), ("C2", red)], "Two": [("A1", red)]},
+    )
+    plain = await ExcelParser().parse(data, "p.xlsx")
+    assert all(isinstance(s.content, TextBlock) for s in plain)
+    sections = await ExcelParser(include_image=True).parse(data, "p.xlsx")
+    shapes = [
+        (type(s.content).__name__, s.metadata.get("sheet"), s.metadata.get("cell"))
+        for s in sections
+    ]
+    assert shapes == [
+        ("TextBlock", "One", None),
+        ("DataBlock", "One", "C2"),
+        ("DataBlock", "One", "D9"),
+        ("TextBlock", "Two", None),
+        ("DataBlock", "Two", "A1"),
+    ]
+    assert [s.metadata.get("media_type") for s in sections if s.metadata.get("cell")] == [
+        "image/png",
+        "image/jpeg",
+        "image/png",
+    ]
+
+
+async def test_a_sheet_filling_whole_blocks_has_no_extra_header_section() -> None:
+    data = make_xlsx({"S": [["h"], ["1"], ["2"], ["3"], ["4"]]})
+    sections = await ExcelParser(max_rows_per_section=2).parse(data, "s.xlsx")
+    assert [s.metadata["rows"] for s in sections] == [[2, 3], [4, 5]]

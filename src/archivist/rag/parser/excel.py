@@ -5,15 +5,18 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import io
+import json
 from collections.abc import Iterator
 from typing import Any, ClassVar, Literal
 
 from openpyxl import load_workbook
+from openpyxl.utils import get_column_letter
 
 from archivist.message import TextBlock
 from archivist.rag.document import Section
 from archivist.rag.parser.archive import ArchiveLimits, check_archive
 from archivist.rag.parser.base import ParserBase, read_binary
+from archivist.rag.parser.image import embedded_image_section
 from archivist.rag.parser.table import table_to_json, table_to_markdown
 
 XLSX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
@@ -42,7 +45,12 @@ class ExcelParser(ParserBase):
 
     Metadata: `sheet` (its name) and `rows` (first and last worksheet row numbers in the
     block). Tables are Markdown or JSON (`table_format`); with `include_sheet_names` each
-    block starts with a `Sheet: NAME` line. Values are the cached results of formulas.
+    block starts with a `Sheet: NAME` line; with `include_cell_coordinates` every filled cell
+    carries its address (`[B7] 42` in Markdown, `{"B7": "42"}` rows in JSON). With
+    `include_image`, pictures on a sheet follow its table as DataBlock Sections (metadata
+    `sheet`, `cell` of their top-left anchor, `media_type`). Sheets are always separate
+    Sections; `separate_sheet` is accepted for AgentScope's signature and changes nothing.
+    Values are the cached results of formulas.
     The workbook is streamed (openpyxl read-only mode), so a big sheet is never held whole;
     the archive is checked against `archive_limits` (zip bombs) before it is opened.
     """
@@ -53,7 +61,11 @@ class ExcelParser(ParserBase):
     def __init__(
         self,
         include_sheet_names: bool = True,
+        include_cell_coordinates: bool = False,
+        include_image: bool = False,
+        separate_sheet: bool = False,
         table_format: Literal["markdown", "json"] = "markdown",
+        *,
         max_rows_per_section: int = 100,
     ) -> None:
         if table_format not in ("markdown", "json"):
@@ -61,6 +73,9 @@ class ExcelParser(ParserBase):
         if max_rows_per_section < 1:
             raise ValueError(f"max_rows_per_section must be ≥ 1, not {max_rows_per_section!r}")
         self.include_sheet_names = include_sheet_names
+        self.include_cell_coordinates = include_cell_coordinates
+        self.include_image = include_image
+        self.separate_sheet = separate_sheet
         self.table_format = table_format
         self.max_rows_per_section = max_rows_per_section
 
@@ -80,6 +95,7 @@ class ExcelParser(ParserBase):
             workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
         except Exception as exc:  # openpyxl raises many types for broken packages
             raise ValueError(f"{filename}: corrupt XLSX: {type(exc).__name__}: {exc}") from exc
+        pictures = _pictures_by_sheet(data, filename) if self.include_image else {}
         try:
             for sheet in workbook.worksheets:
                 try:
@@ -89,6 +105,7 @@ class ExcelParser(ParserBase):
                         f"{filename}: sheet {sheet.title!r} is unreadable: "
                         f"{type(exc).__name__}: {exc}"
                     ) from exc
+                yield from pictures.get(sheet.title, [])
         finally:
             workbook.close()
 
@@ -96,7 +113,8 @@ class ExcelParser(ParserBase):
         header: list[str] | None = None
         header_row = 0
         block: list[list[str]] = []
-        first = last = 0
+        numbers: list[int] = []
+        data_rows = 0
         for number, values in enumerate(sheet.iter_rows(values_only=True), start=1):
             if number > MAX_ROWS:
                 raise ValueError(f"more than Excel's {MAX_ROWS:,} rows")
@@ -108,32 +126,82 @@ class ExcelParser(ParserBase):
             if header is None:
                 header, header_row = row, number
                 continue
-            if not block:
-                first = number
             block.append(row)
-            last = number
+            numbers.append(number)
+            data_rows += 1
             if len(block) >= self.max_rows_per_section:
-                yield self._section(sheet.title, header, block, (first, last), filename)
-                block = []
+                yield self._section(sheet.title, header, header_row, block, numbers, filename)
+                block, numbers = [], []
         if block:
-            yield self._section(sheet.title, header or [], block, (first, last), filename)
-        elif header is not None and last == 0:  # a sheet of one row: the header is the data
-            yield self._section(sheet.title, header, [], (header_row, header_row), filename)
+            yield self._section(sheet.title, header or [], header_row, block, numbers, filename)
+        elif header is not None and not data_rows:
+            # a sheet of one row: the header is the data
+            yield self._section(sheet.title, header, header_row, [], [], filename)
 
     def _section(
         self,
         sheet: str,
         header: list[str],
+        header_row: int,
         rows: list[list[str]],
-        span: tuple[int, int],
+        numbers: list[int],
         filename: str,
     ) -> Section:
         width = max(len(header), *(len(r) for r in rows)) if rows else len(header)
         table = [header + [""] * (width - len(header)), *rows]
-        body = table_to_markdown(table) if self.table_format == "markdown" else table_to_json(table)
+        if self.include_cell_coordinates:
+            body = _with_coordinates(table, [header_row, *numbers], self.table_format)
+        elif self.table_format == "markdown":
+            body = table_to_markdown(table)
+        else:
+            body = table_to_json(table)
         text = f"Sheet: {sheet}\n{body}" if self.include_sheet_names else body
+        span = (numbers[0], numbers[-1]) if numbers else (header_row, header_row)
         return Section(
             content=TextBlock(text=text),
             source=filename,
             metadata={"sheet": sheet, "rows": [span[0], span[1]]},
         )
+
+
+def _with_coordinates(
+    table: list[list[str]], numbers: list[int], table_format: Literal["markdown", "json"]
+) -> str:
+    """`table` with each filled cell's address: `[B7] 42` cells in Markdown, or one JSON
+    object per row keyed by address."""
+    if table_format == "json":
+        return "\n".join(
+            json.dumps(
+                {f"{get_column_letter(c + 1)}{n}": v for c, v in enumerate(row) if v},
+                ensure_ascii=False,
+            )
+            for row, n in zip(table, numbers, strict=True)
+        )
+    addressed = [
+        [f"[{get_column_letter(c + 1)}{n}] {v}" if v else "" for c, v in enumerate(row)]
+        for row, n in zip(table, numbers, strict=True)
+    ]
+    return table_to_markdown(addressed)
+
+
+def _pictures_by_sheet(data: bytes, filename: str) -> dict[str, list[Section]]:
+    """The pictures of each sheet as DataBlock Sections, top to bottom. openpyxl reads them
+    only when it loads the whole workbook, so this loads it a second time (opt-in)."""
+    workbook = load_workbook(io.BytesIO(data), data_only=True)
+    found: dict[str, list[Section]] = {}
+    try:
+        for sheet in workbook.worksheets:
+            anchored: list[tuple[int, int, Section]] = []
+            for index, picture in enumerate(getattr(sheet, "_images", [])):
+                start = getattr(getattr(picture, "anchor", None), "_from", None)
+                row, column = (start.row, start.col) if start is not None else (0, 0)
+                cell = f"{get_column_letter(column + 1)}{row + 1}"
+                name = f"{sheet.title}!{cell}"
+                metadata = {"sheet": sheet.title, "cell": cell}
+                section = embedded_image_section(picture._data(), filename, name, metadata)
+                if section is not None:
+                    anchored.append((row, index, section))
+            found[sheet.title] = [section for _, _, section in sorted(anchored)]
+    finally:
+        workbook.close()
+    return found
