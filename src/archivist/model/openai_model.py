@@ -110,13 +110,14 @@ class OpenAIChatModel(ChatModelBase):
                 raw = (await response.aread()).decode("utf-8", "replace")
                 yield response_as_delta(parse_completion(decode_json(raw, "chat completion")))
                 return
-            finished = False
+            finished = done = False
+            # Read to the end of the stream, past [DONE], so its connection can be reused.
             async for event in EventSource(response).aiter_sse():
-                if not event.data:
+                if done or not event.data:
                     continue  # an event with only a name, id or retry carries no chunk
                 if event.data.strip() == "[DONE]":
-                    finished = True
-                    break
+                    finished = done = True
+                    continue
                 delta = parse_chunk(decode_json(event.data, "stream chunk"))
                 finished = finished or delta.stop_reason is not None
                 yield delta
