@@ -89,28 +89,27 @@ class HttpSession:
             raise self._errors.unreachable(url, error, self.timeout) from error
         if response.status_code < 400:
             return response
-        try:
-            await response.aread()
-        except httpx.TransportError as error:
-            raise self._errors.unreachable(url, error, self.timeout) from error
-        finally:
-            await response.aclose()
+        await self._read_whole(url, response)
         retry_after = retry_after_seconds(response.headers, self.clock.now())
         raise self._errors.rejected(response, retry_after)
 
     async def post_json(self, url: str, body: Mapping[str, Any], headers: Mapping[str, str]) -> Any:
         """POST `body` as JSON and return the parsed JSON of the 2xx answer."""
         response = await self.open(url, body, headers)
+        await self._read_whole(url, response)
+        try:
+            return json.loads(response.content)
+        except ValueError as error:
+            raise self._errors.malformed(url, response) from error
+
+    async def _read_whole(self, url: str, response: httpx.Response) -> None:
+        """Read the rest of `response` into `response.content` and release its connection."""
         try:
             await response.aread()
         except httpx.TransportError as error:
             raise self._errors.unreachable(url, error, self.timeout) from error
         finally:
             await response.aclose()
-        try:
-            return json.loads(response.content)
-        except ValueError as error:
-            raise self._errors.malformed(url, response) from error
 
     async def aclose(self) -> None:
         """Close the client this session opened (a borrowed client stays the caller's)."""
