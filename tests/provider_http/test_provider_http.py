@@ -10,6 +10,7 @@ import gc
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,6 +19,7 @@ from provider_server import ProviderServer, Scripted, provider_server
 
 from archivist.credential import DashScopeCredential, OpenAICredential
 from archivist.embedding import (
+    CachedEmbeddingModel,
     DashScopeEmbeddingModel,
     EmbeddingAPIError,
     EmbeddingModelBase,
@@ -241,3 +243,15 @@ def test_a_client_of_a_loop_still_running_elsewhere_is_closed_on_that_loop(
         other.call_soon_threadsafe(other.stop)
         thread.join(timeout=30)
         other.close()
+
+
+async def test_closing_a_cache_closes_the_wrapped_models_connection(
+    server: ProviderServer, clock: FakeClock, tmp_path: Path
+) -> None:
+    inner = _openai_embedding(server, clock=clock)
+    assert isinstance(inner, EmbeddingModelBase)
+    async with CachedEmbeddingModel(inner, tmp_path) as cached:
+        await call(cached)
+        await call(cached)  # served from the cache
+    assert len(server.paths) == 1
+    assert server.wait_until_closed()
