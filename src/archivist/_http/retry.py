@@ -102,6 +102,7 @@ async def call_with_retries(
 ) -> T:
     """Await `call()` until it succeeds, it fails with an error `retryable` rejects, or
     `policy.max_retries` retries are spent; each wait is announced on `archivist.retry`.
+    Cancellation and other non-`Exception` errors are never retried.
 
     The last error is raised as it is, with a note saying how many attempts were made.
     """
@@ -116,7 +117,7 @@ async def call_with_retries(
         sleep=clock.sleep,
         stop=stop_after_attempt(policy.max_retries + 1),
         wait=lambda state: policy.delay(state.attempt_number - 1, _retry_after(state)),
-        retry=retry_if_exception(retryable),
+        retry=retry_if_exception(lambda error: isinstance(error, Exception) and retryable(error)),
         before_sleep=lambda state: _announce(service, policy, state),
         reraise=True,
     )
