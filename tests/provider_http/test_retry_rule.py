@@ -92,42 +92,51 @@ async def test_each_retry_is_one_warning_line_on_archivist_retry(
     assert 0.5 <= clock.sleeps[0] <= 1.0 and 1.0 <= clock.sleeps[1] <= 2.0
 
 
-async def test_an_error_the_rule_rejects_is_raised_at_once_without_a_note() -> None:
+async def run_always_failing(
+    error: BaseException, *, retryable: bool
+) -> tuple[int, FakeClock, BaseException | None]:
+    """Run a call that always raises `error` through the loop: (calls made, the clock, what
+    the loop raised)."""
     clock = FakeClock()
     calls = 0
 
     async def call() -> None:
         nonlocal calls
         calls += 1
-        raise ValueError("bad request")
+        raise error
 
-    with pytest.raises(ValueError, match="bad request") as caught:
+    raised: BaseException | None = None
+    try:
         await call_with_retries(
             call,
             policy=RetryPolicy(),
             clock=clock,
             service="svc",
-            retryable=lambda error: False,
+            retryable=lambda _: retryable,
         )
+    except BaseException as caught:
+        raised = caught
+    return calls, clock, raised
+
+
+async def test_an_error_the_rule_rejects_is_raised_at_once_without_a_note() -> None:
+    error = ValueError("bad request")
+    calls, clock, raised = await run_always_failing(error, retryable=False)
+    assert raised is error
     assert calls == 1 and clock.sleeps == []
-    assert not getattr(caught.value, "__notes__", [])
+    assert not getattr(error, "__notes__", [])
 
 
 async def test_cancellation_is_never_retried() -> None:
-    clock = FakeClock()
-    calls = 0
-
-    async def call() -> None:
-        nonlocal calls
-        calls += 1
-        raise asyncio.CancelledError
-
-    with pytest.raises(asyncio.CancelledError):
-        await call_with_retries(
-            call,
-            policy=RetryPolicy(),
-            clock=clock,
-            service="svc",
-            retryable=lambda error: True,
-        )
+    error = asyncio.CancelledError()
+    calls, clock, raised = await run_always_failing(error, retryable=True)
+    assert raised is error
     assert calls == 1 and clock.sleeps == []
+
+
+async def test_retries_stop_after_max_retries_with_a_note() -> None:
+    error = Flaky("busy")
+    calls, clock, raised = await run_always_failing(error, retryable=True)
+    assert raised is error
+    assert calls == 4 and len(clock.sleeps) == 3
+    assert error.__notes__ == ["svc: gave up after 4 attempts"]
