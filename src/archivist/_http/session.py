@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import httpx
 
-from archivist._http.clock import Clock
 from archivist._http.retry import retry_after_seconds
 
 
@@ -31,7 +30,8 @@ class ProviderErrors(Protocol):
 
 
 class HttpSession:
-    """Sends one provider's requests through one `httpx.AsyncClient`.
+    """Sends one provider's requests through one `httpx.AsyncClient`; `now()` is the wall
+    time (of the provider's clock) that an HTTP-date `Retry-After` is measured from.
 
     A caller-given `http_client` is used as it is and never closed here. Otherwise the session
     opens one client on first use and reuses it for every request (one connection pool) until
@@ -46,7 +46,7 @@ class HttpSession:
         *,
         timeout: float,
         http_client: httpx.AsyncClient | None,
-        clock: Clock,
+        now: Callable[[], float],
         errors: ProviderErrors,
     ) -> None:
         if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
@@ -56,7 +56,7 @@ class HttpSession:
                 f"http_client must be an httpx.AsyncClient, got {type(http_client).__name__}"
             )
         self.timeout = float(timeout)
-        self.clock = clock
+        self._now = now
         self._errors = errors
         self._borrowed = http_client
         self._owned: httpx.AsyncClient | None = None
@@ -90,7 +90,7 @@ class HttpSession:
         if response.status_code < 400:
             return response
         await self._read_whole(url, response)
-        retry_after = retry_after_seconds(response.headers, self.clock.now())
+        retry_after = retry_after_seconds(response.headers, self._now())
         raise self._errors.rejected(response, retry_after)
 
     async def post_json(self, url: str, body: Mapping[str, Any], headers: Mapping[str, str]) -> Any:

@@ -88,7 +88,7 @@ class DashScopeEmbeddingModel(EmbeddingModelBase):
         self._session = HttpSession(
             timeout=timeout,
             http_client=http_client,
-            clock=self.clock,
+            now=lambda: self.clock.now(),
             errors=EmbeddingHttpErrors(model, _read_error),
         )
 

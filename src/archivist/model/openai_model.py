@@ -69,7 +69,10 @@ class OpenAIChatModel(ChatModelBase):
         self.retry_policy = RetryPolicy(max_retries, retry_base_delay, retry_max_delay)
         self.clock = clock if clock is not None else SYSTEM_CLOCK
         self._session = HttpSession(
-            timeout=timeout, http_client=http_client, clock=self.clock, errors=_ChatErrors()
+            timeout=timeout,
+            http_client=http_client,
+            now=lambda: self.clock.now(),
+            errors=_ChatErrors(),
         )
         self.model_name = model
         self.credential = OpenAICredential(
