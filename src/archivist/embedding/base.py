@@ -69,7 +69,13 @@ class EmbeddingModelBase(AsyncClosable, ABC):
             _require_int("dimensions", dimensions, minimum=1)
         _require_int("batch_size", batch_size, minimum=1)
         _require_int("max_concurrency", max_concurrency, minimum=1)
-        RetryPolicy(max_retries, retry_base_delay, retry_max_delay)  # checks the settings
+        _require_int("max_retries", max_retries, minimum=0)
+        for name, delay in (
+            ("retry_base_delay", retry_base_delay),
+            ("retry_max_delay", retry_max_delay),
+        ):
+            if not isinstance(delay, int | float) or isinstance(delay, bool) or delay < 0:
+                raise ValueError(f"{name} must be a number >= 0, got {delay!r}")
         self.model = model
         self._dimensions = dimensions
         self.supports_multimodal = supports_multimodal
