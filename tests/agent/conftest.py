@@ -5,19 +5,15 @@ from __future__ import annotations
 import pytest
 from openai_stand_in import OpenAIStandIn
 
-
-@pytest.fixture
-def stand_in() -> OpenAIStandIn:
-    return OpenAIStandIn()
+from fake_clock import FakeClock
 
 
 @pytest.fixture
-def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """Backoff waits the OpenAI model asked for, recorded instead of slept."""
-    recorded: list[float] = []
+def clock() -> FakeClock:
+    """Records the backoff waits a model asks for instead of sleeping them."""
+    return FakeClock()
 
-    async def fake_sleep(seconds: float) -> None:
-        recorded.append(seconds)
 
-    monkeypatch.setattr("archivist.model.openai_model._sleep", fake_sleep)
-    return recorded
+@pytest.fixture
+def stand_in(clock: FakeClock) -> OpenAIStandIn:
+    return OpenAIStandIn(clock)

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 
 from archivist.model import OpenAIChatModel
+from fake_clock import FakeClock
 
 Responder = Callable[[httpx.Request], httpx.Response]
 
@@ -19,7 +20,8 @@ class OpenAIStandIn:
 
     base_url = "http://openai-stand-in.test/v1"
 
-    def __init__(self) -> None:
+    def __init__(self, clock: FakeClock | None = None) -> None:
+        self.clock = clock or FakeClock()
         self.responders: list[Responder] = []
         self.requests: list[httpx.Request] = []
 
@@ -72,6 +74,7 @@ class OpenAIStandIn:
         kwargs.setdefault("api_key", "sk-stand-in")
         kwargs.setdefault("base_url", self.base_url)
         kwargs.setdefault("retry_base_delay", 0.0)
+        kwargs.setdefault("clock", self.clock)
         return OpenAIChatModel(
             kwargs.pop("model", "gpt-test"),
             http_client=httpx.AsyncClient(transport=httpx.MockTransport(self.handle)),

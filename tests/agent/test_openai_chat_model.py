@@ -26,6 +26,7 @@ from archivist.model import (
     OpenAIChatModel,
     accumulate,
 )
+from fake_clock import FakeClock
 
 WEATHER_TOOL = {
     "type": "function",
@@ -317,7 +318,7 @@ async def test_server_ignoring_stream_flag_still_streams_local_stand_in(
 
 
 async def test_429_with_retry_after_then_success_local_stand_in(
-    stand_in: OpenAIStandIn, sleeps: list[float]
+    stand_in: OpenAIStandIn, clock: FakeClock
 ) -> None:
     stand_in.reply_json(
         {
@@ -336,11 +337,11 @@ async def test_429_with_retry_after_then_success_local_stand_in(
 
     assert response.text == "ok"
     assert len(stand_in.requests) == 2
-    assert sleeps == [7.0]
+    assert clock.sleeps == [7.0]
 
 
 async def test_retry_after_ms_is_preferred_local_stand_in(
-    stand_in: OpenAIStandIn, sleeps: list[float]
+    stand_in: OpenAIStandIn, clock: FakeClock
 ) -> None:
     stand_in.reply_json(
         {"error": {"message": "slow down"}},
@@ -349,11 +350,11 @@ async def test_retry_after_ms_is_preferred_local_stand_in(
     )
     stand_in.reply_json(completion({"content": "ok"}))
     await stand_in.model()([Msg("u", "hi", "user")])
-    assert sleeps == [0.25]
+    assert clock.sleeps == [0.25]
 
 
 async def test_500_is_retried_with_growing_backoff_local_stand_in(
-    stand_in: OpenAIStandIn, sleeps: list[float]
+    stand_in: OpenAIStandIn, clock: FakeClock
 ) -> None:
     stand_in.reply_json({"error": {"message": "The server had an error"}}, status=500)
     stand_in.reply_raw(b"<html>Bad gateway</html>", status=502, content_type="text/html")
@@ -364,12 +365,12 @@ async def test_500_is_retried_with_growing_backoff_local_stand_in(
     assert response.text == "recovered"
     assert len(stand_in.requests) == 3
     # Backoff with jitter: attempt n waits within [base * 2^n / 2, base * 2^n].
-    assert 0.5 <= sleeps[0] <= 1.0
-    assert 1.0 <= sleeps[1] <= 2.0
+    assert 0.5 <= clock.sleeps[0] <= 1.0
+    assert 1.0 <= clock.sleeps[1] <= 2.0
 
 
 async def test_retries_exhausted_raise_the_last_error_local_stand_in(
-    stand_in: OpenAIStandIn, sleeps: list[float]
+    stand_in: OpenAIStandIn, clock: FakeClock
 ) -> None:
     for _ in range(2):
         stand_in.reply_json(
@@ -382,11 +383,11 @@ async def test_retries_exhausted_raise_the_last_error_local_stand_in(
     assert caught.value.status_code == 503
     assert "overloaded" in str(caught.value)
     assert len(stand_in.requests) == 2
-    assert len(sleeps) == 1
+    assert len(clock.sleeps) == 1
 
 
 async def test_401_is_raised_at_once_with_the_provider_message_local_stand_in(
-    stand_in: OpenAIStandIn, sleeps: list[float]
+    stand_in: OpenAIStandIn, clock: FakeClock
 ) -> None:
     stand_in.reply_json(
         {
@@ -408,11 +409,11 @@ async def test_401_is_raised_at_once_with_the_provider_message_local_stand_in(
     assert caught.value.message.startswith("Incorrect API key provided")
     assert "Incorrect API key provided" in str(caught.value)
     assert len(stand_in.requests) == 1
-    assert sleeps == []
+    assert clock.sleeps == []
 
 
 async def test_insufficient_quota_429_is_not_retried_local_stand_in(
-    stand_in: OpenAIStandIn, sleeps: list[float]
+    stand_in: OpenAIStandIn, clock: FakeClock
 ) -> None:
     stand_in.reply_json(
         {"error": {"message": "You exceeded your current quota", "code": "insufficient_quota"}},
@@ -535,7 +536,7 @@ async def test_no_key_sends_no_authorization_local_stand_in(
     assert "authorization" not in stand_in.requests[0].headers
 
 
-async def test_connection_failure_is_retried_then_reported(sleeps: list[float]) -> None:
+async def test_connection_failure_is_retried_then_reported(clock: FakeClock) -> None:
     import httpx
 
     attempts: list[httpx.Request] = []
@@ -550,11 +551,12 @@ async def test_connection_failure_is_retried_then_reported(sleeps: list[float]) 
         base_url="http://nowhere.test/v1",
         max_retries=2,
         http_client=httpx.AsyncClient(transport=httpx.MockTransport(refuse)),
+        clock=clock,
     )
     with pytest.raises(ChatModelError, match="could not reach"):
         await model([Msg("u", "hi", "user")])
     assert len(attempts) == 3
-    assert len(sleeps) == 2
+    assert len(clock.sleeps) == 2
 
 
 def test_accumulating_a_delta_stream_rebuilds_the_calls() -> None:

@@ -1,4 +1,4 @@
-"""Local stand-ins for the providers' embedding APIs, and a recorder for retry sleeps.
+"""Local stand-ins for the providers' embedding APIs, and a fake clock for retry waits.
 
 The stand-ins speak the documented wire formats (DashScope native text and multimodal
 embedding, OpenAI `/embeddings`) through `httpx.MockTransport`, so the real HTTP clients
@@ -16,7 +16,8 @@ import httpx
 import numpy as np
 import pytest
 
-from archivist.embedding import LocalEmbeddingModel, OnnxEmbeddingModel, retry
+from archivist.embedding import LocalEmbeddingModel, OnnxEmbeddingModel
+from fake_clock import FakeClock
 
 Reply = httpx.Response | Callable[[httpx.Request], httpx.Response]
 
@@ -29,11 +30,13 @@ def fake_vector(content: str, dimensions: int) -> list[float]:
 
 
 class StandIn:
-    """Records every request; serves queued `replies` first, then the normal answer."""
+    """Records every request; serves queued `replies` first, then the normal answer.
+    Models made for it wait on its fake `clock`."""
 
     api_key = "sk-stand-in"
 
-    def __init__(self) -> None:
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
         self.requests: list[httpx.Request] = []
         self.replies: list[Reply] = []
 
@@ -146,25 +149,19 @@ class OpenAIStandIn(StandIn):
 
 
 @pytest.fixture
-def dashscope_stand_in() -> DashScopeStandIn:
-    return DashScopeStandIn()
+def dashscope_stand_in(clock: FakeClock) -> DashScopeStandIn:
+    return DashScopeStandIn(clock)
 
 
 @pytest.fixture
-def openai_stand_in() -> OpenAIStandIn:
-    return OpenAIStandIn()
+def openai_stand_in(clock: FakeClock) -> OpenAIStandIn:
+    return OpenAIStandIn(clock)
 
 
 @pytest.fixture
-def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """The delays the retry loop asked for, recorded instead of slept."""
-    recorded: list[float] = []
-
-    async def fake_sleep(delay: float) -> None:
-        recorded.append(delay)
-
-    monkeypatch.setattr(retry, "sleep", fake_sleep)
-    return recorded
+def clock() -> FakeClock:
+    """Records the waits the retry loop asks for instead of sleeping them."""
+    return FakeClock()
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,7 @@ from archivist.embedding.response import EmbeddingResponse
 from archivist.message import TextBlock
 from archivist.rag import Chunk, KnowledgeBase
 from archivist.rag.store.qdrant import QdrantStore
+from fake_clock import FakeClock
 
 DIMENSIONS = 8
 
@@ -144,3 +145,40 @@ def test_bad_constructor_arguments_name_the_argument(
 ) -> None:
     with pytest.raises(error, match=names):
         PositionalInitModel(*args)
+
+
+class FlakyModel(PositionalInitModel):
+    """Declares ConnectionError retryable, as an AgentScope provider does."""
+
+    def __init__(self, failures: list[Exception]) -> None:
+        super().__init__(None, "flaky", DIMENSIONS, None, None, 8, 2, 0.5)
+        self.failures = failures
+        self.calls = 0
+
+    @classmethod
+    def _get_retryable_exceptions(cls) -> tuple[type[Exception], ...]:
+        return (ConnectionError,)
+
+    async def _call_api(self, inputs: list[Any], **kwargs: Any) -> EmbeddingResponse:
+        self.calls += 1
+        if self.failures:
+            raise self.failures.pop(0)
+        return await super()._call_api(inputs)
+
+
+async def test_declared_retryable_exceptions_are_retried_and_others_are_not() -> None:
+    model = FlakyModel([ConnectionError("dropped"), ConnectionError("dropped")])
+    model.clock = clock = FakeClock()
+    response = await model(["a", "b"])
+    assert len(response.embeddings) == 2
+    assert model.calls == 3 and len(clock.sleeps) == 2
+    model = FlakyModel([ConnectionError("dropped")] * 3)
+    model.clock = FakeClock()
+    with pytest.raises(ConnectionError):
+        await model(["a"])
+    assert model.calls == 3  # max_retries = 2
+    model = FlakyModel([ValueError("bad input")])
+    model.clock = FakeClock()
+    with pytest.raises(ValueError, match="bad input"):
+        await model(["a"])
+    assert model.calls == 1

@@ -18,6 +18,7 @@ from archivist.embedding import (
 )
 from archivist.embedding.base import BatchItem, InputType
 from archivist.message import Base64Source, DataBlock, TextBlock
+from fake_clock import FakeClock
 
 
 class ScriptedModel(EmbeddingModelBase):
@@ -116,60 +117,60 @@ async def test_text_blocks_arrive_as_their_text() -> None:
     ids=["transient", "timeout", "429", "503"],
 )
 async def test_transient_errors_are_retried_then_succeed(
-    failure: BaseException, sleeps: list[float]
+    failure: BaseException, clock: FakeClock
 ) -> None:
-    model = ScriptedModel(retry_base_delay=0.2, retry_max_delay=10)
+    model = ScriptedModel(clock=clock, retry_base_delay=0.2, retry_max_delay=10)
     model.failures = [failure, failure]
     response = await model(["abc"])
     assert response.embeddings == [[3.0, 3.0, 3.0]]
     assert len(model.batches) == 3
     # Exponential backoff with jitter: attempt k waits within [d/2, d] for d = 0.2 * 2**k.
-    assert len(sleeps) == 2
-    assert 0.1 <= sleeps[0] <= 0.2
-    assert 0.2 <= sleeps[1] <= 0.4
+    assert len(clock.sleeps) == 2
+    assert 0.1 <= clock.sleeps[0] <= 0.2
+    assert 0.2 <= clock.sleeps[1] <= 0.4
 
 
-async def test_retry_after_of_a_transient_error_is_the_delay(sleeps: list[float]) -> None:
-    model = ScriptedModel()
+async def test_retry_after_of_a_transient_error_is_the_delay(clock: FakeClock) -> None:
+    model = ScriptedModel(clock=clock)
     model.failures = [TransientEmbeddingError("rate limited", status=429, retry_after=7.5)]
     await model(["a"])
-    assert sleeps == [7.5]
+    assert clock.sleeps == [7.5]
 
 
-async def test_backoff_is_capped_by_retry_max_delay(sleeps: list[float]) -> None:
-    model = ScriptedModel(max_retries=6, retry_base_delay=1.0, retry_max_delay=2.0)
+async def test_backoff_is_capped_by_retry_max_delay(clock: FakeClock) -> None:
+    model = ScriptedModel(clock=clock, max_retries=6, retry_base_delay=1.0, retry_max_delay=2.0)
     model.failures = [TransientEmbeddingError("busy")] * 6
     await model(["a"])
-    assert max(sleeps) <= 2.0
+    assert max(clock.sleeps) <= 2.0
 
 
-async def test_gives_up_after_max_retries(sleeps: list[float]) -> None:
-    model = ScriptedModel(max_retries=2, retry_base_delay=0.01)
+async def test_gives_up_after_max_retries(clock: FakeClock) -> None:
+    model = ScriptedModel(clock=clock, max_retries=2, retry_base_delay=0.01)
     model.failures = [TransientEmbeddingError("still busy")] * 5
     with pytest.raises(TransientEmbeddingError, match="still busy") as caught:
         await model(["a"])
     assert len(model.batches) == 3
-    assert len(sleeps) == 2
+    assert len(clock.sleeps) == 2
     assert any("gave up after 3 attempts" in note for note in caught.value.__notes__)
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404])
-async def test_permanent_errors_are_raised_at_once(status: int, sleeps: list[float]) -> None:
-    model = ScriptedModel()
+async def test_permanent_errors_are_raised_at_once(status: int, clock: FakeClock) -> None:
+    model = ScriptedModel(clock=clock)
     model.failures = [EmbeddingAPIError(status, "the provider's own words")]
     with pytest.raises(EmbeddingAPIError, match="the provider's own words") as caught:
         await model(["a"])
     assert caught.value.status == status
     assert len(model.batches) == 1
-    assert sleeps == []
+    assert clock.sleeps == []
 
 
-async def test_unexpected_exceptions_are_not_retried(sleeps: list[float]) -> None:
-    model = ScriptedModel()
+async def test_unexpected_exceptions_are_not_retried(clock: FakeClock) -> None:
+    model = ScriptedModel(clock=clock)
     model.failures = [RuntimeError("bug")]
     with pytest.raises(RuntimeError, match="bug"):
         await model(["a"])
-    assert sleeps == []
+    assert clock.sleeps == []
 
 
 @pytest.mark.parametrize(
@@ -183,14 +184,14 @@ async def test_unexpected_exceptions_are_not_retried(sleeps: list[float]) -> Non
     ids=["count", "dimension", "nan", "inf"],
 )
 async def test_bad_output_is_an_embedding_error_naming_the_model(
-    output: list[list[float]], message: str, sleeps: list[float]
+    output: list[list[float]], message: str, clock: FakeClock
 ) -> None:
-    model = ScriptedModel()
+    model = ScriptedModel(clock=clock)
     model.outputs = [output]
     with pytest.raises(EmbeddingError, match=message) as caught:
         await model(["a", "b"])
     assert "scripted" in str(caught.value)
-    assert sleeps == []
+    assert clock.sleeps == []
 
 
 async def test_a_data_block_for_a_text_only_model_is_a_value_error() -> None:

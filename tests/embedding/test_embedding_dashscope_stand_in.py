@@ -17,6 +17,7 @@ from archivist.embedding import (
     is_multimodal_model,
 )
 from archivist.message import Base64Source, DataBlock, TextBlock, URLSource
+from fake_clock import FakeClock
 
 VectorFor = Callable[[str, int], list[float]]
 
@@ -27,6 +28,7 @@ def make_model(stand_in: object, **settings: object) -> DashScopeEmbeddingModel:
         base_url=stand_in.base_url,  # type: ignore[attr-defined]
     )
     settings.setdefault("retry_base_delay", 0.001)
+    settings.setdefault("clock", stand_in.clock)  # type: ignore[attr-defined]
     return DashScopeEmbeddingModel(
         credential,
         http_client=stand_in.client(),  # type: ignore[attr-defined]
@@ -72,7 +74,7 @@ async def test_stand_in_batches_split_at_ten_texts(
 
 
 async def test_stand_in_429_waits_for_retry_after_then_succeeds(
-    dashscope_stand_in, sleeps: list[float]
+    dashscope_stand_in, clock: FakeClock
 ) -> None:
     dashscope_stand_in.replies = [
         httpx.Response(
@@ -83,23 +85,23 @@ async def test_stand_in_429_waits_for_retry_after_then_succeeds(
     ]
     model = make_model(dashscope_stand_in, dimensions=8)
     response = await model(["a"])
-    assert sleeps == [3.0]
+    assert clock.sleeps == [3.0]
     assert len(dashscope_stand_in.requests) == 2
     assert len(response.embeddings) == 1
 
 
-async def test_stand_in_500_is_retried(dashscope_stand_in, sleeps: list[float]) -> None:
+async def test_stand_in_500_is_retried(dashscope_stand_in, clock: FakeClock) -> None:
     dashscope_stand_in.replies = [
         httpx.Response(500, json={"code": "InternalError", "message": "try again"})
     ]
     model = make_model(dashscope_stand_in, dimensions=8)
     response = await model(["a"])
     assert len(dashscope_stand_in.requests) == 2
-    assert len(sleeps) == 1
+    assert len(clock.sleeps) == 1
     assert len(response.embeddings) == 1
 
 
-async def test_stand_in_timeout_is_retried(dashscope_stand_in, sleeps: list[float]) -> None:
+async def test_stand_in_timeout_is_retried(dashscope_stand_in, clock: FakeClock) -> None:
     def time_out(request: httpx.Request) -> httpx.Response:
         raise httpx.ReadTimeout("timed out", request=request)
 
@@ -107,11 +109,11 @@ async def test_stand_in_timeout_is_retried(dashscope_stand_in, sleeps: list[floa
     model = make_model(dashscope_stand_in, dimensions=8)
     await model(["a"])
     assert len(dashscope_stand_in.requests) == 2
-    assert len(sleeps) == 1
+    assert len(clock.sleeps) == 1
 
 
 async def test_stand_in_persistent_429_gives_up_after_max_retries(
-    dashscope_stand_in, sleeps: list[float]
+    dashscope_stand_in, clock: FakeClock
 ) -> None:
     busy = httpx.Response(429, json={"code": "Throttling", "message": "busy"})
     dashscope_stand_in.replies = [busy] * 10
@@ -123,7 +125,7 @@ async def test_stand_in_persistent_429_gives_up_after_max_retries(
 
 
 async def test_stand_in_401_is_raised_at_once_with_the_provider_message(
-    dashscope_stand_in, sleeps: list[float]
+    dashscope_stand_in, clock: FakeClock
 ) -> None:
     model = make_model(dashscope_stand_in, api_key="sk-wrong")
     with pytest.raises(EmbeddingAPIError, match="Invalid API-key provided") as caught:
@@ -131,15 +133,15 @@ async def test_stand_in_401_is_raised_at_once_with_the_provider_message(
     assert caught.value.status == 401
     assert caught.value.code == "InvalidApiKey"
     assert len(dashscope_stand_in.requests) == 1
-    assert sleeps == []
+    assert clock.sleeps == []
 
 
-async def test_stand_in_400_is_raised_at_once(dashscope_stand_in, sleeps: list[float]) -> None:
+async def test_stand_in_400_is_raised_at_once(dashscope_stand_in, clock: FakeClock) -> None:
     model = make_model(dashscope_stand_in, batch_size=11)
     with pytest.raises(EmbeddingAPIError, match="should not be larger than 10") as caught:
         await model([str(i) for i in range(11)])
     assert caught.value.code == "InvalidParameter"
-    assert sleeps == []
+    assert clock.sleeps == []
 
 
 @pytest.mark.parametrize(
@@ -172,7 +174,7 @@ async def test_stand_in_400_is_raised_at_once(dashscope_stand_in, sleeps: list[f
     ids=["not-json", "no-output", "not-a-list", "wrong-count", "strings"],
 )
 async def test_stand_in_malformed_answers_are_embedding_errors(
-    dashscope_stand_in, sleeps: list[float], reply: httpx.Response, message: str
+    dashscope_stand_in, clock: FakeClock, reply: httpx.Response, message: str
 ) -> None:
     dashscope_stand_in.replies = [reply]
     model = make_model(dashscope_stand_in, dimensions=8)

@@ -9,6 +9,7 @@ import pytest
 
 from archivist.credential import OpenAICredential
 from archivist.embedding import EmbeddingAPIError, EmbeddingError, OpenAIEmbeddingModel
+from fake_clock import FakeClock
 
 VectorFor = Callable[[str, int], list[float]]
 
@@ -20,6 +21,7 @@ def make_model(stand_in, **settings: object) -> OpenAIEmbeddingModel:
         organization=settings.pop("organization", None),
     )
     settings.setdefault("retry_base_delay", 0.001)
+    settings.setdefault("clock", stand_in.clock)  # type: ignore[attr-defined]
     return OpenAIEmbeddingModel(
         settings.pop("model", "text-embedding-3-small"),
         settings.pop("dimensions", 8),
@@ -70,7 +72,7 @@ async def test_stand_in_prefixes_follow_input_type(openai_stand_in) -> None:
     assert [b["input"] for b in openai_stand_in.bodies] == [["query: q"], ["passage: d"]]
 
 
-async def test_stand_in_retry_after_ms_is_honoured(openai_stand_in, sleeps: list[float]) -> None:
+async def test_stand_in_retry_after_ms_is_honoured(openai_stand_in, clock: FakeClock) -> None:
     openai_stand_in.replies = [
         httpx.Response(
             429,
@@ -80,11 +82,11 @@ async def test_stand_in_retry_after_ms_is_honoured(openai_stand_in, sleeps: list
     ]
     model = make_model(openai_stand_in)
     await model(["a"])
-    assert sleeps == [0.25]
+    assert clock.sleeps == [0.25]
 
 
 async def test_stand_in_insufficient_quota_429_fails_fast(
-    openai_stand_in, sleeps: list[float]
+    openai_stand_in, clock: FakeClock
 ) -> None:
     """A spent quota is a 429 that no wait cures: one call, no sleep, the provider's words."""
     openai_stand_in.replies = [
@@ -103,10 +105,10 @@ async def test_stand_in_insufficient_quota_429_fails_fast(
         await model(["a"])
     assert caught.value.code == "insufficient_quota"
     assert len(openai_stand_in.requests) == 1
-    assert sleeps == []
+    assert clock.sleeps == []
 
 
-async def test_stand_in_503_is_retried(openai_stand_in, sleeps: list[float]) -> None:
+async def test_stand_in_503_is_retried(openai_stand_in, clock: FakeClock) -> None:
     openai_stand_in.replies = [httpx.Response(503, text="upstream unavailable")]
     model = make_model(openai_stand_in)
     response = await model(["a"])
@@ -115,14 +117,14 @@ async def test_stand_in_503_is_retried(openai_stand_in, sleeps: list[float]) -> 
 
 
 async def test_stand_in_401_surfaces_the_provider_message(
-    openai_stand_in, sleeps: list[float]
+    openai_stand_in, clock: FakeClock
 ) -> None:
     model = make_model(openai_stand_in, api_key="sk-wrong")
     with pytest.raises(EmbeddingAPIError, match="Incorrect API key provided") as caught:
         await model(["a"])
     assert (caught.value.status, caught.value.code) == (401, "invalid_api_key")
     assert len(openai_stand_in.requests) == 1
-    assert sleeps == []
+    assert clock.sleeps == []
 
 
 async def test_stand_in_plain_string_errors_are_surfaced(openai_stand_in) -> None:

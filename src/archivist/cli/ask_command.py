@@ -107,6 +107,15 @@ async def run_ask(args: argparse.Namespace) -> int:
     """Answer with an agent over the KB (the answer, then its sources), or print the passages
     when no model is configured."""
     chat_model = configured_chat_model(args)
+    try:
+        return await _answer(args, chat_model)
+    finally:
+        if chat_model is not None:
+            await chat_model.aclose()
+
+
+async def _answer(args: argparse.Namespace, chat_model: ChatModelBase | None) -> int:
+    """The answer of `chat_model` (or the passages, without one) over the session's KB."""
     async with open_session(args, create=False) as session:
         middleware = RAGMiddleware(
             knowledges=[session.kb],

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import httpx
 
 from archivist import __version__
-from archivist._http_retry import one_line
+from archivist._text import one_line
 from archivist.cli.ask_command import add_ask_command
 from archivist.cli.chunk_command import add_chunk_command
 from archivist.cli.docs_command import add_docs_commands

@@ -315,4 +315,7 @@ async def open_session(
             save_kb(store_dir, settled)
         yield Session(store, kb, store_dir, settled, chunker)
     finally:
-        await store.__aexit__(None, None, None)
+        try:
+            await store.__aexit__(None, None, None)
+        finally:
+            await model.aclose()

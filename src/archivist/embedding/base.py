@@ -12,15 +12,15 @@ import logging
 import weakref
 from abc import ABC
 from collections.abc import Sequence
-from types import TracebackType
-from typing import Literal, Self, TypeAlias, get_args
+from typing import Literal, TypeAlias, get_args
 
 from pydantic import BaseModel, ConfigDict
 
-from archivist._http_retry import announce_retry
+from archivist._closable import AsyncClosable
+from archivist._http.clock import SYSTEM_CLOCK, Clock
+from archivist._http.retry import RetryPolicy, call_with_retries, should_retry
 from archivist.credential.base import CredentialBase
-from archivist.embedding import retry
-from archivist.embedding.errors import EmbeddingError
+from archivist.embedding.errors import EmbeddingAPIError, EmbeddingError, TransientEmbeddingError
 from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
 from archivist.embedding.tokenizer import ModelTokenizer
 from archivist.message import DataBlock, TextBlock
@@ -34,12 +34,14 @@ BatchItem: TypeAlias = str | DataBlock
 """What `_embed_batch` receives: a TextBlock arrives as its text."""
 
 
-class EmbeddingModelBase(ABC):
+class EmbeddingModelBase(AsyncClosable, ABC):
     """Turns texts (and, for multimodal models, DataBlocks) into vectors of `dimensions` floats.
 
     `await model(inputs, input_type="query" | "document")` checks the inputs, splits them into
     batches of `batch_size`, runs at most `max_concurrency` batches at once, retries transient
     failures with exponential backoff, checks every vector and returns them in input order.
+    Retries wait on `clock` (the system clock unless given). `await model.aclose()`, or
+    `async with model:`, releases what the model holds, such as its HTTP connections.
     """
 
     class Parameters(BaseModel):
@@ -57,6 +59,7 @@ class EmbeddingModelBase(ABC):
     credential: CredentialBase | None
     parameters: BaseModel
     context_size: int | None
+    clock: Clock
 
     def __init__(
         self,
@@ -73,6 +76,7 @@ class EmbeddingModelBase(ABC):
         max_concurrency: int = 4,
         retry_base_delay: float = 0.5,
         retry_max_delay: float = 60.0,
+        clock: Clock | None = None,
     ) -> None:
         """Takes AgentScope's arguments in AgentScope's order (`credential, model, dimensions,
         parameters, context_size, batch_size, max_retries, retry_delay`), so a subclass written
@@ -96,15 +100,14 @@ class EmbeddingModelBase(ABC):
             _require_int("context_size", context_size, minimum=1)
         _require_int("batch_size", batch_size, minimum=1)
         _require_int("max_concurrency", max_concurrency, minimum=1)
-        _require_int("max_retries", max_retries, minimum=0)
         if retry_delay is not None:
             retry_base_delay = retry_delay
-        for name, delay in (
-            ("retry_delay" if retry_delay is not None else "retry_base_delay", retry_base_delay),
-            ("retry_max_delay", retry_max_delay),
-        ):
-            if not isinstance(delay, int | float) or isinstance(delay, bool) or delay < 0:
-                raise ValueError(f"{name} must be a number >= 0, got {delay!r}")
+        try:
+            RetryPolicy(max_retries, retry_base_delay, retry_max_delay)  # checks the settings
+        except ValueError as error:
+            if retry_delay is None:
+                raise
+            raise ValueError(str(error).replace("retry_base_delay", "retry_delay")) from None
         self.credential = credential
         self.model = model
         self._dimensions = dimensions
@@ -116,6 +119,7 @@ class EmbeddingModelBase(ABC):
         self.max_retries = max_retries
         self.retry_base_delay = float(retry_base_delay)
         self.retry_max_delay = float(retry_max_delay)
+        self.clock = clock if clock is not None else SYSTEM_CLOCK
         self._semaphores: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, asyncio.Semaphore
         ] = weakref.WeakKeyDictionary()
@@ -221,24 +225,25 @@ class EmbeddingModelBase(ABC):
     async def _embed_with_retry(
         self, batch: Sequence[BatchItem], input_type: InputType
     ) -> EmbeddingResponse:
-        attempt = 0
-        while True:
-            try:
-                response = await self._embed_batch(batch, input_type)
-            except Exception as error:
-                if not retry.is_transient(error) or attempt >= self.max_retries:
-                    if attempt:
-                        error.add_note(f"{self.model}: gave up after {attempt + 1} attempts")
-                    raise
-                delay = retry.backoff_delay(
-                    attempt, error, self.retry_base_delay, self.retry_max_delay
-                )
-                announce_retry(self.model, error, delay, attempt, self.max_retries)
-                await retry.sleep(delay)
-                attempt += 1
-                continue
-            self._check_output(response, len(batch))
-            return response
+        """One batch through the shared retry loop, then the output checks."""
+        response = await call_with_retries(
+            lambda: self._embed_batch(batch, input_type),
+            policy=RetryPolicy(self.max_retries, self.retry_base_delay, self.retry_max_delay),
+            clock=getattr(self, "clock", SYSTEM_CLOCK),
+            service=self.model,
+            retryable=self._is_retryable,
+        )
+        self._check_output(response, len(batch))
+        return response
+
+    @classmethod
+    def _get_retryable_exceptions(cls) -> tuple[type[Exception], ...]:
+        """Further exception types a provider's per-batch hook raises for failures worth
+        retrying (AgentScope's hook); none by default."""
+        return ()
+
+    def _is_retryable(self, error: BaseException) -> bool:
+        return _is_transient(error) or isinstance(error, self._get_retryable_exceptions())
 
     def _check_output(self, response: EmbeddingResponse, expected: int) -> None:
         """Reject a batch whose vectors are missing, mis-sized or not finite numbers."""
@@ -290,20 +295,13 @@ class EmbeddingModelBase(ABC):
             self._semaphores[loop] = semaphore
         return semaphore
 
-    async def aclose(self) -> None:
-        """Release held resources (connections, files); a no-op unless a model holds some."""
-        return None
 
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.aclose()
+def _is_transient(error: BaseException) -> bool:
+    """Whether a failed batch is worth another try: a provider error status that
+    `should_retry` accepts, or a transient error or timeout without a status."""
+    if isinstance(error, EmbeddingAPIError) and error.status is not None:
+        return should_retry(error.status, error.code)
+    return isinstance(error, TransientEmbeddingError | TimeoutError)
 
 
 def _require_int(name: str, value: object, *, minimum: int) -> None:

@@ -155,11 +155,12 @@ class CachedEmbeddingModel(EmbeddingModelBase):
             db.commit()
 
     async def aclose(self) -> None:
-        """Close the cache file; the next call reopens it."""
+        """Close the cache file and the inner model; the next call reopens them."""
         with self._lock:
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
+        await self.inner.aclose()
 
 
 def _feed(digest: hashlib._Hash, part: str) -> None:

@@ -8,9 +8,11 @@ from typing import Any
 
 import httpx
 
+from archivist._http.clock import Clock
+from archivist._http.session import HttpSession
 from archivist.credential import DashScopeCredential
 from archivist.embedding import _wire
-from archivist.embedding._http import JsonPoster
+from archivist.embedding._http_errors import EmbeddingHttpErrors
 from archivist.embedding.base import BatchItem, EmbeddingInput, EmbeddingModelBase, InputType
 from archivist.embedding.errors import EmbeddingAPIError
 from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
@@ -62,6 +64,7 @@ class DashScopeEmbeddingModel(EmbeddingModelBase):
         timeout: float = 60.0,
         send_dimension: bool | None = None,
         http_client: httpx.AsyncClient | None = None,
+        clock: Clock | None = None,
     ) -> None:
         if not isinstance(credential, DashScopeCredential):
             raise TypeError(
@@ -77,14 +80,18 @@ class DashScopeEmbeddingModel(EmbeddingModelBase):
             max_retries=max_retries,
             retry_base_delay=retry_base_delay,
             retry_max_delay=retry_max_delay,
+            clock=clock,
         )
         self.credential = credential
         self.base_url = (base_url or credential.base_url).rstrip("/")
         self.send_dimension = (
             model not in _FIXED_DIMENSION_MODELS if send_dimension is None else send_dimension
         )
-        self._poster = JsonPoster(
-            model=model, timeout=timeout, http_client=http_client, read_error=_read_error
+        self._session = HttpSession(
+            timeout=timeout,
+            http_client=http_client,
+            now=lambda: self.clock.now(),
+            errors=EmbeddingHttpErrors(model, _read_error),
         )
 
     @property
@@ -117,7 +124,7 @@ class DashScopeEmbeddingModel(EmbeddingModelBase):
             parameters["text_type"] = input_type
             parameters["output_type"] = "dense"
         body = {"model": self.model, "input": body_input, "parameters": parameters}
-        answer = await self._poster.post(self.endpoint, body, self.credential.headers())
+        answer = await self._session.post_json(self.endpoint, body, self.credential.headers())
 
         if isinstance(answer, dict) and answer.get("code") and "output" not in answer:
             code, message = _read_error(answer)
@@ -136,7 +143,8 @@ class DashScopeEmbeddingModel(EmbeddingModelBase):
         return EmbeddingResponse(embeddings=vectors, usage=EmbeddingUsage(input_tokens=tokens))
 
     async def aclose(self) -> None:
-        await self._poster.aclose()
+        """Close the HTTP client this model opened (a caller-given `http_client` stays open)."""
+        await self._session.aclose()
 
 
 def _content(item: BatchItem) -> dict[str, str]:

@@ -7,9 +7,11 @@ from typing import Any
 
 import httpx
 
+from archivist._http.clock import Clock
+from archivist._http.session import HttpSession
 from archivist.credential import OpenAICredential
 from archivist.embedding import _wire
-from archivist.embedding._http import JsonPoster
+from archivist.embedding._http_errors import EmbeddingHttpErrors
 from archivist.embedding.base import BatchItem, EmbeddingModelBase, InputType
 from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
 
@@ -44,6 +46,7 @@ class OpenAIEmbeddingModel(EmbeddingModelBase):
         retry_max_delay: float = 60.0,
         timeout: float = 60.0,
         http_client: httpx.AsyncClient | None = None,
+        clock: Clock | None = None,
     ) -> None:
         if credential is not None and not isinstance(credential, OpenAICredential):
             raise TypeError(
@@ -58,6 +61,7 @@ class OpenAIEmbeddingModel(EmbeddingModelBase):
             max_retries=max_retries,
             retry_base_delay=retry_base_delay,
             retry_max_delay=retry_max_delay,
+            clock=clock,
         )
         self.credential = credential if credential is not None else OpenAICredential()
         if base_url is not None and not base_url.startswith(("http://", "https://")):
@@ -66,8 +70,11 @@ class OpenAIEmbeddingModel(EmbeddingModelBase):
         self.send_dimensions = send_dimensions
         self.query_prefix = query_prefix
         self.document_prefix = document_prefix
-        self._poster = JsonPoster(
-            model=model, timeout=timeout, http_client=http_client, read_error=_read_error
+        self._session = HttpSession(
+            timeout=timeout,
+            http_client=http_client,
+            now=lambda: self.clock.now(),
+            errors=EmbeddingHttpErrors(model, _read_error),
         )
 
     @property
@@ -91,7 +98,7 @@ class OpenAIEmbeddingModel(EmbeddingModelBase):
         if self.send_dimensions:
             body["dimensions"] = self.dimensions
         headers = {"Content-Type": "application/json", **self.credential.headers()}
-        answer = await self._poster.post(self.endpoint, body, headers)
+        answer = await self._session.post_json(self.endpoint, body, headers)
         vectors = _wire.indexed_vectors(
             _wire.field(answer, "data", self.model, "response"),
             index_key="index",
@@ -104,7 +111,8 @@ class OpenAIEmbeddingModel(EmbeddingModelBase):
         return EmbeddingResponse(embeddings=vectors, usage=EmbeddingUsage(input_tokens=tokens))
 
     async def aclose(self) -> None:
-        await self._poster.aclose()
+        """Close the HTTP client this model opened (a caller-given `http_client` stays open)."""
+        await self._session.aclose()
 
 
 def _read_error(body: Any) -> tuple[str | None, str | None]:

@@ -2,11 +2,15 @@
 
 from archivist.model.base import ChatModelBase
 from archivist.model.delta import ChatDelta, ChatDeltaAccumulator, ToolCallDelta, accumulate
-from archivist.model.errors import ChatModelAPIError, ChatModelError, ChatModelResponseError
+from archivist.model.errors import (
+    ChatModelAPIError,
+    ChatModelConnectionError,
+    ChatModelError,
+    ChatModelResponseError,
+)
 from archivist.model.openai_formatter import OpenAIChatFormatter
 from archivist.model.openai_model import OpenAIChatModel
 from archivist.model.response import ChatResponse, ChatUsage
-from archivist.model.retry import RetryPolicy
 from archivist.model.scripted import ScriptedCall, ScriptedChatModel
 
 __all__ = [
@@ -14,13 +18,13 @@ __all__ = [
     "ChatDeltaAccumulator",
     "ChatModelAPIError",
     "ChatModelBase",
+    "ChatModelConnectionError",
     "ChatModelError",
     "ChatModelResponseError",
     "ChatResponse",
     "ChatUsage",
     "OpenAIChatFormatter",
     "OpenAIChatModel",
-    "RetryPolicy",
     "ScriptedCall",
     "ScriptedChatModel",
     "ToolCallDelta",

@@ -7,12 +7,13 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from typing import Any, Literal, overload
 
+from archivist._closable import AsyncClosable
 from archivist.message import Msg, TextBlock
 from archivist.model.delta import ChatDelta, ToolCallDelta
 from archivist.model.response import ChatResponse
 
 
-class ChatModelBase(ABC):
+class ChatModelBase(AsyncClosable, ABC):
     """A chat model: `await model(messages, tools, tool_choice)` gives a ChatResponse, and
     `await model(..., stream=True)` gives an async iterator of ChatDeltas that add up to it.
 
@@ -20,7 +21,8 @@ class ChatModelBase(ABC):
     stream (the default yields the whole response as one delta).
 
     `tools` are OpenAI-style function schemas (`Toolkit.schemas()`); `tool_choice` is
-    "auto", "none", "required" or the name of one tool.
+    "auto", "none", "required" or the name of one tool. `await model.aclose()`, or
+    `async with model:`, releases what the model holds, such as its HTTP connections.
     """
 
     model_name: str = ""

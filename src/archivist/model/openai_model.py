@@ -3,20 +3,24 @@ Ollama, llama.cpp server and anything else that speaks `POST {base_url}/chat/com
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
 
 import httpx
 from httpx_sse import EventSource
 
-from archivist._http_retry import announce_retry, should_retry
+from archivist._http.clock import SYSTEM_CLOCK, Clock
+from archivist._http.retry import RetryPolicy, call_with_retries, should_retry
+from archivist._http.session import HttpSession
 from archivist.credential import OpenAICredential
 from archivist.message import Msg
 from archivist.model.base import ChatModelBase, response_as_delta
 from archivist.model.delta import ChatDelta
-from archivist.model.errors import ChatModelAPIError, ChatModelError, ChatModelResponseError
+from archivist.model.errors import (
+    ChatModelAPIError,
+    ChatModelConnectionError,
+    ChatModelResponseError,
+)
 from archivist.model.openai_formatter import OpenAIChatFormatter
 from archivist.model.openai_parser import (
     api_error_from_body,
@@ -25,10 +29,8 @@ from archivist.model.openai_parser import (
     parse_completion,
 )
 from archivist.model.response import ChatResponse
-from archivist.model.retry import RetryPolicy
 
-# Indirection so tests can observe backoff without waiting.
-_sleep = asyncio.sleep
+T = TypeVar("T")
 
 
 class OpenAIChatModel(ChatModelBase):
@@ -40,10 +42,11 @@ class OpenAIChatModel(ChatModelBase):
 
     408/409/429/5xx and connection failures are retried up to `max_retries` times with
     exponential backoff, waiting what the server asks in `Retry-After` / `retry-after-ms`
-    when it says; other errors raise ChatModelAPIError at once with the provider's message.
-    `generate_kwargs` (temperature, max_tokens, ...) go into every request body. Without
-    `http_client`, each call opens its own client, so one model object is safe to use from
-    several event loops.
+    when it says; error codes no wait will cure (`insufficient_quota`, ...) and other errors
+    raise ChatModelAPIError at once with the provider's message. Retries wait on `clock`.
+    `generate_kwargs` (temperature, max_tokens, ...) go into every request body. A given
+    `http_client` is used as it is and left open; otherwise the model opens one client on
+    first use and reuses its connections until `aclose()` (or the end of `async with model:`).
     """
 
     def __init__(
@@ -61,9 +64,16 @@ class OpenAIChatModel(ChatModelBase):
         timeout: float = 120.0,
         generate_kwargs: dict[str, Any] | None = None,
         formatter: OpenAIChatFormatter | None = None,
+        clock: Clock | None = None,
     ) -> None:
-        if max_retries < 0:
-            raise ValueError("max_retries must be >= 0")
+        self.retry_policy = RetryPolicy(max_retries, retry_base_delay, retry_max_delay)
+        self.clock = clock if clock is not None else SYSTEM_CLOCK
+        self._session = HttpSession(
+            timeout=timeout,
+            http_client=http_client,
+            now=lambda: self.clock.now(),
+            errors=_ChatErrors(),
+        )
         self.model_name = model
         self.credential = OpenAICredential(
             api_key=api_key or (credential.api_key if credential else None),
@@ -71,8 +81,6 @@ class OpenAIChatModel(ChatModelBase):
             organization=organization or (credential.organization if credential else None),
         )
         self.base_url = self.credential.base_url
-        self._http_client = http_client
-        self.retry_policy = RetryPolicy(max_retries, retry_base_delay, retry_max_delay)
         self.timeout = timeout
         self.generate_kwargs = dict(generate_kwargs or {})
         self.formatter = formatter or OpenAIChatFormatter()
@@ -84,13 +92,10 @@ class OpenAIChatModel(ChatModelBase):
         tool_choice: str | None,
     ) -> ChatResponse:
         body = self.request_body(messages, tools, tool_choice, stream=False)
-        async with self._client() as client:
-            response = await self._open(client, body)
-            try:
-                raw = await response.aread()
-            finally:
-                await response.aclose()
-        return parse_completion(decode_json(raw.decode("utf-8", "replace"), "chat completion"))
+        answer = await self._with_retries(
+            lambda: self._session.post_json(self.endpoint, body, self._headers(stream=False))
+        )
+        return parse_completion(answer)
 
     async def generate_stream(
         self,
@@ -99,30 +104,41 @@ class OpenAIChatModel(ChatModelBase):
         tool_choice: str | None,
     ) -> AsyncIterator[ChatDelta]:
         body = self.request_body(messages, tools, tool_choice, stream=True)
-        async with self._client() as client:
-            response = await self._open(client, body)
-            try:
-                if "text/event-stream" not in response.headers.get("content-type", ""):
-                    # A server that ignored `stream` and answered in one piece.
-                    raw = (await response.aread()).decode("utf-8", "replace")
-                    yield response_as_delta(parse_completion(decode_json(raw, "chat completion")))
-                    return
-                finished = False
-                async for event in EventSource(response).aiter_sse():
-                    if not event.data:
-                        continue  # an event with only a name, id or retry carries no chunk
-                    if event.data.strip() == "[DONE]":
-                        finished = True
-                        break
-                    delta = parse_chunk(decode_json(event.data, "stream chunk"))
-                    finished = finished or delta.stop_reason is not None
-                    yield delta
-                if not finished:
-                    raise ChatModelResponseError(
-                        "stream ended before [DONE] or a finish_reason: the response is incomplete"
-                    )
-            finally:
-                await response.aclose()
+        response = await self._with_retries(
+            lambda: self._session.open(self.endpoint, body, self._headers(stream=True))
+        )
+        try:
+            if "text/event-stream" not in response.headers.get("content-type", ""):
+                # A server that ignored `stream` and answered in one piece.
+                raw = (await response.aread()).decode("utf-8", "replace")
+                yield response_as_delta(parse_completion(decode_json(raw, "chat completion")))
+                return
+            finished = done = False
+            # Read to the end of the stream, past [DONE], so its connection can be reused.
+            async for event in EventSource(response).aiter_sse():
+                if done or not event.data:
+                    continue  # an event with only a name, id or retry carries no chunk
+                if event.data.strip() == "[DONE]":
+                    finished = done = True
+                    continue
+                delta = parse_chunk(decode_json(event.data, "stream chunk"))
+                finished = finished or delta.stop_reason is not None
+                yield delta
+            if not finished:
+                raise ChatModelResponseError(
+                    "stream ended before [DONE] or a finish_reason: the response is incomplete"
+                )
+        finally:
+            await response.aclose()
+
+    @property
+    def endpoint(self) -> str:
+        """The URL this model posts to."""
+        return f"{self.base_url}/chat/completions"
+
+    async def aclose(self) -> None:
+        """Close the HTTP client this model opened (a caller-given `http_client` stays open)."""
+        await self._session.aclose()
 
     def request_body(
         self,
@@ -151,53 +167,39 @@ class OpenAIChatModel(ChatModelBase):
         accept = "text/event-stream" if stream else "application/json"
         return {"Content-Type": "application/json", "Accept": accept, **self.credential.headers()}
 
-    @asynccontextmanager
-    async def _client(self) -> AsyncIterator[httpx.AsyncClient]:
-        if self._http_client is not None:
-            yield self._http_client
-            return
-        async with httpx.AsyncClient(timeout=self.timeout) as client:
-            yield client
-
-    async def _open(self, client: httpx.AsyncClient, body: dict[str, Any]) -> httpx.Response:
-        """Send the request, retrying as the policy says; the response is open, status 2xx."""
-        url = f"{self.base_url}/chat/completions"
-        policy = self.retry_policy
-        attempt = 0
-        while True:
-            request = client.build_request(
-                "POST", url, json=body, headers=self._headers(stream=bool(body.get("stream")))
-            )
-            try:
-                response = await client.send(request, stream=True)
-            except httpx.TransportError as exc:
-                if attempt >= policy.max_retries:
-                    raise ChatModelError(
-                        f"could not reach {url} after {attempt + 1} attempt(s): {exc!r}"
-                    ) from exc
-                delay = policy.delay(attempt)
-                announce_retry(url, repr(exc), delay, attempt, policy.max_retries)
-                await _sleep(delay)
-                attempt += 1
-                continue
-            if response.status_code < 400:
-                return response
-            error = await _read_error(response)
-            if not should_retry(response.status_code, error.code) or attempt >= policy.max_retries:
-                raise error
-            delay = policy.delay(attempt, response.headers)
-            announce_retry(url, error, delay, attempt, policy.max_retries)
-            await _sleep(delay)
-            attempt += 1
+    async def _with_retries(self, call: Callable[[], Awaitable[T]]) -> T:
+        return await call_with_retries(
+            call,
+            policy=self.retry_policy,
+            clock=self.clock,
+            service=self.model_name,
+            retryable=_is_retryable,
+        )
 
 
-async def _read_error(response: httpx.Response) -> ChatModelAPIError:
-    try:
-        raw = (await response.aread()).decode("utf-8", "replace")
-    finally:
-        await response.aclose()
-    try:
-        body: Any = decode_json(raw, "error body")
-    except ChatModelResponseError:
-        body = raw.strip()
-    return api_error_from_body(response.status_code, body)
+def _is_retryable(error: BaseException) -> bool:
+    """A dropped connection or an error answer that `should_retry` accepts is tried again."""
+    if isinstance(error, ChatModelAPIError):
+        return should_retry(error.status_code, error.code)
+    return isinstance(error, ChatModelConnectionError)
+
+
+class _ChatErrors:
+    """Names a failed chat request the way the chat model's callers expect."""
+
+    def unreachable(self, url: str, error: httpx.TransportError, timeout: float) -> Exception:
+        return ChatModelConnectionError(f"could not reach {url}: {error!r}")
+
+    def rejected(self, response: httpx.Response, retry_after: float | None) -> Exception:
+        raw = response.content.decode("utf-8", "replace")
+        try:
+            body: Any = decode_json(raw, "error body")
+        except ChatModelResponseError:
+            body = raw.strip()
+        error = api_error_from_body(response.status_code, body)
+        error.retry_after = retry_after
+        return error
+
+    def malformed(self, url: str, response: httpx.Response) -> Exception:
+        raw = response.content.decode("utf-8", "replace")
+        return ChatModelResponseError(f"chat completion is not valid JSON: {raw[:200]!r}")

@@ -1,6 +1,6 @@
 """A custom embedding model written against AgentScope's base class: `super().__init__` with
-AgentScope's arguments in its order, a credential subclass, only the per-batch `_call_api`,
-and a KnowledgeBase searching with it."""
+AgentScope's arguments in its order, a credential subclass, only the per-batch `_call_api`
+(retried on the exceptions it declares), and a KnowledgeBase searching with it."""
 
 import asyncio
 import hashlib
@@ -26,8 +26,16 @@ class HashingEmbedding(EmbeddingModelBase):
     def __init__(self, credential: LocalCredential, dimensions: int | None = 32, parameters=None):
         super().__init__(credential, "hashing", dimensions, parameters, 512, 2, 3, 0.01)
         self.batches: list[int] = []
+        self.failures_left = 1
+
+    @classmethod
+    def _get_retryable_exceptions(cls):
+        return (ConnectionError,)
 
     async def _call_api(self, inputs, **kwargs) -> EmbeddingResponse:
+        if self.failures_left:
+            self.failures_left -= 1
+            raise ConnectionError("the first call drops")
         self.batches.append(len(inputs))
         vectors = []
         for text in inputs:
@@ -52,7 +60,7 @@ async def main() -> None:
     response = await model(["one", TextBlock(text="two"), "three", "four", "five"])
     out["vector_count"] = len(response.embeddings)
     out["vector_lengths"] = sorted({len(v) for v in response.embeddings})
-    out["batches"] = sorted(model.batches)
+    out["batches"] = sorted(model.batches)  # the dropped call was retried
     legacy = HashingEmbedding(
         LocalCredential(), dimensions=None, parameters=EmbeddingModelBase.Parameters(dimensions=16)
     )

@@ -5,9 +5,9 @@ from __future__ import annotations
 import inspect
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterable
-from types import TracebackType
-from typing import Literal, Self
+from typing import Literal
 
+from archivist._closable import AsyncClosable
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
 from archivist.rag.store.generations import GenerationInfo
@@ -37,7 +37,7 @@ def check_diversity(diversity: object) -> float | None:
     return float(diversity)
 
 
-class VectorStoreBase(ABC):
+class VectorStoreBase(AsyncClosable, ABC):
     """A vector database: collections of chunk vectors, searchable and filterable by metadata.
 
     Reads of a missing collection return empty results; writes to one raise ValueError.
@@ -45,19 +45,9 @@ class VectorStoreBase(ABC):
     `metadata_filter` is `{key: value}` equality on chunk metadata, a None value meaning "the
     key is absent" (how "no tenant" is scoped); implementations translate
     it to the backend's native filter and never filter in Python after an unfiltered fetch.
-    Higher scores are always better.
+    Higher scores are always better. `async with store:` opens it where a store needs
+    opening, and closes it (`aclose()`) on the way out.
     """
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        return None
 
     @abstractmethod
     async def create_collection(self, name: str, dimensions: int) -> None:

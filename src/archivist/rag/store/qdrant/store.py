@@ -7,7 +7,6 @@ import dataclasses
 import os
 from collections.abc import AsyncIterable, Callable, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 from archivist.message import TextBlock
@@ -182,12 +181,8 @@ class QdrantStore(VectorStoreBase):
         self._is_open = True
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def aclose(self) -> None:
+        """Close the engine (Edge shards, or the client's connections); `async with` does."""
         if self._is_open:
             self._is_open = False
             self._params.clear()
