@@ -8,7 +8,7 @@ the session received. Each option is one candidate of the memory investigation:
     .venv/bin/python benchmarks/probe_onnx_memory.py --batch-size 8 --token-budget 0
     .venv/bin/python benchmarks/probe_onnx_memory.py --batch-size 32 --token-budget 1024
     .venv/bin/python benchmarks/probe_onnx_memory.py --shrink-arena --no-mem-pattern \\
-        --same-as-requested --threads 1 --no-arena
+        --same-as-requested --threads 1 --no-arena --opt-level basic --no-constant-folding
 
 `--token-budget 0` switches the budget off (plain `batch_size` slices of length-sorted texts).
 """
@@ -26,6 +26,12 @@ import onnxruntime as ort  # type: ignore[import-untyped]
 from bench_memory import scifact_files
 
 WINDOW = 256
+OPT_LEVELS = {
+    "off": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+    "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+    "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+    "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+}
 
 
 def peak_mb() -> float:
@@ -39,7 +45,9 @@ def patch_session(args: argparse.Namespace, shapes: list[tuple[int, int]]) -> No
     if args.same_as_requested:
         # A process-wide CPU arena that grows by what is asked, not by powers of two; sessions
         # opt in with session.use_env_allocators.
-        info = ort.OrtMemoryInfo("Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, 0)
+        info = ort.OrtMemoryInfo(
+            "Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT
+        )
         ort.create_and_register_allocator(info, ort.OrtArenaCfg(0, 1, -1, -1))
 
     class Probe(base):  # type: ignore[misc, valid-type]
@@ -53,6 +61,10 @@ def patch_session(args: argparse.Namespace, shapes: list[tuple[int, int]]) -> No
                 options.add_session_config_entry("session.use_env_allocators", "1")
             if args.threads:
                 options.intra_op_num_threads = args.threads
+            if args.opt_level:
+                options.graph_optimization_level = OPT_LEVELS[args.opt_level]
+            if args.no_constant_folding:
+                kwargs["disabled_optimizers"] = ["ConstantFolding"]
             super().__init__(path, sess_options=options, **kwargs)
 
         def run(self, outputs: Any, feed: Any, run_options: Any = None) -> Any:
@@ -118,6 +130,10 @@ def main() -> None:
         "--same-as-requested", action="store_true", help="arena_extend_strategy kSameAsRequested"
     )
     parser.add_argument("--threads", type=int, help="intra_op_num_threads")
+    parser.add_argument(
+        "--no-constant-folding", action="store_true", help="disabled_optimizers=[ConstantFolding]"
+    )
+    parser.add_argument("--opt-level", choices=sorted(OPT_LEVELS), help="graph optimization")
     args = parser.parse_args()
     print(json.dumps(asyncio.run(probe(args))), flush=True)
 

@@ -59,7 +59,9 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
     Inputs are grouped by token length; `token_budget` caps the padded tokens of one run
     (batch × longest input), since onnxruntime's working memory follows that shape: long
     inputs go in small batches, short ones in batches of up to `batch_size`. `None` means
-    batches of `batch_size` whatever their length.
+    batches of `batch_size` whatever their length. `fold_constants=False` turns off
+    onnxruntime's constant folding, which for a quantized export stores float copies of the
+    int8 weights.
     """
 
     def __init__(
@@ -77,6 +79,7 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         sha256: Mapping[str, str] | None = None,
         batch_size: int = 16,
         token_budget: int | None = None,
+        fold_constants: bool = True,
         threads: int | None = None,
     ) -> None:
         self.model_path = Path(model_path)
@@ -114,6 +117,7 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         self.query_prefix = query_prefix
         self.document_prefix = document_prefix
         self.token_budget = token_budget
+        self.fold_constants = fold_constants
         self.threads = threads or _available_cores()
         self._runtime: _Runtime | None = None
         self._load_lock = threading.Lock()
@@ -156,8 +160,14 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         options = ort.SessionOptions()
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
+        # A memory pattern is planned and kept per input shape; batch shapes vary with every
+        # call, so the patterns only add up.
+        options.enable_mem_pattern = False
         session = ort.InferenceSession(
-            str(self.model_path), sess_options=options, providers=["CPUExecutionProvider"]
+            str(self.model_path),
+            sess_options=options,
+            providers=["CPUExecutionProvider"],
+            disabled_optimizers=[] if self.fold_constants else ["ConstantFolding"],
         )
         input_types: dict[str, type[np.integer[Any]]] = {}
         for node in session.get_inputs():

@@ -1,5 +1,5 @@
-"""Token-budget batching of the ONNX model: what shapes the session receives, and that the
-vectors come back the same and in input order."""
+"""What bounds the ONNX model's working memory: token-budget batching (the shapes the session
+receives, vectors unchanged and in input order) and the session settings."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import onnxruntime as ort  # type: ignore[import-untyped]
 import pytest
 
-from archivist.embedding import OnnxEmbeddingModel
+from archivist.embedding import LocalEmbeddingModel, OnnxEmbeddingModel
 from archivist.embedding.onnx import plan_by_length
 
 # Texts of very different token lengths, in no particular order.
@@ -18,9 +18,15 @@ TEXTS = [f"item {i}: " + "several filler words " * ((i * 13) % 40) for i in rang
 
 
 class RecordingSession(ort.InferenceSession):  # type: ignore[misc]
-    """The real session, recording the (batch, sequence) shape of every run."""
+    """The real session, recording its optimizer settings and the (batch, sequence) shape of
+    every run."""
 
     shapes: list[tuple[int, int]] = []
+    disabled: list[list[str]] = []
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        RecordingSession.disabled.append(list(kwargs.get("disabled_optimizers", [])))
+        super().__init__(*args, **kwargs)
 
     def run(self, outputs: Any, feed: Any, run_options: Any = None) -> Any:
         RecordingSession.shapes.append(tuple(feed["input_ids"].shape))
@@ -32,6 +38,7 @@ def shapes(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[int, int]]]:
     """Shapes of the session runs of models created in the test."""
     monkeypatch.setattr(ort, "InferenceSession", RecordingSession)
     RecordingSession.shapes = []
+    RecordingSession.disabled = []
     yield RecordingSession.shapes
 
 
@@ -99,3 +106,20 @@ async def test_vectors_match_the_plain_path_in_input_order(
 def test_a_bad_token_budget_is_named(default_model: OnnxEmbeddingModel, value: object) -> None:
     with pytest.raises(ValueError, match="token_budget"):
         model_like(default_model, token_budget=value)
+
+
+async def test_constant_folding_off_gives_the_same_vectors(
+    default_model: OnnxEmbeddingModel, shapes: list[tuple[int, int]]
+) -> None:
+    unfolded = await model_like(default_model, fold_constants=False)(TEXTS[:8])
+    folded = await model_like(default_model, fold_constants=True)(TEXTS[:8])
+    assert RecordingSession.disabled == [["ConstantFolding"], []]
+    assert np.allclose(unfolded.embeddings, folded.embeddings, atol=1e-4)
+
+
+def test_the_default_model_bounds_its_working_memory() -> None:
+    model = LocalEmbeddingModel()
+    assert isinstance(model, OnnxEmbeddingModel)
+    assert (model.token_budget, model.batch_size, model.fold_constants) == (2048, 32, False)
+    session = model._load().session
+    assert session.get_session_options().enable_mem_pattern is False
