@@ -11,6 +11,9 @@ the session received. Each option is one candidate of the memory investigation:
         --same-as-requested --threads 1 --no-arena --opt-level basic --no-constant-folding
 
 `--token-budget 0` switches the budget off (plain `batch_size` slices of length-sorted texts).
+`--compare-speed ROUNDS` measures throughput instead: the previous default (batch of 8, constant
+folding and memory pattern on, no budget) and the given settings embed the same windows in turn
+in one process, so both see the same machine load; it prints the seconds of each and the ratio.
 """
 
 from __future__ import annotations
@@ -118,6 +121,46 @@ async def probe(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+async def compare_speed(args: argparse.Namespace) -> dict[str, Any]:
+    """Seconds of the old default and of the probed settings on the same windows, alternated."""
+    import dataclasses
+
+    from archivist.embedding import LocalEmbeddingModel
+
+    texts = await chunk_texts(args.documents)
+    old = LocalEmbeddingModel(batch_size=8, token_budget=None, fold_constants=True)
+    runtime = old._load()
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = runtime.session.get_session_options().intra_op_num_threads
+    options.inter_op_num_threads = 1
+    session = ort.InferenceSession(
+        str(old.model_path), sess_options=options, providers=["CPUExecutionProvider"]
+    )
+    old._runtime = dataclasses.replace(runtime, session=session)
+    overrides: dict[str, Any] = {"batch_size": args.batch_size}
+    if args.token_budget is not None:
+        overrides["token_budget"] = args.token_budget or None
+    new = LocalEmbeddingModel(**overrides)
+    models = {"old": old, "new": new}
+    seconds = dict.fromkeys(models, 0.0)
+    for model in models.values():
+        await model(texts[:WINDOW])  # warm both on the widest shapes
+    for round_ in range(args.compare_speed):
+        for number, start in enumerate(range(0, len(texts), WINDOW)):
+            names = ["old", "new"] if (round_ + number) % 2 == 0 else ["new", "old"]
+            for name in names:
+                started = time.perf_counter()
+                await models[name](texts[start : start + WINDOW])
+                seconds[name] += time.perf_counter() - started
+    return {
+        "options": {k: v for k, v in vars(args).items() if v},
+        "texts": len(texts) * args.compare_speed,
+        "old_seconds": round(seconds["old"], 1),
+        "new_seconds": round(seconds["new"], 1),
+        "throughput_ratio_new_to_old": round(seconds["old"] / seconds["new"], 3),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--documents", type=int, default=300)
@@ -134,8 +177,10 @@ def main() -> None:
         "--no-constant-folding", action="store_true", help="disabled_optimizers=[ConstantFolding]"
     )
     parser.add_argument("--opt-level", choices=sorted(OPT_LEVELS), help="graph optimization")
+    parser.add_argument("--compare-speed", type=int, metavar="ROUNDS")
     args = parser.parse_args()
-    print(json.dumps(asyncio.run(probe(args))), flush=True)
+    work = compare_speed(args) if args.compare_speed else probe(args)
+    print(json.dumps(asyncio.run(work)), flush=True)
 
 
 if __name__ == "__main__":

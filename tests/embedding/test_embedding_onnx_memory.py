@@ -120,6 +120,6 @@ async def test_constant_folding_off_gives_the_same_vectors(
 def test_the_default_model_bounds_its_working_memory() -> None:
     model = LocalEmbeddingModel()
     assert isinstance(model, OnnxEmbeddingModel)
-    assert (model.token_budget, model.batch_size, model.fold_constants) == (2048, 32, False)
+    assert (model.token_budget, model.batch_size, model.fold_constants) == (1024, 32, False)
     session = model._load().session
     assert session.get_session_options().enable_mem_pattern is False
