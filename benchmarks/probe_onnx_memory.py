@@ -101,6 +101,8 @@ async def probe(args: argparse.Namespace) -> dict[str, Any]:
     overrides: dict[str, Any] = {"batch_size": args.batch_size}
     if args.token_budget is not None:
         overrides["token_budget"] = args.token_budget or None
+    if args.fold_constants:
+        overrides["fold_constants"] = True
     model = LocalEmbeddingModel(**overrides)
     await model(["warm-up"])
     model_mb = peak_mb()
@@ -140,6 +142,8 @@ async def compare_speed(args: argparse.Namespace) -> dict[str, Any]:
     overrides: dict[str, Any] = {"batch_size": args.batch_size}
     if args.token_budget is not None:
         overrides["token_budget"] = args.token_budget or None
+    if args.fold_constants:
+        overrides["fold_constants"] = True
     new = LocalEmbeddingModel(**overrides)
     models = {"old": old, "new": new}
     seconds = dict.fromkeys(models, 0.0)
@@ -175,6 +179,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, help="intra_op_num_threads")
     parser.add_argument(
         "--no-constant-folding", action="store_true", help="disabled_optimizers=[ConstantFolding]"
+    )
+    parser.add_argument(
+        "--fold-constants", action="store_true", help="the model's fold_constants=True"
     )
     parser.add_argument("--opt-level", choices=sorted(OPT_LEVELS), help="graph optimization")
     parser.add_argument("--compare-speed", type=int, metavar="ROUNDS")
