@@ -60,8 +60,8 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
     (batch × longest input), since onnxruntime's working memory follows that shape: long
     inputs go in small batches, short ones in batches of up to `batch_size`. `None` means
     batches of `batch_size` whatever their length. `fold_constants=False` turns off
-    onnxruntime's constant folding, which for a quantized export stores float copies of the
-    int8 weights.
+    onnxruntime's constant folding, which, for an export that casts int8 weights to float at
+    run time, keeps float copies of them (less memory; each run then does the cast).
     """
 
     def __init__(
