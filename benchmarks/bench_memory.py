@@ -1,5 +1,6 @@
 """Peak RSS of ingestion (`ingest_files`, the path `archivist index` runs) on SciFact documents,
-one large text file and one long PDF, each case in a fresh process.
+one large text file and one long PDF, and of the SciFact quality run, next to AgentScope 2.0.11
+on the same work; each case in a fresh process.
 
 Each worker loads the default local model, embeds one text (the model's own footprint,
 `model_mb`), then ingests into an in-memory Qdrant store and reports its peak RSS; `over_model_mb`
@@ -7,9 +8,16 @@ is the difference. `--src DIR` runs the same cases against another checkout's `s
 exported with `git archive`) for a before/after comparison.
 
     .venv/bin/python benchmarks/bench_memory.py --cases scifact:300 chunk-text:200 chunk-pdf:2000
+    .venv/bin/python benchmarks/bench_memory.py \
+        --cases scifact:300 agentscope-scifact:300 quality:1000 agentscope-quality:1000
 
 `chunk-text:MB` / `chunk-pdf:PAGES` run only the parse + chunk pass (no model); `text:MB` and
-`pdf:PAGES` ingest end to end.
+`pdf:PAGES` ingest end to end. `quality:N` is `archivist eval` on SciFact with all queries and a
+corpus of N documents (0: all), uncached. The `agentscope-` cases run AgentScope's own
+KnowledgeBase (TextParser, ApproxTokenChunker 256/32, `insert_document` per document) in the
+venv `.venv-agentscope` (as tests/compat makes it, plus `pip install -e .`; or
+`$ARCHIVIST_AGENTSCOPE_VENV`), embedding with the same local model through
+`agentscope_driver.ArchivistEmbedding`, uncached.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ REPO = HERE.parent
 DATASET = Path(os.environ.get("SCIFACT_DIR", "/work/shared/datasets/scifact"))
 TMP = HERE / "results" / "tmp"
 MARKER = "BENCH_MEMORY "
+AGENTSCOPE_VENV = Path(os.environ.get("ARCHIVIST_AGENTSCOPE_VENV", REPO / ".venv-agentscope"))
 LINE = "The quarterly report covers revenue, costs and the outlook for the next year {n}. "
 
 
@@ -148,13 +157,94 @@ async def worker(case: str, size: int) -> dict[str, Any]:
     }
 
 
+async def quality(size: int) -> dict[str, Any]:
+    """`archivist eval` on SciFact (all queries, a corpus of `size` documents, 0 = all),
+    default configuration, uncached model."""
+    from archivist.eval import EvalConfig, run_evaluation
+
+    model_mb = _peak_mb()
+    config = EvalConfig(dataset_dir=DATASET, corpus=size or None, cache_dir=None)
+    result = await run_evaluation(config)
+    return {
+        "case": "quality",
+        "size": size,
+        "documents": result.documents,
+        "chunks": result.chunks,
+        "ndcg@10": round(result.metrics["nDCG@10"], 4),
+        "seconds": round(result.index_seconds + result.search_seconds, 1),
+        "before_model_mb": model_mb,
+        "peak_mb": _peak_mb(),
+    }
+
+
+async def agentscope_case(case: str, size: int) -> dict[str, Any]:
+    """AgentScope's KnowledgeBase on the same work, embedding with the same local model:
+    TextParser → ApproxTokenChunker(256, 32) → `insert_document` per document, and for
+    `quality` one search per query (document score = best chunk score)."""
+    from agentscope.rag import ApproxTokenChunker as ASChunker
+    from agentscope.rag import KnowledgeBase as ASKnowledgeBase
+    from agentscope.rag import QdrantStore as ASQdrantStore
+    from agentscope.rag import TextParser as ASTextParser
+    from agentscope_driver import model
+
+    from archivist.eval import evaluate, load_beir
+
+    parser = ASTextParser()
+    chunker = ASChunker(ASChunker.Parameters(chunk_size=256, overlap=32))
+    if case == "quality":
+        data = load_beir(DATASET).subset(None, size or None, 0)
+        sources = [(d.id, d.text_for_indexing.encode("utf-8")) for d in data.corpus]
+    else:
+        sources = [(p.stem, p.read_bytes()) for p in scifact_files(size)]
+    embedder = model(None)
+    await embedder(["warm-up"])
+    model_mb = _peak_mb()
+    chunks_total = 0
+    started = time.perf_counter()
+    extra: dict[str, Any] = {}
+    async with ASQdrantStore(location=":memory:") as store:
+        kb = ASKnowledgeBase("memory", "memory benchmark", embedder, store, "memory")
+        await kb.ensure_collection()
+        for doc_id, raw in sources:
+            if not raw.strip():
+                continue
+            chunks = await chunker.chunk(await parser.parse(raw, f"{doc_id}.txt"))
+            chunks_total += len(chunks)
+            await kb.insert_document(chunks, document_id=doc_id)
+        if case == "quality":
+            run: dict[str, dict[str, float]] = {}
+            for query in data.queries:
+                scores: dict[str, float] = {}
+                for hit in await kb.search([query.text], top_k=300):
+                    scores[hit.document_id] = max(hit.score, scores.get(hit.document_id, -1e9))
+                run[query.id] = scores
+            extra["ndcg@10"] = round(evaluate(run, data.qrels)["nDCG@10"], 4)
+    peak = _peak_mb()
+    return {
+        "case": f"agentscope-{case}",
+        "size": size,
+        "documents": len(sources),
+        "chunks": chunks_total,
+        **extra,
+        "seconds": round(time.perf_counter() - started, 1),
+        "model_mb": model_mb,
+        "peak_mb": peak,
+        "over_model_mb": round(peak - model_mb, 1),
+    }
+
+
 def run(case: str, size: int, src: Path | None) -> dict[str, Any]:
     """One case in a fresh process (with `src` first on the path, if given)."""
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     if src is not None:
         env["PYTHONPATH"] = str(src)
+    python = sys.executable
+    if case.startswith("agentscope-"):
+        python = str(AGENTSCOPE_VENV / "bin" / "python")
+        if not Path(python).exists():
+            return {"case": case, "size": size, "error": f"no AgentScope venv at {AGENTSCOPE_VENV}"}
     proc = subprocess.run(
-        [sys.executable, __file__, "--worker", case, str(size)],
+        [python, __file__, "--worker", case, str(size)],
         capture_output=True,
         text=True,
         env=env,
@@ -176,6 +266,10 @@ def main() -> None:
         case, size = args.worker[0], int(args.worker[1])
         if case.startswith("chunk-"):
             result = asyncio.run(chunk_only(case.removeprefix("chunk-"), size))
+        elif case.startswith("agentscope-"):
+            result = asyncio.run(agentscope_case(case.removeprefix("agentscope-"), size))
+        elif case == "quality":
+            result = asyncio.run(quality(size))
         else:
             result = asyncio.run(worker(case, size))
         print(MARKER + json.dumps(result), flush=True)

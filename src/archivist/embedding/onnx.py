@@ -55,6 +55,13 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
     `"query: "` / `"passage: "` for e5). `sha256` maps `"model"` and/or `"tokenizer"` to the
     expected hex digest of that file, checked when the model loads. The model loads lazily,
     once, on first use; inference runs in a worker thread so the event loop stays free.
+
+    Inputs are grouped by token length; `token_budget` caps the padded tokens of one run
+    (batch × longest input), since onnxruntime's working memory follows that shape: long
+    inputs go in small batches, short ones in batches of up to `batch_size`. `None` means
+    batches of `batch_size` whatever their length. `fold_constants=False` turns off
+    onnxruntime's constant folding, which, for an export that casts int8 weights to float at
+    run time, keeps float copies of them (less memory; each run then does the cast).
     """
 
     def __init__(
@@ -71,6 +78,8 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         document_prefix: str = "",
         sha256: Mapping[str, str] | None = None,
         batch_size: int = 16,
+        token_budget: int | None = None,
+        fold_constants: bool = True,
         threads: int | None = None,
     ) -> None:
         self.model_path = Path(model_path)
@@ -85,6 +94,12 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
             raise ValueError(f"pooling must be 'mean' or 'cls', got {pooling!r}")
         if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 2:
             raise ValueError(f"max_length must be an integer >= 2, got {max_length!r}")
+        if token_budget is not None and (
+            not isinstance(token_budget, int) or isinstance(token_budget, bool) or token_budget < 1
+        ):
+            raise ValueError(
+                f"token_budget must be a positive integer or None, got {token_budget!r}"
+            )
         if threads is not None and (not isinstance(threads, int) or threads < 1):
             raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
         self.sha256 = _check_digests(sha256)
@@ -101,6 +116,8 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         self.normalize = normalize
         self.query_prefix = query_prefix
         self.document_prefix = document_prefix
+        self.token_budget = token_budget
+        self.fold_constants = fold_constants
         self.threads = threads or _available_cores()
         self._runtime: _Runtime | None = None
         self._load_lock = threading.Lock()
@@ -143,8 +160,14 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         options = ort.SessionOptions()
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
+        # A memory pattern is planned and kept per input shape; batch shapes vary with every
+        # call, so the patterns only add up.
+        options.enable_mem_pattern = False
         session = ort.InferenceSession(
-            str(self.model_path), sess_options=options, providers=["CPUExecutionProvider"]
+            str(self.model_path),
+            sess_options=options,
+            providers=["CPUExecutionProvider"],
+            disabled_optimizers=[] if self.fold_constants else ["ConstantFolding"],
         )
         input_types: dict[str, type[np.integer[Any]]] = {}
         for node in session.get_inputs():
@@ -197,13 +220,13 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
     async def _plan_batches(
         self, items: Sequence[BatchItem], input_type: InputType
     ) -> list[list[int]]:
-        """Batch inputs of similar token length together, so little compute goes to padding."""
-        if len(items) <= self.batch_size:
+        """Batch inputs of similar token length together, so little compute goes to padding,
+        each batch within `batch_size` inputs and `token_budget` padded tokens."""
+        if len(items) <= 1 or (self.token_budget is None and len(items) <= self.batch_size):
             return [list(range(len(items)))]
         texts = self._prefixed(items, input_type)
         lengths = await asyncio.to_thread(self._token_lengths, texts)
-        order = sorted(range(len(items)), key=lengths.__getitem__)
-        return [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+        return plan_by_length(lengths, self.batch_size, self.token_budget)
 
     def _token_lengths(self, texts: list[str]) -> list[int]:
         tokenizer = self._load().tokenizer
@@ -278,6 +301,30 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
             pooled = pooled / np.maximum(norms, 1e-12)
         truncated = sum(1 for e in encodings if e.overflowing)
         return pooled.astype(np.float32), int(mask.sum()), truncated
+
+
+def plan_by_length(
+    lengths: Sequence[int], batch_size: int, token_budget: int | None
+) -> list[list[int]]:
+    """Indices of `lengths` sorted by length and cut into batches of at most `batch_size`
+    whose padded size (count × longest) stays within `token_budget`; an input longer than
+    the budget runs alone. The longest batches come first."""
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    batches: list[list[int]] = []
+    current: list[int] = []
+    width = 0
+    for index in order:
+        width = width if current else lengths[index]
+        full = len(current) >= batch_size or (
+            token_budget is not None and (len(current) + 1) * width > token_budget
+        )
+        if current and full:
+            batches.append(current)
+            current, width = [], lengths[index]
+        current.append(index)
+    if current:
+        batches.append(current)
+    return batches
 
 
 def _check_digests(sha256: Mapping[str, str] | None) -> dict[str, str]:

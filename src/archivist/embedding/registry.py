@@ -75,9 +75,13 @@ def minilm_int8(**overrides: Any) -> OnnxEmbeddingModel:
         "pooling": "mean",
         "max_length": 256,
         "normalize": True,
-        # batch x sequence sizes the ONNX runtime's working memory: 8 needs far less than 16
-        # at about the same speed (benchmarks/bench_memory.py).
-        "batch_size": 8,
+        # batch x longest input sizes onnxruntime's working memory: the budget keeps it to
+        # 4 inputs of 256 tokens while short inputs share batches of up to 32, at the same
+        # speed as plain batches of 8 (benchmarks/probe_onnx_memory.py).
+        "batch_size": 32,
+        "token_budget": 1024,
+        # folding would store float copies of the int8 weights
+        "fold_constants": False,
         "sha256": {"model": MINILM_MODEL_SHA256, "tokenizer": MINILM_TOKENIZER_SHA256},
     }
     settings.update(overrides)

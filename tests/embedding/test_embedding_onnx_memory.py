@@ -1,0 +1,125 @@
+"""What bounds the ONNX model's working memory: token-budget batching (the shapes the session
+receives, vectors unchanged and in input order) and the session settings."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort  # type: ignore[import-untyped]
+import pytest
+
+from archivist.embedding import LocalEmbeddingModel, OnnxEmbeddingModel
+from archivist.embedding.onnx import plan_by_length
+
+# Texts of very different token lengths, in no particular order.
+TEXTS = [f"item {i}: " + "several filler words " * ((i * 13) % 40) for i in range(40)]
+
+
+class RecordingSession(ort.InferenceSession):  # type: ignore[misc]
+    """The real session, recording its optimizer settings and the (batch, sequence) shape of
+    every run."""
+
+    shapes: list[tuple[int, int]] = []
+    disabled: list[list[str]] = []
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        RecordingSession.disabled.append(list(kwargs.get("disabled_optimizers", [])))
+        super().__init__(*args, **kwargs)
+
+    def run(self, outputs: Any, feed: Any, run_options: Any = None) -> Any:
+        RecordingSession.shapes.append(tuple(feed["input_ids"].shape))
+        return super().run(outputs, feed, run_options)
+
+
+@pytest.fixture
+def shapes(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[int, int]]]:
+    """Shapes of the session runs of models created in the test."""
+    monkeypatch.setattr(ort, "InferenceSession", RecordingSession)
+    RecordingSession.shapes = []
+    RecordingSession.disabled = []
+    yield RecordingSession.shapes
+
+
+def model_like(default: OnnxEmbeddingModel, **settings: Any) -> OnnxEmbeddingModel:
+    return OnnxEmbeddingModel(
+        default.model_path, default.tokenizer_path, max_length=default.max_length, **settings
+    )
+
+
+def test_plan_covers_every_index_once_within_both_limits() -> None:
+    lengths = [5, 200, 17, 256, 40, 40, 3, 128, 90, 256, 12, 64]
+    plan = plan_by_length(lengths, batch_size=4, token_budget=300)
+    assert sorted(i for batch in plan for i in batch) == list(range(len(lengths)))
+    for batch in plan:
+        assert len(batch) <= 4
+        assert len(batch) == 1 or len(batch) * max(lengths[i] for i in batch) <= 300
+    # longest first, and each batch holds neighbours in length order
+    widths = [[lengths[i] for i in batch] for batch in plan]
+    flat = [w for batch in widths for w in batch]
+    assert flat == sorted(lengths, reverse=True)
+    assert widths[:3] == [[256], [256], [200]]
+    assert widths[-1] == [12, 5, 3]
+
+
+def test_plan_without_budget_cuts_by_batch_size_only() -> None:
+    plan = plan_by_length([9, 1, 5, 7, 3], batch_size=2, token_budget=None)
+    assert plan == [[0, 3], [2, 4], [1]]
+
+
+def test_an_input_longer_than_the_budget_runs_alone() -> None:
+    assert plan_by_length([50, 10, 10], batch_size=8, token_budget=20) == [[0], [1, 2]]
+
+
+async def test_the_session_receives_shapes_within_the_budget(
+    default_model: OnnxEmbeddingModel, shapes: list[tuple[int, int]]
+) -> None:
+    model = model_like(default_model, batch_size=16, token_budget=256)
+    await model(TEXTS)
+    assert sum(batch for batch, _ in shapes) == len(TEXTS)
+    assert all(batch == 1 or batch * width <= 256 for batch, width in shapes)
+    assert all(batch <= 16 for batch, _ in shapes)
+    # short texts share big batches, long ones go in small ones
+    assert max(batch for batch, _ in shapes) > min(batch for batch, _ in shapes)
+
+
+async def test_batch_size_stays_an_upper_bound_under_a_large_budget(
+    default_model: OnnxEmbeddingModel, shapes: list[tuple[int, int]]
+) -> None:
+    model = model_like(default_model, batch_size=3, token_budget=100_000)
+    await model(TEXTS)
+    assert max(batch for batch, _ in shapes) == 3
+    assert len(shapes) == -(-len(TEXTS) // 3)
+
+
+async def test_vectors_match_the_plain_path_in_input_order(
+    default_model: OnnxEmbeddingModel,
+) -> None:
+    budgeted = await model_like(default_model, batch_size=16, token_budget=256)(TEXTS)
+    plain = await model_like(default_model, batch_size=1)(TEXTS)
+    assert np.allclose(budgeted.embeddings, plain.embeddings, atol=1e-4)
+    assert budgeted.usage.input_tokens == plain.usage.input_tokens
+
+
+@pytest.mark.parametrize("value", [0, -5, 2.5, True, "512"])
+def test_a_bad_token_budget_is_named(default_model: OnnxEmbeddingModel, value: object) -> None:
+    with pytest.raises(ValueError, match="token_budget"):
+        model_like(default_model, token_budget=value)
+
+
+async def test_constant_folding_off_gives_the_same_vectors(
+    default_model: OnnxEmbeddingModel, shapes: list[tuple[int, int]]
+) -> None:
+    unfolded = await model_like(default_model, fold_constants=False)(TEXTS[:8])
+    folded = await model_like(default_model, fold_constants=True)(TEXTS[:8])
+    assert RecordingSession.disabled == [["ConstantFolding"], []]
+    assert np.allclose(unfolded.embeddings, folded.embeddings, atol=1e-4)
+
+
+def test_the_default_model_bounds_its_working_memory() -> None:
+    model = LocalEmbeddingModel()
+    assert isinstance(model, OnnxEmbeddingModel)
+    assert (model.token_budget, model.batch_size, model.fold_constants) == (1024, 32, False)
+    session = model._load().session
+    assert session.get_session_options().enable_mem_pattern is False
