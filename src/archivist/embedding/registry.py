@@ -76,8 +76,8 @@ def minilm_int8(**overrides: Any) -> OnnxEmbeddingModel:
         "max_length": 256,
         "normalize": True,
         # batch x longest input sizes onnxruntime's working memory: the budget keeps it to
-        # 4 inputs of 256 tokens while short inputs share batches of up to 32, at the same
-        # speed as plain batches of 8 (benchmarks/probe_onnx_memory.py).
+        # 4 inputs of 256 tokens while short inputs share batches of up to 32
+        # (benchmarks/probe_onnx_memory.py).
         "batch_size": 32,
         "token_budget": 1024,
         # folding would store float copies of the int8 weights
