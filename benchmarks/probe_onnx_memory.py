@@ -92,18 +92,23 @@ async def chunk_texts(count: int) -> list[str]:
     return texts
 
 
+def model_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The `LocalEmbeddingModel` settings the command line asks for."""
+    overrides: dict[str, Any] = {"batch_size": args.batch_size}
+    if args.token_budget is not None:
+        overrides["token_budget"] = args.token_budget or None
+    if args.fold_constants:
+        overrides["fold_constants"] = True
+    return overrides
+
+
 async def probe(args: argparse.Namespace) -> dict[str, Any]:
     from archivist.embedding import LocalEmbeddingModel
 
     shapes: list[tuple[int, int]] = []
     patch_session(args, shapes)
     texts = await chunk_texts(args.documents)
-    overrides: dict[str, Any] = {"batch_size": args.batch_size}
-    if args.token_budget is not None:
-        overrides["token_budget"] = args.token_budget or None
-    if args.fold_constants:
-        overrides["fold_constants"] = True
-    model = LocalEmbeddingModel(**overrides)
+    model = LocalEmbeddingModel(**model_overrides(args))
     await model(["warm-up"])
     model_mb = peak_mb()
     shapes.clear()
@@ -139,12 +144,7 @@ async def compare_speed(args: argparse.Namespace) -> dict[str, Any]:
         str(old.model_path), sess_options=options, providers=["CPUExecutionProvider"]
     )
     old._runtime = dataclasses.replace(runtime, session=session)
-    overrides: dict[str, Any] = {"batch_size": args.batch_size}
-    if args.token_budget is not None:
-        overrides["token_budget"] = args.token_budget or None
-    if args.fold_constants:
-        overrides["fold_constants"] = True
-    new = LocalEmbeddingModel(**overrides)
+    new = LocalEmbeddingModel(**model_overrides(args))
     models = {"old": old, "new": new}
     seconds = dict.fromkeys(models, 0.0)
     for model in models.values():
