@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -147,3 +149,17 @@ async def test_a_sheet_filling_whole_blocks_has_no_extra_header_section() -> Non
     data = make_xlsx({"S": [["h"], ["1"], ["2"], ["3"], ["4"]]})
     sections = await ExcelParser(max_rows_per_section=2).parse(data, "s.xlsx")
     assert [s.metadata["rows"] for s in sections] == [[2, 3], [4, 5]]
+
+
+@pytest.mark.filterwarnings("ignore:The image .* cannot be read")
+async def test_a_broken_picture_is_skipped_and_the_table_kept() -> None:
+    data = make_xlsx({"One": [["a"], ["1"]]}, pictures={"One": [("B2", make_image())]})
+    broken = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(broken, "w") as target:
+        for item in source.infolist():
+            body = source.read(item)
+            target.writestr(
+                item, b"not an image" if item.filename.startswith("xl/media/") else body
+            )
+    sections = await ExcelParser(include_image=True).parse(broken.getvalue(), "b.xlsx")
+    assert [type(s.content).__name__ for s in sections] == ["TextBlock"]

@@ -6,6 +6,7 @@ import asyncio
 import datetime as dt
 import io
 import json
+import logging
 from collections.abc import Iterator
 from typing import Any, ClassVar, Literal
 
@@ -18,6 +19,8 @@ from archivist.rag.parser.archive import ArchiveLimits, check_archive
 from archivist.rag.parser.base import ParserBase, read_binary
 from archivist.rag.parser.image import embedded_image_section
 from archivist.rag.parser.table import table_to_json, table_to_markdown
+
+logger = logging.getLogger(__name__)
 
 XLSX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
@@ -95,8 +98,8 @@ class ExcelParser(ParserBase):
             workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
         except Exception as exc:  # openpyxl raises many types for broken packages
             raise ValueError(f"{filename}: corrupt XLSX: {type(exc).__name__}: {exc}") from exc
-        pictures = _pictures_by_sheet(data, filename) if self.include_image else {}
         try:
+            pictures = _pictures_by_sheet(data, filename) if self.include_image else {}
             for sheet in workbook.worksheets:
                 try:
                     yield from self._sheet_sections(sheet, filename)
@@ -187,7 +190,11 @@ def _with_coordinates(
 def _pictures_by_sheet(data: bytes, filename: str) -> dict[str, list[Section]]:
     """The pictures of each sheet as DataBlock Sections, top to bottom. openpyxl reads them
     only when it loads the whole workbook, so this loads it a second time (opt-in)."""
-    workbook = load_workbook(io.BytesIO(data), data_only=True)
+    try:
+        workbook = load_workbook(io.BytesIO(data), data_only=True)
+    except Exception as exc:  # the cells were readable; only the pictures are lost
+        logger.warning("%s: pictures skipped: %s: %s", filename, type(exc).__name__, exc)
+        return {}
     found: dict[str, list[Section]] = {}
     try:
         for sheet in workbook.worksheets:
@@ -198,7 +205,12 @@ def _pictures_by_sheet(data: bytes, filename: str) -> dict[str, list[Section]]:
                 cell = f"{get_column_letter(column + 1)}{row + 1}"
                 name = f"{sheet.title}!{cell}"
                 metadata = {"sheet": sheet.title, "cell": cell}
-                section = embedded_image_section(picture._data(), filename, name, metadata)
+                try:
+                    blob = picture._data()
+                except Exception as exc:  # a picture part missing from the archive
+                    logger.warning("%s: picture %s skipped: %s", filename, name, exc)
+                    continue
+                section = embedded_image_section(blob, filename, name, metadata)
                 if section is not None:
                     anchored.append((row, index, section))
             found[sheet.title] = [section for _, _, section in sorted(anchored)]
