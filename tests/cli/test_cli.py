@@ -216,3 +216,23 @@ def test_index_and_search_with_a_provider_model_on_a_loopback_stand_in(
     assert {r["auth"] for r in requests} == {"Bearer sk-loopback"}
     code, _, err = run(capsys, "index", str(corpus), "--kb", "x", "--embedding", "openai:m")
     assert code == 2 and "vector size" in err
+
+
+@pytest.mark.parametrize(
+    ("command", "option", "value"),
+    [
+        (["eval", "."], "--chunk-size", "0"),
+        (["eval", "."], "--overlap", "-1"),
+        (["serve"], "--chunk-size", "-5"),
+        (["index", "."], "--overlap", "many"),
+    ],
+)
+def test_chunking_options_are_checked_alike_by_every_command(
+    capsys: pytest.CaptureFixture[str], command: list[str], option: str, value: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main([*command, option, value])
+    _, err = capsys.readouterr()
+    assert exit_info.value.code == 2
+    assert f"argument {option}" in err and repr(value) in err
+    assert "Traceback" not in err

@@ -9,9 +9,9 @@ from typing import Any
 
 from archivist.cli.files import walk_files
 from archivist.cli.home import default_store_dir, load_kbs
-from archivist.cli.index_command import add_chunking_arguments
 from archivist.cli.output import display_path, print_json
 from archivist.cli.session import (
+    add_chunking_arguments,
     add_json_argument,
     check_kb_name,
     embedding_model,
@@ -31,7 +31,7 @@ def add_chunk_command(commands: Any) -> None:
     cmd.add_argument("paths", nargs="+", metavar="PATH")
     cmd.add_argument("--kb", default="default", help="use this knowledge base's chunk settings")
     cmd.add_argument("--store", default=None, help="store directory")
-    add_chunking_arguments(cmd)
+    add_chunking_arguments(cmd, from_kb=True)
     add_json_argument(cmd)
     cmd.set_defaults(handler=run_chunk)
 

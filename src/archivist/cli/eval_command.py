@@ -10,6 +10,7 @@ from typing import Any
 from rich.console import Console
 
 from archivist.cli.home import cache_dir
+from archivist.cli.session import add_chunking_arguments
 from archivist.embedding import DEFAULT_EMBEDDING_MODEL, list_embedding_models
 
 
@@ -28,13 +29,7 @@ def add_eval_command(commands: Any) -> None:
         help="corpus size: the judged docs of the chosen queries plus a fixed-seed sample",
     )
     cmd.add_argument("--seed", type=int, default=0, help="seed of the corpus sample")
-    cmd.add_argument(
-        "--chunk-size",
-        type=int,
-        default=None,
-        help="tokens per chunk (default: the embedding model's input length)",
-    )
-    cmd.add_argument("--overlap", type=int, default=32, help="tokens shared by neighbouring chunks")
+    add_chunking_arguments(cmd, from_kb=False)
     cmd.add_argument(
         "--mode",
         choices=["hybrid", "dense", "sparse"],

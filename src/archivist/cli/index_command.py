@@ -12,13 +12,11 @@ from archivist.cli.files import walk_files
 from archivist.cli.output import display_path, print_json, print_rows
 from archivist.cli.session import (
     DEFAULT_EMBEDDING_TIMEOUT,
-    DEFAULT_OVERLAP,
+    add_chunking_arguments,
     add_common_arguments,
     add_json_argument,
     add_timeout_argument,
-    non_negative_int,
     open_session,
-    positive_int,
 )
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL, list_embedding_models
 from archivist.rag import default_registry
@@ -32,30 +30,12 @@ LISTED = {
 """Outcomes listed path by path (with the reason) in the summary and in --json."""
 
 
-def add_chunking_arguments(cmd: argparse.ArgumentParser) -> None:
-    """`--chunk-size` and `--overlap`; unset means the knowledge base's own settings."""
-    cmd.add_argument(
-        "--chunk-size",
-        type=positive_int,
-        default=None,
-        help="tokens per chunk, measured with the embedding model's own tokenizer (default: "
-        "the KB's; for a new KB the model's input length, so no chunk is truncated)",
-    )
-    cmd.add_argument(
-        "--overlap",
-        type=non_negative_int,
-        default=None,
-        help=f"tokens shared by neighbouring chunks (default: the KB's, {DEFAULT_OVERLAP} "
-        "for a new KB)",
-    )
-
-
 def add_index_command(commands: Any) -> None:
     """Register the `index` sub-command."""
     cmd = commands.add_parser("index", help="index files and folders into a knowledge base")
     cmd.add_argument("paths", nargs="+", metavar="PATH")
     add_common_arguments(cmd)
-    add_chunking_arguments(cmd)
+    add_chunking_arguments(cmd, from_kb=True)
     add_json_argument(cmd)
     cmd.add_argument(
         "--embedding",

@@ -7,7 +7,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from archivist.cli.home import archivist_home
-from archivist.cli.session import CLIError
+from archivist.cli.session import CLIError, add_chunking_arguments
 
 if TYPE_CHECKING:
     from archivist.service import ServiceSettings
@@ -31,13 +31,7 @@ def add_serve_command(commands: Any) -> None:
     cmd.add_argument(
         "--max-upload-mb", type=float, default=50.0, help="largest upload request in MiB"
     )
-    cmd.add_argument(
-        "--chunk-size",
-        type=int,
-        default=None,
-        help="tokens per chunk (default: the embedding model's input length)",
-    )
-    cmd.add_argument("--overlap", type=int, default=32, help="tokens shared by neighbouring chunks")
+    add_chunking_arguments(cmd, from_kb=False)
     cmd.set_defaults(handler=run_serve)
 
 

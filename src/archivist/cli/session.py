@@ -112,6 +112,25 @@ def add_common_arguments(cmd: argparse.ArgumentParser) -> None:
     )
 
 
+def add_chunking_arguments(cmd: argparse.ArgumentParser, *, from_kb: bool) -> None:
+    """`--chunk-size` and `--overlap`; with `from_kb`, unset means the knowledge base's own
+    settings, else the model's input length and `DEFAULT_OVERLAP`."""
+    kb = "the KB's; for a new KB " if from_kb else ""
+    cmd.add_argument(
+        "--chunk-size",
+        type=positive_int,
+        default=None,
+        help="tokens per chunk, measured with the embedding model's own tokenizer (default: "
+        f"{kb}the model's input length, so no chunk is truncated)",
+    )
+    cmd.add_argument(
+        "--overlap",
+        type=non_negative_int,
+        default=None if from_kb else DEFAULT_OVERLAP,
+        help=f"tokens shared by neighbouring chunks (default: {kb}{DEFAULT_OVERLAP})",
+    )
+
+
 def add_json_argument(cmd: argparse.ArgumentParser) -> None:
     """`--json`: machine-readable output on stdout."""
     cmd.add_argument("--json", action="store_true", help="print JSON for scripts")
