@@ -18,6 +18,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from archivist._http.clock import Clock
 from archivist._text import one_line
+from archivist.validation import check_non_negative_int
 
 logger = logging.getLogger("archivist.retry")
 
@@ -71,9 +72,7 @@ class RetryPolicy:
     max_delay: float = 30.0
 
     def __post_init__(self) -> None:
-        retries = self.max_retries
-        if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
-            raise ValueError(f"max_retries must be an integer >= 0, got {retries!r}")
+        check_non_negative_int(self.max_retries, "max_retries")
         for name, delay in (
             ("retry_base_delay", self.base_delay),
             ("retry_max_delay", self.max_delay),

@@ -24,6 +24,7 @@ from archivist.middleware.base import MiddlewareBase
 from archivist.middleware.context import EventSink, ReplyContext
 from archivist.model import ChatDeltaAccumulator, ChatModelBase, ChatResponse, ChatUsage
 from archivist.tool import Toolkit
+from archivist.validation import check_positive_int
 
 TOOL_RESULT_SENDER = "tool"
 
@@ -53,8 +54,7 @@ class Agent:
         max_iters: int = 10,
         memory: Memory | None = None,
     ) -> None:
-        if max_iters < 1:
-            raise ValueError("max_iters must be at least 1")
+        check_positive_int(max_iters, "max_iters")
         self.name = name
         self.system_prompt = system_prompt
         self.model = model

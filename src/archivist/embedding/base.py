@@ -24,7 +24,7 @@ from archivist.embedding.errors import EmbeddingAPIError, EmbeddingError, Transi
 from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
 from archivist.embedding.tokenizer import ModelTokenizer
 from archivist.message import DataBlock, TextBlock
-from archivist.validation import vector_problem
+from archivist.validation import check_positive_int, vector_problem
 
 logger = logging.getLogger(__name__)
 
@@ -95,11 +95,11 @@ class EmbeddingModelBase(AsyncClosable, ABC):
                 dimensions = legacy
             resolved = type(resolved)(**extra)
         if dimensions is not None:
-            _require_int("dimensions", dimensions, minimum=1)
+            check_positive_int(dimensions, "dimensions")
         if context_size is not None:
-            _require_int("context_size", context_size, minimum=1)
-        _require_int("batch_size", batch_size, minimum=1)
-        _require_int("max_concurrency", max_concurrency, minimum=1)
+            check_positive_int(context_size, "context_size")
+        check_positive_int(batch_size, "batch_size")
+        check_positive_int(max_concurrency, "max_concurrency")
         if retry_delay is not None:
             retry_base_delay = retry_delay
         try:
@@ -134,7 +134,7 @@ class EmbeddingModelBase(AsyncClosable, ABC):
 
     @dimensions.setter
     def dimensions(self, value: int) -> None:
-        _require_int("dimensions", value, minimum=1)
+        check_positive_int(value, "dimensions")
         self._dimensions = value
 
     def _detect_dimensions(self) -> int:
@@ -302,8 +302,3 @@ def _is_transient(error: BaseException) -> bool:
     if isinstance(error, EmbeddingAPIError) and error.status is not None:
         return should_retry(error.status, error.code)
     return isinstance(error, TransientEmbeddingError | TimeoutError)
-
-
-def _require_int(name: str, value: object, *, minimum: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")

@@ -21,6 +21,7 @@ from archivist.embedding.base import BatchItem, EmbeddingModelBase, InputType
 from archivist.embedding.errors import EmbeddingError
 from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
 from archivist.embedding.tokenizer import ModelTokenizer
+from archivist.validation import check_positive_int
 
 logger = logging.getLogger(__name__)
 
@@ -94,14 +95,10 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
             raise ValueError(f"pooling must be 'mean' or 'cls', got {pooling!r}")
         if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 2:
             raise ValueError(f"max_length must be an integer >= 2, got {max_length!r}")
-        if token_budget is not None and (
-            not isinstance(token_budget, int) or isinstance(token_budget, bool) or token_budget < 1
-        ):
-            raise ValueError(
-                f"token_budget must be a positive integer or None, got {token_budget!r}"
-            )
-        if threads is not None and (not isinstance(threads, int) or threads < 1):
-            raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
+        if token_budget is not None:
+            check_positive_int(token_budget, "token_budget")
+        if threads is not None:
+            check_positive_int(threads, "threads")
         self.sha256 = _check_digests(sha256)
         super().__init__(
             model=model or _default_name(self.model_path),

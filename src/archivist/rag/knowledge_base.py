@@ -142,8 +142,7 @@ class KnowledgeBase:
             raise ValueError("collection must be a non-empty string")
         if not isinstance(vector_store, VectorStoreBase):
             raise TypeError("vector_store must be a VectorStoreBase")
-        if write_batch_size < 1:
-            raise ValueError("write_batch_size must be >= 1")
+        check_positive_int(write_batch_size, "write_batch_size")
         self.name = name
         self.description = description
         self.embedding_model = embedding_model

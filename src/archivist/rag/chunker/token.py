@@ -14,6 +14,7 @@ from archivist.message import TextBlock
 from archivist.rag.chunker.base import ChunkerBase, chunk_of
 from archivist.rag.cjk import CJK_CHARACTERS
 from archivist.rag.document import Chunk, Section
+from archivist.validation import check_non_negative_int, check_positive_int
 
 # Preferred cut points, best first; a window ends after the last one in its second half.
 _BREAKS = (
@@ -64,8 +65,7 @@ class EstimatedTokenizer:
     """
 
     def __init__(self, max_tokens: int = 512) -> None:
-        if max_tokens < 1:
-            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+        check_positive_int(max_tokens, "max_tokens")
         self._max_tokens = max_tokens
 
     @property
@@ -118,15 +118,13 @@ class TokenChunker(ChunkerBase):
         self.tokenizer: TextTokenizer = tokenizer or EstimatedTokenizer()
         limit = self.tokenizer.max_tokens
         size = limit if chunk_size is None else chunk_size
-        if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
-            raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
+        check_positive_int(size, "chunk_size")
         if size > limit:
             raise ValueError(
                 f"chunk_size {size} exceeds the {limit} tokens the embedding model reads; "
                 "longer chunks would be truncated"
             )
-        if isinstance(overlap, bool) or not isinstance(overlap, int) or overlap < 0:
-            raise ValueError(f"overlap must be a non-negative int, got {overlap!r}")
+        check_non_negative_int(overlap, "overlap")
         if overlap >= size:
             raise ValueError(f"overlap ({overlap}) must be smaller than chunk_size ({size})")
         self.chunk_size = size

@@ -19,6 +19,7 @@ from archivist.rag.parser.archive import ArchiveLimits, check_archive
 from archivist.rag.parser.base import ParserBase, read_binary
 from archivist.rag.parser.image import embedded_image_section
 from archivist.rag.parser.table import table_to_json, table_to_markdown
+from archivist.validation import check_positive_int
 
 logger = logging.getLogger(__name__)
 
@@ -73,8 +74,7 @@ class ExcelParser(ParserBase):
     ) -> None:
         if table_format not in ("markdown", "json"):
             raise ValueError(f"table_format must be 'markdown' or 'json', not {table_format!r}")
-        if max_rows_per_section < 1:
-            raise ValueError(f"max_rows_per_section must be ≥ 1, not {max_rows_per_section!r}")
+        check_positive_int(max_rows_per_section, "max_rows_per_section")
         self.include_sheet_names = include_sheet_names
         self.include_cell_coordinates = include_cell_coordinates
         self.include_image = include_image
