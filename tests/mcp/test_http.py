@@ -12,15 +12,18 @@ from typing import Any
 
 import httpx
 import pytest
-from mcp import Client
+from mcp import Client, MCPError
 from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "service"))
 from service_helpers import ServeProcess, client, free_port, new_key, wait_final
 
+from archivist.mcp import HttpMCPConfig, MCPClient
+from archivist.message import ToolUseBlock
 from archivist.service import ServiceSettings
 from archivist.service.database import make_engine
 from archivist.service.keys import create_key, revoke_key
+from archivist.tool import Toolkit
 
 HANDBOOK = {
     "leave.md": "# Leave\n\nEmployees get 25 days of paid leave per year.\n",
@@ -188,3 +191,28 @@ def test_a_session_answers_only_the_key_that_opened_it(served: Served) -> None:
     listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
     assert post(served.keys["globex"], listing, session).status_code == 404
     assert post(served.keys["acme"], listing, session).status_code == 200
+
+
+async def test_archivists_stateless_http_client_mounts_the_services_tools(served: Served) -> None:
+    config = HttpMCPConfig(
+        url=f"{served.url}/mcp", headers={"Authorization": f"Bearer {served.keys['acme']}"}
+    )
+    client = MCPClient(name="acme", is_stateful=False, mcp_config=config)
+    toolkit = Toolkit(tools=await client.list_tools())
+    assert toolkit.names == ["mcp__acme__search_knowledge", "mcp__acme__list_knowledge_bases"]
+    result = await toolkit.call(
+        ToolUseBlock(
+            id="c1",
+            name="mcp__acme__search_knowledge",
+            input={"query": "train or flight", "top_k": 1},
+        )
+    )
+    assert not result.is_error, result.output
+    assert "[1] travel.md, Travel, chunk 0" in str(result.output)
+    intruder = MCPClient(
+        name="x",
+        is_stateful=False,
+        mcp_config=HttpMCPConfig(url=config.url, headers={"Authorization": "Bearer ak_forged"}),
+    )
+    with pytest.raises(MCPError):  # the SDK's report of the 401
+        await intruder.list_tools()

@@ -5,52 +5,17 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
+from mcp_helpers import SECRET, server
 
 from archivist.cli.home import load_kbs
-from archivist.cli.main import main
 from archivist.cli.session import embedding_model
 from archivist.middleware import RAGMiddleware, SearchKnowledgeTool
 from archivist.rag import KnowledgeBase, QdrantStore
 from archivist.rag.tenant import tenant_scope
-
-DOCS = {
-    "cats.md": "# Cats\n\nCats purr when they are content. A cat sleeps sixteen hours a day.\n",
-    "dogs.md": "# Dogs\n\nDogs bark at strangers. A dog needs a long walk every day.\n",
-    "fish.txt": "Goldfish remember things for months, not seconds. Change a third of the water weekly.\n",
-    "panda.txt": "大熊猫主要吃竹子，每天要吃十几个小时。熊猫生活在四川的山里。\n",
-}
-SECRET = "The acme launch code word is heliotrope."
-
-
-@pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """An ARCHIVIST_HOME with knowledge base `pets` (no tenant) and `plans` (tenant acme)."""
-    root = tmp_path_factory.mktemp("mcp")
-    docs = root / "docs"
-    docs.mkdir()
-    for name, text in DOCS.items():
-        (docs / name).write_text(text, encoding="utf-8")
-    secret = root / "secret"
-    secret.mkdir()
-    (secret / "plan.txt").write_text(SECRET)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("ARCHIVIST_HOME", str(root / "home"))
-        assert main(["index", str(docs), "--kb", "pets"]) == 0
-        assert main(["index", str(secret), "--kb", "plans", "--tenant", "acme"]) == 0
-        yield root / "home"
-
-
-def server(home: Path, *args: str) -> StdioServerParameters:
-    env = dict(os.environ, ARCHIVIST_HOME=str(home))
-    return StdioServerParameters(
-        command=sys.executable, args=["-m", "archivist", "mcp", *args], env=env
-    )
 
 
 async def library_hits(home: Path, query: str, top_k: int, tenant: str | None = None) -> list[Any]:
