@@ -216,3 +216,16 @@ async def test_archivists_stateless_http_client_mounts_the_services_tools(served
     )
     with pytest.raises(MCPError):  # the SDK's report of the 401
         await intruder.list_tools()
+
+
+def test_a_huge_body_is_refused_before_it_is_read(served: Served) -> None:
+    call = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {"name": "search_knowledge", "arguments": {"query": "x" * (5 * 1024 * 1024)}},
+    }
+    headers = {**ACCEPT, "Authorization": f"Bearer {served.keys['acme']}"}
+    response = httpx.post(f"{served.url}/mcp", json=call, headers=headers, timeout=60)
+    assert response.status_code == 413
+    assert httpx.post(f"{served.url}/mcp", json=call, headers=ACCEPT).status_code == 401

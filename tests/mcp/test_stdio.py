@@ -67,9 +67,8 @@ async def test_the_tools_are_ragmiddlewares_search_tool_and_a_listing(home: Path
     assert search.description == expected.description
     assert "- pets: Files indexed into pets" in (search.description or "")
     properties = search.input_schema["properties"]
-    assert {k: properties[k] for k in expected.parameters["properties"]} == expected.parameters[
-        "properties"
-    ]
+    for name, spec in expected.parameters["properties"].items():
+        assert properties[name] == {**spec, **({"maxLength": 4000} if name == "query" else {})}
     assert properties["top_k"]["type"] == "integer"
     assert search.input_schema["required"] == ["query"]
     assert search.annotations is not None and search.annotations.read_only_hint
@@ -104,6 +103,7 @@ async def test_bad_arguments_are_error_results_naming_the_argument(home: Path) -
         "top_k": {"query": "cats", "top_k": 0},
         "knowledge_bases[0]": {"query": "cats", "knowledge_bases": ["nope"]},
         "query": {"query": 7},
+        "is too long": {"query": "cats " * 1000},
         "'surprise'": {"query": "cats", "surprise": True},
     }
     async with Client(server(home)) as client:

@@ -30,6 +30,7 @@ from archivist.tool.json_schema import schema_errors
 SEARCH_TOOL = SearchKnowledgeTool.name
 LIST_TOOL = "list_knowledge_bases"
 MAX_TOP_K = 100
+MAX_QUERY_CHARS = 4000
 TOP_K_SCHEMA: dict[str, Any] = {
     "type": "integer",
     "minimum": 1,
@@ -142,11 +143,14 @@ async def search_tool_schema(
     knowledge_bases: Sequence[KnowledgeBase],
 ) -> tuple[str, dict[str, Any], bool]:
     """The description and input schema of `search_knowledge` over `knowledge_bases`: those
-    of RAGMiddleware's agentic tool, plus `top_k` unless the tool has it already (the third
-    value says whether it was added here)."""
+    of RAGMiddleware's agentic tool, with a length limit on `query` and plus `top_k` unless
+    the tool has it already (the third value says whether it was added here)."""
     tool = await _agentic_tool(_middleware(knowledge_bases, RAGMiddleware.Parameters().top_k))
     schema = copy.deepcopy(tool.parameters)
     properties = schema.setdefault("properties", {})
+    query = properties.get("query")
+    if isinstance(query, dict):
+        query.setdefault("maxLength", MAX_QUERY_CHARS)
     added = "top_k" not in properties
     if added:
         properties["top_k"] = TOP_K_SCHEMA
