@@ -173,3 +173,14 @@ def test_an_unknown_kb_is_a_one_line_error(home: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.startswith("archivist: error: unknown knowledge base 'nope'")
     assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+async def test_a_knowledge_base_held_by_another_process_is_an_error_result(home: Path) -> None:
+    async with (
+        QdrantStore(path=home / "store" / "kbs" / "pets"),  # as `archivist index` would hold it
+        Client(server(home, "--kb", "pets", "--wait", "0")) as client,
+    ):
+        busy = await client.call_tool("search_knowledge", {"query": "cats"})
+    assert busy.is_error
+    assert "knowledge base 'pets' is in use" in busy.content[0].text
+    assert "--wait" in busy.content[0].text

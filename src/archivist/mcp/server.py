@@ -10,6 +10,7 @@ indexed after it started.
 from __future__ import annotations
 
 import copy
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -26,6 +27,8 @@ from archivist.middleware.rag import RAGMiddleware, SearchKnowledgeTool
 from archivist.middleware.retrieval import Retrieval
 from archivist.rag.knowledge_base import KnowledgeBase, Query
 from archivist.tool.json_schema import schema_errors
+
+logger = logging.getLogger(__name__)
 
 SEARCH_TOOL = SearchKnowledgeTool.name
 LIST_TOOL = "list_knowledge_bases"
@@ -240,13 +243,16 @@ async def search(
         top_k = arguments.pop("top_k", top_k)
     named = arguments.get("knowledge_bases") or []
     chosen = [kb for kb in knowledge_bases if not named or kb.name in named]
-    async with source.open(chosen) as searchable:
-        middleware = _middleware(searchable, top_k)
-        tool = await _agentic_tool(middleware)
-        try:
+    try:
+        async with source.open(chosen) as searchable:
+            middleware = _middleware(searchable, top_k)
+            tool = await _agentic_tool(middleware)
             blocks = await tool(**arguments)
-        except ValueError as exc:
-            return _error(str(exc))
+    except ValueError as exc:  # the tool's own check of its arguments
+        return _error(str(exc))
+    except Exception as exc:  # e.g. a store that stayed locked: the caller may try again
+        logger.warning("search_knowledge failed: %s: %s", type(exc).__name__, exc)
+        return _error(f"the search failed: {exc}")
     assert middleware.last is not None
     result = _hits(middleware.last)
     return types.CallToolResult(
