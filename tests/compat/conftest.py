@@ -16,8 +16,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUIREMENTS = ["agentscope[rag]==2.0.11", "qdrant-client"]
-PROBE = "import agentscope, agentscope.rag, agentscope.middleware, qdrant_client; "
+PROBE = "import agentscope, agentscope.rag, agentscope.middleware, agentscope.mcp, qdrant_client; "
 PROBE += "assert agentscope.__version__ == '2.0.11', agentscope.__version__"
+
+
+@pytest.fixture(autouse=True)
+def archivist_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scenarios that start archivist's CLI (e.g. `archivist mcp` for an MCP client) start it
+    with this interpreter, from either venv."""
+    monkeypatch.setenv("ARCHIVIST_PYTHON", sys.executable)
 
 
 def _venv() -> Path:

@@ -26,6 +26,7 @@ from archivist.cli.eval_command import add_eval_command
 from archivist.cli.index_command import add_index_command
 from archivist.cli.kb_commands import add_kb_commands
 from archivist.cli.keys_command import add_keys_command
+from archivist.cli.mcp_command import add_mcp_command
 from archivist.cli.search_command import add_search_command
 from archivist.cli.serve_command import add_serve_command
 from archivist.cli.session import CLIError
@@ -80,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_chunk_command(commands)
     add_serve_command(commands)
     add_keys_command(commands)
+    add_mcp_command(commands)
     for command in commands.choices.values():
         command.formatter_class = _DefaultsFormatter
         command.add_argument(

@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
+from starlette.routing import Route
 
 from archivist.embedding import EmbeddingModelBase
 from archivist.rag import default_registry
@@ -18,6 +19,7 @@ from archivist.service.embedding import service_model
 from archivist.service.indexer import Indexer
 from archivist.service.limits import UploadSizeLimit
 from archivist.service.locks import DocumentLocks
+from archivist.service.mcp_endpoint import MCP_PATH, mcp_app
 from archivist.service.routers import (
     documents,
     health,
@@ -59,7 +61,8 @@ def create_app(
                 )
                 await indexer.start()
                 try:
-                    yield
+                    async with mcp.running():
+                        yield
                 finally:
                     await indexer.stop()
         finally:
@@ -77,4 +80,6 @@ def create_app(
     for module in (knowledge_bases, documents, search, supported_types):
         app.include_router(module.router, responses=UNAUTHORIZED)
     app.mount("/static", StaticFiles(directory=page.STATIC_DIR), name="static")
+    mcp = mcp_app(lambda: app.state.service)
+    app.router.routes.append(Route(MCP_PATH, mcp, include_in_schema=False))
     return app

@@ -121,6 +121,17 @@ def list_kbs(engine: Engine, tenant: str) -> list[KBRecord]:
         return [_kb(row) for row in db.execute(query)]
 
 
+def tenant_kbs(engine: Engine, tenant: str) -> list[KBRecord]:
+    """The tenant's knowledge bases by name, without document counts (reads only its rows)."""
+    query = (
+        select(knowledge_bases)
+        .where(knowledge_bases.c.tenant == tenant)
+        .order_by(knowledge_bases.c.name)
+    )
+    with reading(engine) as db:
+        return [_kb(row) for row in db.execute(query)]
+
+
 def get_kb(engine: Engine, tenant: str, name: str) -> KBRecord | None:
     """The tenant's knowledge base `name`, or None (also when another tenant has one)."""
     with reading(engine) as db:
