@@ -22,8 +22,22 @@ from archivist.rag.citation import location
 
 def add_search_command(commands: Any) -> None:
     """Register the `search` sub-command."""
-    cmd = commands.add_parser("search", help="search a knowledge base")
-    cmd.add_argument("query", type=non_empty)
+    cmd = commands.add_parser(
+        "search",
+        help="search a knowledge base",
+        description="Search a knowledge base. A query that starts with '-' (a flag such as "
+        "--strip-components) goes after -q/--query, or after `--` at the end: "
+        "archivist search -q --strip-components, or archivist search -k 3 -- --strip-components",
+    )
+    cmd.add_argument("query", nargs="?", type=non_empty, help="what to search for")
+    cmd.add_argument(
+        "-q",
+        "--query",
+        dest="query_option",
+        type=non_empty,
+        metavar="TEXT",
+        help="the query, also one that starts with '-'",
+    )
     cmd.add_argument("-k", "--top-k", type=positive_int, default=5, help="hits to show")
     cmd.add_argument(
         "--threshold", type=float, default=None, help="minimum similarity (searches dense)"
@@ -51,7 +65,47 @@ def add_search_command(commands: Any) -> None:
     )
     add_json_argument(cmd)
     add_common_arguments(cmd)
-    cmd.set_defaults(handler=run_search)
+    cmd.set_defaults(handler=run_search, dash_hint=DASH_HINT)
+
+
+DASH_HINT = (
+    "a query that starts with '-' goes after -q/--query or after `--`: "
+    "archivist search -q --flag, or archivist search -- --flag"
+)
+"""Shown when `search` meets an option it does not know (usually a query starting with '-')."""
+
+
+QUERY_OPTIONS = ("-q", "--query")
+
+
+def attach_query_values(argv: list[str]) -> list[str]:
+    """`argv` with `search -q VALUE` written `--query=VALUE`, so the word after -q/--query is
+    the query even when it starts with '-' (argparse would take it for an option)."""
+    start = next((i for i, a in enumerate(argv) if not a.startswith("-")), None)
+    if start is None or argv[start] != "search":
+        return argv
+    out = argv[: start + 1]
+    rest = iter(argv[start + 1 :])
+    for arg in rest:
+        if arg == "--":
+            out += [arg, *rest]
+            break
+        if arg in QUERY_OPTIONS:
+            value = next(rest, None)
+            out.append(arg if value is None else f"--query={value}")
+        else:
+            out.append(arg)
+    return out
+
+
+def query_of(args: argparse.Namespace) -> str:
+    """The query, given as the argument or with -q/--query (exactly one of them)."""
+    if args.query is not None and args.query_option is not None:
+        raise CLIError("give the query once: as an argument or with -q/--query, not both")
+    query = args.query if args.query is not None else args.query_option
+    if query is None:
+        raise CLIError(f"search needs a query; {DASH_HINT}")
+    return str(query)
 
 
 def hit_json(rank: int, hit: VectorSearchResult) -> dict[str, Any]:
@@ -75,6 +129,7 @@ def hit_json(rank: int, hit: VectorSearchResult) -> dict[str, Any]:
 
 async def run_search(args: argparse.Namespace) -> int:
     """Print the best hits; an empty knowledge base is reported, not a silent blank."""
+    args.query = query_of(args)
     async with open_session(args, create=False) as session:
         hits = await session.kb.search(
             args.query,
