@@ -72,6 +72,9 @@ class IngestReport:
     """Everything one ingestion run did."""
 
     results: list[FileResult] = field(default_factory=list)
+    missing: dict[str, str] = field(default_factory=dict)
+    """document id → recorded path of documents whose files are gone and were kept (no
+    `prune_missing`)."""
 
     def count(self, outcome: Outcome) -> int:
         """How many files (or pruned documents) ended with `outcome`."""
@@ -167,6 +170,7 @@ async def ingest_files(
     keep_stale: bool = False,
     on_file: ProgressCallback | None = None,
     on_chunks: ChunkProgress | None = None,
+    on_start: Callable[[Path], None] | None = None,
 ) -> IngestReport:
     """Index `files` into `kb` incrementally; one file's failure never stops the others.
 
@@ -179,7 +183,7 @@ async def ingest_files(
     and chunks it only to count its chunks (so every chunk is stored with its final
     `total_chunks`), the second parses it again and embeds and writes batch by batch, so
     neither its text nor its vectors are ever held whole. `on_chunks(path, written, total)`
-    reports the chunks written within a file.
+    reports the chunks written within a file, `on_start(path)` each file as it is taken up.
     """
     report = IngestReport()
 
@@ -194,6 +198,8 @@ async def ingest_files(
     fingerprint = pipeline_fingerprint(chunker, kb)
     window: list[_Parsed] = []
     for path in files:
+        if on_start is not None:
+            on_start(path)
         item = await _parse_one(kb, path, existing, fingerprint, registry, chunker, scope)
         if isinstance(item, FileResult):
             emit(item)
@@ -208,16 +214,18 @@ async def ingest_files(
             window = []
     for result in await _write(kb, window, on_chunks):
         emit(result)
-    if prune_missing:
-        for document_id, metadata in existing.items():
-            recorded = metadata.get(PATH_KEY)
-            if (
-                isinstance(recorded, str)
-                and not Path(recorded).exists()
-                and document_id == document_id_for(recorded, scope)
-            ):
+    for document_id, metadata in existing.items():
+        recorded = metadata.get(PATH_KEY)
+        if (
+            isinstance(recorded, str)
+            and not Path(recorded).exists()
+            and document_id == document_id_for(recorded, scope)
+        ):
+            if prune_missing:
                 await kb.delete_document(document_id)
                 emit(FileResult(recorded, Outcome.PRUNED, document_id))
+            else:
+                report.missing[document_id] = recorded
     return report
 
 
