@@ -6,7 +6,7 @@ import argparse
 import shutil
 from typing import Any
 
-from archivist.cli.output import display_path, print_json, wrap
+from archivist.cli.output import display_path, print_json, text_lines
 from archivist.cli.session import (
     CLIError,
     add_common_arguments,
@@ -167,11 +167,9 @@ def hit_header(rank: int, hit: VectorSearchResult) -> str:
 
 
 def passage_lines(hit: VectorSearchResult, width: int, indent: str = "    ") -> list[str]:
-    """The hit's text as a block below its header, wrapped to `width`, paragraphs kept."""
+    """The hit's text as a block below its header, wrapped to `width`: paragraphs, table rows,
+    list items and code lines kept."""
     content = hit.chunk.content
     if not isinstance(content, TextBlock):
         return [f"{indent}<{content.source.media_type}>"]
-    lines: list[str] = []
-    for paragraph in content.text.split("\n\n"):
-        lines += wrap(paragraph, width - 1, indent)
-    return lines
+    return text_lines(content.text, width - 1, indent)
