@@ -80,3 +80,19 @@ def test_search_shows_a_docx_table_row_by_row(
     assert "    | 07:15 | Oban | Isle of Mull |" in lines
     assert "    | 09:40 | Mallaig | Lochnevis |" in lines
     assert all(display_width(line) <= 80 for line in lines if line.startswith("    "))
+
+
+def test_a_lone_tilde_line_is_an_underline_not_a_code_fence() -> None:
+    text = (
+        "Download\n~~~~~~\nThe CLI verifies checksums of downloads when it can.\n```\nx  = 1\n```"
+    )
+    assert text_lines(text, 30, "") == [
+        "Download ~~~~~~ The CLI",
+        "verifies checksums of",
+        "downloads when it can.",
+        "```",
+        "x  = 1",
+        "```",
+    ]
+    # a chunk cut inside a code block: its lines stay as written
+    assert text_lines("```sh\nls  -l\nrm  x", 30, "") == ["```sh", "ls  -l", "rm  x"]

@@ -123,3 +123,22 @@ async def test_registry_pptx_sections_have_no_slide_tags(tmp_path: Path) -> None
     assert section.metadata == {"slide": 1}
     [tagged] = await PPTParser().parse(str(path), "results.pptx")  # AgentScope's default
     assert text(tagged).startswith("<slide index=1>\n") and text(tagged).endswith("\n</slide>")
+
+
+async def test_rst_title_with_a_short_underline() -> None:
+    source = "Upload\n------\n\nUp.\n\nDownload\n~~~~~~\n\nThe CLI checks downloads.\n"
+    sections = await RSTParser().parse(source.encode(), "faq.rst")
+    assert [s.metadata["heading_path"] for s in sections] == [["Upload"], ["Upload", "Download"]]
+    assert text(sections[1]) == "## Download\n\nThe CLI checks downloads."
+
+
+TEXINFO_PAGE = """<html><body><div class="section" id="Thread-Safety">
+<div class="header"><p>Previous: <a href="Closure-Example.html" rel="prev">Closure Example</a>,
+Up: <a href="Using-libffi.html" rel="up">Using libffi</a> [<a href="Index.html">Index</a>]</p>
+</div><hr><h3 class="section">2.7 Thread Safety</h3>
+<p><code>libffi</code> is not completely thread-safe.</p></div></body></html>"""
+
+
+async def test_texinfo_neighbour_links_are_page_chrome() -> None:
+    [section] = await HTMLParser().parse(TEXINFO_PAGE.encode(), "Thread-Safety.html")
+    assert text(section) == "### 2.7 Thread Safety\n\n`libffi` is not completely thread-safe."

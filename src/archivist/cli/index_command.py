@@ -127,7 +127,9 @@ async def run_index(args: argparse.Namespace) -> int:
                     description = f"{path} ({written}/{total} chunks)"
                     progress.update(task, chunks=total_chunks + written, description=description)
                     periodic.chunks = total_chunks + written
-                    periodic.current = f"{display_path(path)} ({written:,}/{total:,} chunks)"
+                    periodic.current = (
+                        f"writing {display_path(path)} ({written:,}/{total:,} chunks)"
+                    )
 
             report = await ingest_files(
                 session.kb,
@@ -138,7 +140,12 @@ async def run_index(args: argparse.Namespace) -> int:
                 keep_stale=args.keep_stale,
                 on_file=advance,
                 on_chunks=within,
-                on_start=lambda path: setattr(periodic, "current", display_path(path)),
+                on_start=lambda path: setattr(periodic, "current", f"reading {display_path(path)}"),
+                on_write=lambda files, chunks: setattr(
+                    periodic,
+                    "current",
+                    f"embedding {count(chunks, 'chunk')} of {count(files, 'file')}",
+                ),
             )
         if report.count(Outcome.INDEXED) or report.count(Outcome.UPDATED):
             await session.store.optimize(session.kb.collection)

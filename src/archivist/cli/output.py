@@ -92,17 +92,19 @@ def text_lines(text: str, width: int, indent: str = "") -> list[str]:
     lines: list[str] = []
     paragraph: list[str] = []
     in_code = False
+    rows = text.split("\n")
+    fences = _fences(rows)
 
     def flush() -> None:
         if paragraph:
             lines.extend(wrap(" ".join(paragraph), width, indent))
             paragraph.clear()
 
-    for raw in text.split("\n"):
+    for number, raw in enumerate(rows):
         line = raw.strip()
-        if line.startswith(("```", "~~~")) or in_code:
+        if number in fences or in_code:
             flush()
-            in_code = in_code != line.startswith(("```", "~~~"))
+            in_code = in_code != (number in fences)
             lines.extend(cut(raw.rstrip().expandtabs(4), width, indent))
         elif not line:
             flush()
@@ -113,6 +115,34 @@ def text_lines(text: str, width: int, indent: str = "") -> list[str]:
             paragraph.append(line)
     flush()
     return lines
+
+
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+
+
+def _fences(rows: list[str]) -> set[int]:
+    """Line numbers of code fences: pairs of ``` or ~~~ lines (the closing one at least as
+    long); an unclosed ``` fence (a chunk cut inside code) opens code to the end, while an
+    unclosed ~~~ line is taken for what it more often is in a passage, an RST underline."""
+    found: set[int] = set()
+    opening: tuple[int, str] | None = None
+    for number, row in enumerate(rows):
+        match = _FENCE.match(row)
+        if match is None:
+            continue
+        mark = match.group(1)
+        if opening is None or (opening[1][0] == "~" and mark[0] == "`"):
+            opening = (number, mark)
+        elif (
+            mark[0] == opening[1][0]
+            and len(mark) >= len(opening[1])
+            and not row.strip(mark[0] + " \t")
+        ):
+            found |= {opening[0], number}
+            opening = None
+    if opening is not None and opening[1][0] == "`":
+        found.add(opening[0])
+    return found
 
 
 def cut(line: str, width: int, indent: str = "") -> list[str]:

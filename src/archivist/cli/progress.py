@@ -23,9 +23,10 @@ def duration(seconds: float) -> str:
 
 
 class PeriodicProgress:
-    """Writes `archivist: indexing 12/322 files, 4,512 chunks, 1m05s: PATH` to `stream` every
+    """Writes `archivist: indexing 12/322 files, 4,512 chunks, 1m05s: WHAT` to `stream` every
     `interval` seconds from a background thread, so logs of CI jobs and pipes (where the
-    terminal's live bar is off) show that a long run is alive, even inside one large file."""
+    terminal's live bar is off) show that a long run is alive, even inside one large file.
+    `files` counts files done, `chunks` chunks written, `current` says what is under way."""
 
     def __init__(
         self,

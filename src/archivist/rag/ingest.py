@@ -171,6 +171,7 @@ async def ingest_files(
     on_file: ProgressCallback | None = None,
     on_chunks: ChunkProgress | None = None,
     on_start: Callable[[Path], None] | None = None,
+    on_write: Callable[[int, int], None] | None = None,
 ) -> IngestReport:
     """Index `files` into `kb` incrementally; one file's failure never stops the others.
 
@@ -183,7 +184,8 @@ async def ingest_files(
     and chunks it only to count its chunks (so every chunk is stored with its final
     `total_chunks`), the second parses it again and embeds and writes batch by batch, so
     neither its text nor its vectors are ever held whole. `on_chunks(path, written, total)`
-    reports the chunks written within a file, `on_start(path)` each file as it is taken up.
+    reports the chunks written within a file, `on_start(path)` each file as it is taken up,
+    `on_write(files, chunks)` each window as its embedding and writing begins.
     """
     report = IngestReport()
 
@@ -209,9 +211,13 @@ async def ingest_files(
             continue
         window.append(item)
         if sum(p.count for p in window) >= kb.write_batch_size:
+            if on_write is not None:
+                on_write(len(window), sum(p.count for p in window))
             for result in await _write(kb, window, on_chunks):
                 emit(result)
             window = []
+    if on_write is not None and window:
+        on_write(len(window), sum(p.count for p in window))
     for result in await _write(kb, window, on_chunks):
         emit(result)
     for document_id, metadata in existing.items():

@@ -158,7 +158,10 @@ def _is_chrome(node: LexborNode) -> bool:
     if role in _DROP_ROLES or "hidden" in attrs or attrs.get("aria-hidden") == "true":
         return True
     tokens = (attrs.get("class") or "").lower().split() + (attrs.get("id") or "").lower().split()
-    return any(_CHROME.search(token) for token in tokens)
+    if any(_CHROME.search(token) for token in tokens):
+        return True
+    # Texinfo's "Previous: ..., Up: ... [Index]" bar: a header of links to the neighbours.
+    return "header" in tokens and node.css_first("a[rel=prev], a[rel=next], a[rel=up]") is not None
 
 
 def _plain_text(node: LexborNode) -> str:

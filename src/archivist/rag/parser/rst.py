@@ -96,7 +96,8 @@ class RSTParser(HeadingTextParser):
                 and (i == 0 or not lines[i - 1].strip())
             ):
                 under = _ADORNMENT.match(lines[i + 1])
-                if under and len(lines[i + 1].rstrip()) >= len(line.rstrip()):
+                # docutils accepts an underline shorter than the title (with a warning)
+                if under and len(lines[i + 1].rstrip()) >= min(len(line.rstrip()), 4):
                     heading(under.group(1), False, line.strip())
                     i += 2
                     continue
