@@ -53,7 +53,10 @@ def test_text_lines_fit_and_keep_every_word(text: str, width: int) -> None:
     lines = text_lines(text, width, "  ")
     assert all(display_width(line) <= width for line in lines)
     assert all(line.startswith("  ") for line in lines)
-    assert "".join("".join(lines).split()) == "".join(text.split())
+    # every character but a wrapped table row's closing bar is kept, in order
+    assert "".join("".join(lines).split()).replace("|", "") == "".join(text.split()).replace(
+        "|", ""
+    )
 
 
 def test_search_shows_a_docx_table_row_by_row(
@@ -96,3 +99,10 @@ def test_a_lone_tilde_line_is_an_underline_not_a_code_fence() -> None:
     ]
     # a chunk cut inside a code block: its lines stay as written
     assert text_lines("```sh\nls  -l\nrm  x", 30, "") == ["```sh", "ls  -l", "rm  x"]
+
+
+def test_a_wrapped_row_does_not_leave_its_closing_bar_alone() -> None:
+    row = "| tar | --strip-components=N | drop N leading components |"
+    assert text_lines(row, len(row) - 1, "") == [
+        "| tar | --strip-components=N | drop N leading components"
+    ]

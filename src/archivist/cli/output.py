@@ -110,7 +110,10 @@ def text_lines(text: str, width: int, indent: str = "") -> list[str]:
             flush()
         elif line.startswith(("|", "#")) or _LIST_ITEM.match(line):
             flush()
-            lines.extend(wrap(raw.rstrip(), width, indent, indent + "  "))
+            wrapped = wrap(raw.rstrip(), width, indent, indent + "  ")
+            if len(wrapped) > 1 and wrapped[-1].strip() == "|":  # a row's closing bar alone
+                wrapped.pop()
+            lines.extend(wrapped)
         else:
             paragraph.append(line)
     flush()
