@@ -256,7 +256,8 @@ class RunSummary:
                 "note",
                 f"{count(len(missing), 'indexed file')} no longer "
                 f"{'exists' if len(missing) == 1 else 'exist'}"
-                f"{more if len(missing) > MISSING_LISTED else ''}; their documents stay "
+                f"{more if len(missing) > MISSING_LISTED else ''}; "
+                f"{'its document stays' if len(missing) == 1 else 'their documents stay'} "
                 "searchable until you run again with --prune (or archivist rm PATH)",
             )
 
