@@ -8,6 +8,7 @@ here.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -79,9 +80,7 @@ def find_tables(text: str, carried: str | None = None) -> list[Table]:
 
 def table_at(tables: list[Table], position: int) -> Table | None:
     """The table whose rows hold `position` (from its header row to its end), or None."""
-    for table in tables:
-        if table.start <= position < table.end:
-            return table
-        if table.start > position:
-            break
+    index = bisect.bisect_right(tables, position, key=lambda table: table.start) - 1
+    if index >= 0 and position < tables[index].end:
+        return tables[index]
     return None
