@@ -159,3 +159,17 @@ def test_what_the_model_cannot_read_is_reported_once_per_run(
     notes = [line for line in err.splitlines() if "cannot read" in line]
     assert len(notes) == 1 and notes[0].startswith("note 1 file is mostly text"), err
     assert "新.md" in notes[0]  # the new file, not the one reported when it was indexed
+
+
+def test_summary_with_a_tenant_names_what_the_tenant_holds(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "owls.txt").write_text("Owls hunt at night.\n")
+    assert run(capsys, "index", str(docs))[0] == 0
+    (docs / "herons.txt").write_text("Herons wade.\n")
+    code, out, _ = run(capsys, "index", str(docs), "--tenant", "acme")
+    assert code == 0 and "; tenant 'acme' holds 2 documents, 2 chunks" in out
+    code, out, _ = run(capsys, "index", str(docs))
+    assert "; the knowledge base holds 2 documents, 2 chunks" in out

@@ -164,7 +164,7 @@ async def run_index(args: argparse.Namespace) -> int:
     counts = {o.value: report.count(o) for o in Outcome}
     counts["skipped"] += len(walk.skipped)
     print_rows(list(counts), [[str(n) for n in counts.values()]])
-    print(summary.totals(held))
+    print(summary.totals(held, args.tenant))
     return code
 
 
@@ -294,11 +294,13 @@ class RunSummary:
                 f"{model} reads text only",
             )
 
-    def totals(self, held: list[DocumentSummary]) -> str:
-        """`N files, M chunks written in T; the knowledge base holds D documents, C chunks`."""
+    def totals(self, held: list[DocumentSummary], tenant: str | None) -> str:
+        """`N files, M chunks written in T; the knowledge base holds D documents, C chunks`
+        (`tenant 'X' holds` with --tenant: what the run's scope holds)."""
+        holder = "the knowledge base" if tenant is None else f"tenant {tenant!r}"
         return (
             f"{count(self.files, 'file')}, {count(self.chunks, 'chunk')} written in "
-            f"{duration(self.seconds)}; the knowledge base holds "
+            f"{duration(self.seconds)}; {holder} holds "
             f"{count(len(held), 'document')}, {count(sum(d.chunk_count for d in held), 'chunk')}"
         )
 
