@@ -45,8 +45,9 @@ EXIT_CODES = f"""exit codes:
 """
 
 
-class _DefaultsFormatter(argparse.HelpFormatter):
-    """Help that shows an option's default unless its text names it already (or it has none)."""
+class _DefaultsFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help that shows an option's default unless its text names it already (or it has none);
+    a command's description keeps its lines (examples stay whole)."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""

@@ -25,9 +25,11 @@ def add_search_command(commands: Any) -> None:
     cmd = commands.add_parser(
         "search",
         help="search a knowledge base",
-        description="Search a knowledge base. A query that starts with '-' (a flag such as "
-        "--strip-components) goes after -q/--query, or after `--` at the end: "
-        "archivist search -q --strip-components, or archivist search -k 3 -- --strip-components",
+        description="search a knowledge base\n\n"
+        "A query that starts with '-' (a flag, say) goes after -q/--query, or after `--`\n"
+        "at the end of the command line:\n"
+        "  archivist search -q --strip-components\n"
+        "  archivist search -k 3 -- --strip-components",
     )
     cmd.add_argument("query", nargs="?", type=non_empty, help="what to search for")
     cmd.add_argument(
