@@ -179,7 +179,7 @@ async def test_markdown_table_and_the_context_header(tokenizer: ModelTokenizer) 
         lines = piece.split("\n")
         assert lines[0] == "Stock"  # the heading path, then the table's own header
         if any(line.startswith("| P-") for line in lines[1:3] + lines[3:4]):
-            assert lines[1:3] == [markdown_row(HEADER), "|---|:---:|--:|---|"]
+            assert lines[1:3] == [markdown_row(HEADER), DELIMITER]  # rewritten canonically
 
 
 async def test_streamed_blocks_give_the_chunks_of_the_whole(tokenizer: ModelTokenizer) -> None:
@@ -262,3 +262,18 @@ def test_chunks_of_any_table_hold_whole_rows_under_the_header(
         found += [line for line in body_lines if not found or line not in found[-len(body_lines) :]]
     for line in rows:
         assert line in found
+
+
+async def test_markdown_table_without_outer_pipes_is_cut_by_rows(tokenizer: ModelTokenizer) -> None:
+    lines = ["part number | description | quantity | warehouse", "---|---|--:|---"]
+    lines += [" | ".join(row(n)) for n in range(30)]
+    sections = await MarkdownParser().parse("\n".join(lines).encode(), "bare.md")
+    [section] = sections
+    assert text_of(section).startswith(f"{markdown_row(HEADER)}\n{DELIMITER}\n")
+    pieces = texts(await TokenChunker(tokenizer, chunk_size=100, overlap=20).chunk(sections))
+    assert_table_chunks(pieces, 30, tokenizer, 100)
+
+
+def text_of(section: Section) -> str:
+    assert isinstance(section.content, TextBlock)
+    return section.content.text
