@@ -28,7 +28,14 @@ from archivist.cli.session import (
 )
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL, list_embedding_models
 from archivist.rag import default_registry
-from archivist.rag.ingest import FileResult, IngestReport, Outcome, ingest_files
+from archivist.rag.ingest import (
+    PATH_KEY,
+    FileResult,
+    IngestReport,
+    Outcome,
+    file_gone,
+    ingest_files,
+)
 from archivist.rag.record import DocumentSummary
 
 LISTED = {
@@ -150,7 +157,13 @@ async def run_index(args: argparse.Namespace) -> int:
         if report.count(Outcome.INDEXED) or report.count(Outcome.UPDATED):
             await session.store.optimize(session.kb.collection)
         held = await session.kb.list_documents()
-    summary = RunSummary(report, walk.skipped, notices, time.monotonic() - started)
+        scope = session.kb.metadata_filter
+    missing = {
+        d.document_id: str(d.metadata[PATH_KEY])
+        for d in held
+        if file_gone(d.document_id, d.metadata, scope)
+    }
+    summary = RunSummary(report, walk.skipped, notices, time.monotonic() - started, missing)
     code = 1 if report.failed else 0
     if args.json:
         print_json(summary.as_json(held))
@@ -180,6 +193,8 @@ class RunSummary:
     skipped: list[SkippedPath]
     notices: DocumentNotices
     seconds: float
+    missing: dict[str, str]
+    """document id → recorded path of the documents whose files are gone (kept: no --prune)"""
 
     @property
     def chunks(self) -> int:
@@ -217,8 +232,7 @@ class RunSummary:
             ]
         out["skipped_paths"] = [{"path": s.path, "reason": s.reason} for s in self.skipped]
         out["missing_files"] = [
-            {"path": path, "document_id": document_id}
-            for document_id, path in report.missing.items()
+            {"path": path, "document_id": document_id} for document_id, path in self.missing.items()
         ]
         out["unreadable_by_model"] = [
             {"path": r.path, "unknown_share": round(self.notices.unreadable[doc], 3)}
@@ -245,7 +259,7 @@ class RunSummary:
                 colour = "red" if result.outcome is Outcome.FAILED else "yellow"
                 reason = f": {result.error}" if result.error else ""
                 note(console, colour, result.outcome.value, display_path(result.path) + reason)
-        missing = sorted(self.report.missing.values())
+        missing = sorted(self.missing.values())
         for path in missing[:MISSING_LISTED]:
             note(console, "yellow", "gone", display_path(path))
         if missing:

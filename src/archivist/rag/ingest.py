@@ -72,9 +72,6 @@ class IngestReport:
     """Everything one ingestion run did."""
 
     results: list[FileResult] = field(default_factory=list)
-    missing: dict[str, str] = field(default_factory=dict)
-    """document id → recorded path of documents whose files are gone and were kept (no
-    `prune_missing`)."""
 
     def count(self, outcome: Outcome) -> int:
         """How many files (or pruned documents) ended with `outcome`."""
@@ -220,19 +217,28 @@ async def ingest_files(
         on_write(len(window), sum(p.count for p in window))
     for result in await _write(kb, window, on_chunks):
         emit(result)
-    for document_id, metadata in existing.items():
-        recorded = metadata.get(PATH_KEY)
-        if (
-            isinstance(recorded, str)
-            and not Path(recorded).exists()
-            and document_id == document_id_for(recorded, scope)
-        ):
-            if prune_missing:
+    if prune_missing:
+        for document_id, metadata in existing.items():
+            recorded = metadata.get(PATH_KEY)
+            if (
+                isinstance(recorded, str)
+                and not Path(recorded).exists()
+                and document_id == document_id_for(recorded, scope)
+            ):
                 await kb.delete_document(document_id)
                 emit(FileResult(recorded, Outcome.PRUNED, document_id))
-            else:
-                report.missing[document_id] = recorded
     return report
+
+
+def file_gone(document_id: str, metadata: dict[str, Any], scope: MetadataFilter | None) -> bool:
+    """Whether the document is this scope's copy of a file that no longer exists (what
+    `prune_missing` removes)."""
+    recorded = metadata.get(PATH_KEY)
+    return (
+        isinstance(recorded, str)
+        and not Path(recorded).exists()
+        and document_id == document_id_for(recorded, scope)
+    )
 
 
 async def _remove_stale(kb: KnowledgeBase, result: FileResult) -> FileResult:
