@@ -48,7 +48,7 @@ from factories import make_docx, make_image, make_pdf, make_pptx, make_xlsx
 SEED = 20240607
 PDF_PAGES = ["Hello page one", "Second page text here", "Third page"]
 OBJSTM_TEXT = "Object stream text"
-DECK_TEXTS = ["<slide index=1>\nAgenda\n\nhello deck\n</slide>", "<slide index=2>\ntwo\n</slide>"]
+DECK_TEXTS = ["Agenda\n\nhello deck", "two"]  # default_registry: no slide tags
 TEXT = (
     "Archivist parses files into sections and cuts them into chunks. "
     "Café, naïve, 日本語 and emoji 🙂 are all UTF-8 here.\n"

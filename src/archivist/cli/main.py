@@ -27,7 +27,7 @@ from archivist.cli.index_command import add_index_command
 from archivist.cli.kb_commands import add_kb_commands
 from archivist.cli.keys_command import add_keys_command
 from archivist.cli.mcp_command import add_mcp_command
-from archivist.cli.search_command import add_search_command
+from archivist.cli.search_command import add_search_command, attach_query_values
 from archivist.cli.serve_command import add_serve_command
 from archivist.cli.session import CLIError
 from archivist.embedding.errors import EmbeddingError
@@ -46,8 +46,9 @@ EXIT_CODES = f"""exit codes:
 """
 
 
-class _DefaultsFormatter(argparse.HelpFormatter):
-    """Help that shows an option's default unless its text names it already (or it has none)."""
+class _DefaultsFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help that shows an option's default unless its text names it already (or it has none);
+    a command's description keeps its lines (examples stay whole)."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
@@ -61,9 +62,23 @@ class _DefaultsFormatter(argparse.HelpFormatter):
         return f"{text} (default: {default})"
 
 
+class _Parser(argparse.ArgumentParser):
+    """Adds a sub-command's `dash_hint` (set as a default) to an "unrecognized arguments"
+    error, e.g. how to search for text that starts with '-'."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        hint = getattr(parsed, "dash_hint", None)
+        if hint and any(extra.startswith("-") for extra in extras):
+            self.error(f"unrecognized arguments: {' '.join(extras)} ({hint})")
+        return parsed, extras
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every sub-command registered."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="archivist",
         description="Index files and search them for AI agents.",
         epilog=EXIT_CODES,
@@ -112,7 +127,9 @@ def _fail(code: int, message: str, debug: bool) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(
+        attach_query_values(list(sys.argv[1:] if argv is None else argv))
+    )
     debug = bool(getattr(args, "debug", False))
     _log_to_stderr(debug)
     try:

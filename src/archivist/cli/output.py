@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import unicodedata
 from pathlib import Path
@@ -38,9 +39,16 @@ def display_width(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
-def wrap(text: str, width: int, indent: str = "") -> list[str]:
+def wrap(text: str, width: int, indent: str = "", continuation: str | None = None) -> list[str]:
     """`text` (whitespace squeezed) in lines of at most `width` terminal columns, each starting
-    with `indent`; a word wider than a line (e.g. CJK text without spaces) is cut by character."""
+    with `indent` (lines after the first with `continuation`, if given); a word wider than a
+    line (e.g. CJK text without spaces) is cut by character."""
+    if continuation is not None and continuation != indent:
+        first = wrap(text, width, indent)[:1]
+        if not first:
+            return []
+        rest = " ".join(text.split())[len(" ".join(first[0].split())) :]
+        return first + wrap(rest, width, continuation)
     room = max(1, width - display_width(indent))
     lines: list[str] = []
     current = ""
@@ -71,3 +79,84 @@ def wrap(text: str, width: int, indent: str = "") -> list[str]:
     if current:
         lines.append(current)
     return [indent + line for line in lines]
+
+
+_LIST_ITEM = re.compile(r"^(?:[-*+]|\d{1,3}[.)])\s")
+
+
+def text_lines(text: str, width: int, indent: str = "") -> list[str]:
+    """`text` in lines of at most `width` columns, each starting with `indent`: prose is
+    reflowed paragraph by paragraph, while Markdown table rows, list items and headings keep a
+    line each (a long one wrapped, its continuation indented two more) and fenced code keeps
+    its lines and their indentation (a long line cut)."""
+    lines: list[str] = []
+    paragraph: list[str] = []
+    in_code = False
+    rows = text.split("\n")
+    fences = _fences(rows)
+
+    def flush() -> None:
+        if paragraph:
+            lines.extend(wrap(" ".join(paragraph), width, indent))
+            paragraph.clear()
+
+    for number, raw in enumerate(rows):
+        line = raw.strip()
+        if number in fences or in_code:
+            flush()
+            in_code = in_code != (number in fences)
+            lines.extend(cut(raw.rstrip().expandtabs(4), width, indent))
+        elif not line:
+            flush()
+        elif line.startswith(("|", "#")) or _LIST_ITEM.match(line):
+            flush()
+            wrapped = wrap(raw.rstrip(), width, indent, indent + "  ")
+            if len(wrapped) > 1 and wrapped[-1].strip() == "|":  # a row's closing bar alone
+                wrapped.pop()
+            lines.extend(wrapped)
+        else:
+            paragraph.append(line)
+    flush()
+    return lines
+
+
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+
+
+def _fences(rows: list[str]) -> set[int]:
+    """Line numbers of code fences: pairs of ``` or ~~~ lines (the closing one at least as
+    long); an unclosed ``` fence (a chunk cut inside code) opens code to the end, while an
+    unclosed ~~~ line is taken for what it more often is in a passage, an RST underline."""
+    found: set[int] = set()
+    opening: tuple[int, str] | None = None
+    for number, row in enumerate(rows):
+        match = _FENCE.match(row)
+        if match is None:
+            continue
+        mark = match.group(1)
+        if opening is None or (opening[1][0] == "~" and mark[0] == "`"):
+            opening = (number, mark)
+        elif (
+            mark[0] == opening[1][0]
+            and len(mark) >= len(opening[1])
+            and not row.strip(mark[0] + " \t")
+        ):
+            found |= {opening[0], number}
+            opening = None
+    if opening is not None and opening[1][0] == "`":
+        found.add(opening[0])
+    return found
+
+
+def cut(line: str, width: int, indent: str = "") -> list[str]:
+    """`line` as written (spaces kept) in pieces of at most `width` columns after `indent`."""
+    room = max(1, width - display_width(indent))
+    pieces: list[str] = []
+    current = ""
+    for char in line:
+        if current and display_width(current + char) > room:
+            pieces.append(indent + current)
+            current = ""
+        current += char
+    pieces.append(indent + current)
+    return pieces

@@ -6,7 +6,7 @@ import argparse
 import shutil
 from typing import Any
 
-from archivist.cli.output import display_path, print_json, wrap
+from archivist.cli.output import display_path, print_json, text_lines
 from archivist.cli.session import (
     CLIError,
     add_common_arguments,
@@ -22,8 +22,24 @@ from archivist.rag.citation import location
 
 def add_search_command(commands: Any) -> None:
     """Register the `search` sub-command."""
-    cmd = commands.add_parser("search", help="search a knowledge base")
-    cmd.add_argument("query", type=non_empty)
+    cmd = commands.add_parser(
+        "search",
+        help="search a knowledge base",
+        description="search a knowledge base\n\n"
+        "A query that starts with '-' (a flag, say) goes after -q/--query, or after `--`\n"
+        "at the end of the command line:\n"
+        "  archivist search -q --strip-components\n"
+        "  archivist search -k 3 -- --strip-components",
+    )
+    cmd.add_argument("query", nargs="?", type=non_empty, help="what to search for")
+    cmd.add_argument(
+        "-q",
+        "--query",
+        dest="query_option",
+        type=non_empty,
+        metavar="TEXT",
+        help="the query, also one that starts with '-'",
+    )
     cmd.add_argument("-k", "--top-k", type=positive_int, default=5, help="hits to show")
     cmd.add_argument(
         "--threshold", type=float, default=None, help="minimum similarity (searches dense)"
@@ -51,7 +67,47 @@ def add_search_command(commands: Any) -> None:
     )
     add_json_argument(cmd)
     add_common_arguments(cmd)
-    cmd.set_defaults(handler=run_search)
+    cmd.set_defaults(handler=run_search, dash_hint=DASH_HINT)
+
+
+DASH_HINT = (
+    "a query that starts with '-' goes after -q/--query or after `--`: "
+    "archivist search -q --flag, or archivist search -- --flag"
+)
+"""Shown when `search` meets an option it does not know (usually a query starting with '-')."""
+
+
+QUERY_OPTIONS = ("-q", "--query")
+
+
+def attach_query_values(argv: list[str]) -> list[str]:
+    """`argv` with `search -q VALUE` written `--query=VALUE`, so the word after -q/--query is
+    the query even when it starts with '-' (argparse would take it for an option)."""
+    start = next((i for i, a in enumerate(argv) if not a.startswith("-")), None)
+    if start is None or argv[start] != "search":
+        return argv
+    out = argv[: start + 1]
+    rest = iter(argv[start + 1 :])
+    for arg in rest:
+        if arg == "--":
+            out += [arg, *rest]
+            break
+        if arg in QUERY_OPTIONS:
+            value = next(rest, None)
+            out.append(arg if value is None else f"--query={value}")
+        else:
+            out.append(arg)
+    return out
+
+
+def query_of(args: argparse.Namespace) -> str:
+    """The query, given as the argument or with -q/--query (exactly one of them)."""
+    if args.query is not None and args.query_option is not None:
+        raise CLIError("give the query once: as an argument or with -q/--query, not both")
+    query = args.query if args.query is not None else args.query_option
+    if query is None:
+        raise CLIError(f"search needs a query; {DASH_HINT}")
+    return str(query)
 
 
 def hit_json(rank: int, hit: VectorSearchResult) -> dict[str, Any]:
@@ -75,6 +131,7 @@ def hit_json(rank: int, hit: VectorSearchResult) -> dict[str, Any]:
 
 async def run_search(args: argparse.Namespace) -> int:
     """Print the best hits; an empty knowledge base is reported, not a silent blank."""
+    args.query = query_of(args)
     async with open_session(args, create=False) as session:
         hits = await session.kb.search(
             args.query,
@@ -112,11 +169,9 @@ def hit_header(rank: int, hit: VectorSearchResult) -> str:
 
 
 def passage_lines(hit: VectorSearchResult, width: int, indent: str = "    ") -> list[str]:
-    """The hit's text as a block below its header, wrapped to `width`, paragraphs kept."""
+    """The hit's text as a block below its header, wrapped to `width`: paragraphs, table rows,
+    list items and code lines kept."""
     content = hit.chunk.content
     if not isinstance(content, TextBlock):
         return [f"{indent}<{content.source.media_type}>"]
-    lines: list[str] = []
-    for paragraph in content.text.split("\n\n"):
-        lines += wrap(paragraph, width - 1, indent)
-    return lines
+    return text_lines(content.text, width - 1, indent)

@@ -136,6 +136,17 @@ def add_json_argument(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--json", action="store_true", help="print JSON for scripts")
 
 
+def non_negative_seconds(text: str) -> float:
+    """argparse type: a number of seconds, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, 0 or more, got {text!r}")
+    return value
+
+
 def add_timeout_argument(cmd: argparse.ArgumentParser, default: float, what: str) -> None:
     """`--timeout`: seconds one request to a remote model may take before it is retried."""
     cmd.add_argument(

@@ -167,6 +167,8 @@ async def ingest_files(
     keep_stale: bool = False,
     on_file: ProgressCallback | None = None,
     on_chunks: ChunkProgress | None = None,
+    on_start: Callable[[Path], None] | None = None,
+    on_write: Callable[[int, int], None] | None = None,
 ) -> IngestReport:
     """Index `files` into `kb` incrementally; one file's failure never stops the others.
 
@@ -179,7 +181,8 @@ async def ingest_files(
     and chunks it only to count its chunks (so every chunk is stored with its final
     `total_chunks`), the second parses it again and embeds and writes batch by batch, so
     neither its text nor its vectors are ever held whole. `on_chunks(path, written, total)`
-    reports the chunks written within a file.
+    reports the chunks written within a file, `on_start(path)` each file as it is taken up,
+    `on_write(files, chunks)` each window as its embedding and writing begins.
     """
     report = IngestReport()
 
@@ -194,6 +197,8 @@ async def ingest_files(
     fingerprint = pipeline_fingerprint(chunker, kb)
     window: list[_Parsed] = []
     for path in files:
+        if on_start is not None:
+            on_start(path)
         item = await _parse_one(kb, path, existing, fingerprint, registry, chunker, scope)
         if isinstance(item, FileResult):
             emit(item)
@@ -203,9 +208,13 @@ async def ingest_files(
             continue
         window.append(item)
         if sum(p.count for p in window) >= kb.write_batch_size:
+            if on_write is not None:
+                on_write(len(window), sum(p.count for p in window))
             for result in await _write(kb, window, on_chunks):
                 emit(result)
             window = []
+    if on_write is not None and window:
+        on_write(len(window), sum(p.count for p in window))
     for result in await _write(kb, window, on_chunks):
         emit(result)
     if prune_missing:
@@ -219,6 +228,17 @@ async def ingest_files(
                 await kb.delete_document(document_id)
                 emit(FileResult(recorded, Outcome.PRUNED, document_id))
     return report
+
+
+def file_gone(document_id: str, metadata: dict[str, Any], scope: MetadataFilter | None) -> bool:
+    """Whether the document is this scope's copy of a file that no longer exists (what
+    `prune_missing` removes)."""
+    recorded = metadata.get(PATH_KEY)
+    return (
+        isinstance(recorded, str)
+        and not Path(recorded).exists()
+        and document_id == document_id_for(recorded, scope)
+    )
 
 
 async def _remove_stale(kb: KnowledgeBase, result: FileResult) -> FileResult:

@@ -603,9 +603,13 @@ class KnowledgeBase:
         if share < UNREADABLE_SHARE:
             return
         source = chunks[0].source if chunks else document_id
+        notice = {UNREADABLE_DOCUMENT: document_id, UNKNOWN_SHARE: share}
         if self._explained_unreadable:
             logger.warning(
-                "%s: %.0f%% of its text is unknown to the embedding model too", source, 100 * share
+                "%s: %.0f%% of its text is unknown to the embedding model too",
+                source,
+                100 * share,
+                extra=notice,
             )
             return
         self._explained_unreadable = True
@@ -617,6 +621,7 @@ class KnowledgeBase:
             source,
             100 * share,
             self.embedding_model.model,
+            extra=notice,
         )
 
     @staticmethod
@@ -682,6 +687,7 @@ class KnowledgeBase:
                 document_id,
                 skipped,
                 self.embedding_model.model,
+                extra={SKIPPED_DATA_DOCUMENT: document_id, SKIPPED_DATA_BLOCKS: skipped},
             )
         if not kept:
             raise ValueError(
@@ -720,6 +726,11 @@ class KnowledgeBase:
 
 UNREADABLE_SHARE = 0.1
 """Share of unknown tokens from which a document is reported as unreadable by the model."""
+UNREADABLE_DOCUMENT, UNKNOWN_SHARE = "unreadable_document", "unknown_share"
+"""Attributes of the log record warning of an unreadable document (its id, the share), so a
+caller such as `archivist index` can collect the warnings and report them once."""
+SKIPPED_DATA_DOCUMENT, SKIPPED_DATA_BLOCKS = "skipped_data_document", "skipped_data_blocks"
+"""Attributes of the log record warning that a text-only model skipped a document's DataBlocks."""
 _UNREADABLE_SAMPLE = 4000
 """Characters of a document checked for unknown tokens."""
 _UNREADABLE_SAMPLE_CHUNKS = 16

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from archivist.message import TextBlock
 from archivist.rag.chunker.base import ChunkerBase, chunk_of
+from archivist.rag.chunker.tables import Table, find_tables, table_at
 from archivist.rag.cjk import CJK_CHARACTERS
 from archivist.rag.document import Chunk, Section
 from archivist.validation import check_non_negative_int, check_positive_int
@@ -89,6 +90,7 @@ class TokenChunkerParameters(BaseModel):
     chunk_size: int
     overlap: int
     context_header: bool = False
+    table_header: bool = True
     tokenizer: str
 
 
@@ -105,6 +107,11 @@ class TokenChunker(ChunkerBase):
     the document `title` and `heading_path` from the Section's metadata ("Guide > Install >
     Linux") — counted in the chunk's budget, so the passage keeps its context when it is
     embedded, matched by words and read by an agent.
+
+    Markdown tables (rows starting with `|`, see `archivist.rag.chunker.tables`) are cut
+    between rows, overlaps start at a row, and with `table_header` (the default) a chunk that
+    starts inside a table's body begins with the table's header and delimiter rows, counted
+    in its budget: every chunk of a table is a table with its column names.
     """
 
     def __init__(
@@ -114,6 +121,7 @@ class TokenChunker(ChunkerBase):
         overlap: int = 32,
         *,
         context_header: bool = False,
+        table_header: bool = True,
     ) -> None:
         self.tokenizer: TextTokenizer = tokenizer or EstimatedTokenizer()
         limit = self.tokenizer.max_tokens
@@ -130,10 +138,12 @@ class TokenChunker(ChunkerBase):
         self.chunk_size = size
         self.overlap = overlap
         self.context_header = bool(context_header)
+        self.table_header = bool(table_header)
         self.parameters = TokenChunkerParameters(
             chunk_size=size,
             overlap=overlap,
             context_header=self.context_header,
+            table_header=self.table_header,
             tokenizer=f"{type(self.tokenizer).__qualname__}:{limit}",
         )
 
@@ -198,12 +208,16 @@ class TokenChunker(ChunkerBase):
         return len(self.tokenizer.spans(text))
 
     def split_text(self, text: str) -> list[str]:
-        """The stripped, non-blank windows of `text`, in order."""
-        return [text[start:end] for start, end in self.windows(text)]
+        """The stripped, non-blank windows of `text`, in order (a window that starts inside
+        a table's body led by the table's header rows)."""
+        found, _, _ = self._scan(text, self.chunk_size, final=True, carried=None)
+        return [
+            f"{lead}\n{text[start:end]}" if lead else text[start:end] for start, end, lead in found
+        ]
 
     def windows(self, text: str, budget: int | None = None) -> list[tuple[int, int]]:
         """`(start, end)` offsets in `text` of each window of at most `budget` tokens
-        (default `chunk_size`), without surrounding whitespace."""
+        (default `chunk_size`, less a repeated table header), without surrounding whitespace."""
         found, _ = self.scan(text, self.chunk_size if budget is None else budget, final=True)
         return found
 
@@ -211,26 +225,48 @@ class TokenChunker(ChunkerBase):
         """The windows of `text` and where the next would start. Unless `final`, `text` is
         a prefix of a longer text: scanning stops before a window whose cut could depend on
         what follows, so fed block by block it finds exactly the windows of the whole."""
-        found: list[tuple[int, int]] = []
+        found, resume, _ = self._scan(text, budget, final=final, carried=None)
+        return [(start, end) for start, end, _ in found], resume
+
+    def _scan(
+        self, text: str, budget: int, *, final: bool, carried: str | None
+    ) -> tuple[list[tuple[int, int, str]], int, str | None]:
+        """`scan` with tables: `(start, end, lead)` windows, where `lead` is the header rows to
+        put above a window that starts in a table's body; where the next window would start;
+        and the header of the table it would start in (`carried`: `text` itself starts in the
+        body of a table with that header)."""
+        found: list[tuple[int, int, str]] = []
+        tables = find_tables(text, carried) if self.table_header else []
+        costs: dict[str, int] = {}
         start, size = 0, len(text)
         while start < size:
             while start < size and text[start].isspace():
                 start += 1
             if start >= size:
                 break
-            spans, reached_end = self._probe(text, start, budget)
+            table = table_at(tables, start) if tables else None
+            lead, room = "", budget
+            if table is not None and start >= table.body:
+                if table.header not in costs:
+                    costs[table.header] = self.count(table.header) + 1
+                if costs[table.header] <= budget // 2:  # else the header would crowd out rows
+                    lead, room = table.header, budget - costs[table.header]
+            spans, reached_end = self._probe(text, start, room)
             if reached_end and not final:
-                return found, start
-            cut = size if len(spans) <= budget else self._cut(text, start, spans, budget)
+                inside = table is not None and start >= table.body
+                return found, start, table.header if inside and table is not None else None
+            cut = size if len(spans) <= room else self._cut(text, start, spans, room)
+            if tables and cut < size:
+                cut = _row_cut(tables, text, start, cut)
             end = cut
             while end > start and text[end - 1].isspace():
                 end -= 1
             if end > start:
-                found.append((start, end))
+                found.append((start, end, lead))
             if cut >= size:
                 break
-            start = self._next_start(text, start, cut, spans, budget)
-        return found, size
+            start = self._next_start(text, start, cut, spans, room, tables)
+        return found, size, None
 
     def _probe(self, text: str, start: int, budget: int) -> tuple[list[tuple[int, int]], bool]:
         """Token spans (relative to `start`) of enough text to hold more than one window,
@@ -258,9 +294,16 @@ class TokenChunker(ChunkerBase):
         return max(cut, start + spans[1][0])
 
     def _next_start(
-        self, text: str, start: int, cut: int, spans: list[tuple[int, int]], budget: int
+        self,
+        text: str,
+        start: int,
+        cut: int,
+        spans: list[tuple[int, int]],
+        budget: int,
+        tables: list[Table],
     ) -> int:
-        """Where the next window starts: `overlap` tokens before `cut`, at a word start."""
+        """Where the next window starts: `overlap` tokens before `cut`, at a word start (in
+        a table: at the next row start, or at `cut` when no row starts in the overlap)."""
         overlap = min(self.overlap, budget // 2)
         if overlap == 0:
             return cut
@@ -272,7 +315,15 @@ class TokenChunker(ChunkerBase):
             space = text.find(" ", candidate, cut)
             if space != -1 and space + 1 < cut:
                 candidate = space + 1
-        return candidate if candidate > start else cut
+        if candidate <= start:
+            return cut
+        table = table_at(tables, candidate) if tables else None
+        if table is None:
+            return candidate
+        if candidate < table.body:  # in the header rows: the next window has them anyway
+            return table.start if table.start > start else cut
+        row = table.next_row(text, candidate)
+        return row if row < cut else cut
 
 
 DEFAULT_ESTIMATED_SIZE = 256
@@ -301,6 +352,18 @@ def _break_before(text: str, floor: int, end: int) -> int:
     return end
 
 
+def _row_cut(tables: list[Table], text: str, start: int, cut: int) -> int:
+    """`cut` moved back to the start of its table row (or before the table when it falls in
+    the header rows), unless that leaves the window from `start` empty."""
+    table = table_at(tables, cut)
+    if table is None or cut == table.start:
+        return cut
+    if cut < table.body:
+        return table.start if table.start > start else cut
+    row = table.row_start(text, cut)
+    return row if row > start else cut
+
+
 def _is_cjk(char: str) -> bool:
     return unicodedata.east_asian_width(char) in {"W", "F"}
 
@@ -313,17 +376,22 @@ class _Run:
         self.section = section
         self.header, self.budget = chunker._budget(section)
         self.pending = ""
+        self.carried: str | None = None  # the header of the table `pending` starts inside
 
     def feed(self, text: str, *, final: bool) -> list[Chunk]:
         """Chunks of the windows that `text` (appended to the tail) completes."""
         self.pending += text
-        found, resume = self.chunker.scan(self.pending, self.budget, final=final)
+        found, resume, carried = self.chunker._scan(
+            self.pending, self.budget, final=final, carried=self.carried
+        )
         chunks = []
-        for start, end in found:
+        for start, end, lead in found:
             piece = self.pending[start:end]
+            piece = f"{lead}\n{piece}" if lead else piece
             piece = f"{self.header}\n{piece}" if self.header else piece
             chunks.append(chunk_of(TextBlock(text=piece), self.section))
         self.pending = "" if final else self.pending[resume:]
+        self.carried = None if final else carried
         return chunks
 
 

@@ -158,7 +158,10 @@ def _is_chrome(node: LexborNode) -> bool:
     if role in _DROP_ROLES or "hidden" in attrs or attrs.get("aria-hidden") == "true":
         return True
     tokens = (attrs.get("class") or "").lower().split() + (attrs.get("id") or "").lower().split()
-    return any(_CHROME.search(token) for token in tokens)
+    if any(_CHROME.search(token) for token in tokens):
+        return True
+    # Texinfo's "Previous: ..., Up: ... [Index]" bar: a header of links to the neighbours.
+    return "header" in tokens and node.css_first("a[rel=prev], a[rel=next], a[rel=up]") is not None
 
 
 def _plain_text(node: LexborNode) -> str:
@@ -229,7 +232,7 @@ class _Walker:
                 self.flush()
                 self.blocks.append(Block(_code_block(node)))
                 continue
-            if tag == "table":
+            if tag == "table" and not _is_layout_table(node):
                 self.flush()
                 rows = _table_rows(node)
                 if rows:
@@ -259,7 +262,7 @@ class _Walker:
                 self.flush()
                 lists.append([0] if tag == "ol" else None)
                 stack.append((node, True))
-            elif tag in _BLOCK_TAGS or tag in ("tr", "td", "th"):
+            elif tag in _BLOCK_TAGS or tag in ("table", "tr", "td", "th"):
                 self.flush()
                 stack.append((node, True))
             stack.extend((child, False) for child in reversed(children))
@@ -268,7 +271,13 @@ class _Walker:
 
 
 def _code_block(node: LexborNode) -> str:
-    code = node.text(deep=True).strip("\n")
+    parts = []
+    for child in node.traverse(include_text=True):
+        if child.tag == "-text":
+            parts.append(child.text_content or "")
+        elif child.tag == "br":  # generated listings break lines with <br>, not newlines
+            parts.append("\n")
+    code = "".join(parts).strip("\n")
     language = ""
     for element in (node, node.css_first("code")):
         if element is None:
@@ -278,6 +287,20 @@ def _code_block(node: LexborNode) -> str:
                 language = token.split("-", 1)[1]
                 break
     return f"```{language}\n{code}\n```"
+
+
+_LAYOUT_CONTENT = "pre, table, h1, h2, h3, h4, h5, h6, blockquote, hr"
+
+
+def _is_layout_table(table: LexborNode) -> bool:
+    """A table used to lay out a page, not to hold data: marked so (`role=presentation`),
+    or holding code, headings or other tables, or a single cell. Its content is read as
+    the page's own blocks instead of being squeezed into table cells."""
+    if (table.attributes.get("role") or "").lower() in ("presentation", "none"):
+        return True
+    if any(found.mem_id != table.mem_id for found in table.css(_LAYOUT_CONTENT)):
+        return True  # (`css` matches the table itself too)
+    return len(table.css("td, th")) <= 1
 
 
 def _table_rows(table: LexborNode) -> list[list[str]]:

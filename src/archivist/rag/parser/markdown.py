@@ -11,10 +11,25 @@ from markdown_it.token import Token
 from archivist.rag.document import Section
 from archivist.rag.parser.heading_text import HeadingTextParser
 from archivist.rag.parser.structure import Block, sections_by_heading
+from archivist.rag.parser.table import table_to_markdown
 
 # YAML front matter: `---` on the first line up to the next `---` (or `...`) line.
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?\r?\n)?(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
 _FRONT_TITLE = re.compile(r"^title:[ \t]*(.+?)[ \t]*$", re.M)
+
+
+def _table(tokens: list[Token], start: int) -> str:
+    """The table opening at `tokens[start]` as a canonical pipe table (one line per row, a
+    leading `|`), so chunkers see its rows whatever way it was written."""
+    rows: list[list[str]] = []
+    for token in tokens[start + 1 :]:
+        if token.type == "table_close":
+            break
+        if token.type == "tr_open":
+            rows.append([])
+        elif token.type == "inline" and rows:
+            rows[-1].append(token.content.strip())
+    return table_to_markdown(rows) if rows else ""
 
 
 def _inline_text(token: Token) -> str:
@@ -31,9 +46,11 @@ class MarkdownParser(HeadingTextParser):
     """`.md` files → one Section per heading (CommonMark + tables, via markdown-it-py).
 
     Every block between headings is kept exactly as written, so fenced code, lists and
-    tables stay whole inside their Section. Metadata: `heading_path` (titles of the
-    enclosing headings) and `title` from YAML front matter, if any; front matter itself is
-    not indexed. Headings deeper than `max_heading_level` stay inside their parent Section.
+    tables stay whole inside their Section; a table is rewritten in the one pipe-table form
+    (`| a | b |` rows under a `| --- |` line, padding dropped) that chunkers cut by rows.
+    Metadata: `heading_path` (titles of the enclosing headings) and `title` from YAML front
+    matter, if any; front matter itself is not indexed. Headings deeper than
+    `max_heading_level` stay inside their parent Section.
     Bytes are decoded like `TextParser` does (BOM, `encoding`, then detection).
     """
 
@@ -56,6 +73,8 @@ class MarkdownParser(HeadingTextParser):
                 continue
             if token.type == "heading_open":
                 blocks.append(Block(_inline_text(tokens[index + 1]), int(token.tag[1])))
+            elif token.type == "table_open":
+                blocks.append(Block(_table(tokens, index)))
             else:
                 start, end = token.map
                 blocks.append(Block("\n".join(lines[start:end]).strip("\n")))

@@ -134,15 +134,24 @@ def sniff_media_type(head: bytes) -> str | None:
     return "text/plain"
 
 
+def _untagged_ppt_parser() -> PPTParser:
+    """Slides without AgentScope's `<slide index=N>` text wrappers: the number is in the
+    chunk's `slide` metadata and citation, and the tags were noise in what is embedded,
+    matched by BM25 and read (after chunking, only a slide's first and last chunk had them)."""
+    return PPTParser(slide_prefix=None, slide_suffix=None)
+
+
 def default_registry() -> ParserRegistry:
-    """A registry with Archivist's built-in parsers and their default settings."""
+    """A registry with Archivist's built-in parsers and their default settings, except that
+    PPTX slides are not wrapped in `<slide index=N>` tags (`PPTParser()` itself keeps
+    AgentScope's default)."""
     registry = ParserRegistry()
     registry.register(TextParser, TextParser)
     registry.register(HTMLParser, HTMLParser)
     registry.register(MarkdownParser, MarkdownParser)
     registry.register(RSTParser, RSTParser)
     registry.register(PDFParser, PDFParser)
-    registry.register(PPTParser, PPTParser)
+    registry.register(PPTParser, _untagged_ppt_parser)
     registry.register(WordParser, WordParser)
     registry.register(ExcelParser, ExcelParser)
     registry.register(ImageParser, ImageParser)
