@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
-
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from typing import TYPE_CHECKING, Any
 
 from archivist.cli.files import walk_files
 from archivist.cli.output import display_path, print_json, print_rows
@@ -19,15 +16,9 @@ from archivist.cli.session import (
     open_session,
 )
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL, list_embedding_models
-from archivist.rag import default_registry
-from archivist.rag.ingest import FileResult, Outcome, ingest_files
 
-LISTED = {
-    Outcome.SKIPPED: "skipped_files",
-    Outcome.REMOVED: "removed_files",
-    Outcome.PRUNED: "pruned_files",
-}
-"""Outcomes listed path by path (with the reason) in the summary and in --json."""
+if TYPE_CHECKING:  # loaded when indexing runs, so registering the command costs nothing
+    from archivist.rag.ingest import FileResult
 
 
 def add_index_command(commands: Any) -> None:
@@ -63,6 +54,24 @@ def add_index_command(commands: Any) -> None:
 
 async def run_index(args: argparse.Namespace) -> int:
     """Index the files; print a summary; exit 1 if any file failed."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    from archivist.rag import default_registry
+    from archivist.rag.ingest import Outcome, ingest_files
+
+    # Outcomes listed path by path (with the reason) in the summary and in --json.
+    listed = {
+        Outcome.SKIPPED: "skipped_files",
+        Outcome.REMOVED: "removed_files",
+        Outcome.PRUNED: "pruned_files",
+    }
     console = Console(stderr=True)
     walk = walk_files(args.paths)
     args.embedding_timeout = args.timeout
@@ -117,7 +126,7 @@ async def run_index(args: argparse.Namespace) -> int:
     if args.json:
         summary: dict[str, Any] = {o.value: report.count(o) for o in Outcome}
         summary["failures"] = [{"path": r.path, "error": r.error} for r in report.failed]
-        for outcome, key in LISTED.items():
+        for outcome, key in listed.items():
             summary[key] = [
                 {"path": r.path, "document_id": r.document_id, "reason": r.error}
                 for r in report.results
@@ -133,7 +142,7 @@ async def run_index(args: argparse.Namespace) -> int:
             soft_wrap=True,
         )
     for result in report.results:
-        if result.outcome in (Outcome.FAILED, *LISTED):
+        if result.outcome in (Outcome.FAILED, *listed):
             colour = "red" if result.outcome is Outcome.FAILED else "yellow"
             reason = f": {result.error}" if result.error else ""
             console.print(
