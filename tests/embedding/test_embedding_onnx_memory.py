@@ -190,3 +190,18 @@ def test_a_bad_query_thread_count_is_named(
 ) -> None:
     with pytest.raises(ValueError, match="query_threads"):
         model_like(default_model, query_threads=value)
+
+
+async def test_query_batches_follow_the_same_limits_and_keep_input_order(
+    default_model: OnnxEmbeddingModel, shapes: list[tuple[int, int]]
+) -> None:
+    model = model_like(
+        default_model, batch_size=8, token_budget=300, query_fold_constants=True, query_threads=1
+    )
+    together = await model(TEXTS, input_type="query")
+    assert shapes and all(b <= 8 and (b == 1 or b * n <= 300) for b, n in shapes)
+    shapes.clear()
+    alone = [(await model([text], input_type="query")).embeddings[0] for text in TEXTS[:5]]
+    assert all(batch == 1 for batch, _ in shapes)
+    assert np.allclose(together.embeddings[:5], alone, atol=1e-4)
+    assert together.usage.input_tokens > 0

@@ -299,7 +299,16 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
     async def _embed_items(
         self, items: Sequence[BatchItem], input_type: InputType
     ) -> EmbeddingResponse:
-        response = await super()._embed_items(items, input_type)
+        if input_type == "query":
+            # Queries take one hop to a worker thread, which tokenizes once and runs every
+            # batch: a query waits on no batch planning and no retry machinery (a local model
+            # has no transient failures).
+            response = await asyncio.to_thread(
+                self._embed_queries_sync, self._prefixed(items, input_type)
+            )
+            self._check_output(response, len(items))
+        else:
+            response = await super()._embed_items(items, input_type)
         if response.usage.truncated_inputs:
             logger.warning(
                 "%s: %d of %d inputs exceeded max_length=%d tokens and were truncated",
@@ -315,6 +324,25 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
     ) -> EmbeddingResponse:
         runtime = self._load_query() if input_type == "query" else self._load()
         vectors, tokens, truncated = self._run(runtime, runtime.tokenizer.encode_batch(texts))
+        return EmbeddingResponse(
+            embeddings=vectors.tolist(),
+            usage=EmbeddingUsage(input_tokens=tokens, truncated_inputs=truncated),
+        )
+
+    def _embed_queries_sync(self, texts: list[str]) -> EmbeddingResponse:
+        """Every query on the query session, batched by token length like documents."""
+        runtime = self._load_query()
+        encodings = runtime.tokenizer.encode_batch(texts)
+        plan = plan_by_length([len(e.ids) for e in encodings], self.batch_size, self.token_budget)
+        vectors = np.empty((len(texts), self.dimensions), dtype=np.float32)
+        tokens = truncated = 0
+        for batch in plan:
+            pooled, batch_tokens, batch_truncated = self._run(
+                runtime, [encodings[i] for i in batch]
+            )
+            vectors[batch] = pooled
+            tokens += batch_tokens
+            truncated += batch_truncated
         return EmbeddingResponse(
             embeddings=vectors.tolist(),
             usage=EmbeddingUsage(input_tokens=tokens, truncated_inputs=truncated),
