@@ -62,6 +62,8 @@ def test_serve_rejects_bad_settings(capsys) -> None:
     assert "workers" in capsys.readouterr().err
     assert main(["serve", "--chunk-size", "64", "--overlap", "64"]) == 2
     assert "overlap" in capsys.readouterr().err
+    assert main(["serve", "--query-cache-seconds", "-1"]) == 2
+    assert "query_cache_seconds" in capsys.readouterr().err
 
 
 def test_a_found_key_is_remembered_briefly_and_forgotten_on_revoke(
