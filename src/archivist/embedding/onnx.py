@@ -132,6 +132,7 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         )
         self.query_threads = query_threads or self.threads
         self._tokenizer: tuple[Tokenizer, int] | None = None
+        self._verified = False
         self._runtime: _Runtime | None = None
         self._query_runtime: _Runtime | None = None
         self._load_lock = threading.Lock()
@@ -181,18 +182,24 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
             self.threads,
         )
 
+    def _verify_files(self) -> None:
+        """Check the files against `sha256`, once; callers hold the lock."""
+        if self._verified:
+            return
+        for role, path in (("model", self.model_path), ("tokenizer", self.tokenizer_path)):
+            expected = self.sha256.get(role)
+            if expected is not None:
+                actual = _file_sha256(path)
+                if actual != expected:
+                    raise ValueError(
+                        f"sha256 mismatch for {role} file {path}: expected {expected}, got {actual}"
+                    )
+        self._verified = True
+
     def _load_tokenizer(self) -> tuple[Tokenizer, int]:
         """The tokenizer (its files verified first) and its pad id; callers hold the lock."""
         if self._tokenizer is None:
-            for role, path in (("model", self.model_path), ("tokenizer", self.tokenizer_path)):
-                expected = self.sha256.get(role)
-                if expected is not None:
-                    actual = _file_sha256(path)
-                    if actual != expected:
-                        raise ValueError(
-                            f"sha256 mismatch for {role} file {path}: "
-                            f"expected {expected}, got {actual}"
-                        )
+            self._verify_files()
             tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
             padding = tokenizer.padding
             pad_id = int(padding["pad_id"]) if padding else 0
@@ -249,7 +256,7 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         """This model's tokenizer (its file verified), with the document prefix deducted."""
         if self._chunk_tokenizer is None:
             with self._load_lock:
-                self._load_tokenizer()
+                self._verify_files()
             self._chunk_tokenizer = ModelTokenizer.from_file(
                 str(self.tokenizer_path), self.max_length, self.document_prefix
             )
