@@ -113,7 +113,7 @@ def run_wrk(url: str, script: Path, connections: int, seconds: float) -> dict[st
             "wrk",
             f"-t{threads}",
             f"-c{connections}",
-            f"-d{seconds:g}s",
+            f"-d{max(1, round(seconds))}s",  # wrk takes whole seconds
             "--latency",
             "--timeout",
             "10s",
