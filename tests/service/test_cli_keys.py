@@ -62,3 +62,60 @@ def test_serve_rejects_bad_settings(capsys) -> None:
     assert "workers" in capsys.readouterr().err
     assert main(["serve", "--chunk-size", "64", "--overlap", "64"]) == 2
     assert "overlap" in capsys.readouterr().err
+    assert main(["serve", "--query-cache-seconds", "-1"]) == 2
+    assert "query_cache_seconds" in capsys.readouterr().err
+
+
+def test_a_found_key_is_remembered_briefly_and_forgotten_on_revoke(
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from archivist.service import keys
+
+    assert main(["keys", "create", "--tenant", "acme"]) == 0
+    key = capsys.readouterr().out.strip()
+    assert main(["keys", "create", "--tenant", "other"]) == 0
+    other_key = capsys.readouterr().out.strip()
+    engine = make_engine(f"sqlite:///{home / 'service' / 'service.db'}")
+    assert keys.cached_tenant_for_key(engine, key) is None  # never asked yet
+    assert keys.tenant_for_key(engine, key) == "acme"
+    assert keys.tenant_for_key(engine, other_key) == "other"
+    # Now served from memory: the database is not asked again.
+    queries: list[str] = []
+    with monkeypatch.context() as patch:
+        patch.setattr(keys, "reading", lambda engine: queries.append("read"))
+        assert keys.tenant_for_key(engine, key) == "acme"
+        assert keys.cached_tenant_for_key(engine, key) == "acme"
+    assert queries == []
+    # Revoking (here through the CLI's own engine on the same database) forgets that key only.
+    key_id = key.split("_")[1]
+    assert main(["keys", "revoke", key_id]) == 0
+    assert keys.cached_tenant_for_key(engine, key) is None
+    assert keys.tenant_for_key(engine, key) is None
+    assert keys.cached_tenant_for_key(engine, other_key) == "other"
+    # A wrong key is never remembered.
+    assert keys.tenant_for_key(engine, key + "x") is None
+    assert keys.cached_tenant_for_key(engine, key + "x") is None
+    engine.dispose()
+
+
+def test_a_key_revoked_elsewhere_stops_working_within_the_cache_interval(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another process's revocation cannot reach this cache: its entries expire instead."""
+    import time
+
+    from sqlalchemy import update
+
+    from archivist.service import keys
+    from archivist.service.database import api_keys, writing
+
+    assert main(["keys", "create", "--tenant", "acme"]) == 0
+    key = capsys.readouterr().out.strip()
+    engine = make_engine(f"sqlite:///{home / 'service' / 'service.db'}")
+    assert keys.tenant_for_key(engine, key) == "acme"
+    with writing(engine) as db:  # what `archivist keys revoke` in another process does
+        db.execute(update(api_keys).values(revoked_at=time.time()))
+    assert keys.tenant_for_key(engine, key) == "acme"  # still remembered
+    time.sleep(keys.KEY_CACHE_SECONDS + 0.2)
+    assert keys.tenant_for_key(engine, key) is None
+    engine.dispose()

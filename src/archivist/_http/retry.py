@@ -11,14 +11,16 @@ import logging
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from archivist._http.clock import Clock
 from archivist._text import one_line
 from archivist.validation import check_non_negative_int
+
+if TYPE_CHECKING:  # a local model retries without ever loading an HTTP client
+    import httpx
 
 logger = logging.getLogger("archivist.retry")
 

@@ -6,9 +6,8 @@ import argparse
 import os
 import shutil
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from archivist.agent import Agent
 from archivist.cli.output import print_json
 from archivist.cli.search_command import passage_lines
 from archivist.cli.session import (
@@ -19,12 +18,10 @@ from archivist.cli.session import (
     open_session,
     positive_int,
 )
-from archivist.event import HintBlockEvent, TextDelta
-from archivist.message import Msg
-from archivist.middleware import RAGMiddleware
-from archivist.middleware.retrieval import Hit
-from archivist.model import ChatModelBase, OpenAIChatModel
-from archivist.tool import Toolkit
+
+if TYPE_CHECKING:  # loaded when the command runs, so registering it costs nothing
+    from archivist.middleware.retrieval import Hit
+    from archivist.model import ChatModelBase
 
 DEFAULT_CHAT_TIMEOUT = 60.0
 DASHSCOPE_COMPATIBLE_URL = "https://dashscope.aliyuncs.com/compatible-mode/v1"
@@ -69,6 +66,8 @@ def add_ask_command(commands: Any) -> None:
 
 def configured_chat_model(args: argparse.Namespace) -> ChatModelBase | None:
     """The chat model the flags and environment describe, or None when there is none."""
+    from archivist.model import OpenAIChatModel
+
     if args.api_key:
         print(
             "archivist: warning: --api-key is visible to other users in the process list; "
@@ -116,6 +115,12 @@ async def run_ask(args: argparse.Namespace) -> int:
 
 async def _answer(args: argparse.Namespace, chat_model: ChatModelBase | None) -> int:
     """The answer of `chat_model` (or the passages, without one) over the session's KB."""
+    from archivist.agent import Agent
+    from archivist.event import HintBlockEvent, TextDelta
+    from archivist.message import Msg
+    from archivist.middleware import RAGMiddleware
+    from archivist.tool import Toolkit
+
     async with open_session(args, create=False) as session:
         middleware = RAGMiddleware(
             knowledges=[session.kb],

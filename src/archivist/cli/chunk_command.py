@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from archivist.cli.files import walk_files
 from archivist.cli.home import default_store_dir, load_kbs
@@ -18,9 +18,9 @@ from archivist.cli.session import (
     make_chunker,
     settled_record,
 )
-from archivist.message import TextBlock
-from archivist.rag import default_registry
-from archivist.rag.document import Chunk
+
+if TYPE_CHECKING:  # loaded when the command runs, so registering it costs nothing
+    from archivist.rag.document import Chunk
 
 
 def add_chunk_command(commands: Any) -> None:
@@ -37,6 +37,8 @@ def add_chunk_command(commands: Any) -> None:
 
 
 def _chunk_json(path: str, chunk: Chunk) -> dict[str, Any]:
+    from archivist.message import TextBlock
+
     content = chunk.content
     return {
         "path": path,
@@ -50,6 +52,9 @@ def _chunk_json(path: str, chunk: Chunk) -> dict[str, Any]:
 
 async def run_chunk(args: argparse.Namespace) -> int:
     """Print every chunk of every file; a file that fails is reported and skipped."""
+    from archivist.message import TextBlock
+    from archivist.rag import default_registry
+
     check_kb_name(args.kb)
     store_dir = Path(args.store) if args.store else default_store_dir()
     record = settled_record(

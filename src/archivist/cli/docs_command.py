@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from archivist.cli.output import display_path, print_json, print_rows
 from archivist.cli.session import CLIError, add_common_arguments, add_json_argument, open_session
-from archivist.rag.ingest import INDEXED_AT_KEY, PATH_KEY, document_id_for
-from archivist.rag.record import DocumentSummary
-from archivist.rag.tenant import TENANT_KEY
+
+if TYPE_CHECKING:  # loaded when the command runs, so registering it costs nothing
+    from archivist.rag.record import DocumentSummary
 
 
 def add_docs_commands(commands: Any) -> None:
@@ -28,6 +28,9 @@ def add_docs_commands(commands: Any) -> None:
 
 def document_json(doc: DocumentSummary) -> dict[str, Any]:
     """One document as a JSON-ready dict, with its full id and path."""
+    from archivist.rag.ingest import INDEXED_AT_KEY, PATH_KEY
+    from archivist.rag.tenant import TENANT_KEY
+
     return {
         "id": doc.document_id,
         "path": doc.metadata.get(PATH_KEY),
@@ -40,6 +43,8 @@ def document_json(doc: DocumentSummary) -> dict[str, Any]:
 
 async def run_ls(args: argparse.Namespace) -> int:
     """One line per document: id, chunk count, when indexed, path (never wrapped)."""
+    from archivist.rag.ingest import INDEXED_AT_KEY, PATH_KEY
+
     async with open_session(args, create=False) as session:
         documents = await session.kb.list_documents()
     documents.sort(key=lambda d: str(d.metadata.get(PATH_KEY, d.source)))
@@ -64,6 +69,8 @@ async def run_ls(args: argparse.Namespace) -> int:
 
 async def run_rm(args: argparse.Namespace) -> int:
     """Delete one document, named by id or by the path it was indexed from."""
+    from archivist.rag.ingest import PATH_KEY, document_id_for
+
     async with open_session(args, create=False) as session:
         documents = {d.document_id: d for d in await session.kb.list_documents()}
         target = args.target

@@ -7,11 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from archivist.cli.home import cache_dir
 from archivist.cli.session import add_chunking_arguments
-from archivist.embedding import DEFAULT_EMBEDDING_MODEL, list_embedding_models
+from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL, list_embedding_models
 
 
 def add_eval_command(commands: Any) -> None:
@@ -97,5 +95,7 @@ async def run_eval(args: argparse.Namespace) -> int:
         payload = result.model_dump(mode="json", exclude=None if args.per_query else {"per_query"})
         print(json.dumps(payload, indent=2))
     else:
+        from rich.console import Console
+
         Console().print(results_table(result))
     return 0

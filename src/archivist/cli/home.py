@@ -7,8 +7,6 @@ import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from platformdirs import user_data_dir
-
 from archivist.atomic_file import write_json_atomically
 
 KBS_FILE = "archivist-kbs.json"
@@ -17,7 +15,11 @@ KBS_FILE = "archivist-kbs.json"
 def archivist_home() -> Path:
     """`$ARCHIVIST_HOME`, else the per-user data directory."""
     configured = os.environ.get("ARCHIVIST_HOME")
-    return Path(configured) if configured else Path(user_data_dir("archivist", appauthor=False))
+    if configured:
+        return Path(configured)
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("archivist", appauthor=False))
 
 
 def default_store_dir() -> Path:

@@ -14,7 +14,6 @@ from archivist.cli.session import (
     kb_store_dir,
     open_session,
 )
-from archivist.rag.store.qdrant import QdrantStore, StoreLockedError
 
 
 def add_kb_commands(commands: Any) -> None:
@@ -43,6 +42,8 @@ def add_kb_commands(commands: Any) -> None:
 
 async def _counts(store_dir: Path, name: str) -> tuple[int | None, int | None]:
     """(documents, chunks) of KB `name` over every tenant; (None, None) while it is in use."""
+    from archivist.rag.store.qdrant import QdrantStore, StoreLockedError
+
     try:
         async with QdrantStore(path=kb_store_dir(store_dir, name)) as store:
             documents = await store.list_documents(name)

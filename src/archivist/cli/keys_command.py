@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 from datetime import UTC, datetime
 from typing import Any
-
-from rich.console import Console
-from rich.table import Table
 
 from archivist.cli.serve_command import add_database_argument, service_settings
 from archivist.cli.session import CLIError
@@ -32,10 +28,14 @@ def add_keys_command(commands: Any) -> None:
 
 async def run_keys(args: argparse.Namespace) -> int:
     """Run the chosen action against the service's database."""
+    import asyncio
+
     return await asyncio.to_thread(_run, args)
 
 
 def _run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
     from sqlalchemy.exc import SQLAlchemyError
 
     from archivist.service.database import make_engine

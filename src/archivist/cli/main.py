@@ -8,14 +8,11 @@ Exit codes: 0 ok, 1 some files failed, 2 usage or configuration error, 3 a remot
 from __future__ import annotations
 
 import argparse
-import asyncio
-import logging
 import os
 import sys
 import traceback
 from collections.abc import Sequence
-
-import httpx
+from typing import TYPE_CHECKING
 
 from archivist import __version__
 from archivist._text import one_line
@@ -30,8 +27,9 @@ from archivist.cli.mcp_command import add_mcp_command
 from archivist.cli.search_command import add_search_command, attach_query_values
 from archivist.cli.serve_command import add_serve_command
 from archivist.cli.session import CLIError
-from archivist.embedding.errors import EmbeddingError
-from archivist.model.errors import ChatModelError
+
+if TYPE_CHECKING:
+    import httpx
 
 EXIT_OK, EXIT_FILES_FAILED, EXIT_USAGE, EXIT_REMOTE = 0, 1, 2, 3
 EXIT_INTERRUPTED, EXIT_INTERNAL, EXIT_PIPE_CLOSED = 130, 70, 141
@@ -110,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _log_to_stderr(debug: bool) -> None:
     """Warnings of the library (e.g. "retrying in N s") as one line each on stderr."""
+    import logging
+
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("archivist: %(message)s"))
     root = logging.getLogger("archivist")
@@ -127,9 +127,11 @@ def _fail(code: int, message: str, debug: bool) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
-    args = build_parser().parse_args(
+    args = build_parser().parse_args(  # --version and --help exit here
         attach_query_values(list(sys.argv[1:] if argv is None else argv))
     )
+    import asyncio
+
     debug = bool(getattr(args, "debug", False))
     _log_to_stderr(debug)
     try:
@@ -141,13 +143,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (`archivist ls | head`): stop quietly, as shell tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_PIPE_CLOSED
-    except (ChatModelError, EmbeddingError, httpx.HTTPError) as exc:
-        return _fail(EXIT_REMOTE, _remote_message(exc), debug)
-    except ImportError as exc:
-        return _fail(EXIT_USAGE, str(exc), debug)
-    except (CLIError, ValueError, OSError) as exc:
-        return _fail(EXIT_USAGE, str(exc), debug)
     except Exception as exc:
+        if isinstance(exc, _remote_errors()):
+            return _fail(EXIT_REMOTE, _remote_message(exc), debug)
+        if isinstance(exc, ImportError | CLIError | ValueError | OSError):
+            return _fail(EXIT_USAGE, str(exc), debug)
         return _fail(
             EXIT_INTERNAL,
             f"internal error {type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
@@ -156,11 +156,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+_REMOTE_ERRORS = (
+    ("archivist.model.errors", "ChatModelError"),
+    ("archivist.embedding.errors", "EmbeddingError"),
+    ("httpx", "HTTPError"),
+)
+
+
+def _remote_errors() -> tuple[type[BaseException], ...]:
+    """The classes of a remote failure (chat or embedding provider, HTTP) among the modules
+    this run loaded: a module the command never imported raised nothing, and importing it
+    here would cost every command its start-up time."""
+    found: list[type[BaseException]] = []
+    for module, name in _REMOTE_ERRORS:
+        loaded = sys.modules.get(module)
+        if loaded is not None:
+            found.append(getattr(loaded, name))
+    return tuple(found)
+
+
 def _remote_message(exc: BaseException) -> str:
     """What failed remotely, naming the host when httpx knows it."""
-    if isinstance(exc, httpx.TimeoutException):
+    http = sys.modules.get("httpx")
+    if http is None:
+        return f"remote service failed: {exc}"
+    if isinstance(exc, http.TimeoutException):
         return f"the remote service did not answer in time ({_where(exc)}); raise --timeout?"
-    if isinstance(exc, httpx.HTTPError):
+    if isinstance(exc, http.HTTPError):
         return f"remote service failed ({_where(exc)}): {type(exc).__name__}: {exc}"
     return f"remote service failed: {exc}"
 

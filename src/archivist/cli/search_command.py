@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from archivist.cli.output import display_path, print_json, text_lines
 from archivist.cli.session import (
@@ -15,9 +15,9 @@ from archivist.cli.session import (
     open_session,
     positive_int,
 )
-from archivist.message import TextBlock
-from archivist.rag import VectorSearchResult
-from archivist.rag.citation import location
+
+if TYPE_CHECKING:  # loaded when a search runs, so registering the command costs nothing
+    from archivist.rag import VectorSearchResult
 
 
 def add_search_command(commands: Any) -> None:
@@ -112,6 +112,8 @@ def query_of(args: argparse.Namespace) -> str:
 
 def hit_json(rank: int, hit: VectorSearchResult) -> dict[str, Any]:
     """One hit as a JSON-ready dict."""
+    from archivist.message import TextBlock
+
     meta = hit.chunk.metadata
     return {
         "rank": rank,
@@ -161,6 +163,8 @@ async def run_search(args: argparse.Namespace) -> int:
 
 def hit_header(rank: int, hit: VectorSearchResult) -> str:
     """`[rank] score  path  page/slide/heading path  chunk N`: one line, the path never cut."""
+    from archivist.rag.citation import location
+
     path = hit.chunk.metadata.get("path")
     where = display_path(path) if isinstance(path, str) else hit.chunk.source
     parts = [f"[{rank}]", f"{hit.score:.3f}", where, location(hit.chunk)]
@@ -171,6 +175,8 @@ def hit_header(rank: int, hit: VectorSearchResult) -> str:
 def passage_lines(hit: VectorSearchResult, width: int, indent: str = "    ") -> list[str]:
     """The hit's text as a block below its header, wrapped to `width`: paragraphs, table rows,
     list items and code lines kept."""
+    from archivist.message import TextBlock
+
     content = hit.chunk.content
     if not isinstance(content, TextBlock):
         return [f"{indent}<{content.source.media_type}>"]

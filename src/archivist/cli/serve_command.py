@@ -31,6 +31,14 @@ def add_serve_command(commands: Any) -> None:
     cmd.add_argument(
         "--max-upload-mb", type=float, default=50.0, help="largest upload request in MiB"
     )
+    cmd.add_argument(
+        "--query-cache-seconds",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="answer an identical search of a knowledge base from memory for this long, "
+        "unless it was written meanwhile (0: never)",
+    )
     add_chunking_arguments(cmd, from_kb=False)
     cmd.set_defaults(handler=run_serve)
 
@@ -77,6 +85,7 @@ async def run_serve(args: argparse.Namespace) -> int:
         max_upload_bytes=max(1, int(args.max_upload_mb * 1024 * 1024)),
         chunk_size=args.chunk_size,
         overlap=args.overlap,
+        query_cache_seconds=args.query_cache_seconds,
     )
     config = uvicorn.Config(
         create_app(settings), host=args.host, port=args.port, log_level="info", access_log=False

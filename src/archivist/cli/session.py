@@ -10,7 +10,6 @@ each other. A store made before this layout (`STORE/collections/NAME`) is used w
 from __future__ import annotations
 
 import argparse
-import asyncio
 import re
 import sys
 import time
@@ -18,22 +17,16 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from archivist.cli.home import KBRecord, cache_dir, default_store_dir, load_kbs, save_kb
-from archivist.credential import DashScopeCredential
-from archivist.embedding import (
-    CachedEmbeddingModel,
-    DashScopeEmbeddingModel,
-    EmbeddingModelBase,
-    LocalEmbeddingModel,
-    OpenAIEmbeddingModel,
-)
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL
-from archivist.rag import KnowledgeBase
-from archivist.rag.chunker import TokenChunker, chunker_for
-from archivist.rag.store.qdrant import QdrantStore, StoreLockedError
-from archivist.rag.tenant import tenant_scope
+
+if TYPE_CHECKING:  # the heavy modules load inside the functions that use them
+    from archivist.embedding import EmbeddingModelBase
+    from archivist.rag import KnowledgeBase
+    from archivist.rag.chunker import TokenChunker
+    from archivist.rag.store.qdrant import QdrantStore
 
 _KB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # 256 approximate tokens mostly fit the default model's 256-token input (on SciFact ~5%
@@ -163,6 +156,8 @@ def make_chunker(
 ) -> TokenChunker:
     """The chunker of these settings for `model` (chunk size None: the model's input length),
     or a one-line CLIError naming the bad value."""
+    from archivist.rag.chunker import chunker_for
+
     overlap = DEFAULT_OVERLAP if overlap is None else overlap
     check_chunking(chunk_size, overlap)
     try:
@@ -183,9 +178,14 @@ def embedding_model(name: str, timeout: float = DEFAULT_EMBEDDING_TIMEOUT) -> Em
     A registry name (offline), `dashscope:MODEL[:DIMS]` (key from DASHSCOPE_API_KEY) or
     `openai:MODEL:DIMS` (key and endpoint from OPENAI_API_KEY / OPENAI_BASE_URL).
     """
+    from archivist.embedding import CachedEmbeddingModel, LocalEmbeddingModel
+
     provider, _, rest = name.partition(":")
     model: EmbeddingModelBase
     if provider == "dashscope" and rest:
+        from archivist.credential import DashScopeCredential
+        from archivist.embedding import DashScopeEmbeddingModel
+
         model_name, _, dims = rest.partition(":")
         model = DashScopeEmbeddingModel(
             credential=DashScopeCredential(),
@@ -194,6 +194,8 @@ def embedding_model(name: str, timeout: float = DEFAULT_EMBEDDING_TIMEOUT) -> Em
             timeout=timeout,
         )
     elif provider == "openai" and rest:
+        from archivist.embedding import OpenAIEmbeddingModel
+
         model_name, _, dims = rest.partition(":")
         model = OpenAIEmbeddingModel(model_name, _dimensions(name, dims), timeout=timeout)
     else:
@@ -268,6 +270,10 @@ def settled_record(
 async def open_store(directory: Path, name: str, wait: float) -> QdrantStore:
     """The store at `directory`, entered; while another process holds it, wait up to `wait`
     seconds with a message on stderr, then a CLIError."""
+    import asyncio
+
+    from archivist.rag.store.qdrant import QdrantStore, StoreLockedError
+
     deadline = time.monotonic() + max(0.0, wait)
     announced = False
     while True:
@@ -306,6 +312,9 @@ async def open_session(
 
     With `rebuild` the KB's content (every tenant's) is dropped and the new settings recorded.
     """
+    from archivist.rag import KnowledgeBase
+    from archivist.rag.tenant import tenant_scope
+
     check_kb_name(args.kb)
     store_dir: Path = args.store or default_store_dir()
     record = load_kbs(store_dir).get(args.kb)

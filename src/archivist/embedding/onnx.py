@@ -63,6 +63,13 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
     batches of `batch_size` whatever their length. `fold_constants=False` turns off
     onnxruntime's constant folding, which, for an export that casts int8 weights to float at
     run time, keeps float copies of them (less memory; each run then does the cast).
+
+    Queries and documents may run on differently tuned sessions: `fold_constants` and
+    `threads` set the document session, `query_fold_constants` and `query_threads` (default:
+    the document settings) the query session. Where they differ, the query session is a
+    second session over the same file and tokenizer, built on the first query, so a process
+    that only ingests never pays for it; from then on documents run on it too and the
+    document session is released, so no process holds both.
     """
 
     def __init__(
@@ -82,6 +89,8 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         token_budget: int | None = None,
         fold_constants: bool = True,
         threads: int | None = None,
+        query_fold_constants: bool | None = None,
+        query_threads: int | None = None,
     ) -> None:
         self.model_path = Path(model_path)
         self.tokenizer_path = Path(tokenizer_path)
@@ -99,6 +108,8 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
             check_positive_int(token_budget, "token_budget")
         if threads is not None:
             check_positive_int(threads, "threads")
+        if query_threads is not None:
+            check_positive_int(query_threads, "query_threads")
         self.sha256 = _check_digests(sha256)
         super().__init__(
             model=model or _default_name(self.model_path),
@@ -116,7 +127,14 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         self.token_budget = token_budget
         self.fold_constants = fold_constants
         self.threads = threads or _available_cores()
+        self.query_fold_constants = (
+            fold_constants if query_fold_constants is None else query_fold_constants
+        )
+        self.query_threads = query_threads or self.threads
+        self._tokenizer: tuple[Tokenizer, int] | None = None
+        self._verified = False
         self._runtime: _Runtime | None = None
+        self._query_runtime: _Runtime | None = None
         self._load_lock = threading.Lock()
         self._chunk_tokenizer: ModelTokenizer | None = None
 
@@ -133,13 +151,41 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         return f"{super().cache_identity}|{settings!r}"
 
     def _load(self) -> _Runtime:
-        """Verify the files, then build the tokenizer and session (once, thread-safe)."""
+        """The session documents run on, built once, thread-safe: the lean document session,
+        or the query session once that exists (two resident sessions cost more memory than
+        the query session's working memory for documents)."""
         with self._load_lock:
+            if self._query_runtime is not None:
+                return self._query_runtime
             if self._runtime is None:
-                self._runtime = self._build_runtime()
+                self._runtime = self._build_runtime(self.fold_constants, self.threads)
             return self._runtime
 
-    def _build_runtime(self) -> _Runtime:
+    def _load_query(self) -> _Runtime:
+        """The query session: the document session itself when both are tuned alike."""
+        if self._query_settings_shared:
+            return self._load()
+        with self._load_lock:
+            if self._query_runtime is None:
+                self._query_runtime = self._build_runtime(
+                    self.query_fold_constants, self.query_threads
+                )
+                # Documents move to the query session; a run still in flight keeps its own
+                # reference to the document session, which is freed when that run ends.
+                self._runtime = None
+            return self._query_runtime
+
+    @property
+    def _query_settings_shared(self) -> bool:
+        return (self.query_fold_constants, self.query_threads) == (
+            self.fold_constants,
+            self.threads,
+        )
+
+    def _verify_files(self) -> None:
+        """Check the files against `sha256`, once; callers hold the lock."""
+        if self._verified:
+            return
         for role, path in (("model", self.model_path), ("tokenizer", self.tokenizer_path)):
             expected = self.sha256.get(role)
             if expected is not None:
@@ -148,14 +194,24 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
                     raise ValueError(
                         f"sha256 mismatch for {role} file {path}: expected {expected}, got {actual}"
                     )
-        tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
-        padding = tokenizer.padding
-        pad_id = int(padding["pad_id"]) if padding else 0
-        tokenizer.no_padding()
-        tokenizer.enable_truncation(self.max_length)
+        self._verified = True
 
+    def _load_tokenizer(self) -> tuple[Tokenizer, int]:
+        """The tokenizer (its files verified first) and its pad id; callers hold the lock."""
+        if self._tokenizer is None:
+            self._verify_files()
+            tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
+            padding = tokenizer.padding
+            pad_id = int(padding["pad_id"]) if padding else 0
+            tokenizer.no_padding()
+            tokenizer.enable_truncation(self.max_length)
+            self._tokenizer = (tokenizer, pad_id)
+        return self._tokenizer
+
+    def _build_runtime(self, fold_constants: bool, threads: int) -> _Runtime:
+        tokenizer, pad_id = self._load_tokenizer()
         options = ort.SessionOptions()
-        options.intra_op_num_threads = self.threads
+        options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         # A memory pattern is planned and kept per input shape; batch shapes vary with every
         # call, so the patterns only add up.
@@ -164,7 +220,7 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
             str(self.model_path),
             sess_options=options,
             providers=["CPUExecutionProvider"],
-            disabled_optimizers=[] if self.fold_constants else ["ConstantFolding"],
+            disabled_optimizers=[] if fold_constants else ["ConstantFolding"],
         )
         input_types: dict[str, type[np.integer[Any]]] = {}
         for node in session.get_inputs():
@@ -199,7 +255,8 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
     def chunk_tokenizer(self) -> ModelTokenizer:
         """This model's tokenizer (its file verified), with the document prefix deducted."""
         if self._chunk_tokenizer is None:
-            self._load()
+            with self._load_lock:
+                self._verify_files()
             self._chunk_tokenizer = ModelTokenizer.from_file(
                 str(self.tokenizer_path), self.max_length, self.document_prefix
             )
@@ -226,13 +283,16 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         return plan_by_length(lengths, self.batch_size, self.token_budget)
 
     def _token_lengths(self, texts: list[str]) -> list[int]:
-        tokenizer = self._load().tokenizer
+        with self._load_lock:
+            tokenizer, _ = self._load_tokenizer()
         return [len(e.ids) for e in tokenizer.encode_batch(texts)]
 
     async def _embed_batch(
         self, batch: Sequence[BatchItem], input_type: InputType
     ) -> EmbeddingResponse:
-        return await asyncio.to_thread(self._embed_sync, self._prefixed(batch, input_type))
+        return await asyncio.to_thread(
+            self._embed_sync, self._prefixed(batch, input_type), input_type
+        )
 
     def _prefixed(self, items: Sequence[BatchItem], input_type: InputType) -> list[str]:
         prefix = self.query_prefix if input_type == "query" else self.document_prefix
@@ -246,7 +306,16 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
     async def _embed_items(
         self, items: Sequence[BatchItem], input_type: InputType
     ) -> EmbeddingResponse:
-        response = await super()._embed_items(items, input_type)
+        if input_type == "query":
+            # Queries take one hop to a worker thread, which tokenizes once and runs every
+            # batch: a query waits on no batch planning and no retry machinery (a local model
+            # has no transient failures).
+            response = await asyncio.to_thread(
+                self._embed_queries_sync, self._prefixed(items, input_type)
+            )
+            self._check_output(response, len(items))
+        else:
+            response = await super()._embed_items(items, input_type)
         if response.usage.truncated_inputs:
             logger.warning(
                 "%s: %d of %d inputs exceeded max_length=%d tokens and were truncated",
@@ -257,9 +326,30 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
             )
         return response
 
-    def _embed_sync(self, texts: list[str]) -> EmbeddingResponse:
-        runtime = self._load()
+    def _embed_sync(
+        self, texts: list[str], input_type: InputType = "document"
+    ) -> EmbeddingResponse:
+        runtime = self._load_query() if input_type == "query" else self._load()
         vectors, tokens, truncated = self._run(runtime, runtime.tokenizer.encode_batch(texts))
+        return EmbeddingResponse(
+            embeddings=vectors.tolist(),
+            usage=EmbeddingUsage(input_tokens=tokens, truncated_inputs=truncated),
+        )
+
+    def _embed_queries_sync(self, texts: list[str]) -> EmbeddingResponse:
+        """Every query on the query session, batched by token length like documents."""
+        runtime = self._load_query()
+        encodings = runtime.tokenizer.encode_batch(texts)
+        plan = plan_by_length([len(e.ids) for e in encodings], self.batch_size, self.token_budget)
+        vectors = np.empty((len(texts), self.dimensions), dtype=np.float32)
+        tokens = truncated = 0
+        for batch in plan:
+            pooled, batch_tokens, batch_truncated = self._run(
+                runtime, [encodings[i] for i in batch]
+            )
+            vectors[batch] = pooled
+            tokens += batch_tokens
+            truncated += batch_truncated
         return EmbeddingResponse(
             embeddings=vectors.tolist(),
             usage=EmbeddingUsage(input_tokens=tokens, truncated_inputs=truncated),

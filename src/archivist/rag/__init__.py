@@ -1,33 +1,76 @@
-"""Retrieval-augmented generation: parsers, chunkers, vector stores and the KnowledgeBase."""
+"""Retrieval-augmented generation: parsers, chunkers, vector stores and the KnowledgeBase.
 
-from archivist.rag.chunker import ApproxTokenChunker, ChunkerBase
-from archivist.rag.document import Chunk, Section
-from archivist.rag.knowledge_base import (
-    DocumentNotFoundError,
-    IncompleteDocument,
-    KnowledgeBase,
-    NewDocument,
-    RepairReport,
-    VerifyReport,
+Each name is imported on first use, so a command that searches never loads the parsers.
+"""
+
+from typing import TYPE_CHECKING
+
+from archivist._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from archivist.rag.chunker import ApproxTokenChunker, ChunkerBase
+    from archivist.rag.document import Chunk, Section
+    from archivist.rag.knowledge_base import (
+        DocumentNotFoundError,
+        IncompleteDocument,
+        KnowledgeBase,
+        NewDocument,
+        RepairReport,
+        VerifyReport,
+    )
+    from archivist.rag.parser import (
+        ExcelParser,
+        HTMLParser,
+        ImageParser,
+        MarkdownParser,
+        ParserBase,
+        ParserRegistry,
+        PDFParser,
+        PPTParser,
+        RSTParser,
+        TextParser,
+        UnsupportedFileTypeError,
+        WordParser,
+        default_registry,
+    )
+    from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
+    from archivist.rag.store import VectorStoreBase
+    from archivist.rag.store.qdrant import QdrantStore, StoreLockedError
+
+_MODULES = {
+    "chunker": ["ApproxTokenChunker", "ChunkerBase"],
+    "document": ["Chunk", "Section"],
+    "knowledge_base": [
+        "DocumentNotFoundError",
+        "IncompleteDocument",
+        "KnowledgeBase",
+        "NewDocument",
+        "RepairReport",
+        "VerifyReport",
+    ],
+    "parser": [
+        "ExcelParser",
+        "HTMLParser",
+        "ImageParser",
+        "MarkdownParser",
+        "ParserBase",
+        "ParserRegistry",
+        "PDFParser",
+        "PPTParser",
+        "RSTParser",
+        "TextParser",
+        "UnsupportedFileTypeError",
+        "WordParser",
+        "default_registry",
+    ],
+    "record": ["DocumentSummary", "VectorRecord", "VectorSearchResult"],
+    "store": ["VectorStoreBase"],
+    "store.qdrant": ["QdrantStore", "StoreLockedError"],
+}
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {name: f"{__name__}.{module}" for module, names in _MODULES.items() for name in names},
 )
-from archivist.rag.parser import (
-    ExcelParser,
-    HTMLParser,
-    ImageParser,
-    MarkdownParser,
-    ParserBase,
-    ParserRegistry,
-    PDFParser,
-    PPTParser,
-    RSTParser,
-    TextParser,
-    UnsupportedFileTypeError,
-    WordParser,
-    default_registry,
-)
-from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
-from archivist.rag.store import VectorStoreBase
-from archivist.rag.store.qdrant import QdrantStore, StoreLockedError
 
 __all__ = [
     "ApproxTokenChunker",

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from archivist.message import DataBlock, TextBlock
+from archivist.rag import query_cache
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
 from archivist.rag.store.base import (
@@ -199,6 +200,7 @@ class KnowledgeBase:
         )
         return inserted
 
+    @query_cache.invalidates
     async def insert_documents(
         self,
         documents: Iterable[NewDocument] | AsyncIterable[NewDocument],
@@ -518,6 +520,7 @@ class KnowledgeBase:
             self.collection, document_id, offset, limit, self.metadata_filter
         )
 
+    @query_cache.invalidates
     async def delete_document(self, document_id: str) -> None:
         """Remove every chunk of `document_id` in scope; absent → DocumentNotFoundError."""
         document_id = self._check_document_id(document_id, required=True)
@@ -559,6 +562,7 @@ class KnowledgeBase:
                 )
         return VerifyReport(documents_checked=len(by_document), incomplete=incomplete)
 
+    @query_cache.invalidates
     async def repair(self) -> RepairReport:
         """Remove the leftovers `verify` reports, within this handle's scope.
 

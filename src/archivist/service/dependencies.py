@@ -15,7 +15,7 @@ from archivist.rag import KnowledgeBase, ParserRegistry, QdrantStore
 from archivist.service import catalog
 from archivist.service.catalog import DocumentRecord, KBRecord
 from archivist.service.indexer import Indexer
-from archivist.service.keys import tenant_for_key
+from archivist.service.keys import cached_tenant_for_key, tenant_for_key
 from archivist.service.locks import DocumentLocks
 from archivist.service.settings import ServiceSettings
 from archivist.service.vectors import kb_handle
@@ -58,9 +58,10 @@ async def get_tenant(
             "missing API key: send Authorization: Bearer KEY",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    tenant = await asyncio.to_thread(
-        tenant_for_key, get_state(request).engine, credentials.credentials
-    )
+    engine = get_state(request).engine
+    tenant = cached_tenant_for_key(engine, credentials.credentials)
+    if tenant is None:
+        tenant = await asyncio.to_thread(tenant_for_key, engine, credentials.credentials)
     if tenant is None:
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED,

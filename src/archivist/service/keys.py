@@ -2,6 +2,12 @@
 
 Keys are 256-bit random tokens, so a plain sha256 is enough to make a stolen table useless
 (no password-style stretching is needed for secrets nobody can guess).
+
+A key found active is remembered for `KEY_CACHE_SECONDS`, so a busy client costs one database
+lookup per interval instead of one per request. Revoking a key forgets it at once in the
+revoking process; other processes (the service, while `archivist keys revoke` runs beside
+it, or other replicas) stop accepting it within `KEY_CACHE_SECONDS`. Unknown keys are never
+remembered, so guessing cannot fill the cache.
 """
 
 from __future__ import annotations
@@ -9,14 +15,18 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+import threading
 import time
 
+from cachetools import TTLCache
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import Engine, insert, select, update
 
 from archivist.service.database import api_keys, reading, writing
 
 KEY_PREFIX = "ak"
+KEY_CACHE_SECONDS = 2.0
+KEY_CACHE_SIZE = 4096
 TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -86,15 +96,59 @@ def revoke_key(engine: Engine, key_id: str) -> bool:
             .where(api_keys.c.id == key_id, api_keys.c.revoked_at.is_(None))
             .values(revoked_at=time.time())
         )
+    _forget(engine, key_id)
     return bool(result.rowcount)
 
 
 def tenant_for_key(engine: Engine, key: str) -> str | None:
-    """The tenant of an active `key`, or None."""
+    """The tenant of an active `key`, or None (from the cache when it was found recently)."""
+    digest = hash_key(key)
+    tenant = _cached(engine, digest)
+    if tenant is not None:
+        return tenant
     with reading(engine) as db:
-        tenant = db.execute(
-            select(api_keys.c.tenant).where(
-                api_keys.c.key_hash == hash_key(key), api_keys.c.revoked_at.is_(None)
+        row = db.execute(
+            select(api_keys.c.id, api_keys.c.tenant).where(
+                api_keys.c.key_hash == digest, api_keys.c.revoked_at.is_(None)
             )
-        ).scalar_one_or_none()
-    return tenant
+        ).one_or_none()
+    if row is None:
+        return None
+    with _lock:
+        _cache_of(engine)[digest] = (row.id, row.tenant)
+    return str(row.tenant)
+
+
+def cached_tenant_for_key(engine: Engine, key: str) -> str | None:
+    """The tenant of `key` if it was found active within `KEY_CACHE_SECONDS`, else None
+    (then ask `tenant_for_key`); never touches the database, so it is safe on the event loop."""
+    return _cached(engine, hash_key(key))
+
+
+# Per database (every engine on it alike): key hash -> (key id, tenant) of keys recently
+# found active.
+_caches: dict[str, TTLCache[str, tuple[str, str]]] = {}
+_lock = threading.Lock()
+
+
+def _cache_of(engine: Engine) -> TTLCache[str, tuple[str, str]]:
+    """The cache of `engine`'s database; callers hold `_lock`."""
+    database = engine.url.render_as_string(hide_password=False)
+    cache = _caches.get(database)
+    if cache is None:
+        cache = _caches[database] = TTLCache(maxsize=KEY_CACHE_SIZE, ttl=KEY_CACHE_SECONDS)
+    return cache
+
+
+def _cached(engine: Engine, digest: str) -> str | None:
+    with _lock:
+        entry = _cache_of(engine).get(digest)
+    return None if entry is None else entry[1]
+
+
+def _forget(engine: Engine, key_id: str) -> None:
+    with _lock:
+        cache = _cache_of(engine)
+        for digest, (cached_id, _) in list(cache.items()):
+            if cached_id == key_id:
+                del cache[digest]

