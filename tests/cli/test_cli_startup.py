@@ -43,6 +43,7 @@ STARTUP_MODULES = {
     "archivist.cli.kb_commands",
     "archivist.cli.keys_command",
     "archivist.cli.main",
+    "archivist.cli.mcp_command",
     "archivist.cli.output",
     "archivist.cli.search_command",
     "archivist.cli.serve_command",
