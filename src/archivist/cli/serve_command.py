@@ -32,6 +32,19 @@ def add_serve_command(commands: Any) -> None:
         "--max-upload-mb", type=float, default=50.0, help="largest upload request in MiB"
     )
     add_chunking_arguments(cmd, from_kb=False)
+    cmd.add_argument(
+        "--chat-base-url",
+        default=None,
+        help="an OpenAI-compatible chat server for answers (/v1/sessions); key from "
+        "ARCHIVIST_CHAT_API_KEY (or OPENAI_API_KEY)",
+    )
+    cmd.add_argument("--chat-model", default=None, help="the chat server's model name")
+    cmd.add_argument(
+        "--chat-timeout",
+        type=float,
+        default=60.0,
+        help="seconds to wait for the chat server's next piece of an answer (default 60)",
+    )
     cmd.set_defaults(handler=run_serve)
 
 
@@ -77,6 +90,10 @@ async def run_serve(args: argparse.Namespace) -> int:
         max_upload_bytes=max(1, int(args.max_upload_mb * 1024 * 1024)),
         chunk_size=args.chunk_size,
         overlap=args.overlap,
+        chat_base_url=args.chat_base_url,
+        chat_model=args.chat_model,
+        chat_api_key=os.environ.get("ARCHIVIST_CHAT_API_KEY") or os.environ.get("OPENAI_API_KEY"),
+        chat_timeout=args.chat_timeout,
     )
     config = uvicorn.Config(
         create_app(settings), host=args.host, port=args.port, log_level="info", access_log=False

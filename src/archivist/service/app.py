@@ -12,6 +12,7 @@ from fastapi.staticfiles import StaticFiles
 from archivist.embedding import EmbeddingModelBase
 from archivist.rag import default_registry
 from archivist.rag.chunker import chunker_for
+from archivist.service.chat import configured_chat_model
 from archivist.service.database import make_engine
 from archivist.service.dependencies import ServiceState
 from archivist.service.embedding import service_model
@@ -24,6 +25,7 @@ from archivist.service.routers import (
     knowledge_bases,
     page,
     search,
+    sessions,
     supported_types,
 )
 from archivist.service.schemas import UNAUTHORIZED
@@ -51,11 +53,12 @@ def create_app(
         registry = default_registry()
         chunker = chunker_for(model.chunk_tokenizer(), settings.chunk_size, settings.overlap)
         locks = DocumentLocks()
+        chat_model = configured_chat_model(settings)
         try:
             async with open_store(settings) as store:
                 indexer = Indexer(settings, engine, store, model, registry, chunker, locks)
                 app.state.service = ServiceState(
-                    settings, engine, store, model, registry, indexer, locks
+                    settings, engine, store, model, registry, indexer, locks, chat_model
                 )
                 await indexer.start()
                 try:
@@ -63,6 +66,8 @@ def create_app(
                 finally:
                     await indexer.stop()
         finally:
+            if chat_model is not None:
+                await chat_model.aclose()
             engine.dispose()
 
     app = FastAPI(
@@ -74,7 +79,7 @@ def create_app(
     app.add_middleware(UploadSizeLimit, max_bytes=settings.max_upload_bytes)
     for module in (health, page):
         app.include_router(module.router)
-    for module in (knowledge_bases, documents, search, supported_types):
+    for module in (knowledge_bases, documents, search, supported_types, sessions):
         app.include_router(module.router, responses=UNAUTHORIZED)
     app.mount("/static", StaticFiles(directory=page.STATIC_DIR), name="static")
     return app

@@ -11,12 +11,14 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy import Engine
 
 from archivist.embedding import EmbeddingModelBase
+from archivist.model import ChatModelBase
 from archivist.rag import KnowledgeBase, ParserRegistry, QdrantStore
-from archivist.service import catalog
+from archivist.service import catalog, sessions_store
 from archivist.service.catalog import DocumentRecord, KBRecord
 from archivist.service.indexer import Indexer
 from archivist.service.keys import tenant_for_key
 from archivist.service.locks import DocumentLocks
+from archivist.service.sessions_store import SessionRecord
 from archivist.service.settings import ServiceSettings
 from archivist.service.vectors import kb_handle
 
@@ -32,6 +34,8 @@ class ServiceState:
     registry: ParserRegistry
     indexer: Indexer
     locks: DocumentLocks
+    chat_model: ChatModelBase | None = None
+    """The OpenAI-compatible chat server answers come from; None when not configured."""
 
     def handle(self, kb: KBRecord) -> KnowledgeBase:
         """A tenant-confined handle on `kb`."""
@@ -94,3 +98,16 @@ async def get_document(document_id: Annotated[str, Path()], kb: KB, state: State
 
 
 Document = Annotated[DocumentRecord, Depends(get_document)]
+
+
+async def get_session(
+    session_id: Annotated[str, Path()], tenant: Tenant, state: State
+) -> SessionRecord:
+    """The caller's chat session `session_id`; 404 otherwise (also another tenant's)."""
+    session = await asyncio.to_thread(sessions_store.get_session, state.engine, tenant, session_id)
+    if session is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no session {session_id!r}")
+    return session
+
+
+ChatSession = Annotated[SessionRecord, Depends(get_session)]

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from archivist.service.catalog import DocumentRecord, KBRecord, Status
+from archivist.service.sessions_store import ChatRole, Citation, SessionRecord
 
 KB_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
@@ -155,3 +156,56 @@ class Problem(BaseModel):
 UNAUTHORIZED: dict[int | str, dict[str, Any]] = {
     401: {"model": Problem, "description": "missing, invalid or revoked API key"}
 }
+
+
+class SessionCreate(BaseModel):
+    """`POST /v1/sessions`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str = Field(default="", max_length=200)
+
+
+class SessionOut(BaseModel):
+    """A chat session as the API shows it."""
+
+    id: str
+    title: str
+    created_at: str
+
+    @classmethod
+    def of(cls, session: SessionRecord) -> SessionOut:
+        """From a stored record."""
+        return cls(id=session.id, title=session.title, created_at=iso(session.created_at))
+
+
+class SessionList(BaseModel):
+    """`GET /v1/sessions`: most recently used first."""
+
+    items: list[SessionOut]
+
+
+class MessageOut(BaseModel):
+    """One turn of a session; an answer's `citations` resolve to stored chunks."""
+
+    role: ChatRole
+    content: str
+    citations: list[Citation]
+
+
+class SessionDetail(SessionOut):
+    """`GET /v1/sessions/{id}`: the session with its history, oldest first."""
+
+    messages: list[MessageOut]
+
+
+class MessageCreate(BaseModel):
+    """`POST /v1/sessions/{id}/messages`: a question over the named knowledge bases."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(min_length=1, max_length=8000)
+    knowledge_bases: list[str] = Field(min_length=1, max_length=20)
+    mode: Literal["static", "agentic", "both"] = "static"
+    """static: search once before answering; agentic: the model searches as it likes."""
+    top_k: int = Field(default=5, ge=1, le=50)

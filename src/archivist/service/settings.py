@@ -37,6 +37,14 @@ class ServiceSettings(BaseModel):
     chunk_size: int | None = Field(default=None, gt=0)
     """Tokens per chunk; None: the embedding model's input length."""
     overlap: int = Field(default=32, ge=0)
+    chat_base_url: str | None = None
+    """An OpenAI-compatible chat server for `/v1/sessions/{id}/messages`; None: no answers."""
+    chat_model: str | None = None
+    chat_api_key: str | None = Field(default=None, repr=False)
+    chat_timeout: float = Field(default=60.0, gt=0)
+    """Seconds to wait for the chat server to connect or send its next piece."""
+    chat_run_seconds: float = Field(default=300.0, gt=0)
+    """Longest one answer may take, tool calls included, before it ends with an error."""
 
     @model_validator(mode="after")
     def _overlap_below_chunk_size(self) -> ServiceSettings:
