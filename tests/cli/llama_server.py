@@ -10,6 +10,9 @@ plain text to it and the model continues the pattern, writing them (and the inje
 
 from __future__ import annotations
 
+import signal
+import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,6 +34,34 @@ GEMMA_TURNS = (
     "{%- if add_generation_prompt -%}{{- '<start_of_turn>model\\n' -}}{%- endif -%}"
 )
 """Gemma's chat format as a Jinja chat template (llama.cpp's `--chat-template`)."""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class LlamaServer:
+    """The server process and its base URL."""
+
+    def __init__(self, directory: Path) -> None:
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            [sys.executable, str(Path(__file__)), str(directory), str(self.port)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        assert line.startswith("listening"), line
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=60)
 
 
 def main(directory: str, port: int) -> None:

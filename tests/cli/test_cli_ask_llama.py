@@ -6,8 +6,6 @@ line. Heavy: loading and running the model takes tens of seconds on two cores.""
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,44 +14,17 @@ from pathlib import Path
 
 import pytest
 
+from cli.llama_server import LlamaServer
+
 pytestmark = pytest.mark.heavy
 pytest.importorskip("xllamacpp", reason="xllamacpp ships wheels for x86_64 Linux only")
 
-HERE = Path(__file__).resolve().parent
 QUESTION = "What colour is the Zorbian sky?"
 FACT = "On the planet Zorbia the sky is bright green, because of the copper dust in the air.\n"
 
 
 TEMPLATE_MARKERS = ("<|im_start|>", "<|im_end|>", "<start_of_turn>", "<end_of_turn>", "<bos>")
 """Chat-template control text that must never reach an answer."""
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-class LlamaServer:
-    """The server process and its base URL."""
-
-    def __init__(self, directory: Path) -> None:
-        self.port = free_port()
-        self.process = subprocess.Popen(
-            [sys.executable, str(HERE / "llama_server.py"), str(directory), str(self.port)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        assert line.startswith("listening"), line
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=60)
 
 
 @pytest.fixture(scope="module")
