@@ -45,6 +45,12 @@ def add_serve_command(commands: Any) -> None:
         default=60.0,
         help="seconds to wait for the chat server's next piece of an answer (default 60)",
     )
+    cmd.add_argument(
+        "--chat-max-tokens",
+        type=int,
+        default=None,
+        help="most tokens generated per model call (default: the chat server's limit)",
+    )
     cmd.set_defaults(handler=run_serve)
 
 
@@ -94,6 +100,7 @@ async def run_serve(args: argparse.Namespace) -> int:
         chat_model=args.chat_model,
         chat_api_key=os.environ.get("ARCHIVIST_CHAT_API_KEY") or os.environ.get("OPENAI_API_KEY"),
         chat_timeout=args.chat_timeout,
+        chat_max_tokens=args.chat_max_tokens,
     )
     config = uvicorn.Config(
         create_app(settings), host=args.host, port=args.port, log_level="info", access_log=False

@@ -17,6 +17,7 @@ from archivist.service.database import make_engine
 from archivist.service.dependencies import ServiceState
 from archivist.service.embedding import service_model
 from archivist.service.indexer import Indexer
+from archivist.service.kb_profiles import KBProfiles
 from archivist.service.limits import UploadSizeLimit
 from archivist.service.locks import DocumentLocks
 from archivist.service.routers import (
@@ -52,13 +53,22 @@ def create_app(
         model = embedding_model or default_model(settings)
         registry = default_registry()
         chunker = chunker_for(model.chunk_tokenizer(), settings.chunk_size, settings.overlap)
+        profiles = KBProfiles(
+            settings,
+            model,
+            lambda name: service_model(
+                name, str(settings.home / "embedding-cache"), settings.index_threads
+            ),
+        )
         locks = DocumentLocks()
         chat_model = configured_chat_model(settings)
         try:
             async with open_store(settings) as store:
-                indexer = Indexer(settings, engine, store, model, registry, chunker, locks)
+                indexer = Indexer(
+                    settings, engine, store, model, registry, chunker, locks, profiles=profiles
+                )
                 app.state.service = ServiceState(
-                    settings, engine, store, model, registry, indexer, locks, chat_model
+                    settings, engine, store, model, registry, indexer, locks, chat_model, profiles
                 )
                 await indexer.start()
                 try:

@@ -67,6 +67,9 @@ def configured_chat_model(settings: ServiceSettings) -> ChatModelBase | None:
         timeout=settings.chat_timeout,
         max_retries=1,
         retry_max_delay=5.0,
+        generate_kwargs=(
+            {"max_tokens": settings.chat_max_tokens} if settings.chat_max_tokens else None
+        ),
     )
 
 

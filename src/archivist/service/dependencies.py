@@ -16,6 +16,7 @@ from archivist.rag import KnowledgeBase, ParserRegistry, QdrantStore
 from archivist.service import catalog, sessions_store
 from archivist.service.catalog import DocumentRecord, KBRecord
 from archivist.service.indexer import Indexer
+from archivist.service.kb_profiles import KBProfiles
 from archivist.service.keys import tenant_for_key
 from archivist.service.locks import DocumentLocks
 from archivist.service.sessions_store import SessionRecord
@@ -36,10 +37,13 @@ class ServiceState:
     locks: DocumentLocks
     chat_model: ChatModelBase | None = None
     """The OpenAI-compatible chat server answers come from; None when not configured."""
+    profiles: KBProfiles | None = None
+    """Each knowledge base's own embedding model and chunker; None: all use `model`."""
 
     def handle(self, kb: KBRecord) -> KnowledgeBase:
-        """A tenant-confined handle on `kb`."""
-        return kb_handle(kb, self.store, self.model)
+        """A tenant-confined handle on `kb`, embedding with the knowledge base's model."""
+        model = self.profiles.model(kb) if self.profiles is not None else self.model
+        return kb_handle(kb, self.store, model)
 
 
 def get_state(request: Request) -> ServiceState:

@@ -25,24 +25,49 @@ class KnowledgeBaseCreate(BaseModel):
 
     name: str = Field(pattern=KB_NAME_PATTERN, description="letters, digits, _ . - (max 64)")
     description: str = Field(default="", max_length=2000)
+    embedding_model: str | None = Field(
+        default=None,
+        max_length=128,
+        description="a locally available model; default: the service's",
+    )
+    chunk_size: int | None = Field(
+        default=None, ge=16, le=8192, description="tokens per chunk; default: the service's"
+    )
+    overlap: int | None = Field(
+        default=None, ge=0, le=4096, description="tokens shared by neighbouring chunks"
+    )
+
+
+class KnowledgeBaseUpdate(BaseModel):
+    """`PATCH /v1/knowledge-bases/{name}`: what may change after creation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(default=None, pattern=KB_NAME_PATTERN)
+    description: str | None = Field(default=None, max_length=2000)
 
 
 class KnowledgeBaseOut(BaseModel):
-    """A knowledge base as the API shows it."""
+    """A knowledge base as the API shows it, with how it indexes."""
 
     name: str
     description: str
     document_count: int
     created_at: str
+    embedding_model: str | None = None
+    chunk_size: int | None = None
+    """None: as long as the embedding model's input."""
+    overlap: int | None = None
 
     @classmethod
-    def of(cls, kb: KBRecord) -> KnowledgeBaseOut:
-        """From a catalog record."""
+    def of(cls, kb: KBRecord, indexing: BaseModel | None = None) -> KnowledgeBaseOut:
+        """From a catalog record and the indexing it uses."""
         return cls(
             name=kb.name,
             description=kb.description,
             document_count=kb.document_count,
             created_at=iso(kb.created_at),
+            **(indexing.model_dump() if indexing is not None else {}),
         )
 
 
@@ -99,6 +124,13 @@ class DocumentList(BaseModel):
     """`GET .../documents`."""
 
     items: list[DocumentOut]
+
+
+class DocumentStatuses(BaseModel):
+    """`GET .../documents/status?ids=`: the documents found, and the ids that are not."""
+
+    items: list[DocumentOut]
+    missing: list[str]
 
 
 class ChunkOut(BaseModel):

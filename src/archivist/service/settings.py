@@ -45,6 +45,8 @@ class ServiceSettings(BaseModel):
     """Seconds to wait for the chat server to connect or send its next piece."""
     chat_run_seconds: float = Field(default=300.0, gt=0)
     """Longest one answer may take, tool calls included, before it ends with an error."""
+    chat_max_tokens: int | None = Field(default=None, gt=0)
+    """Most tokens the chat server may generate per model call; None: the server's limit."""
 
     @model_validator(mode="after")
     def _overlap_below_chunk_size(self) -> ServiceSettings:
