@@ -276,6 +276,22 @@ def test_closing_the_request_cancels_the_run(chat_service) -> None:
         assert acme.get(f"/v1/sessions/{session}").json()["messages"] == []
 
 
+def test_one_answer_at_a_time_per_session(chat_service) -> None:
+    chat = chat_service.chat
+    chat.replies.append(Reply(pieces=["slow ", "answer"], delay=0.5))
+    chat.replies.append(Reply(pieces=["next"]))
+    with client(chat_service.url, chat_service.keys["acme"]) as acme:
+        session = new_session(acme)
+        body = {"content": "First?", "knowledge_bases": ["planets"]}
+        with connect_sse(acme, "POST", f"/v1/sessions/{session}/messages", json=body) as source:
+            events = source.iter_sse()
+            assert next(events).event == "retrieval"
+            busy = acme.post(f"/v1/sessions/{session}/messages", json=body)
+            assert busy.status_code == 409 and "still answering" in busy.json()["detail"]
+            assert [e.event for e in events][-1] == "done"
+        assert ask(acme, session, content="Second?")[-1][1]["content"] == "next"
+
+
 def test_a_chat_server_that_is_down_is_an_error_event(chat_service) -> None:
     chat_service.chat.stop()  # last test of the module: the port now refuses connections
     events, detail = _failed_answer(chat_service)

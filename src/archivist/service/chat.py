@@ -219,9 +219,11 @@ def _error(detail: str, status: int) -> dict[str, Any]:
     return {"detail": detail, "status": status}
 
 
-async def stream_events(run: ChatRun) -> AsyncIterator[bytes]:
+async def stream_events(run: ChatRun, answering: set[str]) -> AsyncIterator[bytes]:
     """The run's events in SSE wire format, with keep-alive comments while the model is
-    quiet. Closing the iterator (the client went away) cancels the run."""
+    quiet. Closing the iterator (the client went away) cancels the run. The session is in
+    `answering` from the first event until the run has ended."""
+    answering.add(run.session_id)
     queue: asyncio.Queue[bytes | None] = asyncio.Queue()
 
     def emit(event: str, data: dict[str, Any]) -> None:
@@ -236,6 +238,7 @@ async def stream_events(run: ChatRun) -> AsyncIterator[bytes]:
             queue.put_nowait(None)
 
     task = asyncio.create_task(execute())
+    task.add_done_callback(lambda _: answering.discard(run.session_id))
     try:
         while True:
             try:

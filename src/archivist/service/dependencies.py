@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Path, Request, status
@@ -39,6 +39,8 @@ class ServiceState:
     """The OpenAI-compatible chat server answers come from; None when not configured."""
     profiles: KBProfiles | None = None
     """Each knowledge base's own embedding model and chunker; None: all use `model`."""
+    answering: set[str] = field(default_factory=set)
+    """Sessions with an answer in progress in this process (one at a time per session)."""
 
     def handle(self, kb: KBRecord) -> KnowledgeBase:
         """A tenant-confined handle on `kb`, embedding with the knowledge base's model."""

@@ -75,7 +75,10 @@ async def delete_session(session: ChatSession, state: State) -> Response:
             "description": "events `retrieval`, `delta`, `tool_call`, then `done` or `error`",
         },
         404: {"model": Problem, "description": "no such session or knowledge base"},
-        409: {"model": Problem, "description": "the service has no chat model configured"},
+        409: {
+            "model": Problem,
+            "description": "no chat model is configured, or the session is already answering",
+        },
     },
 )
 async def post_message(
@@ -96,6 +99,11 @@ async def post_message(
         raise HTTPException(
             status.HTTP_404_NOT_FOUND, f"no knowledge base {', '.join(map(repr, missing))}"
         )
+    if session.id in state.answering:
+        raise HTTPException(
+            status.HTTP_409_CONFLICT,
+            "this session is still answering a message; wait for it or close that request",
+        )
     history = await asyncio.to_thread(sessions_store.list_messages, state.engine, session.id)
     run = ChatRun(
         engine=state.engine,
@@ -109,5 +117,6 @@ async def post_message(
         history=history,
     )
     return EventSourceResponse(
-        stream_events(run), headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+        stream_events(run, state.answering),
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
