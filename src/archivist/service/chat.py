@@ -63,7 +63,7 @@ def configured_chat_model(settings: ServiceSettings) -> ChatModelBase | None:
     return OpenAIChatModel(
         settings.chat_model or "default",
         base_url=settings.chat_base_url.rstrip("/"),
-        api_key=settings.chat_api_key or "none",
+        api_key=settings.chat_api_key,
         timeout=settings.chat_timeout,
         max_retries=1,
         retry_max_delay=5.0,
