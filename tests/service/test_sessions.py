@@ -108,6 +108,8 @@ def test_sessions_are_created_listed_read_and_deleted_per_tenant(chat_service) -
         assert acme.get(f"/v1/sessions/{untitled}").status_code == 404
         assert acme.delete(f"/v1/sessions/{untitled}").status_code == 404
         assert httpx.get(f"{chat_service.url}/v1/sessions").status_code == 401
+        paths = httpx.get(f"{chat_service.url}/openapi.json").json()["paths"]
+        assert "/v1/sessions/{session_id}/messages" in paths
 
 
 def test_bad_message_requests_are_refused_before_any_model_call(chat_service) -> None:
@@ -133,8 +135,13 @@ def test_bad_message_requests_are_refused_before_any_model_call(chat_service) ->
             {"content": "q", "knowledge_bases": ["planets"], "mode": "telepathic"},
             {"content": "q", "knowledge_bases": ["planets"], "top_k": 0},
             {"content": "q"},
+            {"content": "x" * 8001, "knowledge_bases": ["planets"]},
+            {"content": "q", "knowledge_bases": ["planets"], "extra": 1},
         ):
             assert acme.post(url, json=body).status_code == 422, body
+        assert acme.post("/v1/sessions", json={"title": "t" * 201}).status_code == 422
+        for hostile in ("..%2F..%2Fetc", "%00", "x" * 300, "' OR 1=1 --"):
+            assert acme.get(f"/v1/sessions/{hostile}").status_code == 404, hostile
     assert len(chat.requests) == before
 
 
