@@ -61,6 +61,11 @@ def test_chunk_size_and_model_are_recorded_and_enforced(service) -> None:
         assert listed["small-chunks"]["chunk_size"] == 32
         assert http.get("/v1/knowledge-bases/small-chunks").json()["overlap"] == 8
 
+        # deleting takes its settings along; the name starts afresh
+        assert http.delete("/v1/knowledge-bases/small-chunks").status_code == 204
+        again = http.post("/v1/knowledge-bases", json={"name": "small-chunks"}).json()
+        assert again["chunk_size"] == service.settings.chunk_size
+
 
 def test_bad_indexing_choices_are_refused_naming_the_option(service) -> None:
     with client(service.url, service.keys["acme"]) as http:
