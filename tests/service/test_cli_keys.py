@@ -62,3 +62,11 @@ def test_serve_rejects_bad_settings(capsys) -> None:
     assert "workers" in capsys.readouterr().err
     assert main(["serve", "--chunk-size", "64", "--overlap", "64"]) == 2
     assert "overlap" in capsys.readouterr().err
+
+
+def test_serve_rejects_bad_chat_settings(capsys) -> None:
+    assert main(["serve", "--chat-base-url", "http://127.0.0.1:1/v1", "--chat-timeout", "0"]) == 2
+    assert "chat_timeout" in capsys.readouterr().err
+    assert main(["serve", "--chat-max-tokens", "-3"]) == 2
+    err = capsys.readouterr().err
+    assert "chat_max_tokens" in err and "Traceback" not in err
