@@ -6,8 +6,6 @@ line. Heavy: loading and running the model takes tens of seconds on two cores.""
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,40 +14,17 @@ from pathlib import Path
 
 import pytest
 
+from cli.llama_server import LlamaServer
+
 pytestmark = pytest.mark.heavy
 pytest.importorskip("xllamacpp", reason="xllamacpp ships wheels for x86_64 Linux only")
 
-HERE = Path(__file__).resolve().parent
 QUESTION = "What colour is the Zorbian sky?"
 FACT = "On the planet Zorbia the sky is bright green, because of the copper dust in the air.\n"
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-class LlamaServer:
-    """The server process and its base URL."""
-
-    def __init__(self, directory: Path) -> None:
-        self.port = free_port()
-        self.process = subprocess.Popen(
-            [sys.executable, str(HERE / "llama_server.py"), str(directory), str(self.port)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        assert line.startswith("listening"), line
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=60)
+TEMPLATE_MARKERS = ("<|im_start|>", "<|im_end|>", "<start_of_turn>", "<end_of_turn>", "<bos>")
+"""Chat-template control text that must never reach an answer."""
 
 
 @pytest.fixture(scope="module")
@@ -106,8 +81,30 @@ def test_the_answer_streams_and_the_sources_print(env: dict[str, str], server: L
     assert still_running, "the answer arrived all at once, not streamed"
     answer, sources = out.split("\nSources:\n")
     assert answer.strip()
+    assert not [marker for marker in TEMPLATE_MARKERS if marker in answer], answer
     assert "[1] zorbia.txt" in sources
     assert "Traceback" not in err
+
+
+def test_the_server_renders_gemma_turns_not_chatml(server: LlamaServer) -> None:
+    """The GGUF has no chat template; without one llama.cpp falls back to ChatML, whose
+    markers Gemma does not know and copied into its answers. The hint turn stays a turn."""
+    import httpx
+
+    messages = [
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": "Q"},
+        {"role": "user", "content": '<hint source="rag">\nH\n</hint>'},
+    ]
+    rendered = httpx.post(
+        server.base_url.removesuffix("/v1") + "/apply-template",
+        json={"messages": messages},
+        timeout=60,
+    ).json()["prompt"]
+    assert "<|im_start|>" not in rendered
+    assert rendered.endswith("<end_of_turn>\n<start_of_turn>model\n")
+    assert rendered.count("<start_of_turn>user\n") == 2
+    assert "<start_of_turn>user\nS\n\nQ<end_of_turn>" in rendered
 
 
 def test_timeout_applies_to_a_real_server(env: dict[str, str], server: LlamaServer) -> None:

@@ -119,3 +119,11 @@ def test_a_key_revoked_elsewhere_stops_working_within_the_cache_interval(
     time.sleep(keys.KEY_CACHE_SECONDS + 0.2)
     assert keys.tenant_for_key(engine, key) is None
     engine.dispose()
+
+
+def test_serve_rejects_bad_chat_settings(capsys) -> None:
+    assert main(["serve", "--chat-base-url", "http://127.0.0.1:1/v1", "--chat-timeout", "0"]) == 2
+    assert "chat_timeout" in capsys.readouterr().err
+    assert main(["serve", "--chat-max-tokens", "-3"]) == 2
+    err = capsys.readouterr().err
+    assert "chat_max_tokens" in err and "Traceback" not in err

@@ -43,3 +43,32 @@ def test_service_on_postgresql_end_to_end(
     assert main(["keys", "list", "--json", "--database", postgres_url]) == 0
     listed = capsys.readouterr().out
     assert "pg-tenant" in listed
+
+
+def test_chat_sessions_on_postgresql(postgres_url: str) -> None:
+    from archivist.service import sessions_store
+    from archivist.service.database import make_engine
+    from archivist.service.sessions_store import Citation
+
+    engine = make_engine(postgres_url)
+    try:
+        session = sessions_store.create_session(engine, "pg-chat", "on postgres")
+        citation = Citation(
+            number=1,
+            knowledge_base="kb",
+            document_id="d1",
+            filename="a.txt",
+            chunk_index=0,
+            citation="a.txt, chunk 0",
+        )
+        sessions_store.add_exchange(engine, session.id, "Q?", "A [1].", [citation])
+        assert sessions_store.get_session(engine, "someone-else", session.id) is None
+        assert [s.id for s in sessions_store.list_sessions(engine, "pg-chat")] == [session.id]
+        messages = sessions_store.list_messages(engine, session.id)
+        assert [(m.role, m.content) for m in messages] == [("user", "Q?"), ("assistant", "A [1].")]
+        assert messages[1].citations == [citation]
+        sessions_store.delete_session(engine, session.id)
+        assert sessions_store.get_session(engine, "pg-chat", session.id) is None
+        assert sessions_store.list_messages(engine, session.id) == []
+    finally:
+        engine.dispose()

@@ -40,6 +40,25 @@ def add_serve_command(commands: Any) -> None:
         "unless it was written meanwhile (0: never)",
     )
     add_chunking_arguments(cmd, from_kb=False)
+    cmd.add_argument(
+        "--chat-base-url",
+        default=None,
+        help="an OpenAI-compatible chat server for answers (/v1/sessions); key from "
+        "ARCHIVIST_CHAT_API_KEY (or OPENAI_API_KEY)",
+    )
+    cmd.add_argument("--chat-model", default=None, help="the chat server's model name")
+    cmd.add_argument(
+        "--chat-timeout",
+        type=float,
+        default=60.0,
+        help="seconds to wait for the chat server's next piece of an answer (default 60)",
+    )
+    cmd.add_argument(
+        "--chat-max-tokens",
+        type=int,
+        default=None,
+        help="most tokens generated per model call (default: the chat server's limit)",
+    )
     cmd.set_defaults(handler=run_serve)
 
 
@@ -86,6 +105,11 @@ async def run_serve(args: argparse.Namespace) -> int:
         chunk_size=args.chunk_size,
         overlap=args.overlap,
         query_cache_seconds=args.query_cache_seconds,
+        chat_base_url=args.chat_base_url,
+        chat_model=args.chat_model,
+        chat_api_key=os.environ.get("ARCHIVIST_CHAT_API_KEY") or os.environ.get("OPENAI_API_KEY"),
+        chat_timeout=args.chat_timeout,
+        chat_max_tokens=args.chat_max_tokens,
     )
     config = uvicorn.Config(
         create_app(settings), host=args.host, port=args.port, log_level="info", access_log=False

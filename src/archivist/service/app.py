@@ -13,10 +13,12 @@ from starlette.routing import Route
 from archivist.embedding import EmbeddingModelBase
 from archivist.rag import default_registry
 from archivist.rag.chunker import chunker_for
+from archivist.service.chat import configured_chat_model
 from archivist.service.database import make_engine
 from archivist.service.dependencies import ServiceState
 from archivist.service.embedding import service_model
 from archivist.service.indexer import Indexer
+from archivist.service.kb_profiles import KBProfiles
 from archivist.service.limits import UploadSizeLimit
 from archivist.service.locks import DocumentLocks
 from archivist.service.mcp_endpoint import MCP_PATH, mcp_app
@@ -26,6 +28,7 @@ from archivist.service.routers import (
     knowledge_bases,
     page,
     search,
+    sessions,
     supported_types,
 )
 from archivist.service.schemas import UNAUTHORIZED
@@ -52,12 +55,22 @@ def create_app(
         model = embedding_model or default_model(settings)
         registry = default_registry()
         chunker = chunker_for(model.chunk_tokenizer(), settings.chunk_size, settings.overlap)
+        profiles = KBProfiles(
+            settings,
+            model,
+            lambda name: service_model(
+                name, str(settings.home / "embedding-cache"), settings.index_threads
+            ),
+        )
         locks = DocumentLocks()
+        chat_model = configured_chat_model(settings)
         try:
             async with open_store(settings) as store:
-                indexer = Indexer(settings, engine, store, model, registry, chunker, locks)
+                indexer = Indexer(
+                    settings, engine, store, model, registry, chunker, locks, profiles=profiles
+                )
                 app.state.service = ServiceState(
-                    settings, engine, store, model, registry, indexer, locks
+                    settings, engine, store, model, registry, indexer, locks, chat_model, profiles
                 )
                 await indexer.start()
                 try:
@@ -66,6 +79,8 @@ def create_app(
                 finally:
                     await indexer.stop()
         finally:
+            if chat_model is not None:
+                await chat_model.aclose()
             engine.dispose()
 
     app = FastAPI(
@@ -77,7 +92,7 @@ def create_app(
     app.add_middleware(UploadSizeLimit, max_bytes=settings.max_upload_bytes)
     for module in (health, page):
         app.include_router(module.router)
-    for module in (knowledge_bases, documents, search, supported_types):
+    for module in (knowledge_bases, documents, search, supported_types, sessions):
         app.include_router(module.router, responses=UNAUTHORIZED)
     app.mount("/static", StaticFiles(directory=page.STATIC_DIR), name="static")
     mcp = mcp_app(lambda: app.state.service)

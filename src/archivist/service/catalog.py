@@ -8,10 +8,17 @@ from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import Engine, delete, func, insert, select
+from sqlalchemy import Engine, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from archivist.service.database import documents, jobs, knowledge_bases, reading, writing
+from archivist.service.database import (
+    documents,
+    jobs,
+    kb_settings,
+    knowledge_bases,
+    reading,
+    writing,
+)
 
 
 class Status(StrEnum):
@@ -35,6 +42,10 @@ class KBRecord(BaseModel):
     collection: str
     created_at: float
     document_count: int = 0
+    embedding_model: str | None = None
+    """Chosen at creation (with `chunk_size`, `overlap`); None: the service's defaults."""
+    chunk_size: int | None = None
+    overlap: int | None = None
 
 
 class DocumentRecord(BaseModel):
@@ -80,8 +91,21 @@ def _document(row: Any) -> DocumentRecord:
     return DocumentRecord.model_validate(row._asdict())
 
 
-def create_kb(engine: Engine, tenant: str, name: str, description: str) -> KBRecord:
-    """Record a new knowledge base with a fresh collection name (no tenant text in it)."""
+_SETTINGS = ("embedding_model", "chunk_size", "overlap")
+
+
+def create_kb(
+    engine: Engine,
+    tenant: str,
+    name: str,
+    description: str,
+    *,
+    embedding_model: str | None = None,
+    chunk_size: int | None = None,
+    overlap: int | None = None,
+) -> KBRecord:
+    """Record a new knowledge base with a fresh collection name (no tenant text in it) and,
+    when `embedding_model` is given, how it indexes."""
     kb_id = uuid.uuid4().hex
     record = KBRecord(
         id=kb_id,
@@ -90,12 +114,26 @@ def create_kb(engine: Engine, tenant: str, name: str, description: str) -> KBRec
         description=description,
         collection=f"kb_{kb_id}",
         created_at=time.time(),
+        embedding_model=embedding_model,
+        chunk_size=chunk_size if embedding_model else None,
+        overlap=overlap if embedding_model else None,
     )
     try:
         with writing(engine) as db:
             db.execute(
-                insert(knowledge_bases).values(**record.model_dump(exclude={"document_count"}))
+                insert(knowledge_bases).values(
+                    **record.model_dump(exclude={"document_count", *_SETTINGS})
+                )
             )
+            if embedding_model is not None:
+                db.execute(
+                    insert(kb_settings).values(
+                        kb_id=kb_id,
+                        embedding_model=embedding_model,
+                        chunk_size=chunk_size,
+                        overlap=overlap or 0,
+                    )
+                )
     except IntegrityError:
         raise KBExistsError(f"knowledge base {name!r} already exists") from None
     return record
@@ -112,8 +150,10 @@ def list_kbs(engine: Engine, tenant: str) -> list[KBRecord]:
         select(
             *knowledge_bases.c,
             func.coalesce(counts.c.document_count, 0).label("document_count"),
+            *_settings_columns(),
         )
         .outerjoin(counts, counts.c.kb_id == knowledge_bases.c.id)
+        .outerjoin(kb_settings, kb_settings.c.kb_id == knowledge_bases.c.id)
         .where(knowledge_bases.c.tenant == tenant)
         .order_by(knowledge_bases.c.name)
     )
@@ -136,11 +176,52 @@ def get_kb(engine: Engine, tenant: str, name: str) -> KBRecord | None:
     """The tenant's knowledge base `name`, or None (also when another tenant has one)."""
     with reading(engine) as db:
         row = db.execute(
-            select(knowledge_bases).where(
-                knowledge_bases.c.tenant == tenant, knowledge_bases.c.name == name
-            )
+            select(knowledge_bases, *_settings_columns())
+            .outerjoin(kb_settings, kb_settings.c.kb_id == knowledge_bases.c.id)
+            .where(knowledge_bases.c.tenant == tenant, knowledge_bases.c.name == name)
         ).one_or_none()
     return None if row is None else _kb(row)
+
+
+def _settings_columns() -> list[Any]:
+    return [kb_settings.c[column] for column in _SETTINGS]
+
+
+def with_settings(engine: Engine, kb: KBRecord) -> KBRecord:
+    """`kb` with its recorded indexing choices filled in (a record read without them)."""
+    with reading(engine) as db:
+        row = db.execute(select(kb_settings).where(kb_settings.c.kb_id == kb.id)).one_or_none()
+    if row is None:
+        return kb
+    return kb.model_copy(update={c: getattr(row, c) for c in _SETTINGS})
+
+
+def update_kb(engine: Engine, kb: KBRecord, name: str | None, description: str | None) -> KBRecord:
+    """Rename and/or re-describe `kb`; KBExistsError when the tenant has the new name."""
+    values = {
+        key: value
+        for key, value in (("name", name), ("description", description))
+        if value is not None
+    }
+    if values:
+        try:
+            with writing(engine) as db:
+                db.execute(
+                    update(knowledge_bases).where(knowledge_bases.c.id == kb.id).values(**values)
+                )
+        except IntegrityError:
+            raise KBExistsError(f"knowledge base {name!r} already exists") from None
+    return kb.model_copy(update=values)
+
+
+def documents_by_id(engine: Engine, kb_id: str, ids: list[str]) -> list[DocumentRecord]:
+    """The knowledge base's documents among `ids` (others are left out), in `ids` order."""
+    with reading(engine) as db:
+        rows = db.execute(
+            select(documents).where(documents.c.kb_id == kb_id, documents.c.id.in_(ids))
+        ).all()
+    found = {row.id: _document(row) for row in rows}
+    return [found[i] for i in dict.fromkeys(ids) if i in found]
 
 
 def delete_kb(engine: Engine, kb_id: str) -> list[DocumentRecord]:

@@ -1,4 +1,4 @@
-"""The service's tables (keys, knowledge bases, documents, jobs) and engine set-up.
+"""The service's tables (keys, knowledge bases, documents, jobs, chat sessions) and engine set-up.
 
 SQLAlchemy 2 Core gives one set of queries for SQLite (default) and PostgreSQL
 (`--database`), including `SELECT ... FOR UPDATE SKIP LOCKED` where the backend has it.
@@ -90,6 +90,50 @@ jobs = Table(
     Column("owner", String(64), nullable=True),
     Column("lease_expires", Float, nullable=True),
     Column("attempts", Integer, nullable=False, default=0),
+    Column("created_at", Float, nullable=False),
+)
+
+
+kb_settings = Table(
+    "kb_settings",
+    metadata,
+    Column(
+        "kb_id",
+        String(32),
+        ForeignKey("knowledge_bases.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("embedding_model", String(128), nullable=False),
+    Column("chunk_size", Integer, nullable=True),
+    Column("overlap", Integer, nullable=False),
+)
+"""How one knowledge base indexes; a knowledge base without a row uses the service's
+defaults (those created before per-KB settings existed)."""
+
+chat_sessions = Table(
+    "chat_sessions",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("tenant", String(64), nullable=False, index=True),
+    Column("title", String(200), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)
+
+chat_messages = Table(
+    "chat_messages",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column(
+        "session_id",
+        String(32),
+        ForeignKey("chat_sessions.id", ondelete="CASCADE"),
+        nullable=False,
+        index=True,
+    ),
+    Column("role", String(16), nullable=False),
+    Column("content", Text, nullable=False),
+    Column("citations", Text, nullable=False),
     Column("created_at", Float, nullable=False),
 )
 

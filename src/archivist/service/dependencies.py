@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Path, Request, status
@@ -11,12 +11,15 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy import Engine
 
 from archivist.embedding import EmbeddingModelBase
+from archivist.model import ChatModelBase
 from archivist.rag import KnowledgeBase, ParserRegistry, QdrantStore
-from archivist.service import catalog
+from archivist.service import catalog, sessions_store
 from archivist.service.catalog import DocumentRecord, KBRecord
 from archivist.service.indexer import Indexer
+from archivist.service.kb_profiles import KBProfiles
 from archivist.service.keys import cached_tenant_for_key, tenant_for_key
 from archivist.service.locks import DocumentLocks
+from archivist.service.sessions_store import SessionRecord
 from archivist.service.settings import ServiceSettings
 from archivist.service.vectors import kb_handle
 
@@ -32,10 +35,17 @@ class ServiceState:
     registry: ParserRegistry
     indexer: Indexer
     locks: DocumentLocks
+    chat_model: ChatModelBase | None = None
+    """The OpenAI-compatible chat server answers come from; None when not configured."""
+    profiles: KBProfiles | None = None
+    """Each knowledge base's own embedding model and chunker; None: all use `model`."""
+    answering: set[str] = field(default_factory=set)
+    """Sessions with an answer in progress in this process (one at a time per session)."""
 
     def handle(self, kb: KBRecord) -> KnowledgeBase:
-        """A tenant-confined handle on `kb`."""
-        return kb_handle(kb, self.store, self.model)
+        """A tenant-confined handle on `kb`, embedding with the knowledge base's model."""
+        model = self.profiles.model(kb) if self.profiles is not None else self.model
+        return kb_handle(kb, self.store, model)
 
 
 def get_state(request: Request) -> ServiceState:
@@ -95,3 +105,16 @@ async def get_document(document_id: Annotated[str, Path()], kb: KB, state: State
 
 
 Document = Annotated[DocumentRecord, Depends(get_document)]
+
+
+async def get_session(
+    session_id: Annotated[str, Path()], tenant: Tenant, state: State
+) -> SessionRecord:
+    """The caller's chat session `session_id`; 404 otherwise (also another tenant's)."""
+    session = await asyncio.to_thread(sessions_store.get_session, state.engine, tenant, session_id)
+    if session is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no session {session_id!r}")
+    return session
+
+
+ChatSession = Annotated[SessionRecord, Depends(get_session)]

@@ -23,6 +23,7 @@ from archivist.rag.ingest import Outcome, document_id_for, ingest_files
 from archivist.service import catalog, jobs
 from archivist.service.catalog import Status
 from archivist.service.jobs import ClaimedJob
+from archivist.service.kb_profiles import KBProfiles
 from archivist.service.locks import DocumentLocks
 from archivist.service.settings import ServiceSettings
 from archivist.service.vectors import kb_handle
@@ -42,8 +43,10 @@ class Indexer:
         registry: ParserRegistry,
         chunker: ChunkerBase,
         locks: DocumentLocks,
+        profiles: KBProfiles | None = None,
     ) -> None:
         self.settings = settings
+        self.profiles = profiles
         self.engine = engine
         self.store = store
         self.model = model
@@ -125,14 +128,19 @@ class Indexer:
                     await kb_handle(job.kb, self.store, self.model).delete_document(document.id)
 
     async def _index(self, job: ClaimedJob) -> tuple[Status, int, str | None]:
-        kb = kb_handle(job.kb, self.store, self.model)
+        model, chunker = self.model, self.chunker
+        if self.profiles is not None:  # the knowledge base's own model and chunk sizes
+            record = await asyncio.to_thread(catalog.with_settings, self.engine, job.kb)
+            model = await asyncio.to_thread(self.profiles.model, record)
+            chunker = await asyncio.to_thread(self.profiles.chunker, record)
+        kb = kb_handle(job.kb, self.store, model)
         path = self.settings.files_dir / job.document.path
         if document_id_for(path, kb.metadata_filter) != job.document.id:  # as ingest derives it
             return Status.FAILED, 0, "the stored file moved since it was uploaded; upload it again"
         if job.attempt > 1:  # an earlier attempt may have left part of the document
             with contextlib.suppress(DocumentNotFoundError):
                 await kb.delete_document(job.document.id)
-        report = await ingest_files(kb, [path], registry=self.registry, chunker=self.chunker)
+        report = await ingest_files(kb, [path], registry=self.registry, chunker=chunker)
         (result,) = report.results
         if result.outcome in (Outcome.INDEXED, Outcome.UPDATED):
             return Status.READY, result.chunks, None

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from archivist.service.catalog import DocumentRecord, KBRecord, Status
+from archivist.service.sessions_store import ChatRole, Citation, SessionRecord
 
 KB_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
@@ -24,24 +25,49 @@ class KnowledgeBaseCreate(BaseModel):
 
     name: str = Field(pattern=KB_NAME_PATTERN, description="letters, digits, _ . - (max 64)")
     description: str = Field(default="", max_length=2000)
+    embedding_model: str | None = Field(
+        default=None,
+        max_length=128,
+        description="a locally available model; default: the service's",
+    )
+    chunk_size: int | None = Field(
+        default=None, ge=16, le=8192, description="tokens per chunk; default: the service's"
+    )
+    overlap: int | None = Field(
+        default=None, ge=0, le=4096, description="tokens shared by neighbouring chunks"
+    )
+
+
+class KnowledgeBaseUpdate(BaseModel):
+    """`PATCH /v1/knowledge-bases/{name}`: what may change after creation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(default=None, pattern=KB_NAME_PATTERN)
+    description: str | None = Field(default=None, max_length=2000)
 
 
 class KnowledgeBaseOut(BaseModel):
-    """A knowledge base as the API shows it."""
+    """A knowledge base as the API shows it, with how it indexes."""
 
     name: str
     description: str
     document_count: int
     created_at: str
+    embedding_model: str | None = None
+    chunk_size: int | None = None
+    """None: as long as the embedding model's input."""
+    overlap: int | None = None
 
     @classmethod
-    def of(cls, kb: KBRecord) -> KnowledgeBaseOut:
-        """From a catalog record."""
+    def of(cls, kb: KBRecord, indexing: BaseModel | None = None) -> KnowledgeBaseOut:
+        """From a catalog record and the indexing it uses."""
         return cls(
             name=kb.name,
             description=kb.description,
             document_count=kb.document_count,
             created_at=iso(kb.created_at),
+            **(indexing.model_dump() if indexing is not None else {}),
         )
 
 
@@ -100,6 +126,13 @@ class DocumentList(BaseModel):
     items: list[DocumentOut]
 
 
+class DocumentStatuses(BaseModel):
+    """`GET .../documents/status?ids=`: the documents found, and the ids that are not."""
+
+    items: list[DocumentOut]
+    missing: list[str]
+
+
 class ChunkOut(BaseModel):
     """One stored chunk of a document."""
 
@@ -155,3 +188,56 @@ class Problem(BaseModel):
 UNAUTHORIZED: dict[int | str, dict[str, Any]] = {
     401: {"model": Problem, "description": "missing, invalid or revoked API key"}
 }
+
+
+class SessionCreate(BaseModel):
+    """`POST /v1/sessions`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str = Field(default="", max_length=200)
+
+
+class SessionOut(BaseModel):
+    """A chat session as the API shows it."""
+
+    id: str
+    title: str
+    created_at: str
+
+    @classmethod
+    def of(cls, session: SessionRecord) -> SessionOut:
+        """From a stored record."""
+        return cls(id=session.id, title=session.title, created_at=iso(session.created_at))
+
+
+class SessionList(BaseModel):
+    """`GET /v1/sessions`: most recently used first."""
+
+    items: list[SessionOut]
+
+
+class MessageOut(BaseModel):
+    """One turn of a session; an answer's `citations` resolve to stored chunks."""
+
+    role: ChatRole
+    content: str
+    citations: list[Citation]
+
+
+class SessionDetail(SessionOut):
+    """`GET /v1/sessions/{id}`: the session with its history, oldest first."""
+
+    messages: list[MessageOut]
+
+
+class MessageCreate(BaseModel):
+    """`POST /v1/sessions/{id}/messages`: a question over the named knowledge bases."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(min_length=1, max_length=8000)
+    knowledge_bases: list[str] = Field(min_length=1, max_length=20)
+    mode: Literal["static", "agentic", "both"] = "static"
+    """static: search once before answering; agentic: the model searches as it likes."""
+    top_k: int = Field(default=5, ge=1, le=50)

@@ -41,6 +41,17 @@ class ServiceSettings(BaseModel):
     """How long an identical search of a knowledge base is answered from memory (0: never);
     any write through this process ends it at once."""
 
+    chat_base_url: str | None = None
+    """An OpenAI-compatible chat server for `/v1/sessions/{id}/messages`; None: no answers."""
+    chat_model: str | None = None
+    chat_api_key: str | None = Field(default=None, repr=False)
+    chat_timeout: float = Field(default=60.0, gt=0)
+    """Seconds to wait for the chat server to connect or send its next piece."""
+    chat_run_seconds: float = Field(default=300.0, gt=0)
+    """Longest one answer may take, tool calls included, before it ends with an error."""
+    chat_max_tokens: int | None = Field(default=None, gt=0)
+    """Most tokens the chat server may generate per model call; None: the server's limit."""
+
     @model_validator(mode="after")
     def _overlap_below_chunk_size(self) -> ServiceSettings:
         if self.chunk_size is not None and self.overlap >= self.chunk_size:

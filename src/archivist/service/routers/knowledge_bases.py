@@ -1,21 +1,29 @@
-"""`/v1/knowledge-bases`: create, list and delete the caller's knowledge bases."""
+"""`/v1/knowledge-bases`: create (with per-KB indexing), list, rename and delete the caller's
+knowledge bases, and the status of many documents in one call."""
 
 from __future__ import annotations
 
 import asyncio
 import shutil
+from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Response, status
+from fastapi import APIRouter, HTTPException, Query, Response, status
 
 from archivist.service import catalog
-from archivist.service.catalog import KBExistsError
-from archivist.service.dependencies import KB, State, Tenant
+from archivist.service.catalog import KBExistsError, KBRecord
+from archivist.service.dependencies import KB, ServiceState, State, Tenant
+from archivist.service.kb_profiles import KBIndexing
 from archivist.service.schemas import (
+    DocumentOut,
+    DocumentStatuses,
     KnowledgeBaseCreate,
     KnowledgeBaseList,
     KnowledgeBaseOut,
+    KnowledgeBaseUpdate,
     Problem,
 )
+
+MAX_STATUS_IDS = 1000
 
 router = APIRouter(prefix="/v1/knowledge-bases", tags=["knowledge bases"])
 
@@ -23,27 +31,107 @@ router = APIRouter(prefix="/v1/knowledge-bases", tags=["knowledge bases"])
 @router.post(
     "",
     status_code=status.HTTP_201_CREATED,
-    responses={409: {"model": Problem, "description": "the name is taken"}},
+    responses={
+        409: {"model": Problem, "description": "the name is taken"},
+        422: {"model": Problem, "description": "an unknown model or chunk sizes that do not fit"},
+    },
 )
 async def create_knowledge_base(
     body: KnowledgeBaseCreate, tenant: Tenant, state: State
 ) -> KnowledgeBaseOut:
-    """Create an empty knowledge base for the caller's tenant."""
+    """Create an empty knowledge base for the caller's tenant.
+
+    `embedding_model`, `chunk_size` and `overlap` fix how its documents are indexed and
+    searched for its whole life; left out, the service's defaults apply.
+    """
+    chosen: KBIndexing | None = None
+    if state.profiles is not None and (
+        body.embedding_model is not None or body.chunk_size is not None or body.overlap is not None
+    ):
+        defaults = state.profiles.defaults()
+        chosen = KBIndexing(
+            embedding_model=body.embedding_model or defaults.embedding_model,
+            chunk_size=body.chunk_size if body.chunk_size is not None else defaults.chunk_size,
+            overlap=body.overlap if body.overlap is not None else defaults.overlap,
+        )
+        try:
+            await asyncio.to_thread(state.profiles.chunker_for, chosen)
+        except ValueError as exc:
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
     try:
         kb = await asyncio.to_thread(
-            catalog.create_kb, state.engine, tenant, body.name, body.description
+            catalog.create_kb,
+            state.engine,
+            tenant,
+            body.name,
+            body.description,
+            **(chosen.model_dump() if chosen is not None else {}),
         )
     except KBExistsError as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
     await state.handle(kb).ensure_collection()
-    return KnowledgeBaseOut.of(kb)
+    return _out(kb, state)
+
+
+def _out(kb: KBRecord, state: ServiceState) -> KnowledgeBaseOut:
+    indexing = state.profiles.indexing(kb) if state.profiles is not None else None
+    return KnowledgeBaseOut.of(kb, indexing)
 
 
 @router.get("")
 async def list_knowledge_bases(tenant: Tenant, state: State) -> KnowledgeBaseList:
     """The caller's knowledge bases by name."""
     kbs = await asyncio.to_thread(catalog.list_kbs, state.engine, tenant)
-    return KnowledgeBaseList(items=[KnowledgeBaseOut.of(kb) for kb in kbs])
+    return KnowledgeBaseList(items=[_out(kb, state) for kb in kbs])
+
+
+@router.get("/{name}", responses={404: {"model": Problem}})
+async def get_knowledge_base(kb: KB, state: State) -> KnowledgeBaseOut:
+    """One knowledge base with how it indexes."""
+    return _out(kb, state)
+
+
+@router.patch(
+    "/{name}",
+    responses={
+        404: {"model": Problem},
+        409: {"model": Problem, "description": "the new name is taken"},
+    },
+)
+async def update_knowledge_base(
+    body: KnowledgeBaseUpdate, kb: KB, state: State
+) -> KnowledgeBaseOut:
+    """Rename the knowledge base or change its description (its indexing stays as created)."""
+    try:
+        updated = await asyncio.to_thread(
+            catalog.update_kb, state.engine, kb, body.name, body.description
+        )
+    except KBExistsError as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+    return _out(updated, state)
+
+
+@router.get("/{name}/documents/status", responses={404: {"model": Problem}})
+async def document_statuses(
+    kb: KB,
+    state: State,
+    ids: Annotated[
+        list[str],
+        Query(description="document ids, repeated or comma-separated", min_length=1),
+    ],
+) -> DocumentStatuses:
+    """The status of many documents in one call; ids the knowledge base lacks are `missing`."""
+    wanted = list(dict.fromkeys(i.strip() for raw in ids for i in raw.split(",") if i.strip()))
+    if not wanted or len(wanted) > MAX_STATUS_IDS:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT,
+            f"ids: give between 1 and {MAX_STATUS_IDS} document ids",
+        )
+    found = await asyncio.to_thread(catalog.documents_by_id, state.engine, kb.id, wanted)
+    seen = {d.id for d in found}
+    return DocumentStatuses(
+        items=[DocumentOut.of(d) for d in found], missing=[i for i in wanted if i not in seen]
+    )
 
 
 @router.delete(
