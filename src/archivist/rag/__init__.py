@@ -27,6 +27,7 @@ from archivist.rag.parser import (
 )
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
 from archivist.rag.store import VectorStoreBase
+from archivist.rag.store.pgvector import PgVectorStore
 from archivist.rag.store.qdrant import QdrantStore, StoreLockedError
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "PPTParser",
     "ParserBase",
     "ParserRegistry",
+    "PgVectorStore",
     "QdrantStore",
     "RSTParser",
     "RepairReport",
