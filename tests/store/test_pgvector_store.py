@@ -123,3 +123,11 @@ def test_bad_arguments_are_named() -> None:
         PgVectorStore("postgresql://x", fusion="max")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="distance"):
         PgVectorStore("postgresql://x", distance="Hamming")
+
+
+async def test_an_unreachable_server_is_a_clear_error() -> None:
+    store = PgVectorStore("postgresql://nobody:secret@127.0.0.1:1/none?connect_timeout=2")
+    with pytest.raises(ConnectionError, match=r"cannot connect to PostgreSQL at .*\*\*\*@") as info:
+        async with store:
+            pass
+    assert "secret" not in str(info.value)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
 
-from psycopg import AsyncConnection, errors, sql
+from psycopg import AsyncConnection, OperationalError, errors, sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
@@ -134,8 +135,13 @@ class PgVectorStore(VectorStoreBase):
 
     async def _prepare_database(self) -> None:
         """The vector extension and the registry table, created once under a lock."""
-        connect = AsyncConnection.connect(self._url, autocommit=True)
-        async with await connect as connection, connection.transaction():
+        try:
+            opened = await AsyncConnection.connect(self._url, autocommit=True)
+        except OperationalError as exc:
+            raise ConnectionError(
+                f"cannot connect to PostgreSQL at {_redacted(self._url)}: {exc}"
+            ) from None
+        async with opened as connection, connection.transaction():
             await connection.execute(
                 "SELECT pg_advisory_xact_lock(hashtextextended('archivist-schema', 0))"
             )
@@ -775,6 +781,11 @@ def _normalised(side: str, fusion: Fusion) -> sql.Composable:
 
 def _chunk(row: Mapping[str, Any]) -> Chunk:
     return chunk_from({**row, METADATA: row[METADATA] or {}})
+
+
+def _redacted(url: str) -> str:
+    """`url` without its password."""
+    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
 
 
 def _check_fusion(fusion: object) -> Fusion:
