@@ -29,6 +29,7 @@ from archivist.cli.keys_command import add_keys_command
 from archivist.cli.search_command import add_search_command
 from archivist.cli.serve_command import add_serve_command
 from archivist.cli.session import CLIError
+from archivist.cli.worker_command import add_worker_command
 from archivist.embedding.errors import EmbeddingError
 from archivist.model.errors import ChatModelError
 
@@ -80,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_chunk_command(commands)
     add_serve_command(commands)
     add_keys_command(commands)
+    add_worker_command(commands)
     for command in commands.choices.values():
         command.formatter_class = _DefaultsFormatter
         command.add_argument(

@@ -11,9 +11,11 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy import Engine
 
 from archivist.embedding import EmbeddingModelBase
-from archivist.rag import KnowledgeBase, ParserRegistry, QdrantStore
+from archivist.rag import KnowledgeBase, ParserRegistry
+from archivist.rag.store.base import VectorStoreBase
 from archivist.service import catalog
 from archivist.service.catalog import DocumentRecord, KBRecord
+from archivist.service.file_store import FileStore
 from archivist.service.indexer import Indexer
 from archivist.service.keys import tenant_for_key
 from archivist.service.locks import DocumentLocks
@@ -27,11 +29,16 @@ class ServiceState:
 
     settings: ServiceSettings
     engine: Engine
-    store: QdrantStore
+    store: VectorStoreBase
     model: EmbeddingModelBase
     registry: ParserRegistry
     indexer: Indexer
     locks: DocumentLocks
+
+    @property
+    def files(self) -> FileStore:
+        """Where uploads are kept (shared by every replica and worker)."""
+        return self.indexer.files
 
     def handle(self, kb: KBRecord) -> KnowledgeBase:
         """A tenant-confined handle on `kb`."""
