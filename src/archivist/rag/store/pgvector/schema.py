@@ -105,6 +105,9 @@ def collection_ddl(tables: Tables, dimensions: int, distance: str) -> list[sql.C
                 embedding vector({}) NOT NULL
             )"""
         ).format(chunks, sql.Literal(dimensions)),
+        # Vectors inline in the row where they fit (not TOASTed beside long chunk texts), so
+        # an exact scan or a filtered re-rank reads one page per chunk.
+        sql.SQL("ALTER TABLE {} ALTER COLUMN embedding SET STORAGE MAIN").format(chunks),
         sql.SQL("CREATE INDEX {} ON {} (document_id, chunk_index)").format(
             tables.named("doc"), chunks
         ),
