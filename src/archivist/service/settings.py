@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL
+from archivist.service.file_store import open_file_store
 
 
 class ServiceSettings(BaseModel):
@@ -41,6 +42,13 @@ class ServiceSettings(BaseModel):
     chunk_size: int | None = Field(default=None, gt=0)
     """Tokens per chunk; None: the embedding model's input length."""
     overlap: int = Field(default=32, ge=0)
+
+    @field_validator("files_url")
+    @classmethod
+    def _known_files_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            open_file_store(value, Path("."))  # FileStoreError (a ValueError) names it
+        return value
 
     @model_validator(mode="after")
     def _overlap_below_chunk_size(self) -> ServiceSettings:
