@@ -115,9 +115,10 @@ def collection_ddl(tables: Tables, dimensions: int, distance: str) -> list[sql.C
         sql.SQL("CREATE INDEX {} ON {} USING gin (metadata jsonb_path_ops)").format(
             tables.named("meta"), chunks
         ),
-        sql.SQL("CREATE INDEX {} ON {} USING hnsw (embedding {})").format(
-            tables.named("hnsw"), chunks, sql.SQL(opclass)
-        ),
+        # Qdrant's defaults (m=16, ef_construct=100), so both stores build alike graphs.
+        sql.SQL(
+            "CREATE INDEX {} ON {} USING hnsw (embedding {}) WITH (m = 16, ef_construction = 100)"
+        ).format(tables.named("hnsw"), chunks, sql.SQL(opclass)),
         sql.SQL(
             """CREATE TABLE {} (
                 term bigint NOT NULL,

@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
 
+import numpy as np
 from psycopg import AsyncConnection, OperationalError, errors, sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
@@ -95,6 +96,8 @@ class PgVectorStore(VectorStoreBase):
     """Chunks per write transaction."""
     HYBRID_DEPTH = 100
     """Candidates each side of a hybrid search ranks before fusion (at least `top_k`)."""
+    EF_SEARCH = 100
+    """HNSW candidate list per search (at least the results wanted): Qdrant's default."""
 
     def __init__(
         self,
@@ -125,8 +128,20 @@ class PgVectorStore(VectorStoreBase):
         from psycopg_pool import AsyncConnectionPool
 
         await self._prepare_database()
+
+        async def configure(connection: AsyncConnection[Any]) -> None:
+            # pgvector's own adapter: vectors travel as binary float32, not as float8 arrays.
+            from pgvector.psycopg import register_vector_async
+
+            await register_vector_async(connection)
+            await connection.set_autocommit(True)
+
         pool: AsyncConnectionPool = AsyncConnectionPool(
-            self._url, min_size=1, max_size=self._max_connections, open=False
+            self._url,
+            min_size=1,
+            max_size=self._max_connections,
+            configure=configure,
+            open=False,
         )
         await pool.open(wait=True)
         self._pool = pool
@@ -308,7 +323,7 @@ class PgVectorStore(VectorStoreBase):
                 sql.SQL(
                     "INSERT INTO {} (id, document_id, generation, chunk_index, total_chunks, "
                     "source, content, metadata, terms, embedding) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s::vector)"
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
                 ).format(tables.chunks),
                 [
                     (
@@ -321,7 +336,7 @@ class PgVectorStore(VectorStoreBase):
                         point.payload[CONTENT],
                         Jsonb(point.payload[METADATA]),
                         length,
-                        [float(x) for x in point.vector],
+                        np.asarray(point.vector, dtype=np.float32),
                     )
                     for point, length in zip(points, lengths, strict=True)
                 ],
@@ -559,7 +574,7 @@ class PgVectorStore(VectorStoreBase):
         }
         dense_sql = sql.SQL(
             "SELECT c.id, {score} AS score FROM {chunks} c WHERE {scope} "
-            "ORDER BY c.embedding {op} %s::vector LIMIT %s"
+            "ORDER BY c.embedding {op} %s LIMIT %s"
         ).format(score=_similarity(found.distance, operator), **parts)
         sparse_sql = sql.SQL(
             "WITH n AS (SELECT greatest(sparse_chunks, 1) AS n FROM {registry} WHERE name = %s), "
@@ -569,7 +584,8 @@ class PgVectorStore(VectorStoreBase):
             "FROM idf JOIN {terms} t ON t.term = idf.term JOIN {chunks} c ON c.id = t.chunk "
             "WHERE {scope} GROUP BY t.chunk ORDER BY score DESC, t.chunk LIMIT %s"
         ).format(**parts)
-        dense_params = [dense, *scope_params, dense, depth]
+        query = None if dense is None else np.asarray(dense, dtype=np.float32)
+        dense_params = [query, *scope_params, query, depth]
         sparse_params = [collection, terms, *scope_params, depth]
         if terms is None:
             ranked, params = dense_sql, dense_params
@@ -598,7 +614,7 @@ class PgVectorStore(VectorStoreBase):
                     await connection.execute("SET LOCAL hnsw.iterative_scan = strict_order")
                     await connection.execute(
                         sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
-                            sql.Literal(min(max(40, depth), 1000))
+                            sql.Literal(min(max(self.EF_SEARCH, depth), 1000))
                         )
                     )
                 cursor = connection.cursor(row_factory=dict_row)
@@ -757,7 +773,7 @@ class PgVectorStore(VectorStoreBase):
 
 def _similarity(distance: str, operator: str) -> sql.Composable:
     """SQL turning pgvector's distance into a score where higher is better (Qdrant's scores)."""
-    expression = sql.SQL("(c.embedding {} %s::vector)").format(sql.SQL(operator))
+    expression = sql.SQL("(c.embedding {} %s)").format(sql.SQL(operator))
     if distance == "Cosine":
         return sql.SQL("1 - {}").format(expression)
     return sql.SQL("-{}").format(expression)  # <#> is the negated inner product
