@@ -98,6 +98,9 @@ class PgVectorStore(VectorStoreBase):
     """Candidates each side of a hybrid search ranks before fusion (at least `top_k`)."""
     EF_SEARCH = 100
     """HNSW candidate list per search (at least the results wanted): Qdrant's default."""
+    EXACT_BELOW = 10_000
+    """A filtered dense search over fewer matching chunks ranks them exactly (no graph),
+    as Qdrant does below its full-scan threshold: exact, and cheap at that size."""
 
     def __init__(
         self,
@@ -572,10 +575,6 @@ class PgVectorStore(VectorStoreBase):
             "op": sql.SQL(operator),
             "registry": self._registry,
         }
-        dense_sql = sql.SQL(
-            "SELECT c.id, {score} AS score FROM {chunks} c WHERE {scope} "
-            "ORDER BY c.embedding {op} %s LIMIT %s"
-        ).format(score=_similarity(found.distance, operator), **parts)
         sparse_sql = sql.SQL(
             "WITH n AS (SELECT greatest(sparse_chunks, 1) AS n FROM {registry} WHERE name = %s), "
             "idf AS (SELECT d.term, ln(1 + (n.n - d.df + 0.5) / (d.df + 0.5)) AS w "
@@ -585,38 +584,67 @@ class PgVectorStore(VectorStoreBase):
             "WHERE {scope} GROUP BY t.chunk ORDER BY score DESC, t.chunk LIMIT %s"
         ).format(**parts)
         query = None if dense is None else np.asarray(dense, dtype=np.float32)
-        dense_params = [query, *scope_params, query, depth]
         sparse_params = [collection, terms, *scope_params, depth]
-        if terms is None:
-            ranked, params = dense_sql, dense_params
-        elif dense is None:
-            ranked, params = sparse_sql, sparse_params
-        else:
-            ranked = sql.SQL(
-                "WITH dense AS ({dense}), sparse AS ({sparse}), "
-                "both_sides AS ({dense_norm} UNION ALL {sparse_norm}) "
-                "SELECT id, sum(score) AS score FROM both_sides GROUP BY id "
-                "ORDER BY score DESC, id LIMIT %s"
+
+        def statement_for(exact: bool) -> tuple[sql.Composed, list[Any]]:
+            # Ordering by the score, not the distance operator, keeps the HNSW index out: an
+            # exact ranking of the chunks the filter selects (through the metadata index).
+            order = sql.SQL("score DESC, c.id") if exact else sql.SQL("c.embedding {op} %s")
+            dense_sql = sql.SQL(
+                "SELECT c.id, {score} AS score FROM {chunks} c WHERE {scope} "
+                "ORDER BY {order} LIMIT %s"
             ).format(
-                dense=dense_sql,
-                sparse=sparse_sql,
-                dense_norm=_normalised("dense", self._fusion),
-                sparse_norm=_normalised("sparse", self._fusion),
+                score=_similarity(found.distance, operator),
+                order=order.format(**parts),
+                **parts,
             )
-            params = [*dense_params, *sparse_params, top_k]
-        statement = sql.SQL(
-            "SELECT {columns}, r.score FROM ({ranked}) r JOIN {chunks} c ON c.id = r.id "
-            "ORDER BY r.score DESC, r.id"
-        ).format(columns=_CHUNK_COLUMNS, ranked=ranked, chunks=tables.chunks)
+            dense_params = [query, *scope_params, *([] if exact else [query]), depth]
+            ranked: sql.Composed
+            if terms is None:
+                ranked, params = dense_sql, dense_params
+            elif dense is None:
+                ranked, params = sparse_sql, sparse_params
+            else:
+                ranked = sql.SQL(
+                    "WITH dense AS ({dense}), sparse AS ({sparse}), "
+                    "both_sides AS ({dense_norm} UNION ALL {sparse_norm}) "
+                    "SELECT id, sum(score) AS score FROM both_sides GROUP BY id "
+                    "ORDER BY score DESC, id LIMIT %s"
+                ).format(
+                    dense=dense_sql,
+                    sparse=sparse_sql,
+                    dense_norm=_normalised("dense", self._fusion),
+                    sparse_norm=_normalised("sparse", self._fusion),
+                )
+                params = [*dense_params, *sparse_params, top_k]
+            statement = sql.SQL(
+                "SELECT {columns}, r.score FROM ({ranked}) r JOIN {chunks} c ON c.id = r.id "
+                "ORDER BY r.score DESC, r.id"
+            ).format(columns=_CHUNK_COLUMNS, ranked=ranked, chunks=tables.chunks)
+            return statement, params
+
         try:
             async with self._transaction() as connection:
-                if dense is not None:
+                exact = False
+                if dense is not None and scope_params:
+                    # As Qdrant plans a filtered search: few matching chunks are ranked
+                    # exactly, many through the graph.
+                    cursor = await connection.execute(
+                        sql.SQL(
+                            "SELECT count(*) FROM (SELECT 1 FROM {} c WHERE {} LIMIT %s) AS s"
+                        ).format(tables.chunks, scope),
+                        [*scope_params, self.EXACT_BELOW],
+                    )
+                    row = await cursor.fetchone()
+                    exact = row is not None and int(row[0]) < self.EXACT_BELOW
+                if dense is not None and not exact:
                     await connection.execute("SET LOCAL hnsw.iterative_scan = strict_order")
                     await connection.execute(
                         sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
                             sql.Literal(min(max(self.EF_SEARCH, depth), 1000))
                         )
                     )
+                statement, params = statement_for(exact)
                 cursor = connection.cursor(row_factory=dict_row)
                 await cursor.execute(statement, params)
                 rows = await cursor.fetchall()
