@@ -65,6 +65,12 @@ def add_eval_command(commands: Any) -> None:
     )
     cmd.add_argument("--no-cache", action="store_true", help="embed everything afresh")
     cmd.add_argument("--depth", type=int, default=300, help="chunks fetched per query")
+    cmd.add_argument(
+        "--pgvector-url",
+        default=None,
+        metavar="URL",
+        help="index into PostgreSQL + pgvector at URL (throw-away tables) instead of Qdrant Edge",
+    )
     cmd.add_argument("--per-query", action="store_true", help="include per-query scores in JSON")
     cmd.add_argument("--json", action="store_true", help="print JSON for scripts")
     cmd.set_defaults(handler=run_eval)
@@ -89,6 +95,7 @@ async def run_eval(args: argparse.Namespace) -> int:
         fusion=args.fusion,
         max_per_document=args.max_per_document,
         context_header=args.context_header,
+        pgvector_url=args.pgvector_url,
     )
     result = await run_evaluation(config, progress=True, run_file=args.run)
     if args.json:

@@ -27,6 +27,7 @@ from archivist.cli.mcp_command import add_mcp_command
 from archivist.cli.search_command import add_search_command, attach_query_values
 from archivist.cli.serve_command import add_serve_command
 from archivist.cli.session import CLIError
+from archivist.cli.worker_command import add_worker_command
 
 if TYPE_CHECKING:
     import httpx
@@ -95,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_serve_command(commands)
     add_keys_command(commands)
     add_mcp_command(commands)
+    add_worker_command(commands)
     for command in commands.choices.values():
         command.formatter_class = _DefaultsFormatter
         command.add_argument(

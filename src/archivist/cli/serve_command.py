@@ -19,12 +19,13 @@ def add_serve_command(commands: Any) -> None:
     cmd.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     cmd.add_argument("--port", type=int, default=8731, help="port (default 8731)")
     add_database_argument(cmd)
+    add_shared_store_arguments(cmd)
     cmd.add_argument(
-        "--qdrant-url",
-        default=None,
-        help="a Qdrant server or cluster (key from QDRANT_API_KEY); default: Qdrant Edge on disk",
+        "--workers",
+        type=int,
+        default=2,
+        help="documents indexed at once; 0 for an API-only replica beside `archivist worker`s",
     )
-    cmd.add_argument("--workers", type=int, default=2, help="documents indexed at once")
     cmd.add_argument(
         "--index-threads", type=int, default=1, help="cores for embedding documents (default 1)"
     )
@@ -72,6 +73,41 @@ def add_database_argument(cmd: argparse.ArgumentParser) -> None:
     )
 
 
+def add_shared_store_arguments(cmd: argparse.ArgumentParser) -> None:
+    """Where vectors and uploads live: shared by `serve` and `worker`."""
+    stores = cmd.add_mutually_exclusive_group()
+    stores.add_argument(
+        "--qdrant-url",
+        default=None,
+        help="a Qdrant server or cluster (key from QDRANT_API_KEY); default: Qdrant Edge on disk",
+    )
+    stores.add_argument(
+        "--pgvector-url",
+        default=os.environ.get("ARCHIVIST_PGVECTOR_URL"),
+        metavar="URL",
+        help="PostgreSQL with pgvector for the vectors, postgresql://USER@HOST:PORT/DB "
+        "(or ARCHIVIST_PGVECTOR_URL); may be the --database database",
+    )
+    cmd.add_argument(
+        "--files-url",
+        default=os.environ.get("ARCHIVIST_FILES_URL"),
+        metavar="URL",
+        help="where uploads are kept: a directory or s3://BUCKET/PREFIX (AWS_* variables, "
+        "AWS_ENDPOINT_URL for S3-compatible stores; or ARCHIVIST_FILES_URL); "
+        "default: $ARCHIVIST_HOME/service/files",
+    )
+
+
+def shared_store_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The `ServiceSettings` fields of `add_shared_store_arguments`."""
+    return {
+        "qdrant_url": args.qdrant_url,
+        "qdrant_api_key": os.environ.get("QDRANT_API_KEY"),
+        "pgvector_url": args.pgvector_url,
+        "files_url": args.files_url,
+    }
+
+
 def service_settings(args: argparse.Namespace, **overrides: Any) -> ServiceSettings:
     """`ServiceSettings` from the command line; bad values are reported as a CLIError."""
     from pydantic import ValidationError
@@ -97,8 +133,7 @@ async def run_serve(args: argparse.Namespace) -> int:
         raise CLIError(f"--port {args.port}: give a port between 1 and 65535")
     settings = service_settings(
         args,
-        qdrant_url=args.qdrant_url,
-        qdrant_api_key=os.environ.get("QDRANT_API_KEY"),
+        **shared_store_settings(args),
         workers=args.workers,
         index_threads=args.index_threads,
         max_upload_bytes=max(1, int(args.max_upload_mb * 1024 * 1024)),
@@ -111,6 +146,11 @@ async def run_serve(args: argparse.Namespace) -> int:
         chat_timeout=args.chat_timeout,
         chat_max_tokens=args.chat_max_tokens,
     )
+    if settings.workers == 0 and not (settings.pgvector_url or settings.qdrant_url):
+        raise CLIError(
+            "--workers 0 leaves indexing to `archivist worker` processes, which need vectors "
+            "they can share: give --pgvector-url or --qdrant-url"
+        )
     config = uvicorn.Config(
         create_app(settings), host=args.host, port=args.port, log_level="info", access_log=False
     )

@@ -7,9 +7,11 @@ each query's documents are ranked by their best chunk.
 
 from __future__ import annotations
 
+import secrets
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,7 +31,7 @@ from archivist.eval.metrics import DEFAULT_METRICS, evaluate, parse_metric, per_
 from archivist.message import TextBlock
 from archivist.rag import Chunk, ChunkerBase, KnowledgeBase, NewDocument, Section
 from archivist.rag.chunker import chunker_for
-from archivist.rag.store.base import SearchMode, check_search_mode
+from archivist.rag.store.base import SearchMode, VectorStoreBase, check_search_mode
 from archivist.rag.store.qdrant import QdrantStore
 
 COLLECTION = "eval"
@@ -63,6 +65,9 @@ class EvalConfig(BaseModel):
     cache_dir: Path | None = None
     search_depth: int = Field(default=300, ge=1, description="chunks fetched per query")
     metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS))
+    pgvector_url: str | None = Field(
+        default=None, description="index into PostgreSQL + pgvector here instead of Qdrant Edge"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> EvalConfig:
@@ -193,6 +198,26 @@ def build_embedding_model(name: str, cache_dir: Path | None) -> EmbeddingModelBa
     return CachedEmbeddingModel(model, cache_dir) if cache_dir is not None else model
 
 
+@asynccontextmanager
+async def _eval_store(config: EvalConfig) -> AsyncIterator[VectorStoreBase]:
+    """A fresh store for one run: Qdrant Edge in memory, or tables of their own (dropped
+    afterwards) in the PostgreSQL database `config.pgvector_url`."""
+    if config.pgvector_url is None:
+        async with QdrantStore(
+            location=":memory:", auto_optimize_threshold=None, fusion=config.fusion
+        ) as edge:
+            yield edge
+        return
+    from archivist.rag.store.pgvector import PgVectorStore
+
+    prefix = f"eval_{secrets.token_hex(4)}"
+    async with PgVectorStore(config.pgvector_url, table_prefix=prefix, fusion=config.fusion) as pg:
+        try:
+            yield pg
+        finally:
+            await pg.delete_collection(COLLECTION)
+
+
 async def run_evaluation(
     config: EvalConfig,
     *,
@@ -212,11 +237,7 @@ async def run_evaluation(
     latencies: list[float] = []
     cache = model if isinstance(model, CachedEmbeddingModel) else None
     cached_before = cache.totals.cached_inputs if cache is not None else 0
-    async with QdrantStore(
-        location=":memory:",
-        auto_optimize_threshold=None,
-        fusion=config.fusion,
-    ) as store:
+    async with _eval_store(config) as store:
         kb = KnowledgeBase(
             name=f"eval-{data.name}",
             description=f"evaluation corpus {data.name}",

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     )
     from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
     from archivist.rag.store import VectorStoreBase
+    from archivist.rag.store.pgvector import PgVectorStore
     from archivist.rag.store.qdrant import QdrantStore, StoreLockedError
 
 _MODULES = {
@@ -65,6 +66,7 @@ _MODULES = {
     ],
     "record": ["DocumentSummary", "VectorRecord", "VectorSearchResult"],
     "store": ["VectorStoreBase"],
+    "store.pgvector": ["PgVectorStore"],
     "store.qdrant": ["QdrantStore", "StoreLockedError"],
 }
 __getattr__, __dir__ = lazy_exports(
@@ -89,6 +91,7 @@ __all__ = [
     "PPTParser",
     "ParserBase",
     "ParserRegistry",
+    "PgVectorStore",
     "QdrantStore",
     "RSTParser",
     "RepairReport",

@@ -50,7 +50,6 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        settings.files_dir.mkdir(parents=True, exist_ok=True)
         engine = await asyncio.to_thread(make_engine, settings.resolved_database_url)
         model = embedding_model or default_model(settings)
         registry = default_registry()
@@ -69,6 +68,7 @@ def create_app(
                 indexer = Indexer(
                     settings, engine, store, model, registry, chunker, locks, profiles=profiles
                 )
+                await asyncio.to_thread(indexer.files.prepare)
                 app.state.service = ServiceState(
                     settings, engine, store, model, registry, indexer, locks, chat_model, profiles
                 )

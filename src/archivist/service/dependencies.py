@@ -12,9 +12,11 @@ from sqlalchemy import Engine
 
 from archivist.embedding import EmbeddingModelBase
 from archivist.model import ChatModelBase
-from archivist.rag import KnowledgeBase, ParserRegistry, QdrantStore
+from archivist.rag import KnowledgeBase, ParserRegistry
+from archivist.rag.store.base import VectorStoreBase
 from archivist.service import catalog, sessions_store
 from archivist.service.catalog import DocumentRecord, KBRecord
+from archivist.service.file_store import FileStore
 from archivist.service.indexer import Indexer
 from archivist.service.kb_profiles import KBProfiles
 from archivist.service.keys import cached_tenant_for_key, tenant_for_key
@@ -30,7 +32,7 @@ class ServiceState:
 
     settings: ServiceSettings
     engine: Engine
-    store: QdrantStore
+    store: VectorStoreBase
     model: EmbeddingModelBase
     registry: ParserRegistry
     indexer: Indexer
@@ -41,6 +43,11 @@ class ServiceState:
     """Each knowledge base's own embedding model and chunker; None: all use `model`."""
     answering: set[str] = field(default_factory=set)
     """Sessions with an answer in progress in this process (one at a time per session)."""
+
+    @property
+    def files(self) -> FileStore:
+        """Where uploads are kept (shared by every replica and worker)."""
+        return self.indexer.files
 
     def handle(self, kb: KBRecord) -> KnowledgeBase:
         """A tenant-confined handle on `kb`, embedding with the knowledge base's model."""

@@ -13,15 +13,18 @@ import contextlib
 import logging
 import secrets
 import socket
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from sqlalchemy import Engine
 
 from archivist.embedding import EmbeddingModelBase
-from archivist.rag import ChunkerBase, DocumentNotFoundError, ParserRegistry, QdrantStore
+from archivist.rag import ChunkerBase, DocumentNotFoundError, ParserRegistry
 from archivist.rag.ingest import Outcome, document_id_for, ingest_files
+from archivist.rag.store.base import VectorStoreBase
 from archivist.service import catalog, jobs
 from archivist.service.catalog import Status
+from archivist.service.file_store import FileStore, open_file_store
 from archivist.service.jobs import ClaimedJob
 from archivist.service.kb_profiles import KBProfiles
 from archivist.service.locks import DocumentLocks
@@ -38,7 +41,7 @@ class Indexer:
         self,
         settings: ServiceSettings,
         engine: Engine,
-        store: QdrantStore,
+        store: VectorStoreBase,
         model: EmbeddingModelBase,
         registry: ParserRegistry,
         chunker: ChunkerBase,
@@ -53,6 +56,7 @@ class Indexer:
         self.registry = registry
         self.chunker = chunker
         self.locks = locks
+        self.files: FileStore = open_file_store(settings.files_url, settings.files_dir)
         self.owner = f"{socket.gethostname()[:40]}-{secrets.token_hex(4)}"
         self.in_flight: dict[int, ClaimedJob] = {}
         self._wake = asyncio.Event()
@@ -134,13 +138,16 @@ class Indexer:
             model = await asyncio.to_thread(self.profiles.model, record)
             chunker = await asyncio.to_thread(self.profiles.chunker, record)
         kb = kb_handle(job.kb, self.store, model)
-        path = self.settings.files_dir / job.document.path
+        path = self.files.local_path(job.document.path)
         if document_id_for(path, kb.metadata_filter) != job.document.id:  # as ingest derives it
             return Status.FAILED, 0, "the stored file moved since it was uploaded; upload it again"
         if job.attempt > 1:  # an earlier attempt may have left part of the document
             with contextlib.suppress(DocumentNotFoundError):
                 await kb.delete_document(job.document.id)
-        report = await ingest_files(kb, [path], registry=self.registry, chunker=chunker)
+        async with _fetched(self.files, job.document.path) as local:
+            if local is None:
+                return Status.FAILED, 0, "the stored file is gone; upload it again"
+            report = await ingest_files(kb, [local], registry=self.registry, chunker=chunker)
         (result,) = report.results
         if result.outcome in (Outcome.INDEXED, Outcome.UPDATED):
             return Status.READY, result.chunks, None
@@ -162,6 +169,21 @@ class Indexer:
                 )
             except Exception:
                 logger.exception("renewing job leases failed")
+
+
+@contextlib.asynccontextmanager
+async def _fetched(files: FileStore, key: str) -> AsyncIterator[Path | None]:
+    """The stored file of `key` on local disk while the block runs (None if it is gone)."""
+    held = files.fetched(key)
+    try:
+        path = await asyncio.to_thread(held.__enter__)
+    except FileNotFoundError:
+        yield None
+        return
+    try:
+        yield path
+    finally:
+        await asyncio.to_thread(held.__exit__, None, None, None)
 
 
 def _public_error(error: str | None, path: Path) -> str:

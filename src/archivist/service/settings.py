@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL
+from archivist.service.file_store import open_file_store
 
 
 class ServiceSettings(BaseModel):
@@ -21,10 +22,14 @@ class ServiceSettings(BaseModel):
     qdrant_url: str | None = None
     """A Qdrant server or cluster; None → Qdrant Edge at `home/service/qdrant`."""
     qdrant_api_key: str | None = None
+    pgvector_url: str | None = None
+    """PostgreSQL with pgvector for the vectors (may be the `database_url` database)."""
+    files_url: str | None = None
+    """Where uploads are kept: a directory or `s3://BUCKET/PREFIX`; None → `files_dir`."""
     max_upload_bytes: int = Field(default=50 * 1024 * 1024, gt=0)
     """Largest accepted upload request (all its files together); larger → 413."""
-    workers: int = Field(default=2, ge=1, le=32)
-    """Documents indexed at once by this process."""
+    workers: int = Field(default=2, ge=0, le=32)
+    """Documents indexed at once by this process; 0 for an API-only replica."""
     index_threads: int = Field(default=1, ge=1, le=64)
     """Cores the document embedder may use; the rest stay free for searches."""
     lease_seconds: float = Field(default=60.0, gt=0)
@@ -52,8 +57,17 @@ class ServiceSettings(BaseModel):
     chat_max_tokens: int | None = Field(default=None, gt=0)
     """Most tokens the chat server may generate per model call; None: the server's limit."""
 
+    @field_validator("files_url")
+    @classmethod
+    def _known_files_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            open_file_store(value, Path("."))  # FileStoreError (a ValueError) names it
+        return value
+
     @model_validator(mode="after")
     def _overlap_below_chunk_size(self) -> ServiceSettings:
+        if self.qdrant_url and self.pgvector_url:
+            raise ValueError("give --qdrant-url or --pgvector-url, not both")
         if self.chunk_size is not None and self.overlap >= self.chunk_size:
             raise ValueError(
                 f"overlap ({self.overlap}) must be below chunk_size ({self.chunk_size})"
@@ -81,4 +95,4 @@ class ServiceSettings(BaseModel):
     def single_owner(self) -> bool:
         """Whether this process is the only one that can be indexing (Edge store + SQLite):
         then every `indexing` job found at start-up belongs to a dead process."""
-        return self.qdrant_url is None and self.database_url is None
+        return self.qdrant_url is None and self.pgvector_url is None and self.database_url is None

@@ -9,16 +9,19 @@ tenant's chunks.
 from __future__ import annotations
 
 from archivist.embedding import EmbeddingModelBase
-from archivist.rag import KnowledgeBase, QdrantStore
-from archivist.rag.store.base import MetadataFilter
+from archivist.rag import KnowledgeBase, PgVectorStore, QdrantStore
+from archivist.rag.store.base import MetadataFilter, VectorStoreBase
 from archivist.service.catalog import KBRecord
 from archivist.service.settings import ServiceSettings
 
 TENANT_KEY = "tenant_id"
 
 
-def open_store(settings: ServiceSettings) -> QdrantStore:
-    """The store `settings` names (not yet entered): a Qdrant server, or Qdrant Edge on disk."""
+def open_store(settings: ServiceSettings) -> VectorStoreBase:
+    """The store `settings` names (not yet entered): a Qdrant server, PostgreSQL with
+    pgvector, or Qdrant Edge on disk."""
+    if settings.pgvector_url:
+        return PgVectorStore(settings.pgvector_url)
     if settings.qdrant_url:
         return QdrantStore(url=settings.qdrant_url, api_key=settings.qdrant_api_key)
     return QdrantStore(path=settings.service_dir / "qdrant")
@@ -29,7 +32,7 @@ def tenant_scope(kb: KBRecord) -> MetadataFilter:
     return {TENANT_KEY: kb.tenant}
 
 
-def kb_handle(kb: KBRecord, store: QdrantStore, model: EmbeddingModelBase) -> KnowledgeBase:
+def kb_handle(kb: KBRecord, store: VectorStoreBase, model: EmbeddingModelBase) -> KnowledgeBase:
     """A handle on `kb`'s collection confined to its tenant."""
     return KnowledgeBase(
         name=kb.name,

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import shutil
+from collections.abc import AsyncIterator
+from pathlib import PurePosixPath
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, File, HTTPException, Query, Response, UploadFile, status
-from fastapi.responses import FileResponse
+from fastapi.responses import StreamingResponse
 
 from archivist.message import TextBlock
 from archivist.rag import DocumentNotFoundError
 from archivist.service import catalog
 from archivist.service.dependencies import KB, Document, State
+from archivist.service.file_store import DOWNLOAD_BLOCK, FileStore
 from archivist.service.routers.search import public_metadata
 from archivist.service.schemas import (
     ChunkOut,
@@ -51,23 +54,36 @@ async def upload_documents(
 ) -> UploadAccepted:
     """Store the files (fsynced) and queue them for indexing; all are accepted or none."""
     incoming = [IncomingFile(upload.filename, upload.file) for upload in files]
+    received = state.files.local_path(kb.id).parent
     try:
         uploads = await asyncio.to_thread(
             store_uploads,
             incoming,
-            state.settings.files_dir / kb.id,
-            state.settings.files_dir,
+            received / kb.id,
+            received,
             state.registry,
             state.settings.max_upload_bytes,
             tenant_scope(kb),
         )
     except UploadRejected as exc:
         raise HTTPException(exc.status, str(exc)) from None
+    await asyncio.to_thread(_save_all, state.files, [upload.path for upload in uploads])
     records = await asyncio.to_thread(catalog.add_documents, state.engine, kb, uploads)
     state.indexer.notify()
     return UploadAccepted(
         items=[UploadItem(id=r.id, filename=r.filename, status=r.status) for r in records]
     )
+
+
+def _save_all(files: FileStore, keys: list[str]) -> None:
+    """Put every received upload into the file store; on failure none stays anywhere."""
+    try:
+        for key in keys:
+            files.save(key)
+    except BaseException:
+        for key in keys:
+            files.delete_folder(str(PurePosixPath(key).parent))
+        raise
 
 
 @router.get("", responses=_NOT_FOUND)
@@ -113,15 +129,36 @@ async def list_chunks(
 
 @router.get(
     "/{document_id}/file",
-    response_class=FileResponse,
+    response_class=StreamingResponse,
     responses={**_NOT_FOUND, 200: {"content": {"application/octet-stream": {}}}},
 )
-async def download_file(document: Document, state: State) -> FileResponse:
+async def download_file(document: Document, state: State) -> StreamingResponse:
     """The raw upload, with its media type and file name."""
-    path = state.settings.files_dir / document.path
-    if not path.is_file():
+    opened = await asyncio.to_thread(state.files.open, document.path)
+    if opened is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"the file of {document.id!r} is gone")
-    return FileResponse(path, media_type=document.media_type, filename=document.filename)
+    reader, size = opened
+
+    async def blocks() -> AsyncIterator[bytes]:
+        try:
+            while block := await asyncio.to_thread(reader.read, DOWNLOAD_BLOCK):
+                yield block
+        finally:
+            await asyncio.to_thread(reader.close)
+
+    headers = {
+        "Content-Length": str(size),
+        "Content-Disposition": _attachment(document.filename),
+    }
+    return StreamingResponse(blocks(), media_type=document.media_type, headers=headers)
+
+
+def _attachment(filename: str) -> str:
+    """A Content-Disposition naming `filename` (RFC 6266, UTF-8 where it needs it)."""
+    quoted = quote(filename)
+    if quoted != filename:
+        return f"attachment; filename*=utf-8''{quoted}"
+    return f'attachment; filename="{filename}"'
 
 
 @router.delete("/{document_id}", status_code=status.HTTP_204_NO_CONTENT, responses=_NOT_FOUND)
@@ -131,6 +168,6 @@ async def delete_document(document: Document, kb: KB, state: State) -> Response:
         with contextlib.suppress(DocumentNotFoundError):
             await state.handle(kb).delete_document(document.id)
         await asyncio.to_thread(catalog.delete_document, state.engine, document.id)
-    folder = (state.settings.files_dir / document.path).parent
-    await asyncio.to_thread(shutil.rmtree, folder, ignore_errors=True)
+    folder = str(PurePosixPath(document.path).parent)
+    await asyncio.to_thread(state.files.delete_folder, folder)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

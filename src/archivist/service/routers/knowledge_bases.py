@@ -4,7 +4,6 @@ knowledge bases, and the status of many documents in one call."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Response, status
@@ -147,5 +146,5 @@ async def delete_knowledge_base(kb: KB, state: State) -> Response:
             async with state.locks.hold(job.document.id):
                 pass
     await state.store.delete_collection(kb.collection)
-    await asyncio.to_thread(shutil.rmtree, state.settings.files_dir / kb.id, ignore_errors=True)
+    await asyncio.to_thread(state.files.delete_folder, kb.id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,81 @@
+"""`archivist worker`: index queued uploads in a process of its own, beside API replicas."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+from typing import Any
+
+from archivist.cli.serve_command import (
+    add_database_argument,
+    add_shared_store_arguments,
+    service_settings,
+    shared_store_settings,
+)
+from archivist.cli.session import CLIError, add_chunking_arguments
+
+
+def add_worker_command(commands: Any) -> None:
+    """Register the `worker` sub-command."""
+    cmd = commands.add_parser(
+        "worker",
+        help="index queued uploads for `archivist serve` replicas (shared database and stores)",
+    )
+    add_database_argument(cmd)
+    add_shared_store_arguments(cmd)
+    cmd.add_argument("--workers", type=int, default=2, help="documents indexed at once")
+    cmd.add_argument(
+        "--index-threads", type=int, default=1, help="cores for embedding documents (default 1)"
+    )
+    cmd.add_argument(
+        "--poll-seconds",
+        type=float,
+        default=1.0,
+        help="how often an idle worker looks for new jobs",
+    )
+    cmd.add_argument(
+        "--lease-seconds",
+        type=float,
+        default=60.0,
+        help="a job this worker stops renewing (it died) goes to another after this long",
+    )
+    add_chunking_arguments(cmd, from_kb=False)
+    cmd.set_defaults(handler=run_worker)
+
+
+async def run_worker(args: argparse.Namespace) -> int:
+    """Take jobs from the shared queue until SIGTERM or Ctrl-C; held jobs go back to the queue
+    when their leases lapse."""
+    from archivist.service.worker import running_indexer
+
+    if args.workers < 1:
+        raise CLIError(f"--workers {args.workers}: a worker indexes at least 1 document at once")
+    settings = service_settings(
+        args,
+        **shared_store_settings(args),
+        workers=args.workers,
+        index_threads=args.index_threads,
+        poll_seconds=args.poll_seconds,
+        lease_seconds=args.lease_seconds,
+        chunk_size=args.chunk_size,
+        overlap=args.overlap,
+    )
+    if not (settings.qdrant_url or settings.pgvector_url):
+        raise CLIError(
+            "a worker shares the vectors with the API replicas: give --pgvector-url or "
+            "--qdrant-url (Qdrant Edge on disk belongs to one process)"
+        )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    with contextlib.suppress(NotImplementedError):
+        loop.add_signal_handler(signal.SIGTERM, stop.set)
+    async with running_indexer(settings) as indexer:
+        print(
+            f"archivist worker {indexer.owner}: indexing {settings.workers} document(s) at "
+            f"once; files in {indexer.files.url}",
+            flush=True,
+        )
+        await stop.wait()
+    return 0

@@ -1,0 +1,839 @@
+"""`PgVectorStore`: chunks and vectors in PostgreSQL with pgvector, shared by many processes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Self
+
+import numpy as np
+from psycopg import AsyncConnection, OperationalError, errors, sql
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from archivist.message import TextBlock
+from archivist.rag.document import Chunk
+from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
+from archivist.rag.store.base import (
+    SEARCH_MODES,
+    MetadataFilter,
+    SearchMode,
+    VectorStoreBase,
+    check_search_mode,
+)
+from archivist.rag.store.generations import GenerationInfo, new_generation, repair_plan
+from archivist.rag.store.pgvector.filter import where_metadata
+from archivist.rag.store.pgvector.schema import (
+    DISTANCE_OPERATORS,
+    Tables,
+    check_prefix,
+    collection_ddl,
+    registry_ddl,
+)
+from archivist.rag.store.qdrant.backend import FUSIONS, Fusion, PointWrite, check_distance
+from archivist.rag.store.qdrant.layout import (
+    CHUNK_INDEX,
+    CONTENT,
+    DOCUMENT_ID,
+    GENERATION,
+    METADATA,
+    SOURCE,
+    TOTAL_CHUNKS,
+    chunk_from,
+)
+from archivist.rag.store.qdrant.points import points_for
+from archivist.rag.store.qdrant.sparse import Bm25Encoder, TermCounts
+from archivist.validation import (
+    check_collection_name,
+    check_document_id,
+    check_non_negative_int,
+    check_positive_int,
+    check_query_vector,
+)
+
+if TYPE_CHECKING:
+    from psycopg_pool import AsyncConnectionPool
+
+__all__ = ["PgVectorStore"]
+
+_CHUNK_COLUMNS = sql.SQL(
+    "c.document_id, c.generation, c.chunk_index, c.total_chunks, c.source, c.content, c.metadata"
+)
+_RRF_K = 2
+"""Qdrant's reciprocal-rank-fusion constant, so both stores rank a fusion alike."""
+
+
+@dataclass(frozen=True)
+class _Collection:
+    dimensions: int
+    distance: str
+    sparse: bool
+    tables: Tables
+
+
+class PgVectorStore(VectorStoreBase):
+    """Chunks and their vectors in PostgreSQL (pgvector 0.8+); higher scores are better.
+
+    `url` is a libpq connection string or `postgresql://` URL. The database needs the `vector`
+    extension, which the store creates on first open if the user may (`CREATE EXTENSION vector`
+    otherwise, once, as a superuser). Every process that opens the same database and
+    `table_prefix` sees the same collections: writes and deletes are transactions, a replace is
+    locked per document across processes (PostgreSQL advisory locks).
+
+    Dense search uses an HNSW index per collection (iterative scans, so a metadata filter never
+    starves the result list). Sparse search is BM25 written out in SQL over an inverted index
+    table: the same tokenizer and term weights as the Qdrant store (Qdrant's multilingual
+    tokenizer, English stemming, Chinese segmentation plus character bigrams), IDF from exact
+    per-term document frequencies. `mode="hybrid"` runs both sides and fuses them (`fusion`:
+    "dbsf", distribution-based score fusion, or "rrf") in one SQL statement.
+
+    Use it inside `async with store:`; it holds a pool of up to `max_connections` connections.
+    """
+
+    WRITE_BATCH = 256
+    """Chunks per write transaction."""
+    HYBRID_DEPTH = 100
+    """Candidates each side of a hybrid search ranks before fusion (at least `top_k`)."""
+    EF_SEARCH = 100
+    """HNSW candidate list per search (at least the results wanted): Qdrant's default."""
+    EXACT_BELOW = 10_000
+    """A filtered dense search over fewer matching chunks ranks them exactly (no graph),
+    as Qdrant does below its full-scan threshold: exact, and cheap at that size."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        distance: str = "Cosine",
+        table_prefix: str = "archivist_vec",
+        fusion: Fusion = "dbsf",
+        max_connections: int = 10,
+    ) -> None:
+        if not isinstance(url, str) or not url.strip():
+            raise ValueError(f"url must be a PostgreSQL connection string, got {url!r}")
+        self._url = url
+        self._distance = check_distance(distance)
+        self._prefix = check_prefix(table_prefix)
+        self._registry = sql.Identifier(f"{self._prefix}_collections")
+        self._fusion = _check_fusion(fusion)
+        self._max_connections = check_positive_int(max_connections, "max_connections")
+        self._pool: AsyncConnectionPool | None = None
+        self._collections: dict[str, _Collection] = {}
+        self._bm25 = Bm25Encoder()
+
+    # Opening and closing
+
+    async def __aenter__(self) -> Self:
+        if self._pool is not None:
+            raise RuntimeError("PgVectorStore is already open")
+        from psycopg_pool import AsyncConnectionPool
+
+        await self._prepare_database()
+
+        async def configure(connection: AsyncConnection[Any]) -> None:
+            # pgvector's own adapter: vectors travel as binary float32, not as float8 arrays.
+            from pgvector.psycopg import register_vector_async
+
+            await register_vector_async(connection)
+            await connection.set_autocommit(True)
+
+        pool: AsyncConnectionPool = AsyncConnectionPool(
+            self._url,
+            min_size=1,
+            max_size=self._max_connections,
+            configure=configure,
+            open=False,
+        )
+        await pool.open(wait=True)
+        self._pool = pool
+        self._collections.clear()
+        return self
+
+    async def _prepare_database(self) -> None:
+        """The vector extension and the registry table, created once under a lock."""
+        try:
+            opened = await AsyncConnection.connect(self._url, autocommit=True)
+        except OperationalError as exc:
+            raise ConnectionError(
+                f"cannot connect to PostgreSQL at {_redacted(self._url)}: {exc}"
+            ) from None
+        async with opened as connection, connection.transaction():
+            await connection.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended('archivist-schema', 0))"
+            )
+            await connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            await connection.execute(registry_ddl(self._registry))
+
+    async def aclose(self) -> None:
+        """Close the connection pool; `async with` does."""
+        pool, self._pool = self._pool, None
+        self._collections.clear()
+        if pool is not None:
+            await pool.close()
+
+    def _open(self) -> AsyncConnectionPool:
+        if self._pool is None:
+            raise RuntimeError("PgVectorStore is not open: use it inside `async with store:`")
+        return self._pool
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[AsyncConnection[Any]]:
+        async with self._open().connection() as connection, connection.transaction():
+            yield connection
+
+    @staticmethod
+    async def _lock(connection: AsyncConnection[Any], *key: str) -> None:
+        """Take the transaction-scoped advisory lock named by `key`."""
+        await connection.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ["\x1f".join(key)]
+        )
+
+    # Collections
+
+    async def _collection(self, name: str, *, fresh: bool = False) -> _Collection | None:
+        if not fresh and name in self._collections:
+            return self._collections[name]
+        async with self._open().connection() as connection:
+            cursor = await connection.execute(
+                sql.SQL("SELECT dimensions, distance, sparse FROM {} WHERE name = %s").format(
+                    self._registry
+                ),
+                [name],
+            )
+            row = await cursor.fetchone()
+        if row is None:
+            self._collections.pop(name, None)
+            return None
+        found = _Collection(int(row[0]), str(row[1]), bool(row[2]), Tables.of(self._prefix, name))
+        self._collections[name] = found
+        return found
+
+    async def _require(self, name: str) -> _Collection:
+        found = await self._collection(name)
+        if found is None:
+            raise ValueError(
+                f"collection {name!r} does not exist; create it with create_collection"
+            )
+        return found
+
+    async def create_collection(self, name: str, dimensions: int, *, sparse: bool = True) -> None:
+        """Create collection `name` for `dimensions`-d vectors, with BM25 terms for hybrid
+        search unless `sparse` is False; a no-op if it exists with the same dimensions."""
+        check_collection_name(name)
+        check_positive_int(dimensions, "dimensions")
+        if not isinstance(sparse, bool):
+            raise ValueError(f"sparse must be a bool, got {sparse!r}")
+        existing = await self._collection(name, fresh=True)
+        if existing is None:
+            async with self._transaction() as connection:
+                await self._lock(connection, "collections")
+                cursor = await connection.execute(
+                    sql.SQL("SELECT 1 FROM {} WHERE name = %s").format(self._registry), [name]
+                )
+                if await cursor.fetchone() is None:
+                    tables = Tables.of(self._prefix, name)
+                    for statement in collection_ddl(tables, dimensions, self._distance):
+                        await connection.execute(statement)
+                    await connection.execute(
+                        sql.SQL(
+                            "INSERT INTO {} (name, dimensions, distance, sparse) "
+                            "VALUES (%s, %s, %s, %s)"
+                        ).format(self._registry),
+                        [name, dimensions, self._distance, sparse],
+                    )
+            existing = await self._require(name)
+        if existing.dimensions != dimensions:
+            raise ValueError(
+                f"collection {name!r} exists with {existing.dimensions} dimensions, "
+                f"not dimensions={dimensions}"
+            )
+
+    async def delete_collection(self, name: str) -> None:
+        check_collection_name(name)
+        self._open()
+        self._collections.pop(name, None)
+        tables = Tables.of(self._prefix, name)
+        async with self._transaction() as connection:
+            await self._lock(connection, "collections")
+            await self._lock(connection, "collection", name)
+            await connection.execute(
+                sql.SQL("DROP TABLE IF EXISTS {}, {}, {}").format(
+                    tables.df, tables.terms, tables.chunks
+                )
+            )
+            await connection.execute(
+                sql.SQL("DELETE FROM {} WHERE name = %s").format(self._registry), [name]
+            )
+
+    async def has_collection(self, name: str) -> bool:
+        check_collection_name(name)
+        return await self._collection(name, fresh=True) is not None
+
+    async def collection_dimensions(self, name: str) -> int | None:
+        check_collection_name(name)
+        found = await self._collection(name, fresh=True)
+        return None if found is None else found.dimensions
+
+    async def search_modes(self, collection: str) -> tuple[SearchMode, ...]:
+        """All three modes for a collection with BM25 terms; only "dense" otherwise."""
+        check_collection_name(collection)
+        found = await self._collection(collection)
+        return SEARCH_MODES if found is not None and found.sparse else ("dense",)
+
+    # Writing
+
+    async def insert(self, collection: str, records: Sequence[VectorRecord]) -> None:
+        """Write `records` in one transaction: all of them or none. A record whose document id,
+        chunk index and metadata are already stored replaces that chunk."""
+        check_collection_name(collection)
+        self._open()
+        if not records:
+            return
+        found = await self._require(collection)
+        points = points_for(records, found.dimensions, new_generation(), stable_ids=True)
+        async with self._transaction() as connection:
+            await self._write(connection, collection, found, records, points)
+
+    async def _write(
+        self,
+        connection: AsyncConnection[Any],
+        collection: str,
+        found: _Collection,
+        records: Sequence[VectorRecord],
+        points: list[PointWrite],
+    ) -> None:
+        """Store `points` (replacing any with the same ids) with their BM25 postings, inside
+        the caller's transaction, holding the collection's write lock."""
+        await self._lock(connection, "collection", collection)
+        tables = found.tables
+        ids = [point.id for point in points]
+        await self._delete_where(
+            connection, collection, found, sql.SQL("c.id = ANY(%s::uuid[])"), [ids]
+        )
+        counts: list[TermCounts | None] = [None] * len(points)
+        if found.sparse:
+            counts = [
+                self._bm25.count(record.chunk.content.text)
+                if isinstance(record.chunk.content, TextBlock)
+                else None
+                for record in records
+            ]
+        lengths = [0 if terms is None else terms.length for terms in counts]
+        async with connection.cursor() as cursor:
+            await cursor.executemany(
+                sql.SQL(
+                    "INSERT INTO {} (id, document_id, generation, chunk_index, total_chunks, "
+                    "source, content, metadata, terms, embedding) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                ).format(tables.chunks),
+                [
+                    (
+                        point.id,
+                        point.payload[DOCUMENT_ID],
+                        point.payload[GENERATION],
+                        point.payload[CHUNK_INDEX],
+                        point.payload[TOTAL_CHUNKS],
+                        point.payload[SOURCE],
+                        point.payload[CONTENT],
+                        Jsonb(point.payload[METADATA]),
+                        length,
+                        np.asarray(point.vector, dtype=np.float32),
+                    )
+                    for point, length in zip(points, lengths, strict=True)
+                ],
+            )
+        counted = [(point.id, terms) for point, terms in zip(points, counts, strict=True) if terms]
+        counted = [(point_id, terms) for point_id, terms in counted if terms.length]
+        if not counted:
+            return
+        cursor = await connection.execute(
+            sql.SQL("SELECT sparse_chunks, sparse_tokens FROM {} WHERE name = %s").format(
+                self._registry
+            ),
+            [collection],
+        )
+        row = await cursor.fetchone()
+        chunks = (int(row[0]) if row else 0) + len(counted)
+        tokens = (int(row[1]) if row else 0) + sum(terms.length for _, terms in counted)
+        average = tokens / chunks
+        term_ids: list[int] = []
+        chunk_ids: list[str] = []
+        weights: list[float] = []
+        for point_id, terms in counted:
+            vector = Bm25Encoder.document(terms, average)
+            term_ids.extend(vector.indices)
+            chunk_ids.extend([point_id] * len(vector.indices))
+            weights.extend(vector.values)
+        await connection.execute(
+            sql.SQL(
+                "INSERT INTO {} (term, chunk, weight) "
+                "SELECT * FROM unnest(%s::bigint[], %s::uuid[], %s::real[])"
+            ).format(tables.terms),
+            [term_ids, chunk_ids, weights],
+        )
+        await connection.execute(
+            sql.SQL(
+                "INSERT INTO {0} (term, df) SELECT term, count(*) FROM unnest(%s::bigint[]) "
+                "AS t(term) GROUP BY term ORDER BY term "
+                "ON CONFLICT (term) DO UPDATE SET df = {0}.df + excluded.df"
+            ).format(tables.df),
+            [term_ids],
+        )
+        await connection.execute(
+            sql.SQL(
+                "UPDATE {} SET sparse_chunks = sparse_chunks + %s, "
+                "sparse_tokens = sparse_tokens + %s WHERE name = %s"
+            ).format(self._registry),
+            [len(counted), sum(terms.length for _, terms in counted), collection],
+        )
+
+    async def _delete_where(
+        self,
+        connection: AsyncConnection[Any],
+        collection: str,
+        found: _Collection,
+        condition: sql.Composable,
+        params: Sequence[Any],
+    ) -> None:
+        """Delete the chunks (alias `c`) matching `condition`, keeping document frequencies and
+        BM25 totals exact; inside the caller's transaction, holding the collection's lock."""
+        tables = found.tables
+        if found.sparse:
+            await connection.execute(
+                sql.SQL(
+                    "UPDATE {df} SET df = {df}.df - gone.n FROM ("
+                    "SELECT t.term, count(*) AS n FROM {terms} t JOIN {chunks} c ON c.id = t.chunk "
+                    "WHERE {condition} GROUP BY t.term) AS gone WHERE {df}.term = gone.term"
+                ).format(
+                    df=tables.df, terms=tables.terms, chunks=tables.chunks, condition=condition
+                ),
+                params,
+            )
+        cursor = await connection.execute(
+            sql.SQL(
+                "WITH gone AS (DELETE FROM {chunks} c WHERE {condition} RETURNING c.terms) "
+                "SELECT count(*) FILTER (WHERE terms > 0), coalesce(sum(terms), 0) FROM gone"
+            ).format(chunks=tables.chunks, condition=condition),
+            params,
+        )
+        row = await cursor.fetchone()
+        if found.sparse and row is not None and row[0]:
+            await connection.execute(
+                sql.SQL(
+                    "UPDATE {} SET sparse_chunks = sparse_chunks - %s, "
+                    "sparse_tokens = sparse_tokens - %s WHERE name = %s"
+                ).format(self._registry),
+                [int(row[0]), int(row[1]), collection],
+            )
+
+    async def _delete(
+        self, collection: str, found: _Collection, condition: sql.Composable, params: list[Any]
+    ) -> None:
+        async with self._transaction() as connection:
+            await self._lock(connection, "collection", collection)
+            await self._delete_where(connection, collection, found, condition, params)
+
+    @asynccontextmanager
+    async def _document_lock(self, collection: str, document_id: str) -> AsyncIterator[None]:
+        """Hold the cross-process lock on one document (a session advisory lock on a
+        connection kept for the purpose) while the block runs."""
+        key = "\x1f".join(("document", collection, document_id))
+        async with self._open().connection() as connection:
+            await connection.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", [key])
+            try:
+                yield
+            finally:
+                await connection.execute(
+                    "SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [key]
+                )
+
+    async def replace_document(
+        self,
+        collection: str,
+        document_id: str,
+        batches: AsyncIterable[list[VectorRecord]],
+        metadata_filter: MetadataFilter | None = None,
+    ) -> int:
+        """Write `batches` as the whole of `document_id` (within `metadata_filter`) as a new
+        generation, then drop the old one in one transaction; if anything fails, the new
+        chunks are removed and the old version stays whole. A process killed part-way leaves
+        the old version beside a partial new one, which `repair_document` removes."""
+        check_collection_name(collection)
+        check_document_id(document_id)
+        scope, scope_params = where_metadata(metadata_filter)
+        found = await self._require(collection)
+        seen: set[tuple[str, int]] = set()
+        written = 0
+        async with self._document_lock(collection, document_id):
+            generation = new_generation()
+            try:
+                async for batch in batches:
+                    points = points_for(
+                        batch,
+                        found.dimensions,
+                        generation,
+                        document_id=document_id,
+                        metadata_filter=metadata_filter,
+                        seen=seen,
+                    )
+                    if points:
+                        async with self._transaction() as connection:
+                            await self._write(connection, collection, found, batch, points)
+                    written += len(points)
+                await self._delete(
+                    collection,
+                    found,
+                    sql.SQL("c.document_id = %s AND c.generation <> %s AND {}").format(scope),
+                    [document_id, generation, *scope_params],
+                )
+            except BaseException as error:
+                try:
+                    await self._delete(
+                        collection, found, sql.SQL("c.generation = %s"), [generation]
+                    )
+                except Exception as cleanup_error:
+                    error.add_note(
+                        f"removing the partly written chunks failed too: {cleanup_error!r}"
+                    )
+                raise
+        return written
+
+    async def delete(
+        self,
+        collection: str,
+        document_id: str,
+        metadata_filter: MetadataFilter | None = None,
+    ) -> None:
+        check_collection_name(collection)
+        check_document_id(document_id)
+        scope, scope_params = where_metadata(metadata_filter)
+        found = await self._collection(collection)
+        if found is None:
+            return
+        async with self._document_lock(collection, document_id):
+            await self._delete(
+                collection,
+                found,
+                sql.SQL("c.document_id = %s AND {}").format(scope),
+                [document_id, *scope_params],
+            )
+
+    # Reading
+
+    async def search(
+        self,
+        collection: str,
+        query_vector: list[float] | None,
+        top_k: int = 5,
+        metadata_filter: MetadataFilter | None = None,
+        *,
+        query_text: str | None = None,
+        mode: SearchMode = "dense",
+    ) -> list[VectorSearchResult]:
+        """The `top_k` best chunks within `metadata_filter`, by `mode`:
+
+        "dense" ranks by `query_vector` (scores are similarities); "sparse" by BM25 of
+        `query_text`; "hybrid" runs both and fuses them in one SQL statement (fused scores
+        only order the results). Sparse and hybrid need a collection with BM25 terms.
+        """
+        check_collection_name(collection)
+        check_positive_int(top_k, "top_k")
+        check_search_mode(mode)
+        scope, scope_params = where_metadata(metadata_filter)
+        found = await self._collection(collection)
+        if found is None:
+            return []
+        dense: list[float] | None = None
+        if mode != "sparse":
+            if query_vector is None:
+                raise ValueError(f"mode={mode!r} needs a query_vector")
+            dense = check_query_vector(query_vector, found.dimensions)
+        terms: list[int] | None = None
+        if mode != "dense":
+            if not found.sparse:
+                raise ValueError(
+                    f"collection {collection!r} has no BM25 terms, so mode={mode!r} cannot "
+                    "run; search it with mode='dense', or rebuild it to get hybrid search"
+                )
+            if not isinstance(query_text, str) or not query_text.strip():
+                raise ValueError(f"mode={mode!r} needs a non-empty query_text")
+            terms = self._bm25.query(query_text).indices
+            if not terms:
+                if dense is None:
+                    return []  # no searchable term in the query
+                terms = None
+        depth = max(top_k, self.HYBRID_DEPTH) if dense is not None and terms is not None else top_k
+        operator, _ = DISTANCE_OPERATORS[found.distance]
+        tables = found.tables
+        parts: dict[str, sql.Composable] = {
+            "chunks": tables.chunks,
+            "terms": tables.terms,
+            "df": tables.df,
+            "scope": scope,
+            "op": sql.SQL(operator),
+            "registry": self._registry,
+        }
+        sparse_sql = sql.SQL(
+            "WITH n AS (SELECT greatest(sparse_chunks, 1) AS n FROM {registry} WHERE name = %s), "
+            "idf AS (SELECT d.term, ln(1 + (n.n - d.df + 0.5) / (d.df + 0.5)) AS w "
+            "FROM {df} d, n WHERE d.term = ANY(%s::bigint[]) AND d.df > 0) "
+            "SELECT t.chunk AS id, sum(t.weight * idf.w) AS score "
+            "FROM idf JOIN {terms} t ON t.term = idf.term JOIN {chunks} c ON c.id = t.chunk "
+            "WHERE {scope} GROUP BY t.chunk ORDER BY score DESC, t.chunk LIMIT %s"
+        ).format(**parts)
+        query = None if dense is None else np.asarray(dense, dtype=np.float32)
+        sparse_params = [collection, terms, *scope_params, depth]
+
+        def statement_for(exact: bool) -> tuple[sql.Composed, list[Any]]:
+            # Ordering by the score, not the distance operator, keeps the HNSW index out: an
+            # exact ranking of the chunks the filter selects (through the metadata index).
+            order = sql.SQL("score DESC, c.id") if exact else sql.SQL("c.embedding {op} %s")
+            dense_sql = sql.SQL(
+                "SELECT c.id, {score} AS score FROM {chunks} c WHERE {scope} "
+                "ORDER BY {order} LIMIT %s"
+            ).format(
+                score=_similarity(found.distance, operator),
+                order=order.format(**parts),
+                **parts,
+            )
+            dense_params = [query, *scope_params, *([] if exact else [query]), depth]
+            ranked: sql.Composed
+            if terms is None:
+                ranked, params = dense_sql, dense_params
+            elif dense is None:
+                ranked, params = sparse_sql, sparse_params
+            else:
+                ranked = sql.SQL(
+                    "WITH dense AS ({dense}), sparse AS ({sparse}), "
+                    "both_sides AS ({dense_norm} UNION ALL {sparse_norm}) "
+                    "SELECT id, sum(score) AS score FROM both_sides GROUP BY id "
+                    "ORDER BY score DESC, id LIMIT %s"
+                ).format(
+                    dense=dense_sql,
+                    sparse=sparse_sql,
+                    dense_norm=_normalised("dense", self._fusion),
+                    sparse_norm=_normalised("sparse", self._fusion),
+                )
+                params = [*dense_params, *sparse_params, top_k]
+            statement = sql.SQL(
+                "SELECT {columns}, r.score FROM ({ranked}) r JOIN {chunks} c ON c.id = r.id "
+                "ORDER BY r.score DESC, r.id"
+            ).format(columns=_CHUNK_COLUMNS, ranked=ranked, chunks=tables.chunks)
+            return statement, params
+
+        try:
+            async with self._transaction() as connection:
+                exact = False
+                if dense is not None and scope_params:
+                    # As Qdrant plans a filtered search: few matching chunks are ranked
+                    # exactly, many through the graph.
+                    cursor = await connection.execute(
+                        sql.SQL(
+                            "SELECT count(*) FROM (SELECT 1 FROM {} c WHERE {} LIMIT %s) AS s"
+                        ).format(tables.chunks, scope),
+                        [*scope_params, self.EXACT_BELOW],
+                    )
+                    row = await cursor.fetchone()
+                    exact = row is not None and int(row[0]) < self.EXACT_BELOW
+                if dense is not None and not exact:
+                    await connection.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+                    await connection.execute(
+                        sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
+                            sql.Literal(min(max(self.EF_SEARCH, depth), 1000))
+                        )
+                    )
+                statement, params = statement_for(exact)
+                cursor = connection.cursor(row_factory=dict_row)
+                await cursor.execute(statement, params)
+                rows = await cursor.fetchall()
+        except errors.UndefinedTable:
+            self._collections.pop(collection, None)
+            return []
+        return [
+            VectorSearchResult(
+                score=float(row["score"]), document_id=row[DOCUMENT_ID], chunk=_chunk(row)
+            )
+            for row in rows
+        ]
+
+    async def list_documents(
+        self,
+        collection: str,
+        metadata_filter: MetadataFilter | None = None,
+    ) -> list[DocumentSummary]:
+        """One summary per document (by id), counting its chunks within `metadata_filter`,
+        described by its lowest chunk."""
+        check_collection_name(collection)
+        scope, scope_params = where_metadata(metadata_filter)
+        found = await self._collection(collection)
+        if found is None:
+            return []
+        statement = sql.SQL(
+            "SELECT DISTINCT ON (c.document_id) c.document_id, c.source, c.metadata, "
+            "count(*) OVER (PARTITION BY c.document_id) AS chunk_count "
+            "FROM {} c WHERE {} ORDER BY c.document_id, c.chunk_index, c.generation"
+        ).format(found.tables.chunks, scope)
+        rows = await self._fetch(collection, statement, scope_params)
+        return [
+            DocumentSummary(
+                document_id=row[DOCUMENT_ID],
+                source=row[SOURCE],
+                chunk_count=int(row["chunk_count"]),
+                metadata=row[METADATA] or {},
+            )
+            for row in rows
+        ]
+
+    async def list_chunks(
+        self,
+        collection: str,
+        document_id: str,
+        offset: int = 0,
+        limit: int = 30,
+        metadata_filter: MetadataFilter | None = None,
+    ) -> list[Chunk]:
+        check_collection_name(collection)
+        check_document_id(document_id)
+        check_non_negative_int(offset, "offset")
+        check_non_negative_int(limit, "limit")
+        scope, scope_params = where_metadata(metadata_filter)
+        found = await self._collection(collection)
+        if found is None or limit == 0:
+            return []
+        statement = sql.SQL(
+            "SELECT {} FROM {} c WHERE c.document_id = %s AND {} "
+            "ORDER BY c.chunk_index, c.generation OFFSET %s LIMIT %s"
+        ).format(_CHUNK_COLUMNS, found.tables.chunks, scope)
+        rows = await self._fetch(collection, statement, [document_id, *scope_params, offset, limit])
+        return [_chunk(row) for row in rows]
+
+    async def document_generations(
+        self,
+        collection: str,
+        metadata_filter: MetadataFilter | None = None,
+        document_id: str | None = None,
+    ) -> list[GenerationInfo]:
+        """Every (document, generation) within `metadata_filter` with the chunk indexes it
+        holds, for `KnowledgeBase.verify`."""
+        check_collection_name(collection)
+        if document_id is not None:
+            check_document_id(document_id)
+        scope, scope_params = where_metadata(metadata_filter)
+        found = await self._collection(collection)
+        if found is None:
+            return []
+        return await self._generations(collection, found, scope, scope_params, document_id)
+
+    async def _generations(
+        self,
+        collection: str,
+        found: _Collection,
+        scope: sql.Composable,
+        scope_params: list[Any],
+        document_id: str | None,
+    ) -> list[GenerationInfo]:
+        one = sql.SQL("c.document_id = %s") if document_id is not None else sql.SQL("TRUE")
+        statement = sql.SQL(
+            "SELECT c.document_id, c.generation, "
+            "array_agg(c.chunk_index ORDER BY c.chunk_index) AS indexes, "
+            "array_agg(DISTINCT c.total_chunks) AS totals "
+            "FROM {} c WHERE {} AND {} GROUP BY c.document_id, c.generation "
+            "ORDER BY c.document_id, c.generation"
+        ).format(found.tables.chunks, one, scope)
+        params = [*([document_id] if document_id is not None else []), *scope_params]
+        rows = await self._fetch(collection, statement, params)
+        return [
+            GenerationInfo(
+                document_id=row[DOCUMENT_ID],
+                generation=row[GENERATION],
+                chunk_indexes=list(row["indexes"]),
+                total_chunks=sorted(row["totals"]),
+            )
+            for row in rows
+        ]
+
+    async def repair_document(
+        self,
+        collection: str,
+        document_id: str,
+        metadata_filter: MetadataFilter | None = None,
+    ) -> list[GenerationInfo]:
+        """Make `document_id` (within `metadata_filter`) whole again; returns what was removed.
+
+        Holds the document's lock, so a replace of it in flight in any process finishes first
+        and is never mistaken for a leftover. See `generations.repair_plan` for what is kept.
+        """
+        check_collection_name(collection)
+        check_document_id(document_id)
+        scope, scope_params = where_metadata(metadata_filter)
+        found = await self._collection(collection)
+        if found is None:
+            return []
+        async with self._document_lock(collection, document_id):
+            generations = await self._generations(
+                collection, found, scope, scope_params, document_id
+            )
+            _, remove = repair_plan(generations)
+            for stale in remove:
+                await self._delete(
+                    collection,
+                    found,
+                    sql.SQL("c.document_id = %s AND c.generation = %s AND {}").format(scope),
+                    [document_id, stale.generation, *scope_params],
+                )
+        return remove
+
+    async def _fetch(
+        self, collection: str, statement: sql.Composed, params: Sequence[Any]
+    ) -> list[dict[str, Any]]:
+        """The rows of a read; none if another process dropped the collection meanwhile."""
+        try:
+            async with self._open().connection() as connection:
+                cursor = connection.cursor(row_factory=dict_row)
+                await cursor.execute(statement, params)
+                return await cursor.fetchall()
+        except errors.UndefinedTable:
+            self._collections.pop(collection, None)
+            return []
+
+
+def _similarity(distance: str, operator: str) -> sql.Composable:
+    """SQL turning pgvector's distance into a score where higher is better (Qdrant's scores)."""
+    expression = sql.SQL("(c.embedding {} %s)").format(sql.SQL(operator))
+    if distance == "Cosine":
+        return sql.SQL("1 - {}").format(expression)
+    return sql.SQL("-{}").format(expression)  # <#> is the negated inner product
+
+
+def _normalised(side: str, fusion: Fusion) -> sql.Composable:
+    """SELECT id, score of one side's ranked list, its scores put on the fusion's scale:
+    DBSF maps mean ± 3 standard deviations to 0..1 (0.5 for a single or flat list); RRF
+    scores by rank."""
+    if fusion == "rrf":
+        return sql.SQL(
+            "SELECT id, 1.0 / ({} + row_number() OVER (ORDER BY score DESC, id)) AS score FROM {}"
+        ).format(sql.Literal(_RRF_K), sql.Identifier(side))
+    return sql.SQL(
+        "SELECT id, CASE WHEN coalesce(s, 0) = 0 THEN 0.5 "
+        "ELSE (score - (m - 3 * s)) / (6 * s) END AS score "
+        "FROM (SELECT id, score, avg(score) OVER () AS m, stddev_samp(score) OVER () AS s "
+        "FROM {}) AS stats"
+    ).format(sql.Identifier(side))
+
+
+def _chunk(row: Mapping[str, Any]) -> Chunk:
+    return chunk_from({**row, METADATA: row[METADATA] or {}})
+
+
+def _redacted(url: str) -> str:
+    """`url` without its password."""
+    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+
+
+def _check_fusion(fusion: object) -> Fusion:
+    for name in FUSIONS:
+        if fusion == name:
+            return name
+    raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}; got {fusion!r}")

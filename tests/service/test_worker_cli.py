@@ -1,0 +1,44 @@
+"""`archivist worker` and `serve --workers 0` refuse set-ups where no other process could
+share the work, with a message naming the option to give."""
+
+from __future__ import annotations
+
+import pytest
+
+from archivist.cli.main import main
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("ARCHIVIST_HOME", str(tmp_path))
+    for name in ("ARCHIVIST_DATABASE_URL", "ARCHIVIST_PGVECTOR_URL", "ARCHIVIST_FILES_URL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_a_worker_needs_shared_vectors(capsys) -> None:
+    assert main(["worker"]) == 2
+    assert "--pgvector-url or --qdrant-url" in capsys.readouterr().err
+
+
+def test_a_worker_indexes_at_least_one_document(capsys) -> None:
+    assert main(["worker", "--workers", "0", "--pgvector-url", "postgresql://x@127.0.0.1/db"]) == 2
+    assert "--workers 0" in capsys.readouterr().err
+
+
+def test_an_api_only_replica_needs_shared_vectors(capsys) -> None:
+    assert main(["serve", "--workers", "0"]) == 2
+    assert "archivist worker" in capsys.readouterr().err
+
+
+def test_one_vector_store_at_a_time(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["worker", "--qdrant-url", "http://q:6333", "--pgvector-url", "postgresql://x/db"])
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_a_bad_files_url_is_named(capsys) -> None:
+    code = main(
+        ["worker", "--pgvector-url", "postgresql://x@127.0.0.1:1/db", "--files-url", "ftp://h/x"]
+    )
+    assert code == 2
+    assert "--files-url ftp://h/x" in capsys.readouterr().err
