@@ -12,12 +12,15 @@ from fastapi.staticfiles import StaticFiles
 from archivist.embedding import EmbeddingModelBase
 from archivist.rag import default_registry
 from archivist.rag.chunker import chunker_for
+from archivist.service.auth_gate import AuthGate
+from archivist.service.body_limits import BodyLimits
 from archivist.service.database import make_engine
 from archivist.service.dependencies import ServiceState
 from archivist.service.embedding import service_model
 from archivist.service.indexer import Indexer
-from archivist.service.limits import UploadSizeLimit
 from archivist.service.locks import DocumentLocks
+from archivist.service.offload import ThreadedChunker
+from archivist.service.problems import install_problem_handlers
 from archivist.service.routers import (
     documents,
     health,
@@ -27,6 +30,7 @@ from archivist.service.routers import (
     supported_types,
 )
 from archivist.service.schemas import UNAUTHORIZED
+from archivist.service.security_headers import SecurityHeaders
 from archivist.service.settings import ServiceSettings
 from archivist.service.vectors import open_store
 
@@ -49,7 +53,9 @@ def create_app(
         engine = await asyncio.to_thread(make_engine, settings.resolved_database_url)
         model = embedding_model or default_model(settings)
         registry = default_registry()
-        chunker = chunker_for(model.chunk_tokenizer(), settings.chunk_size, settings.overlap)
+        chunker = ThreadedChunker(
+            chunker_for(model.chunk_tokenizer(), settings.chunk_size, settings.overlap)
+        )
         locks = DocumentLocks()
         try:
             async with open_store(settings) as store:
@@ -71,7 +77,12 @@ def create_app(
         version="1",
         lifespan=lifespan,
     )
-    app.add_middleware(UploadSizeLimit, max_bytes=settings.max_upload_bytes)
+    app.add_middleware(
+        BodyLimits, upload_bytes=settings.max_upload_bytes, json_bytes=settings.max_json_bytes
+    )
+    app.add_middleware(AuthGate)  # outside BodyLimits: no key, no byte read
+    app.add_middleware(SecurityHeaders)  # outermost: on every answer, 401 and 413 too
+    install_problem_handlers(app)
     for module in (health, page):
         app.include_router(module.router)
     for module in (knowledge_bases, documents, search, supported_types):

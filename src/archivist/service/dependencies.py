@@ -13,6 +13,7 @@ from sqlalchemy import Engine
 from archivist.embedding import EmbeddingModelBase
 from archivist.rag import KnowledgeBase, ParserRegistry, QdrantStore
 from archivist.service import catalog
+from archivist.service.auth_gate import TENANT_STATE
 from archivist.service.catalog import DocumentRecord, KBRecord
 from archivist.service.indexer import Indexer
 from archivist.service.keys import tenant_for_key
@@ -52,6 +53,9 @@ async def get_tenant(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> str:
     """The tenant of the request's `Authorization: Bearer KEY`; 401 without a valid key."""
+    checked: str | None = getattr(request.state, TENANT_STATE, None)
+    if checked is not None:  # the auth gate looked the key up before the body was read
+        return checked
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED,

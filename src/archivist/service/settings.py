@@ -23,6 +23,8 @@ class ServiceSettings(BaseModel):
     qdrant_api_key: str | None = None
     max_upload_bytes: int = Field(default=50 * 1024 * 1024, gt=0)
     """Largest accepted upload request (all its files together); larger → 413."""
+    max_json_bytes: int = Field(default=256 * 1024, gt=0)
+    """Largest accepted body of every other request (JSON); larger → 413."""
     workers: int = Field(default=2, ge=1, le=32)
     """Documents indexed at once by this process."""
     index_threads: int = Field(default=1, ge=1, le=64)

@@ -24,6 +24,7 @@ from archivist.service.schemas import (
     UploadAccepted,
     UploadItem,
 )
+from archivist.service.security_headers import DOWNLOAD_CSP
 from archivist.service.uploads import IncomingFile, UploadRejected, store_uploads
 from archivist.service.vectors import tenant_scope
 
@@ -117,11 +118,17 @@ async def list_chunks(
     responses={**_NOT_FOUND, 200: {"content": {"application/octet-stream": {}}}},
 )
 async def download_file(document: Document, state: State) -> FileResponse:
-    """The raw upload, with its media type and file name."""
+    """The raw upload as an attachment (never rendered: `nosniff`, a sandboxing CSP)."""
     path = state.settings.files_dir / document.path
     if not path.is_file():
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"the file of {document.id!r} is gone")
-    return FileResponse(path, media_type=document.media_type, filename=document.filename)
+    return FileResponse(
+        path,
+        media_type=document.media_type,
+        filename=document.filename,
+        content_disposition_type="attachment",
+        headers={"Content-Security-Policy": DOWNLOAD_CSP, "X-Content-Type-Options": "nosniff"},
+    )
 
 
 @router.delete("/{document_id}", status_code=status.HTTP_204_NO_CONTENT, responses=_NOT_FOUND)
