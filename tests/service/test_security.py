@@ -177,3 +177,16 @@ def test_chunked_upload_over_the_limit_stops_early_and_leaves_no_temp_file(servi
     time.sleep(0.5)
     assert temp_files_open() <= open_before
     assert http.get("/v1/knowledge-bases/secure/documents").json()["items"] == before
+
+
+def test_lone_surrogates_and_huge_offsets_are_422_not_500(http) -> None:
+    raw = b'{"query": "\\ud800 invoices"}'
+    headers = {"Content-Type": "application/json"}
+    for path in ("/v1/knowledge-bases/secure/search", "/v1/knowledge-bases"):
+        body = assert_problem(http.post(path, content=raw, headers=headers), 422)
+        assert body["errors"]
+    doc = http.get("/v1/knowledge-bases/secure/documents").json()["items"][0]["id"]
+    chunks = f"/v1/knowledge-bases/secure/documents/{doc}/chunks"
+    body = assert_problem(http.get(chunks, params={"offset": "9" * 23}), 422)
+    assert body["errors"][0]["loc"] == ["query", "offset"]
+    assert http.get(chunks, params={"offset": 2**31 - 1}).json()["items"] == []

@@ -19,6 +19,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
+from starlette.routing import BaseRoute, Match
 from starlette.types import Send
 
 from archivist.service.schemas import Problem
@@ -29,6 +30,7 @@ LIMIT_SCOPE_KEY = "archivist.body_limit"
 logger = logging.getLogger(__name__)
 
 _EXTRA_STATUSES: dict[int, str] = {
+    400: "the body could not be read (malformed multipart or not UTF-8)",
     401: "missing, invalid or revoked API key",
     413: "the request body is larger than the limit",
     422: "the request does not match the schema (see `errors`)",
@@ -106,7 +108,19 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     if exc.status_code == 413 and detail == "Content Too Large":  # Starlette's body limit
         limit = request.scope.get(LIMIT_SCOPE_KEY, request.scope.get(MAX_BODY_SIZE_SCOPE_KEY))
         detail = f"the request body is larger than the limit of {limit} bytes"
-    return problem_response(exc.status_code, detail, exc.headers)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        headers["Allow"] = ", ".join(_allowed_methods(request))
+    return problem_response(exc.status_code, detail, headers)
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method some route serves on the request's path (Starlette names only one)."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        if isinstance(route, BaseRoute) and route.matches(request.scope)[0] != Match.NONE:
+            methods |= getattr(route, "methods", None) or set()
+    return sorted(methods)
 
 
 async def _validation_error(request: Request, exc: Exception) -> Response:

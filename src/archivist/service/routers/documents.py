@@ -28,6 +28,9 @@ from archivist.service.security_headers import DOWNLOAD_CSP
 from archivist.service.uploads import IncomingFile, UploadRejected, store_uploads
 from archivist.service.vectors import tenant_scope
 
+MAX_OFFSET = 2**31 - 1
+"""Largest chunk offset accepted (beyond any document's chunk count; stores take 32 bits)."""
+
 router = APIRouter(prefix="/v1/knowledge-bases/{name}/documents", tags=["documents"])
 
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {
@@ -89,7 +92,7 @@ async def list_chunks(
     document: Document,
     kb: KB,
     state: State,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 30,
 ) -> ChunkPage:
     """A page of the document's stored chunks in order."""
@@ -115,7 +118,10 @@ async def list_chunks(
 @router.get(
     "/{document_id}/file",
     response_class=FileResponse,
-    responses={**_NOT_FOUND, 200: {"content": {"application/octet-stream": {}}}},
+    responses={
+        **_NOT_FOUND,
+        200: {"content": {"*/*": {"schema": {"type": "string", "format": "binary"}}}},
+    },
 )
 async def download_file(document: Document, state: State) -> FileResponse:
     """The raw upload as an attachment (never rendered: `nosniff`, a sandboxing CSP)."""
