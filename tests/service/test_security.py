@@ -97,11 +97,11 @@ def stream_until_answer(sock: socket.socket, total: int, piece: int = 65536) -> 
             except (BlockingIOError, ConnectionError):
                 continue
             sent += piece
-    if not answer:
-        sock.setblocking(True)
-        sock.settimeout(20)
-        with contextlib.suppress(ConnectionError):
-            answer = sock.recv(65536)
+    sock.setblocking(True)
+    sock.settimeout(20)
+    with contextlib.suppress(ConnectionError, TimeoutError):
+        while more := sock.recv(65536):  # the rest of the answer, until the server closes
+            answer += more
     return answer, sent
 
 

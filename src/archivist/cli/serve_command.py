@@ -65,6 +65,7 @@ async def run_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from archivist.service import create_app
+    from archivist.service.slow_clients import uvicorn_options
 
     if not 0 < args.port < 65536:
         raise CLIError(f"--port {args.port}: give a port between 1 and 65535")
@@ -79,7 +80,12 @@ async def run_serve(args: argparse.Namespace) -> int:
         overlap=args.overlap,
     )
     config = uvicorn.Config(
-        create_app(settings), host=args.host, port=args.port, log_level="info", access_log=False
+        create_app(settings),
+        host=args.host,
+        port=args.port,
+        log_level="info",
+        access_log=False,
+        **uvicorn_options(settings),
     )
     await uvicorn.Server(config).serve()
     return 0

@@ -32,6 +32,7 @@ from archivist.service.routers import (
 from archivist.service.schemas import UNAUTHORIZED
 from archivist.service.security_headers import SecurityHeaders
 from archivist.service.settings import ServiceSettings
+from archivist.service.slow_clients import BodyTimeout
 from archivist.service.vectors import open_store
 
 
@@ -79,6 +80,11 @@ def create_app(
     )
     app.add_middleware(
         BodyLimits, upload_bytes=settings.max_upload_bytes, json_bytes=settings.max_json_bytes
+    )
+    app.add_middleware(
+        BodyTimeout,
+        idle_seconds=settings.body_idle_seconds,
+        total_seconds=settings.body_timeout_seconds,
     )
     app.add_middleware(AuthGate)  # outside BodyLimits: no key, no byte read
     app.add_middleware(SecurityHeaders)  # outermost: on every answer, 401 and 413 too

@@ -25,6 +25,7 @@ from archivist.service.catalog import Status
 from archivist.service.jobs import ClaimedJob
 from archivist.service.locks import DocumentLocks
 from archivist.service.settings import ServiceSettings
+from archivist.service.tenant_cache import TENANT
 from archivist.service.vectors import kb_handle
 
 logger = logging.getLogger(__name__)
@@ -125,6 +126,7 @@ class Indexer:
                     await kb_handle(job.kb, self.store, self.model).delete_document(document.id)
 
     async def _index(self, job: ClaimedJob) -> tuple[Status, int, str | None]:
+        TENANT.set(job.kb.tenant)  # this task's embedding-cache entries are the tenant's own
         kb = kb_handle(job.kb, self.store, self.model)
         path = self.settings.files_dir / job.document.path
         if document_id_for(path, kb.metadata_filter) != job.document.id:  # as ingest derives it

@@ -109,6 +109,8 @@ async def _http_error(request: Request, exc: Exception) -> Response:
         limit = request.scope.get(LIMIT_SCOPE_KEY, request.scope.get(MAX_BODY_SIZE_SCOPE_KEY))
         detail = f"the request body is larger than the limit of {limit} bytes"
     headers = dict(exc.headers or {})
+    if exc.status_code in (408, 413):  # the rest of the body is not wanted: hang up
+        headers["Connection"] = "close"
     if exc.status_code == 405:
         headers["Allow"] = ", ".join(_allowed_methods(request))
     return problem_response(exc.status_code, detail, headers)

@@ -25,6 +25,14 @@ class ServiceSettings(BaseModel):
     """Largest accepted upload request (all its files together); larger → 413."""
     max_json_bytes: int = Field(default=256 * 1024, gt=0)
     """Largest accepted body of every other request (JSON); larger → 413."""
+    header_timeout_seconds: float = Field(default=10.0, gt=0)
+    """A connection that has not sent a request's headers within this long is closed."""
+    body_idle_seconds: float = Field(default=15.0, gt=0)
+    """Longest wait for the next piece of a request body; longer → 408."""
+    body_timeout_seconds: float = Field(default=600.0, gt=0)
+    """Longest time to receive a whole request body; longer → 408."""
+    keep_alive_seconds: float = Field(default=5.0, gt=0)
+    """An idle keep-alive connection is closed after this long."""
     workers: int = Field(default=2, ge=1, le=32)
     """Documents indexed at once by this process."""
     index_threads: int = Field(default=1, ge=1, le=64)
