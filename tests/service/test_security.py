@@ -190,3 +190,42 @@ def test_lone_surrogates_and_huge_offsets_are_422_not_500(http) -> None:
     body = assert_problem(http.get(chunks, params={"offset": "9" * 23}), 422)
     assert body["errors"][0]["loc"] == ["query", "offset"]
     assert http.get(chunks, params={"offset": 2**31 - 1}).json()["items"] == []
+
+
+def upload(http, name: str, data: bytes):
+    return http.post("/v1/knowledge-bases/secure/documents", files={"files": (name, data)})
+
+
+def test_bidi_and_invisible_characters_are_stripped_from_filenames(http) -> None:
+    response = upload(http, "invoice\u202egpj.txt\u200b", b"An invoice, not a picture.\n")
+    assert response.status_code == 202
+    assert response.json()["items"][0]["filename"] == "invoicegpj.txt"
+
+
+def test_the_extension_decides_and_the_content_must_match(http, service) -> None:
+    before = {d["id"] for d in http.get("/v1/knowledge-bases/secure/documents").json()["items"]}
+    body = assert_problem(upload(http, "bad.exe", b"plain ASCII text\n"), 415)
+    assert "bad.exe" in body["detail"] and ".txt" in body["detail"]
+    body = assert_problem(upload(http, "report.pdf", b"not a PDF at all\n"), 415)
+    assert "report.pdf" in body["detail"] and "does not match" in body["detail"]
+    body = assert_problem(upload(http, "notes.txt", b"MZ\x90\x00\x03" + b"\x00" * 64), 415)
+    assert "executable" in body["detail"]
+    png = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + b"\x00" * 64
+    body = assert_problem(upload(http, "scan.png", png), 415)
+    assert "text only" in body["detail"] and "multimodal" in body["detail"]
+    offered = http.get("/v1/supported-types").json()["extensions"]
+    assert ".txt" in offered and ".pdf" in offered and ".png" not in offered
+    after = {d["id"] for d in http.get("/v1/knowledge-bases/secure/documents").json()["items"]}
+    assert after == before
+
+
+def test_database_and_uploads_are_private_to_the_service_user(http, service) -> None:
+    response = upload(http, "private.txt", b"Salaries of the board.\n")
+    assert response.status_code == 202
+    service_dir = service.settings.service_dir
+    assert (service_dir / "service.db").stat().st_mode & 0o777 == 0o600
+    for directory in (service_dir, service.settings.files_dir):
+        assert directory.stat().st_mode & 0o777 == 0o700
+    stored = list(service.settings.files_dir.rglob("private.txt"))
+    assert stored and all(p.stat().st_mode & 0o777 == 0o600 for p in stored)
+    assert all(p.parent.stat().st_mode & 0o777 == 0o700 for p in stored)

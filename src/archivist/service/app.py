@@ -20,6 +20,7 @@ from archivist.service.embedding import service_model
 from archivist.service.indexer import Indexer
 from archivist.service.locks import DocumentLocks
 from archivist.service.offload import ThreadedChunker
+from archivist.service.private_files import make_private
 from archivist.service.problems import install_problem_handlers
 from archivist.service.routers import (
     documents,
@@ -50,7 +51,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        settings.files_dir.mkdir(parents=True, exist_ok=True)
+        make_private(settings, settings.home / "embedding-cache")
         engine = await asyncio.to_thread(make_engine, settings.resolved_database_url)
         model = embedding_model or default_model(settings)
         registry = default_registry()

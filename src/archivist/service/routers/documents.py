@@ -44,7 +44,7 @@ _NOT_FOUND: dict[int | str, dict[str, Any]] = {
     responses={
         **_NOT_FOUND,
         413: {"model": Problem, "description": "the upload is larger than the limit"},
-        415: {"model": Problem, "description": "a file type no parser reads"},
+        415: {"model": Problem, "description": "a type not accepted, or content not of it"},
         422: {"model": Problem, "description": "an empty file or no `files` field"},
     },
 )
@@ -64,6 +64,8 @@ async def upload_documents(
             state.registry,
             state.settings.max_upload_bytes,
             tenant_scope(kb),
+            state.model.supports_multimodal,
+            state.model.model,
         )
     except UploadRejected as exc:
         raise HTTPException(exc.status, str(exc)) from None
