@@ -87,7 +87,9 @@ def create_app(
         idle_seconds=settings.body_idle_seconds,
         total_seconds=settings.body_timeout_seconds,
     )
-    app.add_middleware(AuthGate)  # outside BodyLimits: no key, no byte read
+    app.add_middleware(
+        AuthGate, rate=settings.rate_per_second, burst=settings.rate_burst
+    )  # outside BodyLimits: no key, no byte read
     app.add_middleware(SecurityHeaders)  # outermost: on every answer, 401 and 413 too
     install_problem_handlers(app)
     for module in (health, page):

@@ -1,4 +1,5 @@
-"""Authentication from the request headers alone, before any body byte is read.
+"""Authentication (and the per-key rate) from the request headers alone, before any body
+byte is read.
 
 Every `/v1` request must carry `Authorization: Bearer KEY` of an active key: otherwise
 the answer is 401 at once and the connection is closed with its body unread, so nobody
@@ -13,8 +14,9 @@ import asyncio
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from archivist.service.keys import tenant_for_key
+from archivist.service.keys import hash_key, tenant_for_key
 from archivist.service.problems import send_problem
+from archivist.service.rate_limit import RateLimiter, retry_after
 
 TENANT_STATE = "archivist_tenant"
 """`request.state` attribute holding the authenticated tenant."""
@@ -32,9 +34,12 @@ def bearer_key(headers: Headers) -> str | None:
 class AuthGate:
     """401 for `/v1` requests without an active key, decided from the headers."""
 
-    def __init__(self, app: ASGIApp, prefix: str = "/v1/") -> None:
+    def __init__(
+        self, app: ASGIApp, rate: float = 50.0, burst: int = 200, prefix: str = "/v1/"
+    ) -> None:
         self.app = app
         self.prefix = prefix
+        self.limiter = RateLimiter(rate, burst)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith(self.prefix):
@@ -50,6 +55,15 @@ class AuthGate:
         tenant = await asyncio.to_thread(tenant_for_key, engine, key)
         if tenant is None:
             await send_problem(send, 401, "invalid or revoked API key", _CHALLENGE)
+            return
+        wait = self.limiter.take(hash_key(key))
+        if wait > 0:
+            await send_problem(
+                send,
+                429,
+                f"too many requests with this key; retry in {retry_after(wait)} s",
+                {"Retry-After": retry_after(wait)},
+            )
             return
         scope.setdefault("state", {})[TENANT_STATE] = tenant
         await self.app(scope, receive, send)

@@ -7,6 +7,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL
+from archivist.service.quotas import Quota
 
 
 class ServiceSettings(BaseModel):
@@ -33,6 +34,14 @@ class ServiceSettings(BaseModel):
     """Longest time to receive a whole request body; longer → 408."""
     keep_alive_seconds: float = Field(default=5.0, gt=0)
     """An idle keep-alive connection is closed after this long."""
+    quota: Quota = Quota()
+    """Every tenant's quotas unless `tenant_quotas` names the tenant."""
+    tenant_quotas: dict[str, Quota] = {}
+    """Quotas of particular tenants."""
+    rate_per_second: float = Field(default=50.0, gt=0)
+    """Requests per second one API key may make on average; more → 429 with Retry-After."""
+    rate_burst: int = Field(default=200, ge=1)
+    """Requests one API key may make at once before the rate applies."""
     workers: int = Field(default=2, ge=1, le=32)
     """Documents indexed at once by this process."""
     index_threads: int = Field(default=1, ge=1, le=64)
@@ -55,6 +64,10 @@ class ServiceSettings(BaseModel):
                 f"overlap ({self.overlap}) must be below chunk_size ({self.chunk_size})"
             )
         return self
+
+    def quota_for(self, tenant: str) -> Quota:
+        """The quotas of `tenant`."""
+        return self.tenant_quotas.get(tenant, self.quota)
 
     @property
     def service_dir(self) -> Path:

@@ -12,7 +12,7 @@ from fastapi.responses import FileResponse
 
 from archivist.message import TextBlock
 from archivist.rag import DocumentNotFoundError
-from archivist.service import catalog
+from archivist.service import catalog, quotas
 from archivist.service.dependencies import KB, Document, State
 from archivist.service.routers.search import public_metadata
 from archivist.service.schemas import (
@@ -43,6 +43,7 @@ _NOT_FOUND: dict[int | str, dict[str, Any]] = {
     status_code=status.HTTP_202_ACCEPTED,
     responses={
         **_NOT_FOUND,
+        403: {"model": Problem, "description": "a document or storage quota would be exceeded"},
         413: {"model": Problem, "description": "the upload is larger than the limit"},
         415: {"model": Problem, "description": "a type not accepted, or content not of it"},
         422: {"model": Problem, "description": "an empty file or no `files` field"},
@@ -69,6 +70,20 @@ async def upload_documents(
         )
     except UploadRejected as exc:
         raise HTTPException(exc.status, str(exc)) from None
+    try:
+        await asyncio.to_thread(
+            quotas.check_new_documents,
+            state.engine,
+            kb.tenant,
+            state.settings.quota_for(kb.tenant),
+            len(uploads),
+            sum(upload.size for upload in uploads),
+        )
+    except quotas.QuotaExceeded as exc:
+        for upload in uploads:
+            folder = (state.settings.files_dir / upload.path).parent
+            await asyncio.to_thread(shutil.rmtree, folder, ignore_errors=True)
+        raise HTTPException(status.HTTP_403_FORBIDDEN, str(exc)) from None
     records = await asyncio.to_thread(catalog.add_documents, state.engine, kb, uploads)
     state.indexer.notify()
     return UploadAccepted(

@@ -7,7 +7,7 @@ import shutil
 
 from fastapi import APIRouter, HTTPException, Response, status
 
-from archivist.service import catalog
+from archivist.service import catalog, quotas
 from archivist.service.catalog import KBExistsError
 from archivist.service.dependencies import KB, State, Tenant
 from archivist.service.schemas import (
@@ -23,12 +23,21 @@ router = APIRouter(prefix="/v1/knowledge-bases", tags=["knowledge bases"])
 @router.post(
     "",
     status_code=status.HTTP_201_CREATED,
-    responses={409: {"model": Problem, "description": "the name is taken"}},
+    responses={
+        403: {"model": Problem, "description": "the tenant's knowledge-base quota is used up"},
+        409: {"model": Problem, "description": "the name is taken"},
+    },
 )
 async def create_knowledge_base(
     body: KnowledgeBaseCreate, tenant: Tenant, state: State
 ) -> KnowledgeBaseOut:
     """Create an empty knowledge base for the caller's tenant."""
+    try:
+        await asyncio.to_thread(
+            quotas.check_new_kb, state.engine, tenant, state.settings.quota_for(tenant)
+        )
+    except quotas.QuotaExceeded as exc:
+        raise HTTPException(status.HTTP_403_FORBIDDEN, str(exc)) from None
     try:
         kb = await asyncio.to_thread(
             catalog.create_kb, state.engine, tenant, body.name, body.description
