@@ -3,6 +3,9 @@ taken fairly across tenants (one worker, so the order is visible)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -90,3 +93,19 @@ def test_one_file_is_not_stuck_behind_another_tenants_backlog(fair) -> None:
         done = sum(d["status"] in ("ready", "failed") for d in pile)
         assert done < BACKLOG // 2, f"{done} of the backlog ran before the single file"
         wait_final(bulk, "pile", timeout=300)
+
+
+def test_serve_reports_a_bad_quotas_file_without_a_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "quotas.json"
+    bad.write_text('{"tenants": {"acme": {"documents": -1}}}')
+    exe = Path(sys.executable).parent / "archivist"
+    result = subprocess.run(
+        [str(exe), "serve", "--port", "1", "--quotas", str(bad)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "ARCHIVIST_HOME": str(tmp_path)},
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "tenant_quotas.acme.documents" in result.stderr and "Traceback" not in result.stderr

@@ -31,8 +31,38 @@ def add_serve_command(commands: Any) -> None:
     cmd.add_argument(
         "--max-upload-mb", type=float, default=50.0, help="largest upload request in MiB"
     )
+    cmd.add_argument(
+        "--quotas",
+        default=None,
+        metavar="FILE",
+        help='JSON quotas: {"default": {"knowledge_bases": N, "documents": N, '
+        '"storage_bytes": N}, "tenants": {"NAME": {...}}} (default: 100 KBs, 10,000 '
+        "documents, 5 GiB per tenant)",
+    )
+    cmd.add_argument(
+        "--rate", type=float, default=50.0, help="requests per second per API key (default 50)"
+    )
     add_chunking_arguments(cmd, from_kb=False)
     cmd.set_defaults(handler=run_serve)
+
+
+def read_quotas(path: str | None) -> dict[str, Any]:
+    """`quota` and `tenant_quotas` settings from a `--quotas` JSON file."""
+    if path is None:
+        return {}
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise CLIError(f"--quotas {path}: {exc}") from None
+    if not isinstance(data, dict) or set(data) - {"default", "tenants"}:
+        raise CLIError(f'--quotas {path}: expected {{"default": {{...}}, "tenants": {{...}}}}')
+    settings: dict[str, Any] = {"tenant_quotas": data.get("tenants", {})}
+    if "default" in data:
+        settings["quota"] = data["default"]
+    return settings
 
 
 def add_database_argument(cmd: argparse.ArgumentParser) -> None:
@@ -78,6 +108,8 @@ async def run_serve(args: argparse.Namespace) -> int:
         max_upload_bytes=max(1, int(args.max_upload_mb * 1024 * 1024)),
         chunk_size=args.chunk_size,
         overlap=args.overlap,
+        rate_per_second=args.rate,
+        **read_quotas(args.quotas),
     )
     config = uvicorn.Config(
         create_app(settings),
