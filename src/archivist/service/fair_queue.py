@@ -4,14 +4,15 @@ The tenant chosen is the one with the fewest jobs running now (on any replica), 
 fewest jobs waiting, then the oldest waiting job. So one tenant's 5,000-file backlog
 cannot keep another tenant's single file waiting: as soon as a worker is free, the
 tenant with fewer jobs in the system goes first, and a tenant already being served yields
-to one that is not.
+to one that is not. With two or more workers, one of them is reserved for tenants that have
+nothing running, so a newcomer never waits for another tenant's job to finish.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, or_, select
+from sqlalchemy import Connection, and_, func, or_, select, true
 from sqlalchemy.sql.elements import ColumnElement
 
 from archivist.service.database import documents, jobs
@@ -28,8 +29,9 @@ def claimable(now: float) -> ColumnElement[bool]:
     )
 
 
-def next_job(db: Connection, now: float) -> Any | None:
-    """The (id, document_id, attempts) row of the job to lease next, locked; None if none."""
+def next_job(db: Connection, now: float, idle_tenants_only: bool = False) -> Any | None:
+    """The (id, document_id, attempts) row of the job to lease next, locked; None if none.
+    `idle_tenants_only`: only from tenants with no job running (a reserved worker's pick)."""
     joined = jobs.join(documents, jobs.c.document_id == documents.c.id)
     running = (
         select(documents.c.tenant, func.count().label("running"))
@@ -49,9 +51,11 @@ def next_job(db: Connection, now: float) -> Any | None:
         .group_by(documents.c.tenant)
         .subquery()
     )
+    busy = func.coalesce(running.c.running, 0)
     tenants = db.execute(
         select(waiting.c.tenant)
         .outerjoin(running, running.c.tenant == waiting.c.tenant)
+        .where(busy == 0 if idle_tenants_only else true())
         .order_by(func.coalesce(running.c.running, 0), waiting.c.waiting, waiting.c.oldest)
         .limit(_CANDIDATE_TENANTS)
     ).scalars()

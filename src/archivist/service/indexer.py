@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import secrets
 import socket
@@ -62,9 +63,12 @@ class Indexer:
             released = await asyncio.to_thread(jobs.release_all, self.engine)
             if released:
                 logger.info("requeued %d job(s) left running by a stopped service", released)
-        self._tasks = [
-            asyncio.create_task(self._work(), name=f"indexer-{n}")
-            for n in range(self.settings.workers)
+        workers = self.settings.workers
+        self._tasks = [  # with 2+ workers the last serves only tenants with nothing running
+            asyncio.create_task(
+                self._work(reserved=workers > 1 and n == workers - 1), name=f"indexer-{n}"
+            )
+            for n in range(workers)
         ]
         self._tasks.append(asyncio.create_task(self._renew_leases(), name="indexer-leases"))
 
@@ -81,11 +85,11 @@ class Indexer:
         """New jobs were queued: wake an idle worker now rather than at the next poll."""
         self._wake.set()
 
-    async def _work(self) -> None:
+    async def _work(self, reserved: bool = False) -> None:
         while True:
             try:
                 job = await asyncio.to_thread(
-                    jobs.claim,
+                    functools.partial(jobs.claim, idle_tenants_only=reserved),
                     self.engine,
                     self.owner,
                     self.settings.lease_seconds,

@@ -29,8 +29,16 @@ class ClaimedJob(BaseModel):
     kb: KBRecord
 
 
-def claim(engine: Engine, owner: str, lease_seconds: float, max_attempts: int) -> ClaimedJob | None:
-    """Lease the next claimable job (see `fair_queue`) to `owner`, or None when there is none.
+def claim(
+    engine: Engine,
+    owner: str,
+    lease_seconds: float,
+    max_attempts: int,
+    *,
+    idle_tenants_only: bool = False,
+) -> ClaimedJob | None:
+    """Lease the next claimable job (see `fair_queue`) to `owner`, or None when there is none
+    (with `idle_tenants_only`, only a job of a tenant that has none running).
 
     A job already claimed `max_attempts` times (the process died each time) is not run
     again: its document is marked failed.
@@ -38,7 +46,7 @@ def claim(engine: Engine, owner: str, lease_seconds: float, max_attempts: int) -
     while True:
         now = time.time()
         with writing(engine) as db:
-            row = next_job(db, now)  # fair across tenants
+            row = next_job(db, now, idle_tenants_only)  # fair across tenants
             if row is None:
                 return None
             if row.attempts >= max_attempts:
