@@ -126,6 +126,9 @@ def test_postgres_claim_skips_rows_another_replica_has_locked(postgres_url: str)
             assert not claimer.is_alive(), "the claim blocked on the locked row"
             assert found[0] is not None and found[0].document.id == ids[1]
     finally:
+        from archivist.service.database import metadata
+
+        metadata.drop_all(engine)  # leave no queued job for the next test on this server
         engine.dispose()
 
 

@@ -67,7 +67,7 @@ def claim(
                 .values(
                     state="running",
                     owner=owner,
-                    lease_expires=now + lease_seconds,
+                    lease_expires=time.time() + lease_seconds,  # from the grant, not the search
                     attempts=row.attempts + 1,
                 )
             )
