@@ -111,7 +111,9 @@ def chunked_upload(port: int, head: str, total: int, result: dict[str, Any]) -> 
     result["status"] = answer[:12].decode(errors="replace")
 
 
-def flood(serve: ServeProcess, tmp: Path, key: str, clients: int, auth_clients: int) -> dict:
+def flood(
+    serve: ServeProcess, tmp: Path, key: str, clients: int, auth_clients: int
+) -> dict[str, Any]:
     assert serve.process is not None
     pid = serve.process.pid
     before = rss_mb(pid)
@@ -258,6 +260,8 @@ def main() -> None:
     finally:
         serve.stop()
     suffix = "-quick" if args.quick else ""
+    if parts != {"flood", "cache", "fairness", "latency"}:
+        suffix += "-" + "-".join(sorted(parts))
     path = write_result("service_security" + suffix, results)
     print(f"wrote {path}")
 

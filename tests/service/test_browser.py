@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -113,7 +114,16 @@ def test_uploaded_html_and_xml_never_run_in_the_page(service, tmp_path: Path) ->
             context = browser.new_context(accept_downloads=True)
             page = context.new_page()
             dialogs: list[str] = []
-            page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+            accept: list[bool] = []  # the answers to give the next confirm() dialogs
+
+            def answer(dialog: sync_api.Dialog) -> None:
+                dialogs.append(dialog.message)
+                if accept and accept.pop(0):
+                    dialog.accept()
+                else:
+                    dialog.dismiss()
+
+            page.on("dialog", answer)
             page.goto(service.url + "/")
             sync_api.expect(page.locator("#app-view")).to_be_hidden()  # logged out: login only
             sync_api.expect(page.locator("#login-view")).to_be_visible()
@@ -167,6 +177,20 @@ def test_uploaded_html_and_xml_never_run_in_the_page(service, tmp_path: Path) ->
             assert response.headers["content-disposition"].startswith("attachment")
             assert response.headers["x-content-type-options"] == "nosniff"
             assert "sandbox" in response.headers["content-security-policy"]
-            assert not dialogs
+            assert not dialogs  # no alert() from the uploads either
+
+            # Times show the date; delete asks first and does nothing when declined.
+            year = str(time.gmtime().tm_year)
+            sync_api.expect(html_row.locator("td").nth(3)).to_contain_text(year)
+            rows = page.locator("#documents tbody tr")
+            accept.append(False)
+            html_row.locator("button.delete").click()
+            page.wait_for_timeout(500)
+            assert dialogs and "evil.html" in dialogs[-1]
+            sync_api.expect(rows).to_have_count(2)
+            accept.append(True)
+            html_row.locator("button.delete").click()
+            sync_api.expect(rows).to_have_count(1)
+            sync_api.expect(page.locator("#documents-error")).to_have_text("")
         finally:
             browser.close()

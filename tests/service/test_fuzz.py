@@ -47,7 +47,9 @@ def run_schemathesis(url: str, config: Path, *headers: str) -> subprocess.Comple
     ]
     for header in headers:
         command += ["-H", header]
-    return subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
+    return subprocess.run(  # in the config's folder: its caches stay out of the repository
+        command, capture_output=True, text=True, timeout=900, check=False, cwd=config.parent
+    )
 
 
 @pytest.mark.parametrize("with_key", [True, False], ids=["valid-key", "no-key"])
