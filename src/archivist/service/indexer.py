@@ -26,7 +26,7 @@ from archivist.service.catalog import Status
 from archivist.service.jobs import ClaimedJob
 from archivist.service.locks import DocumentLocks
 from archivist.service.settings import ServiceSettings
-from archivist.service.tenant_cache import TENANT
+from archivist.service.tenant_cache import PRIORITY, TENANT
 from archivist.service.vectors import kb_handle
 
 logger = logging.getLogger(__name__)
@@ -86,7 +86,9 @@ class Indexer:
         self._wake.set()
 
     async def _work(self, reserved: bool = False) -> None:
+        PRIORITY.set(reserved)  # a reserved worker's embedding goes before the others'
         while True:
+            self._wake.clear()  # before looking, so a notify() during the claim is not lost
             try:
                 job = await asyncio.to_thread(
                     functools.partial(jobs.claim, idle_tenants_only=reserved),
@@ -100,7 +102,6 @@ class Indexer:
                 await asyncio.sleep(self.settings.poll_seconds)
                 continue
             if job is None:
-                self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self.settings.poll_seconds)
                 continue
