@@ -21,6 +21,7 @@ import uvicorn
 from archivist.service import ServiceSettings, create_app
 from archivist.service.database import make_engine
 from archivist.service.keys import create_key
+from archivist.service.slow_clients import uvicorn_options
 
 FINAL = {"ready", "failed"}
 
@@ -44,7 +45,11 @@ def running_service(settings: ServiceSettings, **app_kwargs: Any) -> Iterator[st
     """`create_app(settings)` served by uvicorn in a thread; yields its base URL."""
     port = free_port()
     config = uvicorn.Config(
-        create_app(settings, **app_kwargs), host="127.0.0.1", port=port, log_level="warning"
+        create_app(settings, **app_kwargs),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        **uvicorn_options(settings),
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -81,9 +83,114 @@ def test_upload_watch_search_and_open_in_the_page(service, tmp_path: Path) -> No
             page.screenshot(path=str(shot), full_page=True)
             assert shot.stat().st_size > 10_000
 
-            with page.expect_popup() as popup_info:
-                first.locator(".open-file").click()
-            popup = popup_info.value
-            assert popup.url.startswith("blob:")
+            first.locator(".view-text").click()  # the stored text, not the file as a page
+            sync_api.expect(page.locator("#viewer-title")).to_have_text("handbook.pdf")
+            sync_api.expect(page.locator("#viewer-chunks")).to_contain_text("twenty-eight days")
+        finally:
+            browser.close()
+
+
+EVIL_HTML = (
+    b"<html><body><h1>Quarterly report</h1>"
+    b"<script>document.title = 'pwned:' + sessionStorage.getItem('archivist-key');"
+    b"window.opener && (window.opener.document.title = 'pwned-opener');</script>"
+    b"<img src=x onerror=\"document.title='pwned-img'\">"
+    b"<p>Revenue grew in the third quarter.</p></body></html>"
+)
+EVIL_XML = (
+    b'<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml"><body>'
+    b"<script>document.title = 'pwned-xml:' + sessionStorage.getItem('archivist-key')</script>"
+    b"<p>Supplier list for the warehouse.</p></body></html>"
+)
+
+
+def test_uploaded_html_and_xml_never_run_in_the_page(service, tmp_path: Path) -> None:
+    """Stored XSS: a hostile upload is viewed as text and downloaded, never rendered; the
+    script cannot run and the logged-in key stays unreadable, even opened directly."""
+    key = new_key(service.settings, "xss-tenant")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            context = browser.new_context(accept_downloads=True)
+            page = context.new_page()
+            dialogs: list[str] = []
+            accept: list[bool] = []  # the answers to give the next confirm() dialogs
+
+            def answer(dialog: sync_api.Dialog) -> None:
+                dialogs.append(dialog.message)
+                if accept and accept.pop(0):
+                    dialog.accept()
+                else:
+                    dialog.dismiss()
+
+            page.on("dialog", answer)
+            page.goto(service.url + "/")
+            sync_api.expect(page.locator("#app-view")).to_be_hidden()  # logged out: login only
+            sync_api.expect(page.locator("#login-view")).to_be_visible()
+            page.fill("#api-key", key)
+            page.click("#login-form button")
+            sync_api.expect(page.locator("#who")).to_have_text("tenant: xss-tenant")
+            page.fill("#kb-name", "inbox")
+            page.click("#kb-form button")
+            sync_api.expect(page.locator("#kb-title")).to_have_text("inbox")
+            for name, data in (("evil.html", EVIL_HTML), ("evil.xml", EVIL_XML)):
+                (tmp_path / name).write_bytes(data)
+            page.set_input_files(
+                "#file-input", [str(tmp_path / "evil.html"), str(tmp_path / "evil.xml")]
+            )
+            ready = page.locator('#documents tbody tr[data-status="ready"]')
+            sync_api.expect(ready).to_have_count(2, timeout=180_000)
+            title = page.title()
+
+            html_row = page.locator("#documents tbody tr", has_text="evil.html")
+            html_row.locator(".view-text").click()
+            sync_api.expect(page.locator("#viewer-chunks")).to_contain_text("Revenue grew")
+            with page.expect_download() as download_info:
+                html_row.locator(".download").click()
+            download = download_info.value
+            assert download.suggested_filename == "evil.html"
+            assert Path(download.path()).read_bytes() == EVIL_HTML
+            page.locator("#documents tbody tr", has_text="evil.xml").locator(".view-text").click()
+            sync_api.expect(page.locator("#viewer-chunks")).to_contain_text("Supplier list")
+            assert len(context.pages) == 1  # nothing was opened as a page
+            assert page.title() == title and "pwned" not in page.title()
+
+            # The page's CSP refuses inline code even when markup gets in.
+            page.evaluate(
+                """() => { const d = document.createElement('div');
+                d.innerHTML = "<img src=x onerror=\\"document.title='pwned-inline'\\">";
+                document.body.append(d); }"""
+            )
+            page.wait_for_timeout(300)
+            assert "pwned" not in page.title()
+
+            # Even a browser sent straight to the raw file (with the key) only downloads it,
+            # and as a sandboxed opaque origin it could not read the page's storage.
+            doc_id = html_row.get_attribute("data-id")
+            file_url = f"{service.url}/v1/knowledge-bases/inbox/documents/{doc_id}/file"
+            direct = context.new_page()
+            direct.set_extra_http_headers({"Authorization": f"Bearer {key}"})
+            with direct.expect_download(), contextlib.suppress(sync_api.Error):
+                direct.goto(file_url)  # raises "Download is starting": nothing was shown
+            assert "pwned" not in direct.title()
+            response = direct.request.get(file_url, headers={"Authorization": f"Bearer {key}"})
+            assert response.headers["content-disposition"].startswith("attachment")
+            assert response.headers["x-content-type-options"] == "nosniff"
+            assert "sandbox" in response.headers["content-security-policy"]
+            assert not dialogs  # no alert() from the uploads either
+
+            # Times show the date; delete asks first and does nothing when declined.
+            year = str(time.gmtime().tm_year)
+            sync_api.expect(html_row.locator("td").nth(3)).to_contain_text(year)
+            rows = page.locator("#documents tbody tr")
+            accept.append(False)
+            html_row.locator("button.delete").click()
+            page.wait_for_timeout(500)
+            assert dialogs and "evil.html" in dialogs[-1]
+            sync_api.expect(rows).to_have_count(2)
+            accept.append(True)
+            html_row.locator("button.delete").click()
+            sync_api.expect(rows).to_have_count(1)
+            sync_api.expect(page.locator("#documents-error")).to_have_text("")
         finally:
             browser.close()

@@ -126,4 +126,23 @@ def test_postgres_claim_skips_rows_another_replica_has_locked(postgres_url: str)
             assert not claimer.is_alive(), "the claim blocked on the locked row"
             assert found[0] is not None and found[0].document.id == ids[1]
     finally:
+        from archivist.service.database import metadata
+
+        metadata.drop_all(engine)  # leave no queued job for the next test on this server
         engine.dispose()
+
+
+def test_claims_are_fair_across_tenants(engine: Engine) -> None:
+    _, backlog = queue(engine, 5, tenant="bulk")
+    _, (single,) = queue(engine, 1, tenant="single")
+    first = jobs.claim(engine, "w1", 60, 3)
+    assert first is not None and first.document.id == single  # fewest waiting goes first
+    second = jobs.claim(engine, "w2", 60, 3)
+    assert second is not None and second.document.id == backlog[0]  # then oldest first
+    # a reserved worker takes only a tenant with nothing running: both are busy now
+    assert jobs.claim(engine, "w3", 60, 3, idle_tenants_only=True) is None
+    _, (newcomer,) = queue(engine, 1, tenant="newcomer")
+    third = jobs.claim(engine, "w3", 60, 3, idle_tenants_only=True)
+    assert third is not None and third.document.id == newcomer
+    fourth = jobs.claim(engine, "w4", 60, 3)
+    assert fourth is not None and fourth.document.id == backlog[1]

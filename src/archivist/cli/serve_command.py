@@ -40,6 +40,17 @@ def add_serve_command(commands: Any) -> None:
         help="answer an identical search of a knowledge base from memory for this long, "
         "unless it was written meanwhile (0: never)",
     )
+    cmd.add_argument(
+        "--quotas",
+        default=None,
+        metavar="FILE",
+        help='JSON quotas: {"default": {"knowledge_bases": N, "documents": N, '
+        '"storage_bytes": N}, "tenants": {"NAME": {...}}} (default: 100 KBs, 10,000 '
+        "documents, 5 GiB per tenant)",
+    )
+    cmd.add_argument(
+        "--rate", type=float, default=50.0, help="requests per second per API key (default 50)"
+    )
     add_chunking_arguments(cmd, from_kb=False)
     cmd.add_argument(
         "--chat-base-url",
@@ -61,6 +72,25 @@ def add_serve_command(commands: Any) -> None:
         help="most tokens generated per model call (default: the chat server's limit)",
     )
     cmd.set_defaults(handler=run_serve)
+
+
+def read_quotas(path: str | None) -> dict[str, Any]:
+    """`quota` and `tenant_quotas` settings from a `--quotas` JSON file."""
+    if path is None:
+        return {}
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise CLIError(f"--quotas {path}: {exc}") from None
+    if not isinstance(data, dict) or set(data) - {"default", "tenants"}:
+        raise CLIError(f'--quotas {path}: expected {{"default": {{...}}, "tenants": {{...}}}}')
+    settings: dict[str, Any] = {"tenant_quotas": data.get("tenants", {})}
+    if "default" in data:
+        settings["quota"] = data["default"]
+    return settings
 
 
 def add_database_argument(cmd: argparse.ArgumentParser) -> None:
@@ -128,6 +158,7 @@ async def run_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from archivist.service import create_app
+    from archivist.service.slow_clients import uvicorn_options
 
     if not 0 < args.port < 65536:
         raise CLIError(f"--port {args.port}: give a port between 1 and 65535")
@@ -145,6 +176,8 @@ async def run_serve(args: argparse.Namespace) -> int:
         chat_api_key=os.environ.get("ARCHIVIST_CHAT_API_KEY") or os.environ.get("OPENAI_API_KEY"),
         chat_timeout=args.chat_timeout,
         chat_max_tokens=args.chat_max_tokens,
+        rate_per_second=args.rate,
+        **read_quotas(args.quotas),
     )
     if settings.workers == 0 and not (settings.pgvector_url or settings.qdrant_url):
         raise CLIError(
@@ -152,7 +185,12 @@ async def run_serve(args: argparse.Namespace) -> int:
             "they can share: give --pgvector-url or --qdrant-url"
         )
     config = uvicorn.Config(
-        create_app(settings), host=args.host, port=args.port, log_level="info", access_log=False
+        create_app(settings),
+        host=args.host,
+        port=args.port,
+        log_level="info",
+        access_log=False,
+        **uvicorn_options(settings),
     )
     await uvicorn.Server(config).serve()
     return 0

@@ -13,15 +13,19 @@ from starlette.routing import Route
 from archivist.embedding import EmbeddingModelBase
 from archivist.rag import default_registry
 from archivist.rag.chunker import chunker_for
+from archivist.service.auth_gate import AuthGate
+from archivist.service.body_limits import BodyLimits
 from archivist.service.chat import configured_chat_model
 from archivist.service.database import make_engine
 from archivist.service.dependencies import ServiceState
 from archivist.service.embedding import service_model
 from archivist.service.indexer import Indexer
 from archivist.service.kb_profiles import KBProfiles
-from archivist.service.limits import UploadSizeLimit
 from archivist.service.locks import DocumentLocks
 from archivist.service.mcp_endpoint import MCP_PATH, mcp_app
+from archivist.service.offload import ThreadedChunker
+from archivist.service.private_files import make_private
+from archivist.service.problems import install_problem_handlers
 from archivist.service.routers import (
     documents,
     health,
@@ -32,7 +36,9 @@ from archivist.service.routers import (
     supported_types,
 )
 from archivist.service.schemas import UNAUTHORIZED
+from archivist.service.security_headers import SecurityHeaders
 from archivist.service.settings import ServiceSettings
+from archivist.service.slow_clients import BodyTimeout
 from archivist.service.vectors import open_store
 
 
@@ -43,6 +49,17 @@ def default_model(settings: ServiceSettings) -> EmbeddingModelBase:
     )
 
 
+def kb_profiles(settings: ServiceSettings, model: EmbeddingModelBase) -> KBProfiles:
+    """Each knowledge base's own model and chunker; other local models load on first use."""
+    return KBProfiles(
+        settings,
+        model,
+        lambda name: service_model(
+            name, str(settings.home / "embedding-cache"), settings.index_threads
+        ),
+    )
+
+
 def create_app(
     settings: ServiceSettings, *, embedding_model: EmbeddingModelBase | None = None
 ) -> FastAPI:
@@ -50,17 +67,14 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        make_private(settings, settings.home / "embedding-cache")
         engine = await asyncio.to_thread(make_engine, settings.resolved_database_url)
         model = embedding_model or default_model(settings)
         registry = default_registry()
-        chunker = chunker_for(model.chunk_tokenizer(), settings.chunk_size, settings.overlap)
-        profiles = KBProfiles(
-            settings,
-            model,
-            lambda name: service_model(
-                name, str(settings.home / "embedding-cache"), settings.index_threads
-            ),
+        chunker = ThreadedChunker(
+            chunker_for(model.chunk_tokenizer(), settings.chunk_size, settings.overlap)
         )
+        profiles = kb_profiles(settings, model)
         locks = DocumentLocks()
         chat_model = configured_chat_model(settings)
         try:
@@ -89,7 +103,19 @@ def create_app(
         version="1",
         lifespan=lifespan,
     )
-    app.add_middleware(UploadSizeLimit, max_bytes=settings.max_upload_bytes)
+    app.add_middleware(
+        BodyLimits, upload_bytes=settings.max_upload_bytes, json_bytes=settings.max_json_bytes
+    )
+    app.add_middleware(
+        BodyTimeout,
+        idle_seconds=settings.body_idle_seconds,
+        total_seconds=settings.body_timeout_seconds,
+    )
+    app.add_middleware(
+        AuthGate, rate=settings.rate_per_second, burst=settings.rate_burst
+    )  # outside BodyLimits: no key, no byte read
+    app.add_middleware(SecurityHeaders)  # outermost: on every answer, 401 and 413 too
+    install_problem_handlers(app)
     for module in (health, page):
         app.include_router(module.router)
     for module in (knowledge_bases, documents, search, supported_types, sessions):

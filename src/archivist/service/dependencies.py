@@ -15,6 +15,7 @@ from archivist.model import ChatModelBase
 from archivist.rag import KnowledgeBase, ParserRegistry
 from archivist.rag.store.base import VectorStoreBase
 from archivist.service import catalog, sessions_store
+from archivist.service.auth_gate import TENANT_STATE
 from archivist.service.catalog import DocumentRecord, KBRecord
 from archivist.service.file_store import FileStore
 from archivist.service.indexer import Indexer
@@ -69,6 +70,9 @@ async def get_tenant(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> str:
     """The tenant of the request's `Authorization: Bearer KEY`; 401 without a valid key."""
+    checked: str | None = getattr(request.state, TENANT_STATE, None)
+    if checked is not None:  # the auth gate looked the key up before the body was read
+        return checked
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED,

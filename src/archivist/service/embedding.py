@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from archivist.embedding import CachedEmbeddingModel, EmbeddingModelBase, LocalEmbeddingModel
+from archivist.embedding import EmbeddingModelBase, LocalEmbeddingModel
 from archivist.embedding.base import BatchItem, EmbeddingInput, InputType
 from archivist.embedding.response import EmbeddingResponse
 from archivist.service.query_batcher import QueryBatcher
+from archivist.service.tenant_cache import TenantCachedEmbeddingModel
 
 
 class SplitModel(EmbeddingModelBase):
@@ -35,7 +36,7 @@ class SplitModel(EmbeddingModelBase):
             max_retries=0,
         )
         self.query_model = query_model
-        self.documents = CachedEmbeddingModel(document_model, cache_dir)
+        self.documents = TenantCachedEmbeddingModel(document_model, cache_dir)
         self.queries = QueryBatcher(query_model)
 
     @property

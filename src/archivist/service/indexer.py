@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import secrets
 import socket
@@ -29,6 +30,7 @@ from archivist.service.jobs import ClaimedJob
 from archivist.service.kb_profiles import KBProfiles
 from archivist.service.locks import DocumentLocks
 from archivist.service.settings import ServiceSettings
+from archivist.service.tenant_cache import PRIORITY, TENANT
 from archivist.service.vectors import kb_handle
 
 logger = logging.getLogger(__name__)
@@ -68,9 +70,12 @@ class Indexer:
             released = await asyncio.to_thread(jobs.release_all, self.engine)
             if released:
                 logger.info("requeued %d job(s) left running by a stopped service", released)
-        self._tasks = [
-            asyncio.create_task(self._work(), name=f"indexer-{n}")
-            for n in range(self.settings.workers)
+        workers = self.settings.workers
+        self._tasks = [  # with 2+ workers the last serves only tenants with nothing running
+            asyncio.create_task(
+                self._work(reserved=workers > 1 and n == workers - 1), name=f"indexer-{n}"
+            )
+            for n in range(workers)
         ]
         self._tasks.append(asyncio.create_task(self._renew_leases(), name="indexer-leases"))
 
@@ -87,11 +92,13 @@ class Indexer:
         """New jobs were queued: wake an idle worker now rather than at the next poll."""
         self._wake.set()
 
-    async def _work(self) -> None:
+    async def _work(self, reserved: bool = False) -> None:
+        PRIORITY.set(reserved)  # a reserved worker's embedding goes before the others'
         while True:
+            self._wake.clear()  # before looking, so a notify() during the claim is not lost
             try:
                 job = await asyncio.to_thread(
-                    jobs.claim,
+                    functools.partial(jobs.claim, idle_tenants_only=reserved),
                     self.engine,
                     self.owner,
                     self.settings.lease_seconds,
@@ -102,7 +109,6 @@ class Indexer:
                 await asyncio.sleep(self.settings.poll_seconds)
                 continue
             if job is None:
-                self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self.settings.poll_seconds)
                 continue
@@ -132,6 +138,7 @@ class Indexer:
                     await kb_handle(job.kb, self.store, self.model).delete_document(document.id)
 
     async def _index(self, job: ClaimedJob) -> tuple[Status, int, str | None]:
+        TENANT.set(job.kb.tenant)  # this task's embedding-cache entries are the tenant's own
         model, chunker = self.model, self.chunker
         if self.profiles is not None:  # the knowledge base's own model and chunk sizes
             record = await asyncio.to_thread(catalog.with_settings, self.engine, job.kb)

@@ -11,10 +11,11 @@ from __future__ import annotations
 import time
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import Engine, and_, delete, or_, select, update
+from sqlalchemy import Engine, delete, select, update
 
 from archivist.service.catalog import DocumentRecord, KBRecord, Status
 from archivist.service.database import documents, jobs, knowledge_bases, writing
+from archivist.service.fair_queue import next_job
 
 
 class ClaimedJob(BaseModel):
@@ -28,8 +29,16 @@ class ClaimedJob(BaseModel):
     kb: KBRecord
 
 
-def claim(engine: Engine, owner: str, lease_seconds: float, max_attempts: int) -> ClaimedJob | None:
-    """Lease the oldest claimable job to `owner`, or None when there is none.
+def claim(
+    engine: Engine,
+    owner: str,
+    lease_seconds: float,
+    max_attempts: int,
+    *,
+    idle_tenants_only: bool = False,
+) -> ClaimedJob | None:
+    """Lease the next claimable job (see `fair_queue`) to `owner`, or None when there is none
+    (with `idle_tenants_only`, only a job of a tenant that has none running).
 
     A job already claimed `max_attempts` times (the process died each time) is not run
     again: its document is marked failed.
@@ -37,18 +46,7 @@ def claim(engine: Engine, owner: str, lease_seconds: float, max_attempts: int) -
     while True:
         now = time.time()
         with writing(engine) as db:
-            row = db.execute(
-                select(jobs.c.id, jobs.c.document_id, jobs.c.attempts)
-                .where(
-                    or_(
-                        jobs.c.state == "queued",
-                        and_(jobs.c.state == "running", jobs.c.lease_expires < now),
-                    )
-                )
-                .order_by(jobs.c.id)
-                .limit(1)
-                .with_for_update(skip_locked=True)
-            ).one_or_none()
+            row = next_job(db, now, idle_tenants_only)  # fair across tenants
             if row is None:
                 return None
             if row.attempts >= max_attempts:
@@ -69,7 +67,7 @@ def claim(engine: Engine, owner: str, lease_seconds: float, max_attempts: int) -
                 .values(
                     state="running",
                     owner=owner,
-                    lease_expires=now + lease_seconds,
+                    lease_expires=time.time() + lease_seconds,  # from the grant, not the search
                     attempts=row.attempts + 1,
                 )
             )

@@ -17,6 +17,7 @@ from archivist.embedding.registry import list_embedding_models
 from archivist.rag import ChunkerBase
 from archivist.rag.chunker import chunker_for
 from archivist.service.catalog import KBRecord
+from archivist.service.offload import ThreadedChunker
 from archivist.service.settings import ServiceSettings
 
 
@@ -87,7 +88,9 @@ class KBProfiles:
         if chunker is not None:
             return chunker
         model = self.model_named(indexing.embedding_model)
-        built = chunker_for(model.chunk_tokenizer(), indexing.chunk_size, indexing.overlap)
+        built = ThreadedChunker(  # cut off the event loop, like the service's own chunker
+            chunker_for(model.chunk_tokenizer(), indexing.chunk_size, indexing.overlap)
+        )
         with self._lock:
             return self._chunkers.setdefault(key, built)
 

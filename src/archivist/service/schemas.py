@@ -179,10 +179,23 @@ class SearchResponse(BaseModel):
     hits: list[Hit]
 
 
-class Problem(BaseModel):
-    """Every error body: `{"detail": "..."}`."""
+class FieldError(BaseModel):
+    """One invalid part of a request: where (`loc`), what is wrong (`msg`), its `type`."""
 
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class Problem(BaseModel):
+    """Every error body (`application/problem+json`, RFC 9457)."""
+
+    type: str = "about:blank"
+    title: str
+    status: int
     detail: str
+    errors: list[FieldError] | None = None
+    """For 422: each field that failed validation."""
 
 
 UNAUTHORIZED: dict[int | str, dict[str, Any]] = {

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL
 from archivist.service.file_store import open_file_store
+from archivist.service.quotas import Quota
 
 
 class ServiceSettings(BaseModel):
@@ -30,6 +31,24 @@ class ServiceSettings(BaseModel):
     """Largest accepted upload request (all its files together); larger → 413."""
     workers: int = Field(default=2, ge=0, le=32)
     """Documents indexed at once by this process; 0 for an API-only replica."""
+    max_json_bytes: int = Field(default=256 * 1024, gt=0)
+    """Largest accepted body of every other request (JSON); larger → 413."""
+    header_timeout_seconds: float = Field(default=10.0, gt=0)
+    """A connection that has not sent a request's headers within this long is closed."""
+    body_idle_seconds: float = Field(default=15.0, gt=0)
+    """Longest wait for the next piece of a request body; longer → 408."""
+    body_timeout_seconds: float = Field(default=600.0, gt=0)
+    """Longest time to receive a whole request body; longer → 408."""
+    keep_alive_seconds: float = Field(default=5.0, gt=0)
+    """An idle keep-alive connection is closed after this long."""
+    quota: Quota = Quota()
+    """Every tenant's quotas unless `tenant_quotas` names the tenant."""
+    tenant_quotas: dict[str, Quota] = {}
+    """Quotas of particular tenants."""
+    rate_per_second: float = Field(default=50.0, gt=0)
+    """Requests per second one API key may make on average; more → 429 with Retry-After."""
+    rate_burst: int = Field(default=200, ge=1)
+    """Requests one API key may make at once before the rate applies."""
     index_threads: int = Field(default=1, ge=1, le=64)
     """Cores the document embedder may use; the rest stay free for searches."""
     lease_seconds: float = Field(default=60.0, gt=0)
@@ -73,6 +92,10 @@ class ServiceSettings(BaseModel):
                 f"overlap ({self.overlap}) must be below chunk_size ({self.chunk_size})"
             )
         return self
+
+    def quota_for(self, tenant: str) -> Quota:
+        """The quotas of `tenant`."""
+        return self.tenant_quotas.get(tenant, self.quota)
 
     @property
     def service_dir(self) -> Path:

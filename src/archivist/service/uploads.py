@@ -12,12 +12,15 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from archivist.rag.ingest import document_id_for
-from archivist.rag.parser.registry import ParserRegistry, UnsupportedFileTypeError
+from archivist.rag.parser.registry import ParserRegistry
 from archivist.rag.store.base import MetadataFilter
 from archivist.service.catalog import NewUpload
+from archivist.service.upload_types import UploadTypeError, check_upload_type
 
 MAX_NAME_BYTES = 200
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]")
+_INVISIBLE = frozenset({"Cf", "Cs", "Co", "Cn"})
+"""Format (bidi, zero-width), surrogate, private-use and unassigned characters: dropped."""
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f/\\:*?\"<>|]")
 
 
 class UploadRejected(ValueError):
@@ -30,8 +33,10 @@ class UploadRejected(ValueError):
 
 def safe_filename(raw: str | None) -> str:
     """`raw` reduced to a harmless base name: no directories, control characters or NULs,
-    no leading dots, at most 200 UTF-8 bytes (the extension kept); never empty."""
+    no invisible format characters (bidi overrides such as U+202E, zero-width marks), no
+    leading dots, at most 200 UTF-8 bytes (the extension kept); never empty."""
     name = unicodedata.normalize("NFC", raw or "")
+    name = "".join(c for c in name if unicodedata.category(c) not in _INVISIBLE)
     name = name.replace("\\", "/")
     name = PurePosixPath(name).name if "/" in name else name
     name = _UNSAFE.sub("_", name).strip().lstrip(".").strip()
@@ -61,12 +66,15 @@ def store_uploads(
     registry: ParserRegistry,
     max_bytes: int,
     scope: MetadataFilter,
+    multimodal: bool = False,
+    model: str = "the model",
 ) -> list[NewUpload]:
     """Write every file to its own folder under `kb_dir`, fsynced, and check each one; each
     gets the document id ingestion will give it in `scope` (the knowledge base's tenant).
 
-    All or nothing: if any file is empty (422), too large (413) or of an unsupported type
-    (415), everything this call wrote is removed and `UploadRejected` is raised.
+    All or nothing: if any file is empty (422), too large (413) or of a type not accepted
+    (415: see `check_upload_type`; `multimodal` models accept images), everything this
+    call wrote is removed and `UploadRejected` is raised.
     """
     written: list[Path] = []
     accepted: list[NewUpload] = []
@@ -87,14 +95,9 @@ def store_uploads(
             if size == 0:
                 raise UploadRejected(422, f"{name}: the file is empty")
             try:
-                registry.parser_for_path(target)
-            except UnsupportedFileTypeError:
-                raise UploadRejected(
-                    415,
-                    f"{name}: unsupported file type; supported extensions: "
-                    f"{', '.join(registry.supported_extensions())}",
-                ) from None
-            media_type = registry.media_type_for(name, _head(target)) or "application/octet-stream"
+                media_type = check_upload_type(name, target, registry, multimodal, model)
+            except UploadTypeError as exc:
+                raise UploadRejected(415, str(exc)) from None
             _sync_directory(folder)
             accepted.append(
                 NewUpload(
@@ -125,11 +128,6 @@ def _copy_synced(body: BinaryIO, target: Path, budget: int) -> int:
         out.flush()
         os.fsync(out.fileno())
     return size
-
-
-def _head(path: Path) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read(4096)
 
 
 def _sync_directory(path: Path) -> None:

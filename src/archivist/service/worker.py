@@ -9,10 +9,11 @@ from contextlib import asynccontextmanager
 from archivist.embedding import EmbeddingModelBase
 from archivist.rag import default_registry
 from archivist.rag.chunker import chunker_for
-from archivist.service.app import default_model
+from archivist.service.app import default_model, kb_profiles
 from archivist.service.database import make_engine
 from archivist.service.indexer import Indexer
 from archivist.service.locks import DocumentLocks
+from archivist.service.private_files import make_private
 from archivist.service.settings import ServiceSettings
 from archivist.service.vectors import open_store
 
@@ -22,13 +23,21 @@ async def running_indexer(
     settings: ServiceSettings, *, embedding_model: EmbeddingModelBase | None = None
 ) -> AsyncIterator[Indexer]:
     """`settings.workers` workers taking jobs from the shared queue while the block runs."""
+    make_private(settings, settings.home / "embedding-cache")
     engine = await asyncio.to_thread(make_engine, settings.resolved_database_url)
     try:
         model = embedding_model or default_model(settings)
         chunker = chunker_for(model.chunk_tokenizer(), settings.chunk_size, settings.overlap)
         async with open_store(settings) as store:
             indexer = Indexer(
-                settings, engine, store, model, default_registry(), chunker, DocumentLocks()
+                settings,
+                engine,
+                store,
+                model,
+                default_registry(),
+                chunker,
+                DocumentLocks(),
+                profiles=kb_profiles(settings, model),
             )
             await asyncio.to_thread(indexer.files.prepare)
             await indexer.start()

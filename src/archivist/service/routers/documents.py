@@ -14,7 +14,7 @@ from fastapi.responses import StreamingResponse
 
 from archivist.message import TextBlock
 from archivist.rag import DocumentNotFoundError
-from archivist.service import catalog
+from archivist.service import catalog, quotas
 from archivist.service.dependencies import KB, Document, State
 from archivist.service.file_store import DOWNLOAD_BLOCK, FileStore
 from archivist.service.routers.search import public_metadata
@@ -27,8 +27,12 @@ from archivist.service.schemas import (
     UploadAccepted,
     UploadItem,
 )
+from archivist.service.security_headers import DOWNLOAD_CSP
 from archivist.service.uploads import IncomingFile, UploadRejected, store_uploads
 from archivist.service.vectors import tenant_scope
+
+MAX_OFFSET = 2**31 - 1
+"""Largest chunk offset accepted (beyond any document's chunk count; stores take 32 bits)."""
 
 router = APIRouter(prefix="/v1/knowledge-bases/{name}/documents", tags=["documents"])
 
@@ -42,8 +46,9 @@ _NOT_FOUND: dict[int | str, dict[str, Any]] = {
     status_code=status.HTTP_202_ACCEPTED,
     responses={
         **_NOT_FOUND,
+        403: {"model": Problem, "description": "a document or storage quota would be exceeded"},
         413: {"model": Problem, "description": "the upload is larger than the limit"},
-        415: {"model": Problem, "description": "a file type no parser reads"},
+        415: {"model": Problem, "description": "a type not accepted, or content not of it"},
         422: {"model": Problem, "description": "an empty file or no `files` field"},
     },
 )
@@ -55,6 +60,7 @@ async def upload_documents(
     """Store the files (fsynced) and queue them for indexing; all are accepted or none."""
     incoming = [IncomingFile(upload.filename, upload.file) for upload in files]
     received = state.files.local_path(kb.id).parent
+    model = state.handle(kb).embedding_model  # the knowledge base's own model decides types
     try:
         uploads = await asyncio.to_thread(
             store_uploads,
@@ -64,9 +70,25 @@ async def upload_documents(
             state.registry,
             state.settings.max_upload_bytes,
             tenant_scope(kb),
+            model.supports_multimodal,
+            model.model,
         )
     except UploadRejected as exc:
         raise HTTPException(exc.status, str(exc)) from None
+    try:
+        await asyncio.to_thread(
+            quotas.check_new_documents,
+            state.engine,
+            kb.tenant,
+            state.settings.quota_for(kb.tenant),
+            len(uploads),
+            sum(upload.size for upload in uploads),
+        )
+    except quotas.QuotaExceeded as exc:
+        for upload in uploads:
+            folder = str(PurePosixPath(upload.path).parent)
+            await asyncio.to_thread(state.files.delete_folder, folder)
+        raise HTTPException(status.HTTP_403_FORBIDDEN, str(exc)) from None
     await asyncio.to_thread(_save_all, state.files, [upload.path for upload in uploads])
     records = await asyncio.to_thread(catalog.add_documents, state.engine, kb, uploads)
     state.indexer.notify()
@@ -104,7 +126,7 @@ async def list_chunks(
     document: Document,
     kb: KB,
     state: State,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 30,
 ) -> ChunkPage:
     """A page of the document's stored chunks in order."""
@@ -130,10 +152,13 @@ async def list_chunks(
 @router.get(
     "/{document_id}/file",
     response_class=StreamingResponse,
-    responses={**_NOT_FOUND, 200: {"content": {"application/octet-stream": {}}}},
+    responses={
+        **_NOT_FOUND,
+        200: {"content": {"*/*": {"schema": {"type": "string", "format": "binary"}}}},
+    },
 )
 async def download_file(document: Document, state: State) -> StreamingResponse:
-    """The raw upload, with its media type and file name."""
+    """The raw upload as an attachment (never rendered: `nosniff`, a sandboxing CSP)."""
     opened = await asyncio.to_thread(state.files.open, document.path)
     if opened is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"the file of {document.id!r} is gone")
@@ -149,6 +174,8 @@ async def download_file(document: Document, state: State) -> StreamingResponse:
     headers = {
         "Content-Length": str(size),
         "Content-Disposition": _attachment(document.filename),
+        "Content-Security-Policy": DOWNLOAD_CSP,
+        "X-Content-Type-Options": "nosniff",
     }
     return StreamingResponse(blocks(), media_type=document.media_type, headers=headers)
 

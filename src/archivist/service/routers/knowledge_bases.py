@@ -8,7 +8,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Response, status
 
-from archivist.service import catalog
+from archivist.service import catalog, quotas
 from archivist.service.catalog import KBExistsError, KBRecord
 from archivist.service.dependencies import KB, ServiceState, State, Tenant
 from archivist.service.kb_profiles import KBIndexing
@@ -31,6 +31,7 @@ router = APIRouter(prefix="/v1/knowledge-bases", tags=["knowledge bases"])
     "",
     status_code=status.HTTP_201_CREATED,
     responses={
+        403: {"model": Problem, "description": "the tenant's knowledge-base quota is used up"},
         409: {"model": Problem, "description": "the name is taken"},
         422: {"model": Problem, "description": "an unknown model or chunk sizes that do not fit"},
     },
@@ -57,6 +58,12 @@ async def create_knowledge_base(
             await asyncio.to_thread(state.profiles.chunker_for, chosen)
         except ValueError as exc:
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
+    try:
+        await asyncio.to_thread(
+            quotas.check_new_kb, state.engine, tenant, state.settings.quota_for(tenant)
+        )
+    except quotas.QuotaExceeded as exc:
+        raise HTTPException(status.HTTP_403_FORBIDDEN, str(exc)) from None
     try:
         kb = await asyncio.to_thread(
             catalog.create_kb,

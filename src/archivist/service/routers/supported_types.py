@@ -6,6 +6,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel
 
 from archivist.service.dependencies import State, Tenant
+from archivist.service.upload_types import accepted_extensions
 
 router = APIRouter(prefix="/v1", tags=["documents"])
 
@@ -22,7 +23,7 @@ class SupportedTypes(BaseModel):
 async def supported_types(tenant: Tenant, state: State) -> SupportedTypes:
     """The accepted extensions and limit, plus the caller's tenant (the page shows it)."""
     return SupportedTypes(
-        extensions=state.registry.supported_extensions(),
+        extensions=accepted_extensions(state.registry, state.model.supports_multimodal),
         max_upload_bytes=state.settings.max_upload_bytes,
         tenant=tenant,
     )

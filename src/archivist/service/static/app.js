@@ -70,6 +70,8 @@ async function openKb(name) {
   $("kb-view").hidden = false;
   $("kb-title").textContent = name;
   $("hits").replaceChildren();
+  $("viewer").hidden = true;
+  for (const id of ["kb-error", "upload-error", "documents-error", "search-error"]) $(id).textContent = "";
   for (const item of $("kb-list").children) item.classList.toggle("active", item.dataset.name === name);
   await refreshDocuments();
 }
@@ -82,7 +84,8 @@ async function refreshDocuments() {
   try {
     items = (await (await api(`${kbPath(name)}/documents`)).json()).items;
   } catch (error) {
-    $("upload-error").textContent = error.message;
+    $("documents-error").textContent = error.message;
+    return;
   }
   if (name !== currentKb) return;
   const body = $("documents").tBodies[0];
@@ -91,28 +94,69 @@ async function refreshDocuments() {
     const status = el("span", { class: `status status-${doc.status}`, title: doc.error || "" }, doc.status);
     const remove = el("button", { class: "delete", "aria-label": `delete ${doc.filename}` }, "Delete");
     remove.addEventListener("click", async () => {
-      await api(`${kbPath(name)}/documents/${doc.id}`, { method: "DELETE" });
+      if (!window.confirm(`Delete ${doc.filename}? Its file and chunks are removed for good.`)) return;
+      $("documents-error").textContent = "";
+      try {
+        await api(`${kbPath(name)}/documents/${doc.id}`, { method: "DELETE" });
+      } catch (error) {
+        $("documents-error").textContent = `Could not delete ${doc.filename}: ${error.message}`;
+      }
       await refreshDocuments();
       await loadKbs();
     });
-    const fileLink = el("a", { href: "#", class: "file-link" }, doc.filename);
-    fileLink.addEventListener("click", (event) => { event.preventDefault(); openFile(name, doc.id); });
+    const view = el("a", { href: "#", class: "view-text" }, doc.filename);
+    view.addEventListener("click", (event) => { event.preventDefault(); viewText(name, doc.id, doc.filename); });
+    const download = el("button", { class: "download", "aria-label": `download ${doc.filename}` }, "Download");
+    download.addEventListener("click", () => downloadFile(name, doc.id, doc.filename)
+      .catch((error) => { $("documents-error").textContent = error.message; }));
     body.append(el("tr", { "data-id": doc.id, "data-status": doc.status },
-      el("td", {}, fileLink),
+      el("td", {}, view),
       el("td", {}, status, doc.error ? el("div", { class: "error" }, doc.error) : ""),
       el("td", {}, String(doc.chunk_count)),
-      el("td", {}, new Date(doc.updated_at).toLocaleTimeString()),
-      el("td", {}, remove)));
+      el("td", {}, new Date(doc.updated_at).toLocaleString()),
+      el("td", { class: "actions" }, download, remove)));
   }
   if (items.some((doc) => !FINAL.has(doc.status))) pollTimer = setTimeout(refreshDocuments, 1000);
 }
 
-async function openFile(kb, documentId) {
-  // The API needs the Authorization header, so fetch the file and open it as a blob URL.
+async function downloadFile(kb, documentId, filename) {
+  // Saved, never opened: the bytes go into an octet-stream blob behind a download link, so
+  // an uploaded HTML/SVG/XML file cannot run in this page's origin.
   const response = await api(`${kbPath(kb)}/documents/${documentId}/file`);
-  const url = URL.createObjectURL(await response.blob());
-  window.open(url, "_blank");
+  const blob = new Blob([await response.arrayBuffer()], { type: "application/octet-stream" });
+  const url = URL.createObjectURL(blob);
+  const link = el("a", { href: url, download: filename, hidden: "" });
+  document.body.append(link);
+  link.click();
+  link.remove();
   setTimeout(() => URL.revokeObjectURL(url), 60000);
+}
+
+async function viewText(kb, documentId, filename) {
+  // The stored chunks, shown as text (textContent): a safe view of any upload.
+  $("viewer").hidden = false;
+  $("viewer-title").textContent = filename;
+  $("viewer-error").textContent = "";
+  const body = $("viewer-chunks");
+  body.replaceChildren(el("p", { class: "hint" }, "Loading…"));
+  const parts = [];
+  try {
+    let offset = 0;
+    while (offset < 5000) {
+      const page = await (await api(
+        `${kbPath(kb)}/documents/${documentId}/chunks?offset=${offset}&limit=500`)).json();
+      for (const chunk of page.items) {
+        parts.push(el("div", { class: "chunk" },
+          el("small", {}, `chunk ${chunk.chunk_index}`),
+          el("pre", {}, chunk.text ?? `(non-text chunk: ${chunk.media_type})`)));
+      }
+      offset += page.items.length;
+      if (!page.items.length || offset >= page.total) break;
+    }
+  } catch (error) {
+    $("viewer-error").textContent = error.message;
+  }
+  body.replaceChildren(...(parts.length ? parts : [el("p", { class: "hint" }, "No stored text yet.")]));
 }
 
 async function upload(files) {
@@ -142,8 +186,9 @@ async function search(query) {
     const { hits } = await response.json();
     if (!hits.length) list.append(el("li", { class: "empty" }, "No hits."));
     for (const hit of hits) {
-      const open = el("a", { href: "#", class: "open-file" }, "open file");
-      open.addEventListener("click", (event) => { event.preventDefault(); openFile(currentKb, hit.document_id); });
+      const open = el("a", { href: "#", class: "view-text" }, "view text");
+      const kb = currentKb;
+      open.addEventListener("click", (event) => { event.preventDefault(); viewText(kb, hit.document_id, hit.filename); });
       list.append(el("li", { class: "hit" },
         el("div", { class: "cite" }, el("strong", { class: "citation" }, hit.citation),
           el("span", {}, `score ${hit.score.toFixed(3)}`), open),
@@ -164,6 +209,7 @@ $("login-form").addEventListener("submit", async (event) => {
   }
 });
 $("logout").addEventListener("click", logout);
+$("viewer-close").addEventListener("click", () => { $("viewer").hidden = true; });
 $("kb-form").addEventListener("submit", async (event) => {
   event.preventDefault();
   $("kb-error").textContent = "";

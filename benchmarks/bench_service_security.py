@@ -1,0 +1,321 @@
+"""Security and fairness benchmark for `archivist serve` (issue 18), loopback only, bounded.
+
+One real `archivist serve` process (its temp files in a private TMPDIR, so their disk use
+is measured exactly) goes through, in order:
+
+1. flood: 20 concurrent unauthenticated 300 MB chunked uploads, then 5 authenticated
+   ones over the upload limit: server RSS and temp-dir bytes before, at peak and after;
+2. cache: tenant A indexes a file, then tenant B the same bytes (no cross-tenant hit);
+3. fairness: tenant B's one file on an idle service, then behind tenant A's backlog;
+4. latency: `/healthz` and search p50/p99 idle, then while the worst small files index
+   (one-line 2 MB and 4 MB CSVs, a 50 MB text file) for a fixed window.
+
+    .venv/bin/python benchmarks/bench_service_security.py            # about 6 minutes
+    .venv/bin/python benchmarks/bench_service_security.py --quick    # about 3 minutes
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "tests" / "service"))
+from _common import write_result
+from service_helpers import ServeProcess, free_port
+
+from archivist.service import ServiceSettings
+from archivist.service.database import make_engine
+from archivist.service.keys import create_key
+
+MB = 1024 * 1024
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def dir_bytes(path: Path) -> int:
+    """Bytes of the files under `path`, including unlinked ones the server holds open."""
+    total = sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return total
+
+
+def open_temp_bytes(pid: int, tmp: Path) -> int:
+    """Bytes of files the server holds open in `tmp` (anonymous spool files included)."""
+    total = 0
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+            if target.startswith(str(tmp)):
+                total += os.stat(fd).st_size
+        except OSError:
+            continue
+    return total
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+PART = (
+    b'--zz\r\nContent-Disposition: form-data; name="files"; filename="big.txt"\r\n'
+    b"Content-Type: text/plain\r\n\r\n"
+)
+
+
+def chunked_upload(port: int, head: str, total: int, result: dict[str, Any]) -> None:
+    """Stream a multipart file of `total` bytes as chunks after `head` until the server
+    answers or hangs up."""
+    piece = b"y" * 65536
+    frame = f"{len(piece):x}\r\n".encode() + piece + b"\r\n"
+    sent = 0
+    answer = b""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        try:
+            sock.sendall(head.encode() + b"\r\n" + f"{len(PART):x}\r\n".encode() + PART + b"\r\n")
+            sock.settimeout(0.0)
+            while sent < total:
+                try:
+                    answer = sock.recv(200)
+                    if answer or answer == b"":
+                        break
+                except BlockingIOError:
+                    pass
+                sock.settimeout(5)
+                sock.sendall(frame)
+                sock.settimeout(0.0)
+                sent += len(piece)
+        except (ConnectionError, TimeoutError, OSError):
+            pass
+        if not answer:
+            try:
+                sock.settimeout(10)
+                answer = sock.recv(200)
+            except (OSError, TimeoutError):
+                pass
+    result["sent"] = sent
+    result["status"] = answer[:12].decode(errors="replace")
+
+
+def flood(
+    serve: ServeProcess, tmp: Path, key: str, clients: int, auth_clients: int
+) -> dict[str, Any]:
+    assert serve.process is not None
+    pid = serve.process.pid
+    before = rss_mb(pid)
+    rounds: dict[str, Any] = {}
+    for label, n, auth, path in (
+        ("unauthenticated", clients, "", "/v1/knowledge-bases/any/documents"),
+        (
+            "authenticated, over the limit",
+            auth_clients,
+            f"Authorization: Bearer {key}\r\n",
+            "/v1/knowledge-bases/flood/documents",
+        ),
+    ):
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: x\r\n{auth}"
+            "Content-Type: multipart/form-data; boundary=zz\r\nTransfer-Encoding: chunked\r\n"
+        )
+        results: list[dict[str, Any]] = [{} for _ in range(n)]
+        threads = [
+            threading.Thread(target=chunked_upload, args=(serve.port, head, 300 * MB, r))
+            for r in results
+        ]
+        peak_rss, peak_tmp = before, 0
+        started = time.monotonic()
+        for thread in threads:
+            thread.start()
+        while any(t.is_alive() for t in threads):
+            peak_rss = max(peak_rss, rss_mb(pid))
+            peak_tmp = max(peak_tmp, open_temp_bytes(pid, tmp) + dir_bytes(tmp))
+            time.sleep(0.05)
+        time.sleep(1)
+        rounds[label] = {
+            "clients": n,
+            "seconds": round(time.monotonic() - started, 2),
+            "answers": sorted({r.get("status", "") for r in results}),
+            "max_sent_mb": round(max(r.get("sent", 0) for r in results) / MB, 1),
+            "rss_before_mb": round(before, 1),
+            "rss_peak_mb": round(peak_rss, 1),
+            "rss_after_mb": round(rss_mb(pid), 1),
+            "temp_peak_mb": round(peak_tmp / MB, 1),
+            "temp_after_mb": round((open_temp_bytes(pid, tmp) + dir_bytes(tmp)) / MB, 1),
+        }
+        before = rss_mb(pid)
+    return rounds
+
+
+PHASES: dict[str, float] = {}
+"""Of the last `time_to_ready`: seconds until accepted, until indexing began, until ready."""
+
+
+def time_to_ready(http: httpx.Client, kb: str, name: str, data: bytes) -> float:
+    started = time.monotonic()
+    response = http.post(f"/v1/knowledge-bases/{kb}/documents", files={"files": (name, data)})
+    response.raise_for_status()
+    PHASES.clear()
+    PHASES["accepted"] = round(time.monotonic() - started, 2)
+    doc = response.json()["items"][0]["id"]
+    while True:
+        status = http.get(f"/v1/knowledge-bases/{kb}/documents/{doc}").json()["status"]
+        if status != "queued":
+            PHASES.setdefault("indexing", round(time.monotonic() - started, 2))
+        if status in ("ready", "failed"):
+            return time.monotonic() - started
+        time.sleep(0.05)
+
+
+def text(n: int, tag: str) -> bytes:
+    line = f"{tag}: the archive of record {{}} lists invoices, contracts and minutes.\n"
+    return "".join(line.format(i) for i in range(n)).encode()
+
+
+def sample(http: httpx.Client, seconds: float) -> dict[str, float]:
+    health: list[float] = []
+    search: list[float] = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        started = time.monotonic()
+        http.get("/healthz").raise_for_status()
+        health.append(time.monotonic() - started)
+        started = time.monotonic()
+        http.post(
+            "/v1/knowledge-bases/probe/search", json={"query": "invoices of record 7"}
+        ).raise_for_status()
+        search.append(time.monotonic() - started)
+        time.sleep(0.1)
+    ms = 1000
+    return {
+        "n": len(health),
+        "healthz_p50_ms": round(statistics.median(health) * ms, 1),
+        "healthz_p99_ms": round(percentile(health, 0.99) * ms, 1),
+        "search_p50_ms": round(statistics.median(search) * ms, 1),
+        "search_p99_ms": round(percentile(search, 0.99) * ms, 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--parts", default="flood,cache,fairness,latency", help="comma-separated parts to run"
+    )
+    args = parser.parse_args()
+    parts = set(args.parts.split(","))
+    clients, auth_clients = (20, 5) if not args.quick else (10, 2)
+    backlog = 200 if not args.quick else 60
+    window = 40.0 if not args.quick else 20.0
+    home = Path(tempfile.mkdtemp(prefix="archivist-bench-security-"))
+    tmp = home / "tmp"
+    tmp.mkdir()
+    settings = ServiceSettings(home=home)
+    engine = make_engine(settings.resolved_database_url)
+    keys = {t: create_key(engine, t).key for t in ("tenant-a", "tenant-b")}
+    engine.dispose()
+    os.environ["TMPDIR"] = str(tmp)  # the server's spool files, and only its, go there
+    serve = ServeProcess(home, free_port())
+    serve.start()
+    results: dict[str, Any] = {"quick": args.quick}
+    try:
+        a = httpx.Client(
+            base_url=serve.url, headers={"Authorization": f"Bearer {keys['tenant-a']}"}, timeout=120
+        )
+        b = httpx.Client(
+            base_url=serve.url, headers={"Authorization": f"Bearer {keys['tenant-b']}"}, timeout=120
+        )
+        for http, names in ((a, ("flood", "pile", "same", "probe")), (b, ("same", "solo"))):
+            for name in names:
+                http.post("/v1/knowledge-bases", json={"name": name}).raise_for_status()
+        if "flood" in parts:
+            results["flood"] = flood(serve, tmp, keys["tenant-a"], clients, auth_clients)
+            print("flood", results["flood"], flush=True)
+        if "cache" in parts:
+            shared = text(400, "shared")
+            results["cache"] = {
+                "tenant_a_first_s": round(time_to_ready(a, "same", "shared.txt", shared), 2),
+                "tenant_b_same_bytes_s": round(time_to_ready(b, "same", "shared.txt", shared), 2),
+            }
+            print("cache", results["cache"], flush=True)
+        if "fairness" in parts:
+            results["fairness"] = fairness(a, b, backlog)
+            print("fairness", results["fairness"], flush=True)
+        if "latency" in parts:
+            results["latency"] = latency(a, window)
+            print("latency", results["latency"], flush=True)
+    finally:
+        serve.stop()
+    suffix = "-quick" if args.quick else ""
+    if parts != {"flood", "cache", "fairness", "latency"}:
+        suffix += "-" + "-".join(sorted(parts))
+    path = write_result("service_security" + suffix, results)
+    print(f"wrote {path}")
+
+
+def fairness(a: httpx.Client, b: httpx.Client, backlog: int) -> dict[str, Any]:
+    """Tenant B's one file idle, then behind tenant A's backlog of `backlog` files."""
+    single = text(40, "single")
+    idle = [time_to_ready(b, "solo", f"idle-{n}.txt", single + bytes([65 + n])) for n in range(3)]
+    files = [("files", (f"memo-{n}.txt", text(40, f"memo {n}"))) for n in range(backlog)]
+    a.post("/v1/knowledge-bases/pile/documents", files=files).raise_for_status()
+    time.sleep(1)
+    loaded = time_to_ready(b, "solo", "urgent.txt", single + b"urgent")
+    phases = dict(PHASES)
+    pile = a.get("/v1/knowledge-bases/pile/documents").json()["items"]
+    result = {
+        "backlog_files": backlog,
+        "b_idle_s": round(statistics.median(idle), 2),
+        "b_under_backlog_s": round(loaded, 2),
+        "ratio": round(loaded / statistics.median(idle), 2),
+        "b_under_backlog_phases_s": phases,
+        "backlog_done_when_b_ready": sum(d["status"] in ("ready", "failed") for d in pile),
+    }
+    while any(
+        d["status"] not in ("ready", "failed")
+        for d in a.get("/v1/knowledge-bases/pile/documents").json()["items"]
+    ):
+        time.sleep(1)
+    return result
+
+
+def latency(a: httpx.Client, window: float) -> dict[str, Any]:
+    """`/healthz` and search latency idle, then while the worst small files index."""
+    time_to_ready(a, "probe", "probe.txt", text(200, "probe"))
+    idle_latency = sample(a, window / 2)
+    worst = [
+        ("one-line-2mb.csv", b"b," * 1_000_000 + b"\n"),
+        ("one-line-4mb.csv", b"b," * 2_000_000 + b"\n"),
+        ("big-50mb.txt", text(50 * MB // 80, "big")[: 49 * MB]),
+    ]
+    for name, data in worst:
+        a.post(
+            "/v1/knowledge-bases/flood/documents", files={"files": (name, data)}
+        ).raise_for_status()
+    busy_latency = sample(a, window)
+    return {
+        "idle": idle_latency,
+        "while_indexing": busy_latency,
+        "healthz_p99_ratio": round(
+            busy_latency["healthz_p99_ms"] / idle_latency["healthz_p99_ms"], 2
+        ),
+        "search_p99_ratio": round(busy_latency["search_p99_ms"] / idle_latency["search_p99_ms"], 2),
+        "files": [name for name, _ in worst],
+    }
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""One error shape for the whole service: `application/problem+json` (RFC 9457).
+
+Every non-2xx answer carries `type`, `title`, `status` and `detail`; a 422 adds `errors`
+(one entry per invalid field). Routers keep raising `HTTPException(status, detail)`: the
+handlers installed here turn it, validation errors and any unexpected exception into that
+shape, and the OpenAPI document is rewritten to say so.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
+from starlette.routing import BaseRoute, Match
+from starlette.types import Send
+
+from archivist.service.schemas import Problem
+
+PROBLEM_JSON = "application/problem+json"
+LIMIT_SCOPE_KEY = "archivist.body_limit"
+"""Set by the body-limit layer: the limit a 413 names (uploads: without multipart framing)."""
+logger = logging.getLogger(__name__)
+
+_EXTRA_STATUSES: dict[int, str] = {
+    400: "the body could not be read (malformed multipart or not UTF-8)",
+    401: "missing, invalid or revoked API key",
+    413: "the request body is larger than the limit",
+    422: "the request does not match the schema (see `errors`)",
+    429: "too many requests for this key (see Retry-After)",
+}
+"""Statuses any authenticated `/v1` operation may answer, documented on every one."""
+
+
+def title_of(status: int) -> str:
+    """The standard reason phrase of `status`."""
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Error"
+
+
+def problem_body(status: int, detail: str, errors: list[dict[str, Any]] | None = None) -> bytes:
+    """The JSON bytes of a problem; ASCII-escaped, so lone surrogates cannot break encoding."""
+    problem: dict[str, Any] = {
+        "type": "about:blank",
+        "title": title_of(status),
+        "status": status,
+        "detail": detail,
+    }
+    if errors is not None:
+        problem["errors"] = errors
+    return json.dumps(problem, ensure_ascii=True).encode("ascii")
+
+
+def problem_response(
+    status: int,
+    detail: str,
+    headers: Mapping[str, str] | None = None,
+    errors: list[dict[str, Any]] | None = None,
+) -> Response:
+    """A problem as a Starlette response."""
+    return Response(
+        problem_body(status, detail, errors),
+        status_code=status,
+        headers=dict(headers or {}),
+        media_type=PROBLEM_JSON,
+    )
+
+
+async def send_problem(
+    send: Send, status: int, detail: str, headers: Mapping[str, str] | None = None
+) -> None:
+    """Answer a raw ASGI request with a problem and close the connection (its body unread)."""
+    body = problem_body(status, detail)
+    raw = [
+        (b"content-type", PROBLEM_JSON.encode()),
+        (b"content-length", str(len(body)).encode()),
+        (b"connection", b"close"),
+    ]
+    raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _field_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
+    """Each validation error as `{loc, msg, type}`; the offending input is not echoed."""
+    return [
+        {
+            "loc": [part if isinstance(part, int) else str(part) for part in error["loc"]],
+            "msg": str(error["msg"]),
+            "type": str(error["type"]),
+        }
+        for error in exc.errors()
+    ]
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    detail = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail)
+    if exc.status_code == 413 and detail == "Content Too Large":  # Starlette's body limit
+        limit = request.scope.get(LIMIT_SCOPE_KEY, request.scope.get(MAX_BODY_SIZE_SCOPE_KEY))
+        detail = f"the request body is larger than the limit of {limit} bytes"
+    headers = dict(exc.headers or {})
+    if exc.status_code in (408, 413):  # the rest of the body is not wanted: hang up
+        headers["Connection"] = "close"
+    if exc.status_code == 405:
+        headers["Allow"] = ", ".join(_allowed_methods(request))
+    return problem_response(exc.status_code, detail, headers)
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method some route serves on the request's path (Starlette names only one)."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        if isinstance(route, BaseRoute) and route.matches(request.scope)[0] != Match.NONE:
+            methods |= getattr(route, "methods", None) or set()
+    return sorted(methods)
+
+
+async def _validation_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    errors = _field_errors(exc)
+    summary = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors[:5])
+    return problem_response(422, summary or "invalid request", errors=errors)
+
+
+async def _server_error(request: Request, exc: Exception) -> Response:
+    logger.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return problem_response(500, "internal error; the service log has the details")
+
+
+def install_problem_handlers(app: FastAPI) -> None:
+    """Route every error through the problem shape and document it in `/openapi.json`."""
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(Exception, _server_error)
+    app.openapi = _problem_openapi(app, app.openapi)  # type: ignore[method-assign]
+
+
+def _problem_openapi(
+    app: FastAPI, original: Callable[[], dict[str, Any]]
+) -> Callable[[], dict[str, Any]]:
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = original()
+        schemas = schema.setdefault("components", {}).setdefault("schemas", {})
+        if "Problem" not in schemas:  # routers name it in their responses; else add it here
+            flat = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
+            schemas.update(flat.pop("$defs", {}))
+            schemas["Problem"] = flat
+        for name in ("HTTPValidationError", "ValidationError"):
+            schemas.pop(name, None)
+        reference = {"$ref": "#/components/schemas/Problem"}
+        for path, operations in schema.get("paths", {}).items():
+            for operation in operations.values():
+                responses = operation.setdefault("responses", {})
+                if path.startswith("/v1/"):
+                    for code, description in _EXTRA_STATUSES.items():
+                        responses.setdefault(str(code), {"description": description})
+                for code, response in responses.items():
+                    if code[0] in "45":
+                        response["content"] = {PROBLEM_JSON: {"schema": reference}}
+        app.openapi_schema = schema
+        return schema
+
+    return openapi

@@ -1,0 +1,61 @@
+"""Per-tenant quotas: knowledge bases, documents and stored bytes.
+
+Defaults apply to every tenant; `ServiceSettings.tenant_quotas` overrides them for named
+tenants. An upload or a new knowledge base that would cross a quota is refused with 403
+and a message naming the quota, the use and the limit; nothing is stored.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import Engine, func, select
+
+from archivist.service.database import documents, knowledge_bases, reading
+
+
+class Quota(BaseModel):
+    """Limits for one tenant."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    knowledge_bases: int = Field(default=100, ge=0)
+    documents: int = Field(default=10_000, ge=0)
+    storage_bytes: int = Field(default=5 * 1024**3, ge=0)
+    """Total size of the tenant's stored uploads."""
+
+
+class QuotaExceeded(Exception):
+    """An operation would take the tenant over a quota; the message says which."""
+
+
+def check_new_kb(engine: Engine, tenant: str, quota: Quota) -> None:
+    """Raise QuotaExceeded if `tenant` may not create another knowledge base."""
+    with reading(engine) as db:
+        count = db.execute(
+            select(func.count()).where(knowledge_bases.c.tenant == tenant)
+        ).scalar_one()
+    if count + 1 > quota.knowledge_bases:
+        raise QuotaExceeded(
+            f"quota: {tenant} has {count} knowledge bases, the limit is "
+            f"{quota.knowledge_bases}; delete one or ask the operator to raise the quota"
+        )
+
+
+def check_new_documents(engine: Engine, tenant: str, quota: Quota, files: int, size: int) -> None:
+    """Raise QuotaExceeded if `tenant` may not store `files` more files of `size` bytes."""
+    with reading(engine) as db:
+        count, stored = db.execute(
+            select(func.count(), func.coalesce(func.sum(documents.c.size), 0)).where(
+                documents.c.tenant == tenant
+            )
+        ).one()
+    if count + files > quota.documents:
+        raise QuotaExceeded(
+            f"quota: {tenant} has {count} documents, the limit is {quota.documents}; "
+            "delete some or ask the operator to raise the quota"
+        )
+    if stored + size > quota.storage_bytes:
+        raise QuotaExceeded(
+            f"quota: {tenant} stores {stored} bytes and this upload adds {size}, the limit "
+            f"is {quota.storage_bytes}; delete some documents or ask the operator"
+        )

@@ -1,0 +1,87 @@
+"""Which uploads the service accepts: the extension picks the parser, the bytes must match.
+
+Sniffing is only a check, never a fallback: `bad.exe` is refused even when its bytes are
+ASCII, and a `.pdf` that is not a PDF is refused before it is queued. Images are offered
+and accepted only when the embedding model reads images; otherwise the 415 says why and
+what to do instead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePath
+
+from archivist.rag.parser.image import sniff_image_type
+from archivist.rag.parser.registry import ParserRegistry, sniff_media_type
+
+BINARY_SIGNATURES: tuple[tuple[bytes, str], ...] = (
+    (b"%PDF-", "a PDF"),
+    (b"PK\x03\x04", "a zip archive"),
+    (b"MZ", "a Windows executable"),
+    (b"\x7fELF", "an ELF executable"),
+    (b"\x1f\x8b", "gzip data"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
+    (b"Rar!", "a RAR archive"),
+)
+"""Starts of files that are never text, whatever their extension says."""
+
+
+class UploadTypeError(ValueError):
+    """The file's type is not accepted; the message names the file, the reason and the fix."""
+
+
+def accepted_extensions(registry: ParserRegistry, multimodal: bool) -> list[str]:
+    """The extensions uploads may have: every parser's, images only for a multimodal model."""
+    return [
+        ext
+        for ext in registry.supported_extensions()
+        if multimodal or not (registry.media_type_for("x" + ext) or "").startswith("image/")
+    ]
+
+
+def check_upload_type(
+    name: str, path: Path, registry: ParserRegistry, multimodal: bool, model: str
+) -> str:
+    """The media type of upload `name` (stored at `path`) by its extension, after checking
+    that the extension is accepted and the content is of that type."""
+    ext = PurePath(name).suffix.lower()
+    accepted = accepted_extensions(registry, multimodal)
+    media_type = registry.media_type_for("x" + ext) if ext else None
+    if media_type is not None and media_type.startswith("image/") and not multimodal:
+        raise UploadTypeError(
+            f"{name}: images cannot be indexed: the embedding model {model} reads text only. "
+            "Upload the image's text instead (e.g. OCR it to .txt), or run the service with "
+            "a multimodal --embedding-model"
+        )
+    if media_type is None or ext not in accepted:
+        raise UploadTypeError(
+            f"{name}: unsupported file type {ext or '(no extension)'}; "
+            f"supported extensions: {', '.join(accepted)}"
+        )
+    with open(path, "rb") as fh:
+        head = fh.read(4096)
+    found = _content_type(head)
+    if not _matches(media_type, found, head):
+        what = found or "not of that type"
+        raise UploadTypeError(
+            f"{name}: the content does not match its extension {ext} ({what}); "
+            "give the file its real extension"
+        )
+    return media_type
+
+
+def _content_type(head: bytes) -> str | None:
+    for signature, what in BINARY_SIGNATURES:
+        if head.startswith(signature) or (signature == b"%PDF-" and signature in head[:1024]):
+            return what
+    image = sniff_image_type(head)
+    return f"an image ({image})" if image else None
+
+
+def _matches(media_type: str, found: str | None, head: bytes) -> bool:
+    if media_type == "application/pdf":
+        return found == "a PDF"
+    if media_type.startswith("application/vnd.openxmlformats"):
+        return found == "a zip archive"  # the parser checks which Office package it is
+    if media_type.startswith("image/"):
+        return found == f"an image ({media_type})" or sniff_media_type(head) == media_type
+    return found is None  # a text type: any encoding, but no known binary format
