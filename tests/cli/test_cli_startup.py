@@ -48,6 +48,7 @@ STARTUP_MODULES = {
     "archivist.cli.search_command",
     "archivist.cli.serve_command",
     "archivist.cli.session",
+    "archivist.cli.worker_command",
     "archivist.embedding",
     "archivist.embedding.registry",
 }

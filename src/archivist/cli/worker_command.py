@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
-import signal
 from typing import Any
 
 from archivist.cli.serve_command import (
@@ -67,6 +64,10 @@ async def run_worker(args: argparse.Namespace) -> int:
             "a worker shares the vectors with the API replicas: give --pgvector-url or "
             "--qdrant-url (Qdrant Edge on disk belongs to one process)"
         )
+    import asyncio
+    import contextlib
+    import signal
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     with contextlib.suppress(NotImplementedError):
