@@ -34,6 +34,7 @@ from archivist.rag.store.qdrant.backend import (
     higher_is_better,
 )
 from archivist.rag.store.qdrant.edge.backend import EdgeBackend
+from archivist.rag.store.qdrant.edge.optimizer import SEGMENT_POINTS
 from archivist.rag.store.qdrant.filter import (
     Condition,
     Match,
@@ -78,14 +79,16 @@ class QdrantStore(VectorStoreBase):
       - `url=...` (or an http(s) `location`), with `api_key` and `client_kwargs`: a Qdrant server
         or cluster through qdrant-client; `QdrantStore.from_client(client)` uses a client you own.
 
-    Index policy (Edge): writes only append, nothing builds the HNSW graph on upsert, and
-    unindexed search is exact (a scan, fine for small collections). Once writes leave
-    `auto_optimize_threshold` (default 20,000) more points unindexed than the last build, the
-    graph is built in the background by a niced child process (the engine holds the GIL while
-    building, so in-process it would freeze the event loop); reads go on meanwhile, writes are
-    recorded and replayed; afterwards search uses the graph. Bulk loaders wanting full write
-    speed pass `auto_optimize_threshold=None` and `await store.optimize(collection)` at the end.
-    A server indexes on its own; there `optimize` does nothing.
+    Index policy (Edge): points are written to a small appendable segment, searched exactly
+    (a scan) until it holds `auto_optimize_threshold` (default 20,000) points; then the write
+    that filled it has the engine build that segment's HNSW graph, in-process. Earlier segments
+    are never rebuilt, so indexing costs the same at any collection size: one optimization
+    indexes one segment's points. The engine holds the GIL while it builds, so that write pauses
+    the event loop for as long (seconds for 20,000 x 384-d on two cores); a smaller threshold
+    makes shorter pauses and more segments. Bulk loaders wanting full write speed pass
+    `auto_optimize_threshold=None` (segments of the default size, indexed only by
+    `await store.optimize(collection)` at the end). A server indexes on its own; there
+    `optimize` does nothing.
 
     Hybrid search: collections this store creates hold, beside each chunk's dense vector, a
     BM25 sparse vector of its text (Qdrant's multilingual tokenizer; IDF computed by the engine).
@@ -114,7 +117,7 @@ class QdrantStore(VectorStoreBase):
         distance: str = "Cosine",
         client_kwargs: Mapping[str, Any] | None = None,
         *,
-        auto_optimize_threshold: int | None = 20_000,
+        auto_optimize_threshold: int | None = SEGMENT_POINTS,
         fusion: Fusion = "dbsf",
     ) -> None:
         given = [
@@ -128,6 +131,7 @@ class QdrantStore(VectorStoreBase):
             )
         if auto_optimize_threshold is not None:
             check_positive_int(auto_optimize_threshold, "auto_optimize_threshold")
+        segment_points = auto_optimize_threshold or SEGMENT_POINTS
         self._fusion = _check_fusion(fusion)
         if location is not None:
             if isinstance(location, str) and location.startswith(("http://", "https://")):
@@ -140,7 +144,8 @@ class QdrantStore(VectorStoreBase):
             if api_key is not None or client_kwargs is not None:
                 raise ValueError("api_key and client_kwargs apply only to a url store")
             directory = None if path is None else Path(path)
-            self._setup(distance, EdgeBackend(directory, auto_optimize_threshold))
+            engine = EdgeBackend(directory, segment_points, auto_optimize_threshold is not None)
+            self._setup(distance, engine)
             return
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ValueError(f"url must be an http(s):// URL, got {url!r}")
@@ -273,7 +278,8 @@ class QdrantStore(VectorStoreBase):
         return SEARCH_MODES if params is not None and params.sparse else ("dense",)
 
     async def optimize(self, collection: str) -> None:
-        """Build the vector index of everything written to `collection` so far (Edge only)."""
+        """Build the vector index of every segment that filled up (Edge only); a remainder
+        smaller than a segment stays searched exactly."""
         check_collection_name(collection)
         await self._require(collection)
         await self._open().optimize(collection)
