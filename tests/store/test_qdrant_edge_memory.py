@@ -187,3 +187,28 @@ async def test_a_bulk_insert_lets_other_tasks_run_between_its_batches() -> None:
         during = ticks - before
         ticker.cancel()
     assert during >= 2_000 // QdrantStore.WRITE_BATCH
+
+
+def quantized_segments(store: QdrantStore, collection: str) -> tuple[int, int]:
+    """(segments with an HNSW graph, those of them holding int8 copies of the vectors)."""
+    manifest = edge_collection(store, collection).shard.snapshot_manifest()
+    files = [set(entry["file_versions"]) for entry in manifest.values()]
+    indexed = [names for names in files if "vector_index/graph.bin" in names]
+    return len(indexed), sum("vector_storage/quantized.data" in names for names in indexed)
+
+
+@pytest.mark.parametrize("quantization", ["int8", None])
+async def test_int8_quantization_is_built_with_each_indexed_segment(
+    quantization: Any,
+) -> None:
+    vectors = clustered(2_500, 384)
+    options: dict[str, Any] = {"auto_optimize_threshold": 1_000, "quantization": quantization}
+    async with QdrantStore(location=":memory:", **options) as store:
+        await store.create_collection("big", 384)
+        await store.insert("big", vector_records(vectors, "t"))
+        indexed, quantized = quantized_segments(store, "big")
+        assert indexed == 2
+        assert quantized == (2 if quantization else 0)
+        for n in (12, 1_234, 2_222):  # originals rescore the candidates: exact top hit
+            [hit] = await store.search("big", vectors[n].tolist(), top_k=1)
+            assert (hit.document_id, hit.chunk.chunk_index) == (f"t{n // 100}", n % 100)

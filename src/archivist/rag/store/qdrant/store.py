@@ -29,7 +29,9 @@ from archivist.rag.store.qdrant.backend import (
     Fusion,
     PointWrite,
     QdrantBackend,
+    Quantization,
     SearchRequest,
+    StoreLayout,
     check_distance,
     higher_is_better,
 )
@@ -41,6 +43,7 @@ from archivist.rag.store.qdrant.filter import (
     Where,
     index_kind,
     metadata_matches,
+    metadata_path,
 )
 from archivist.rag.store.qdrant.keyed_lock import KeyedLocks
 from archivist.rag.store.qdrant.layout import (
@@ -67,6 +70,11 @@ if TYPE_CHECKING:
 
 __all__ = ["QdrantStore", "StoreLockedError"]
 
+DEFAULT_QUANTIZATION: Quantization | None = None
+"""Collections keep float32 vectors in RAM unless told otherwise (see `QdrantStore`)."""
+TENANT_PAYLOAD_KEY = "tenant_id"
+"""The metadata key tenants are told apart by (`archivist.rag.tenant.TENANT_KEY`)."""
+
 
 class QdrantStore(VectorStoreBase):
     """Chunks and their vectors in Qdrant; higher scores are better for every distance.
@@ -89,6 +97,16 @@ class QdrantStore(VectorStoreBase):
     `auto_optimize_threshold=None` (segments of the default size, indexed only by
     `await store.optimize(collection)` at the end). A server indexes on its own; there
     `optimize` does nothing.
+
+    Layout of the collections this store creates (an existing collection keeps its own):
+    `quantization="int8"` keeps int8 copies of the dense vectors in RAM for the graph search and
+    the float32 originals on disk, read back to rescore the best candidates (about a quarter
+    of the vector memory; built with each segment's index, so unindexed points are searched
+    exactly on the originals). Payloads stay on disk either way. On a server (`url=`), the
+    metadata key `tenant_key` (default "tenant_id", the key `archivist.rag.tenant` scopes by;
+    None: no tenant layout) gets Qdrant's tenant index (`is_tenant`) and HNSW links per tenant
+    (`payload_m=16`); `tenants_only=True` also drops the global graph (`m=0`), as Qdrant advises
+    when every search names a tenant.
 
     Hybrid search: collections this store creates hold, beside each chunk's dense vector, a
     BM25 sparse vector of its text (Qdrant's multilingual tokenizer; IDF computed by the engine).
@@ -119,6 +137,9 @@ class QdrantStore(VectorStoreBase):
         *,
         auto_optimize_threshold: int | None = SEGMENT_POINTS,
         fusion: Fusion = "dbsf",
+        quantization: Quantization | None = DEFAULT_QUANTIZATION,
+        tenant_key: str | None = TENANT_PAYLOAD_KEY,
+        tenants_only: bool = False,
     ) -> None:
         given = [
             name
@@ -133,6 +154,7 @@ class QdrantStore(VectorStoreBase):
             check_positive_int(auto_optimize_threshold, "auto_optimize_threshold")
         segment_points = auto_optimize_threshold or SEGMENT_POINTS
         self._fusion = _check_fusion(fusion)
+        layout = _layout(quantization, tenant_key, tenants_only)
         if location is not None:
             if isinstance(location, str) and location.startswith(("http://", "https://")):
                 url = location
@@ -144,7 +166,9 @@ class QdrantStore(VectorStoreBase):
             if api_key is not None or client_kwargs is not None:
                 raise ValueError("api_key and client_kwargs apply only to a url store")
             directory = None if path is None else Path(path)
-            engine = EdgeBackend(directory, segment_points, auto_optimize_threshold is not None)
+            engine = EdgeBackend(
+                directory, segment_points, auto_optimize_threshold is not None, layout
+            )
             self._setup(distance, engine)
             return
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
@@ -156,16 +180,24 @@ class QdrantStore(VectorStoreBase):
 
             return AsyncQdrantClient(url=address, api_key=api_key, **options)
 
-        self._setup(distance, _client_backend(connect, owns_client=True))
+        self._setup(distance, _client_backend(connect, layout, owns_client=True))
 
     @classmethod
     def from_client(
-        cls, client: AsyncQdrantClient, distance: str = "Cosine", *, fusion: Fusion = "dbsf"
+        cls,
+        client: AsyncQdrantClient,
+        distance: str = "Cosine",
+        *,
+        fusion: Fusion = "dbsf",
+        quantization: Quantization | None = DEFAULT_QUANTIZATION,
+        tenant_key: str | None = TENANT_PAYLOAD_KEY,
+        tenants_only: bool = False,
     ) -> QdrantStore:
         """A store on `client`, which stays yours: leaving `async with store` does not close it."""
         store = cls.__new__(cls)
         store._fusion = _check_fusion(fusion)
-        store._setup(distance, _client_backend(lambda: client, owns_client=False))
+        layout = _layout(quantization, tenant_key, tenants_only)
+        store._setup(distance, _client_backend(lambda: client, layout, owns_client=False))
         return store
 
     def _setup(self, distance: str, engine: QdrantBackend) -> None:
@@ -510,6 +542,27 @@ class QdrantStore(VectorStoreBase):
             summary_from(firsts[document_id], counts[document_id]) for document_id in sorted(counts)
         ]
 
+    async def document_summary(
+        self,
+        collection: str,
+        document_id: str,
+        metadata_filter: MetadataFilter | None = None,
+    ) -> DocumentSummary | None:
+        """One document's summary from two indexed lookups: its chunk count, and its lowest
+        chunk's payload; the other documents are never read."""
+        check_collection_name(collection)
+        check_document_id(document_id)
+        matches = metadata_matches(metadata_filter)
+        if await self._params_of(collection) is None:
+            return None
+        scope = (await self._indexed(collection, matches)).also(Match(DOCUMENT_ID, document_id))
+        backend = self._open()
+        count = await backend.count(collection, scope)
+        if count == 0:
+            return None
+        first = await backend.scroll_ordered(collection, scope, CHUNK_INDEX, 1)
+        return summary_from(first[0], count) if first else None
+
     async def list_chunks(
         self,
         collection: str,
@@ -602,10 +655,26 @@ def _check_fusion(fusion: object) -> Fusion:
     raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}; got {fusion!r}")
 
 
+def _layout(quantization: object, tenant_key: object, tenants_only: object) -> StoreLayout:
+    if quantization is not None and quantization != "int8":
+        raise ValueError(f"quantization must be 'int8' or None; got {quantization!r}")
+    if tenant_key is not None and (not isinstance(tenant_key, str) or not tenant_key):
+        raise ValueError(f"tenant_key must be a metadata key or None; got {tenant_key!r}")
+    if not isinstance(tenants_only, bool):
+        raise ValueError(f"tenants_only must be a bool; got {tenants_only!r}")
+    if tenants_only and tenant_key is None:
+        raise ValueError("tenants_only needs a tenant_key")
+    return StoreLayout(
+        quantization="int8" if quantization is not None else None,
+        tenant_key=None if tenant_key is None else metadata_path(tenant_key),
+        tenants_only=tenants_only,
+    )
+
+
 def _client_backend(
-    connect: Callable[[], AsyncQdrantClient], *, owns_client: bool
+    connect: Callable[[], AsyncQdrantClient], layout: StoreLayout, *, owns_client: bool
 ) -> QdrantBackend:
     # Imported on demand: qdrant-client takes about two seconds to import.
     from archivist.rag.store.qdrant.client.backend import ClientBackend
 
-    return ClientBackend(connect, owns_client)
+    return ClientBackend(connect, owns_client, layout)

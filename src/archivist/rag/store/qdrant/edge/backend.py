@@ -27,6 +27,7 @@ from archivist.rag.store.qdrant.backend import (
     QdrantBackend,
     ScoredPoint,
     SearchRequest,
+    StoreLayout,
 )
 from archivist.rag.store.qdrant.edge.collection import SHARD_PREFIX, EdgeCollection, edge_config
 from archivist.rag.store.qdrant.edge.meta import META_FILE, EdgeMeta, load_meta, save_meta
@@ -42,11 +43,14 @@ class EdgeBackend(QdrantBackend):
     close() so the data is still there when the backend is opened again; it is removed when the
     backend is garbage-collected or the interpreter exits. Each collection's points are indexed
     in segments of `segment_points`; with `auto_optimize` a write that fills a segment indexes it
-    at once (otherwise only `optimize` does).
+    at once (otherwise only `optimize` does). New collections take `layout`'s quantization.
     """
 
-    def __init__(self, path: Path | None, segment_points: int, auto_optimize: bool) -> None:
+    def __init__(
+        self, path: Path | None, segment_points: int, auto_optimize: bool, layout: StoreLayout
+    ) -> None:
         self._path = path
+        self._layout = layout
         self._segment_points = segment_points
         self._auto_optimize = auto_optimize
         self._root: Path | None = None
@@ -112,7 +116,13 @@ class EdgeBackend(QdrantBackend):
             shutil.rmtree(directory)  # an earlier creation that never wrote its meta file
         directory.mkdir()
         shard_name = f"{SHARD_PREFIX}{uuid.uuid4().hex}"
-        meta = EdgeMeta(params.dimensions, params.distance, shard_name, sparse=params.sparse)
+        meta = EdgeMeta(
+            params.dimensions,
+            params.distance,
+            shard_name,
+            sparse=params.sparse,
+            quantized=self._layout.quantization == "int8",
+        )
         # A temporary store need not survive a crash; without the WAL, writes go ~2x faster.
         config = edge_config(meta, self._segment_points, wal=self._path is not None)
         shard = edge.EdgeShard.create(str(directory / shard_name), config)

@@ -18,9 +18,22 @@ SHARD_PREFIX = "shard-"
 
 def edge_config(meta: EdgeMeta, segment_points: int, wal: bool | None = None) -> edge.EdgeConfig:
     """The shard configuration of the collection `meta` describes, with segments of
-    `segment_points` points (`wal` None: as the shard was created)."""
+    `segment_points` points (`wal` None: as the shard was created).
+
+    A quantized collection keeps int8 copies of its dense vectors in RAM for the graph search
+    and the float32 originals on disk, read back to rescore the best candidates.
+    """
     return edge.EdgeConfig(
-        vectors=edge.EdgeVectorParams(size=meta.dimensions, distance=edge_distance(meta.distance)),
+        vectors=edge.EdgeVectorParams(
+            size=meta.dimensions,
+            distance=edge_distance(meta.distance),
+            on_disk=True if meta.quantized else None,
+        ),
+        quantization_config=(
+            edge.ScalarQuantizationConfig(type=edge.ScalarType.Int8, quantile=0.99, always_ram=True)
+            if meta.quantized
+            else None
+        ),
         sparse_vectors=(
             {SPARSE_VECTOR: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)}
             if meta.sparse
