@@ -62,6 +62,15 @@ class EvalConfig(BaseModel):
     seed: int = 0
     cache_dir: Path | None = None
     search_depth: int = Field(default=300, ge=1, description="chunks fetched per query")
+    segment_points: int | None = Field(
+        default=None,
+        ge=1,
+        description="index the store in segments of this many chunks as it is written "
+        "(default: no index, exact search)",
+    )
+    quantization: Literal["int8"] | None = Field(
+        default=None, description="the store's vector quantization (built with the index)"
+    )
     metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS))
 
     @model_validator(mode="after")
@@ -214,8 +223,9 @@ async def run_evaluation(
     cached_before = cache.totals.cached_inputs if cache is not None else 0
     async with QdrantStore(
         location=":memory:",
-        auto_optimize_threshold=None,
+        auto_optimize_threshold=config.segment_points,
         fusion=config.fusion,
+        quantization=config.quantization,
     ) as store:
         kb = KnowledgeBase(
             name=f"eval-{data.name}",
