@@ -116,8 +116,8 @@ async def test_collections_are_laid_out_for_many_tenants_as_qdrant_advises(
     shared, tenants = calls.collections
     assert shared["hnsw_config"] == models.HnswConfigDiff(payload_m=16)  # global graph kept
     assert tenants["hnsw_config"] == models.HnswConfigDiff(payload_m=16, m=0)
-    assert shared["quantization_config"] is None  # float32 in RAM unless asked
-    assert shared["vectors_config"].on_disk is None
+    assert shared["quantization_config"].scalar.type == models.ScalarType.INT8  # the default
+    assert shared["vectors_config"].on_disk is True
     tenant_index = calls.indexes[f'metadata."{TENANT_KEY}"']
     assert tenant_index == models.KeywordIndexParams(
         type=models.KeywordIndexType.KEYWORD, is_tenant=True
@@ -128,7 +128,7 @@ async def test_int8_quantization_keeps_the_originals_on_disk_for_rescoring(
     client: AsyncQdrantClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls = CreationCalls(client, monkeypatch)
-    async with QdrantStore.from_client(client, quantization="int8", tenant_key=None) as store:
+    async with QdrantStore.from_client(client, tenant_key=None) as store:  # int8 by default
         await store.create_collection("docs", DIMENSIONS)
         await store.insert("docs", [record("a", 0, unit(0)), record("b", 0, unit(1))])
         assert [hit.document_id for hit in await store.search("docs", unit(1), 1)] == ["b"]
@@ -138,6 +138,10 @@ async def test_int8_quantization_keeps_the_originals_on_disk_for_rescoring(
     assert (scalar.type, scalar.quantile, scalar.always_ram) == (models.ScalarType.INT8, 0.99, True)
     assert created["hnsw_config"] is None  # no tenant key: Qdrant's default graph
     assert not any("tenant" in field for field in calls.indexes)
+    async with QdrantStore.from_client(client, quantization=None) as store:
+        await store.create_collection("float32", DIMENSIONS)
+    assert calls.collections[-1]["quantization_config"] is None
+    assert calls.collections[-1]["vectors_config"].on_disk is None
 
 
 @pytest.mark.parametrize(

@@ -128,7 +128,8 @@ async def test_a_write_that_fills_a_segment_indexes_that_segment_and_no_other() 
 async def test_optimize_indexes_the_filled_segments_and_keeps_every_point() -> None:
     dimensions = 32  # the default segment of 20,000 points, small enough to build quickly
     vectors = clustered(24_000, dimensions)
-    async with QdrantStore(location=":memory:", auto_optimize_threshold=None) as store:
+    options: dict[str, Any] = {"auto_optimize_threshold": None, "quantization": None}
+    async with QdrantStore(location=":memory:", **options) as store:  # float32: graph vs scan
         await store.create_collection("big", dimensions)
         await store.insert("big", vector_records(vectors, "t"))
         before = await store.search("big", vectors[17].tolist(), top_k=3)

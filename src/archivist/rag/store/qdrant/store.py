@@ -70,8 +70,9 @@ if TYPE_CHECKING:
 
 __all__ = ["QdrantStore", "StoreLockedError"]
 
-DEFAULT_QUANTIZATION: Quantization | None = None
-"""Collections keep float32 vectors in RAM unless told otherwise (see `QdrantStore`)."""
+DEFAULT_QUANTIZATION: Quantization | None = "int8"
+"""New collections quantize their vectors unless told otherwise (see `QdrantStore`): on SciFact
+it cost 0.0005 nDCG@10, and it keeps a million 384-d vectors in 0.4 GB of RAM, not 1.5 GB."""
 TENANT_PAYLOAD_KEY = "tenant_id"
 """The metadata key tenants are told apart by (`archivist.rag.tenant.TENANT_KEY`)."""
 
@@ -99,14 +100,14 @@ class QdrantStore(VectorStoreBase):
     `optimize` does nothing.
 
     Layout of the collections this store creates (an existing collection keeps its own):
-    `quantization="int8"` keeps int8 copies of the dense vectors in RAM for the graph search and
-    the float32 originals on disk, read back to rescore the best candidates (about a quarter
-    of the vector memory; built with each segment's index, so unindexed points are searched
-    exactly on the originals). Payloads stay on disk either way. On a server (`url=`), the
-    metadata key `tenant_key` (default "tenant_id", the key `archivist.rag.tenant` scopes by;
-    None: no tenant layout) gets Qdrant's tenant index (`is_tenant`) and HNSW links per tenant
-    (`payload_m=16`); `tenants_only=True` also drops the global graph (`m=0`), as Qdrant advises
-    when every search names a tenant.
+    `quantization="int8"` (the default; None keeps float32 vectors in RAM) keeps int8 copies of
+    the dense vectors in RAM for the graph search and the float32 originals on disk, read back
+    to rescore the best candidates (a quarter of the vector memory; built with each segment's
+    index, so unindexed points are searched exactly on the originals). Payloads stay on disk
+    either way. On a server (`url=`), the metadata key `tenant_key` (default "tenant_id", the
+    key `archivist.rag.tenant` scopes by; None: no tenant layout) gets Qdrant's tenant index
+    (`is_tenant`) and HNSW links per tenant (`payload_m=16`); `tenants_only=True` also drops
+    the global graph (`m=0`), as Qdrant advises when every search names a tenant.
 
     Hybrid search: collections this store creates hold, beside each chunk's dense vector, a
     BM25 sparse vector of its text (Qdrant's multilingual tokenizer; IDF computed by the engine).
