@@ -154,3 +154,20 @@ async def test_progress_prints_lines_when_stderr_is_not_a_terminal(
     await run_evaluation(EvalConfig(dataset_dir=beir_dir), embedding_model=model, progress=True)
     err = capsys.readouterr().err
     assert "indexing: 6/6 docs" in err
+
+
+async def test_an_indexed_quantized_store_can_be_evaluated(
+    beir_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["eval", str(beir_dir), "--json", "--cache-dir", str(tmp_path / "c")]
+    args = _parse([*argv, "--segment-points", "2", "--quantization", "int8"])
+    assert await args.handler(args) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["config"]["segment_points"] == 2
+    assert payload["config"]["quantization"] == "int8"
+    assert payload["metrics"]["MRR@10"] == 1.0
+
+
+def test_a_segment_of_no_points_is_rejected() -> None:
+    with pytest.raises(ValueError, match="segment_points"):
+        EvalConfig(dataset_dir=Path("."), segment_points=0)

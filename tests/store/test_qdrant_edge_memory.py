@@ -6,13 +6,16 @@ import asyncio
 import gc
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+import qdrant_edge as edge
 from qdrant_cases import QdrantOnlyCases
 
 from archivist.rag.record import VectorRecord
 from archivist.rag.store.qdrant import QdrantStore
+from archivist.rag.store.qdrant.sparse import SPARSE_VECTOR
 from archivist.testing.hybrid_store import DiversitySearchConformance, HybridSearchConformance
 from archivist.testing.store import DIMENSIONS, VectorStoreConformance, record, texts, unit
 
@@ -44,11 +47,25 @@ def vector_records(vectors: np.ndarray, prefix: str, per_document: int = 100) ->
     ]
 
 
+def edge_collection(store: QdrantStore, collection: str) -> Any:
+    """The backend's EdgeCollection of `collection` (reaching inside, to ask the engine)."""
+    return store._engine._collections[collection]  # type: ignore[attr-defined]
+
+
 def edge_info(store: QdrantStore, collection: str) -> tuple[int, int]:
-    """(points, points with an indexed dense vector) of the collection's live shard."""
-    edge_collection = store._engine._collections[collection]  # type: ignore[attr-defined]
-    points = edge_collection.shard.info().points_count
-    return points, points - edge_collection.unindexed()
+    """(points, points with an indexed dense vector) of the collection's shard, as the engine
+    counts them (its indexed count includes the BM25 vectors, which are always indexed)."""
+    shard = edge_collection(store, collection).shard
+    info = shard.info()
+    has_sparse = edge.Filter(must=[edge.HasVectorCondition(SPARSE_VECTOR)])
+    sparse = shard.count(edge.CountRequest(exact=True, filter=has_sparse))
+    return info.points_count, info.indexed_vectors_count - sparse
+
+
+def segment_versions(store: QdrantStore, collection: str) -> dict[str, int]:
+    """Each segment of the collection's shard with its version, from the engine's manifest."""
+    manifest = edge_collection(store, collection).shard.snapshot_manifest()
+    return {segment: entry["segment_version"] for segment, entry in manifest.items()}
 
 
 async def test_data_lives_as_long_as_the_store_object() -> None:
@@ -84,84 +101,48 @@ async def test_using_a_store_outside_async_with_fails_clearly() -> None:
         await store.search("docs", unit(0))
 
 
-async def test_optimize_builds_the_index_and_keeps_every_point() -> None:
-    vectors = clustered(8_000, 384)
-    async with QdrantStore(location=":memory:", auto_optimize_threshold=None) as store:
+async def test_a_write_that_fills_a_segment_indexes_that_segment_and_no_other() -> None:
+    vectors = clustered(5_000, 384)
+    records = vector_records(vectors, "t")
+    async with QdrantStore(location=":memory:", auto_optimize_threshold=1_000) as store:
         await store.create_collection("big", 384)
+        await store.insert("big", records[:900])
+        assert edge_info(store, "big") == (900, 0)  # below a segment: searched exactly
+        for start in range(900, 3_900, 1_000):
+            await store.insert("big", records[start : start + 1_000])
+        points, indexed = edge_info(store, "big")
+        assert points == 3_900 and indexed >= 3_000
+        before = segment_versions(store, "big")
+        assert len(before) >= 4
+
+        await store.insert("big", records[3_900:])  # fills the appendable segment again
+
+        after = segment_versions(store, "big")
+        kept = {segment for segment, version in before.items() if after.get(segment) == version}
+        assert len(kept) == len(before) - 1  # only the segment that filled up was rewritten
+        assert edge_info(store, "big")[1] >= indexed + 1_000
+        [hit] = await store.search("big", vectors[4_321].tolist(), top_k=1)
+        assert (hit.document_id, hit.chunk.chunk_index) == ("t43", 21)
+
+
+async def test_optimize_indexes_the_filled_segments_and_keeps_every_point() -> None:
+    dimensions = 32  # the default segment of 20,000 points, small enough to build quickly
+    vectors = clustered(24_000, dimensions)
+    options: dict[str, Any] = {"auto_optimize_threshold": None, "quantization": None}
+    async with QdrantStore(location=":memory:", **options) as store:  # float32: graph vs scan
+        await store.create_collection("big", dimensions)
         await store.insert("big", vector_records(vectors, "t"))
         before = await store.search("big", vectors[17].tolist(), top_k=3)
-        assert edge_info(store, "big") == (8_000, 0)
+        assert edge_info(store, "big") == (24_000, 0)  # no automatic optimization
 
         await store.optimize("big")
 
-        assert edge_info(store, "big") == (8_000, 8_000)
+        points, indexed = edge_info(store, "big")
+        assert points == 24_000 and indexed >= 20_000
         after = await store.search("big", vectors[17].tolist(), top_k=3)
         assert [hit.chunk for hit in after] == [hit.chunk for hit in before]
         assert after[0].chunk.chunk_index == 17
-        assert sum(s.chunk_count for s in await store.list_documents("big")) == 8_000
-
-
-async def building_started(store: QdrantStore, collection: str) -> None:
-    """Return once the child process works on its copy of the shard."""
-    edge_collection = store._engine._collections[collection]  # type: ignore[attr-defined]
-    while edge_collection.recording_done.is_set():
-        await asyncio.sleep(0.01)
-
-
-async def test_reads_and_writes_go_on_while_the_index_is_built() -> None:
-    vectors = clustered(8_000, 384)
-    late = vector_records(clustered(300, 384, seed=8), "late")
-    async with QdrantStore(location=":memory:", auto_optimize_threshold=None) as store:
-        await store.create_collection("big", 384)
-        await store.insert("big", vector_records(vectors, "t"))
-        building = asyncio.create_task(store.optimize("big"))
-        await building_started(store, "big")
-
-        await store.insert("big", late)
-        await store.delete("big", "t0")
-        [hit] = await store.search("big", vectors[150].tolist(), top_k=1)
-        assert (hit.document_id, hit.chunk.chunk_index) == ("t1", 50)
-        collection = store._engine._collections["big"]  # type: ignore[attr-defined]
-        assert collection.recorded_points == len(late)
-        ticks = 0
-        while not building.done():
-            ticks += 1
-            await asyncio.sleep(0.01)
-        await building
-
-        assert ticks > 0  # the event loop kept running while the index was built
-        assert edge_info(store, "big")[1] > 0
-        counts = {s.document_id: s.chunk_count for s in await store.list_documents("big")}
-        assert "t0" not in counts
-        assert counts["late0"] == 100 and counts["late2"] == 100
-        assert sum(counts.values()) == 8_000 - 100 + 300
-
-
-async def test_enough_unindexed_points_start_an_index_build_by_themselves() -> None:
-    vectors = clustered(8_000, 384)
-    async with QdrantStore(location=":memory:", auto_optimize_threshold=7_000) as store:
-        await store.create_collection("big", 384)
-        records = vector_records(vectors, "t")
-        await store.insert("big", records[:6_000])
-        collection = store._engine._collections["big"]  # type: ignore[attr-defined]
-        assert collection.optimization is None
-        await store.insert("big", records[6_000:])
-        assert collection.optimization is not None
-        await collection.optimization
-        points, indexed = edge_info(store, "big")
-        assert points == 8_000 and indexed >= 7_000
-
-
-async def test_closing_the_store_stops_a_running_build() -> None:
-    vectors = clustered(8_000, 384)
-    store = QdrantStore(location=":memory:", auto_optimize_threshold=None)
-    async with store:
-        await store.create_collection("big", 384)
-        await store.insert("big", vector_records(vectors, "t"))
-        building = asyncio.create_task(store.optimize("big"))
-        await building_started(store, "big")
-    with pytest.raises(asyncio.CancelledError):
-        await building
+        assert sum(s.chunk_count for s in await store.list_documents("big")) == 24_000
 
 
 async def test_list_documents_is_exact_over_a_hundred_thousand_points() -> None:
@@ -207,3 +188,28 @@ async def test_a_bulk_insert_lets_other_tasks_run_between_its_batches() -> None:
         during = ticks - before
         ticker.cancel()
     assert during >= 2_000 // QdrantStore.WRITE_BATCH
+
+
+def quantized_segments(store: QdrantStore, collection: str) -> tuple[int, int]:
+    """(segments with an HNSW graph, those of them holding int8 copies of the vectors)."""
+    manifest = edge_collection(store, collection).shard.snapshot_manifest()
+    files = [set(entry["file_versions"]) for entry in manifest.values()]
+    indexed = [names for names in files if "vector_index/graph.bin" in names]
+    return len(indexed), sum("vector_storage/quantized.data" in names for names in indexed)
+
+
+@pytest.mark.parametrize("quantization", ["int8", None])
+async def test_int8_quantization_is_built_with_each_indexed_segment(
+    quantization: Any,
+) -> None:
+    vectors = clustered(2_500, 384)
+    options: dict[str, Any] = {"auto_optimize_threshold": 1_000, "quantization": quantization}
+    async with QdrantStore(location=":memory:", **options) as store:
+        await store.create_collection("big", 384)
+        await store.insert("big", vector_records(vectors, "t"))
+        indexed, quantized = quantized_segments(store, "big")
+        assert indexed == 2
+        assert quantized == (2 if quantization else 0)
+        for n in (12, 1_234, 2_222):  # originals rescore the candidates: exact top hit
+            [hit] = await store.search("big", vectors[n].tolist(), top_k=1)
+            assert (hit.document_id, hit.chunk.chunk_index) == (f"t{n // 100}", n % 100)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from qdrant_cases import QdrantOnlyCases
+from test_qdrant_edge_memory import clustered, edge_info, vector_records
 
 from archivist.rag.store.file_lock import StoreLockedError
 from archivist.rag.store.qdrant import QdrantStore
@@ -121,3 +122,17 @@ async def test_an_optimized_collection_reopens_from_its_new_shard(tmp_path: Path
         p for p in (tmp_path / "collections" / "docs").iterdir() if p.name.startswith("shard-")
     ]
     assert len(shards) == 1
+
+
+async def test_a_collection_reopened_takes_the_segment_size_it_is_opened_with(
+    tmp_path: Path,
+) -> None:
+    vectors = clustered(1_500, 384)
+    records = vector_records(vectors, "t")
+    async with QdrantStore(path=tmp_path, auto_optimize_threshold=None) as store:
+        await store.create_collection("docs", 384)
+        await store.insert("docs", records[:-1])
+        assert edge_info(store, "docs") == (1_499, 0)
+    async with QdrantStore(path=tmp_path, auto_optimize_threshold=1_000) as store:
+        await store.insert("docs", records[-1:])  # the segment is over 1,000 points: indexed
+        assert edge_info(store, "docs") == (1_500, 1_500)

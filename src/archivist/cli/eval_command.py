@@ -71,6 +71,18 @@ def add_eval_command(commands: Any) -> None:
         metavar="URL",
         help="index into PostgreSQL + pgvector at URL (throw-away tables) instead of Qdrant Edge",
     )
+    cmd.add_argument(
+        "--segment-points",
+        type=int,
+        default=None,
+        help="build the vector index in segments of N chunks (default: exact search)",
+    )
+    cmd.add_argument(
+        "--quantization",
+        choices=["none", "int8"],
+        default="none",
+        help="vector quantization, built with the index (default: none)",
+    )
     cmd.add_argument("--per-query", action="store_true", help="include per-query scores in JSON")
     cmd.add_argument("--json", action="store_true", help="print JSON for scripts")
     cmd.set_defaults(handler=run_eval)
@@ -96,6 +108,8 @@ async def run_eval(args: argparse.Namespace) -> int:
         max_per_document=args.max_per_document,
         context_header=args.context_header,
         pgvector_url=args.pgvector_url,
+        segment_points=args.segment_points,
+        quantization=None if args.quantization == "none" else args.quantization,
     )
     result = await run_evaluation(config, progress=True, run_file=args.run)
     if args.json:

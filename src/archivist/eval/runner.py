@@ -64,6 +64,15 @@ class EvalConfig(BaseModel):
     seed: int = 0
     cache_dir: Path | None = None
     search_depth: int = Field(default=300, ge=1, description="chunks fetched per query")
+    segment_points: int | None = Field(
+        default=None,
+        ge=1,
+        description="index the store in segments of this many chunks as it is written "
+        "(default: no index, exact search)",
+    )
+    quantization: Literal["int8"] | None = Field(
+        default=None, description="the store's vector quantization (built with the index)"
+    )
     metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS))
     pgvector_url: str | None = Field(
         default=None, description="index into PostgreSQL + pgvector here instead of Qdrant Edge"
@@ -204,7 +213,10 @@ async def _eval_store(config: EvalConfig) -> AsyncIterator[VectorStoreBase]:
     afterwards) in the PostgreSQL database `config.pgvector_url`."""
     if config.pgvector_url is None:
         async with QdrantStore(
-            location=":memory:", auto_optimize_threshold=None, fusion=config.fusion
+            location=":memory:",
+            auto_optimize_threshold=config.segment_points,
+            fusion=config.fusion,
+            quantization=config.quantization,
         ) as edge:
             yield edge
         return

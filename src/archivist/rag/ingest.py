@@ -33,6 +33,7 @@ from archivist.rag.document import Chunk
 from archivist.rag.knowledge_base import KnowledgeBase, NewDocument
 from archivist.rag.parser.base import ParserBase
 from archivist.rag.parser.registry import ParserRegistry, UnsupportedFileTypeError
+from archivist.rag.record import DocumentSummary
 from archivist.rag.store.base import MetadataFilter
 from archivist.rag.tenant import tenant_scope
 
@@ -193,17 +194,23 @@ async def ingest_files(
 
     kb = scoped_handle(kb)
     scope = kb.metadata_filter
-    existing = {s.document_id: s.metadata for s in await kb.list_documents()}
+    # Pruning needs every document of the scope; otherwise each file looks up its own alone.
+    listed = {s.document_id: s for s in await kb.list_documents()} if prune_missing else None
     fingerprint = pipeline_fingerprint(chunker, kb)
     window: list[_Parsed] = []
     for path in files:
         if on_start is not None:
             on_start(path)
-        item = await _parse_one(kb, path, existing, fingerprint, registry, chunker, scope)
+        document_id = document_id_for(path, scope)
+        if listed is not None:
+            before = listed.get(document_id)
+        else:
+            before = await kb.get_document(document_id)
+        item = await _parse_one(kb, path, document_id, before, fingerprint, registry, chunker)
         if isinstance(item, FileResult):
             emit(item)
             stale = item.outcome in (Outcome.FAILED, Outcome.SKIPPED)
-            if stale and not keep_stale and item.document_id in existing:
+            if stale and not keep_stale and before is not None:
                 emit(await _remove_stale(kb, item))
             continue
         window.append(item)
@@ -217,16 +224,10 @@ async def ingest_files(
         on_write(len(window), sum(p.count for p in window))
     for result in await _write(kb, window, on_chunks):
         emit(result)
-    if prune_missing:
-        for document_id, metadata in existing.items():
-            recorded = metadata.get(PATH_KEY)
-            if (
-                isinstance(recorded, str)
-                and not Path(recorded).exists()
-                and document_id == document_id_for(recorded, scope)
-            ):
-                await kb.delete_document(document_id)
-                emit(FileResult(recorded, Outcome.PRUNED, document_id))
+    for document_id, summary in (listed or {}).items():
+        if file_gone(document_id, summary.metadata, scope):
+            await kb.delete_document(document_id)
+            emit(FileResult(str(summary.metadata[PATH_KEY]), Outcome.PRUNED, document_id))
     return report
 
 
@@ -307,18 +308,20 @@ async def _write(
 async def _parse_one(
     kb: KnowledgeBase,
     path: Path,
-    existing: dict[str, dict[str, Any]],
+    document_id: str,
+    before: DocumentSummary | None,
     fingerprint: str,
     registry: ParserRegistry,
     chunker: ChunkerBase,
-    scope: MetadataFilter | None,
 ) -> FileResult | _Parsed:
     resolved = path.resolve()
-    document_id = document_id_for(resolved, scope)
     try:
         digest = file_sha256(resolved)
-        before = existing.get(document_id)
-        if before and before.get(HASH_KEY) == digest and before.get(PIPELINE_KEY) == fingerprint:
+        if (
+            before is not None
+            and before.metadata.get(HASH_KEY) == digest
+            and before.metadata.get(PIPELINE_KEY) == fingerprint
+        ):
             return FileResult(str(path), Outcome.UNCHANGED, document_id)
         if resolved.stat().st_size == 0:
             return FileResult(str(path), Outcome.SKIPPED, document_id, error="empty file")
@@ -353,7 +356,7 @@ async def _parse_one(
         PIPELINE_KEY: fingerprint,
         INDEXED_AT_KEY: datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    outcome = Outcome.UPDATED if before else Outcome.INDEXED
+    outcome = Outcome.UPDATED if before is not None else Outcome.INDEXED
     if chunks is not None:
         return _Parsed(path, document_id, outcome, count, metadata, chunks=chunks)
     text_only = not kb.embedding_model.supports_multimodal

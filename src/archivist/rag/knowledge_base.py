@@ -510,6 +510,14 @@ class KnowledgeBase:
         await self.ensure_collection()
         return await self.vector_store.list_documents(self.collection, self.metadata_filter)
 
+    async def get_document(self, document_id: str) -> DocumentSummary | None:
+        """The summary of `document_id` in scope, or None; reads that document alone."""
+        document_id = self._check_document_id(document_id, required=True)
+        await self.ensure_collection()
+        return await self.vector_store.document_summary(
+            self.collection, document_id, self.metadata_filter
+        )
+
     async def list_chunks(self, document_id: str, offset: int = 0, limit: int = 30) -> list[Chunk]:
         """A page of `document_id`'s chunks in `chunk_index` order."""
         document_id = self._check_document_id(document_id, required=True)

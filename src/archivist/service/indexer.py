@@ -159,8 +159,8 @@ class Indexer:
         if result.outcome in (Outcome.INDEXED, Outcome.UPDATED):
             return Status.READY, result.chunks, None
         if result.outcome is Outcome.UNCHANGED:
-            chunks = await kb.list_chunks(job.document.id, limit=1_000_000)
-            return Status.READY, len(chunks), None
+            summary = await kb.get_document(job.document.id)
+            return Status.READY, 0 if summary is None else summary.chunk_count, None
         return Status.FAILED, 0, _public_error(result.error, path)
 
     async def _renew_leases(self) -> None:

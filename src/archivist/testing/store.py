@@ -383,6 +383,28 @@ class VectorStoreConformance:
         assert (summary.document_id, summary.chunk_count) == ("a1", 2)
         assert await store.list_documents("never-made") == []
 
+    async def test_one_documents_summary_agrees_with_the_listing(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        await store.insert(
+            docs,
+            [
+                record("manual", 1, source="manual.pdf", page=2, tenant="a"),
+                record("manual", 0, source="manual.pdf", page=1, tenant="a"),
+                record("note", 0, total=1, source="note.md", tenant="a"),
+            ],
+        )
+        await store.insert(docs, [record("manual", 0, source="other.pdf", page=9, tenant="b")])
+        within = {"tenant": "a"}
+        summary = await store.document_summary(docs, "manual", within)
+        listed = {s.document_id: s for s in await store.list_documents(docs, within)}
+        assert summary == listed["manual"]
+        assert summary is not None and summary.chunk_count == 2
+        assert summary.metadata == {"page": 1, "tenant": "a"}
+        assert await store.document_summary(docs, "note", {"tenant": "b"}) is None
+        assert await store.document_summary(docs, "absent") is None
+        assert await store.document_summary("never-made", "manual") is None
+
     async def test_list_chunks_in_order_with_offset_and_limit(
         self, store: VectorStoreBase, docs: str
     ) -> None:

@@ -114,6 +114,22 @@ class VectorStoreBase(AsyncClosable, ABC):
     ) -> list[DocumentSummary]:
         """One summary per document matching `metadata_filter`."""
 
+    async def document_summary(
+        self,
+        collection: str,
+        document_id: str,
+        metadata_filter: MetadataFilter | None = None,
+    ) -> DocumentSummary | None:
+        """The summary of `document_id` within `metadata_filter`, or None if it has no chunk.
+
+        This default looks through `list_documents`; stores override it with a lookup of the
+        one document, so code that touches one document costs the same in any collection.
+        """
+        for summary in await self.list_documents(collection, metadata_filter):
+            if summary.document_id == document_id:
+                return summary
+        return None
+
     async def list_chunks(
         self,
         collection: str,

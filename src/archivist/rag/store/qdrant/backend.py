@@ -47,6 +47,24 @@ class CollectionParams:
     sparse: bool = False
 
 
+Quantization = Literal["int8"]
+
+
+@dataclass(frozen=True)
+class StoreLayout:
+    """How collections a store creates lay out their data.
+
+    `quantization` "int8": dense vectors quantized to int8 in RAM, float32 originals on disk
+    for rescoring (None: float32 in RAM). `tenant_key`: the payload path tenants are told apart
+    by; a server indexes it as Qdrant's tenant index. `tenants_only`: every search names a
+    tenant, so a server builds HNSW graphs per tenant only (global `m=0`).
+    """
+
+    quantization: Quantization | None = None
+    tenant_key: str | None = None
+    tenants_only: bool = False
+
+
 @dataclass(frozen=True)
 class PointWrite:
     """One point to upsert."""

@@ -14,6 +14,7 @@ from archivist.rag.store.qdrant.backend import (
     QdrantBackend,
     ScoredPoint,
     SearchRequest,
+    StoreLayout,
 )
 from archivist.rag.store.qdrant.filter import Absent, Condition, IndexKind, Where
 from archivist.rag.store.qdrant.sparse import SPARSE_VECTOR, Bm25Stats, SparseVector
@@ -59,11 +60,15 @@ class ClientBackend(QdrantBackend):
 
     `owns_client` says whether close() closes it (not for a client the caller brought).
     Payload indexes created or found are remembered, so each is requested at most once.
+    Collections it creates follow Qdrant's multitenancy advice (see `create_collection`).
     """
 
-    def __init__(self, connect: Callable[[], AsyncQdrantClient], owns_client: bool) -> None:
+    def __init__(
+        self, connect: Callable[[], AsyncQdrantClient], owns_client: bool, layout: StoreLayout
+    ) -> None:
         self._connect = connect
         self._owns_client = owns_client
+        self._layout = layout
         self._client: AsyncQdrantClient | None = None
         self._indexes: dict[str, set[str]] = {}
 
@@ -96,18 +101,51 @@ class ClientBackend(QdrantBackend):
         return CollectionParams(vectors.size, vectors.distance.value, sparse)
 
     async def create_collection(self, name: str, params: CollectionParams) -> None:
+        """Create `name` laid out for many tenants: the tenant key gets a keyword index marked
+        `is_tenant` (the server keeps each tenant's points together) and HNSW links per tenant
+        (`payload_m`), the global graph only when searches may span tenants; with int8
+        quantization the originals go on disk and are read back to rescore."""
+        layout = self._layout
+        quantized = layout.quantization == "int8"
+        tenants = layout.tenant_key is not None
         await self.client.create_collection(
             name,
             vectors_config=models.VectorParams(
-                size=params.dimensions, distance=models.Distance(params.distance)
+                size=params.dimensions,
+                distance=models.Distance(params.distance),
+                on_disk=True if quantized else None,
             ),
             sparse_vectors_config=(
                 {SPARSE_VECTOR: models.SparseVectorParams(modifier=models.Modifier.IDF)}
                 if params.sparse
                 else None
             ),
+            hnsw_config=(
+                models.HnswConfigDiff(payload_m=16, m=0 if layout.tenants_only else None)
+                if tenants
+                else None
+            ),
+            quantization_config=(
+                models.ScalarQuantization(
+                    scalar=models.ScalarQuantizationConfig(
+                        type=models.ScalarType.INT8, quantile=0.99, always_ram=True
+                    )
+                )
+                if quantized
+                else None
+            ),
         )
         self._indexes[name] = set()
+        if layout.tenant_key is not None:
+            await self.client.create_payload_index(
+                name,
+                layout.tenant_key,
+                field_schema=models.KeywordIndexParams(
+                    type=models.KeywordIndexType.KEYWORD, is_tenant=True
+                ),
+                wait=True,
+            )
+            self._indexes[name].add(layout.tenant_key)
         await self.ensure_indexes(name, INTERNAL_INDEXES)
 
     async def delete_collection(self, name: str) -> None:

@@ -2,14 +2,13 @@
 
 Edge calls run inline on the event loop: qdrant-edge-py holds the GIL for the whole of every
 call, so `asyncio.to_thread` would not let the loop run meanwhile and only adds overhead.
-Long work is cut into bounded steps instead (writes arrive in batches, scrolls go page by page),
-and index building runs in a child process (see optimizer.py).
+Long work is cut into bounded steps instead: writes arrive in batches, scrolls go page by page,
+and an optimization indexes one new segment of bounded size (see optimizer.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import shutil
 import tempfile
 import uuid
@@ -28,18 +27,13 @@ from archivist.rag.store.qdrant.backend import (
     QdrantBackend,
     ScoredPoint,
     SearchRequest,
+    StoreLayout,
 )
-from archivist.rag.store.qdrant.edge.collection import SHARD_PREFIX, EdgeCollection
+from archivist.rag.store.qdrant.edge.collection import SHARD_PREFIX, EdgeCollection, edge_config
 from archivist.rag.store.qdrant.edge.meta import META_FILE, EdgeMeta, load_meta, save_meta
-from archivist.rag.store.qdrant.edge.optimizer import optimize_collection
-from archivist.rag.store.qdrant.edge.translate import edge_distance, edge_filter, edge_schema
+from archivist.rag.store.qdrant.edge.translate import edge_filter, edge_schema
 from archivist.rag.store.qdrant.filter import IndexKind, Where
 from archivist.rag.store.qdrant.sparse import SPARSE_VECTOR, Bm25Stats, SparseVector
-
-logger = logging.getLogger(__name__)
-
-RECORDED_POINTS_CAP = 20_000
-"""Points written during an optimization beyond which further writes wait for it to finish."""
 
 
 class EdgeBackend(QdrantBackend):
@@ -47,14 +41,18 @@ class EdgeBackend(QdrantBackend):
 
     A `path` is held with an exclusive StoreLock while open. A temporary directory outlives
     close() so the data is still there when the backend is opened again; it is removed when the
-    backend is garbage-collected or the interpreter exits. When a write leaves at least
-    `auto_optimize_threshold` more points unindexed than the last optimization did, an
-    optimization starts in the background (None: only on `optimize`).
+    backend is garbage-collected or the interpreter exits. Each collection's points are indexed
+    in segments of `segment_points`; with `auto_optimize` a write that fills a segment indexes it
+    at once (otherwise only `optimize` does). New collections take `layout`'s quantization.
     """
 
-    def __init__(self, path: Path | None, auto_optimize_threshold: int | None) -> None:
+    def __init__(
+        self, path: Path | None, segment_points: int, auto_optimize: bool, layout: StoreLayout
+    ) -> None:
         self._path = path
-        self._threshold = auto_optimize_threshold
+        self._layout = layout
+        self._segment_points = segment_points
+        self._auto_optimize = auto_optimize
         self._root: Path | None = None
         self._temporary: Path | None = None
         self._lock: StoreLock | None = None
@@ -81,15 +79,15 @@ class EdgeBackend(QdrantBackend):
             for directory in sorted(self._collections_dir.iterdir()):
                 meta = load_meta(directory) if directory.is_dir() else None
                 if meta is not None:
-                    self._collections[directory.name] = EdgeCollection(directory, meta)
+                    self._collections[directory.name] = EdgeCollection(
+                        directory, meta, self._segment_points
+                    )
         except BaseException:
             await self.close()
             raise
 
     async def close(self) -> None:
         try:
-            for collection in self._collections.values():
-                await _stop_optimization(collection)
             for collection in self._collections.values():
                 collection.close()
         finally:
@@ -118,24 +116,17 @@ class EdgeBackend(QdrantBackend):
             shutil.rmtree(directory)  # an earlier creation that never wrote its meta file
         directory.mkdir()
         shard_name = f"{SHARD_PREFIX}{uuid.uuid4().hex}"
-        config = edge.EdgeConfig(
-            vectors=edge.EdgeVectorParams(
-                size=params.dimensions, distance=edge_distance(params.distance)
-            ),
-            sparse_vectors=(
-                {SPARSE_VECTOR: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)}
-                if params.sparse
-                else None
-            ),
-            # Edge never optimizes on its own; this keeps every written point searchable
-            # before optimize() rather than deferring points of large unindexed segments.
-            optimizers=edge.EdgeOptimizersConfig(prevent_unoptimized=False),
-            # A temporary store need not survive a crash; without the WAL, writes go ~2x faster.
-            wal_enabled=self._path is not None,
+        meta = EdgeMeta(
+            params.dimensions,
+            params.distance,
+            shard_name,
+            sparse=params.sparse,
+            quantized=self._layout.quantization == "int8",
         )
+        # A temporary store need not survive a crash; without the WAL, writes go ~2x faster.
+        config = edge_config(meta, self._segment_points, wal=self._path is not None)
         shard = edge.EdgeShard.create(str(directory / shard_name), config)
-        meta = EdgeMeta(params.dimensions, params.distance, shard_name, sparse=params.sparse)
-        collection = EdgeCollection(directory, meta, shard)
+        collection = EdgeCollection(directory, meta, self._segment_points, shard)
         for path, kind in INTERNAL_INDEXES.items():
             collection.apply(edge.UpdateOperation.create_field_index(path, edge_schema(kind)))
             meta.indexes[path] = kind
@@ -145,29 +136,23 @@ class EdgeBackend(QdrantBackend):
 
     async def delete_collection(self, name: str) -> None:
         collection = self._collections.pop(name)
-        await _stop_optimization(collection)
-        async with collection.write_lock:
-            collection.close()
-            (collection.directory / META_FILE).unlink(missing_ok=True)
-            await asyncio.to_thread(shutil.rmtree, collection.directory, True)
+        collection.close()
+        (collection.directory / META_FILE).unlink(missing_ok=True)
+        await asyncio.to_thread(shutil.rmtree, collection.directory, True)
 
     async def ensure_indexes(self, name: str, indexes: Mapping[str, IndexKind]) -> None:
         collection = self._get(name)
         for path, kind in indexes.items():
-            if path not in collection.meta.indexes:
-                await _room_to_write(collection)
-                async with collection.write_lock:
-                    collection.add_index(path, kind)
+            collection.add_index(path, kind)
 
     async def upsert(self, name: str, points: Sequence[PointWrite]) -> None:
         collection = self._get(name)
         operation = edge.UpdateOperation.upsert_points(
             [edge.Point(point.id, _vectors(point), point.payload) for point in points]
         )
-        await _room_to_write(collection)
-        async with collection.write_lock:
-            collection.apply(operation, len(points))
-        self._maybe_optimize(collection)
+        collection.apply(operation)
+        if self._auto_optimize:
+            collection.optimize()  # a fraction of a millisecond unless a segment filled up
         await asyncio.sleep(0)  # let other tasks run between the batches of a bulk write
 
     async def delete(self, name: str, where: Where) -> None:
@@ -175,10 +160,9 @@ class EdgeBackend(QdrantBackend):
         if condition is None:
             raise ValueError("refusing to delete without a condition")
         collection = self._get(name)
-        operation = edge.UpdateOperation.delete_points_by_filter(condition)
-        await _room_to_write(collection)
-        async with collection.write_lock:
-            collection.apply(operation)
+        collection.apply(edge.UpdateOperation.delete_points_by_filter(condition))
+        if self._auto_optimize:
+            collection.optimize()  # vacuums a segment once enough of it was deleted
 
     async def search(self, name: str, request: SearchRequest) -> list[ScoredPoint]:
         condition = edge_filter(request.where)
@@ -263,23 +247,7 @@ class EdgeBackend(QdrantBackend):
         return [record.payload or {} for record in records]
 
     async def optimize(self, name: str) -> None:
-        collection = self._get(name)
-        while (running := collection.optimization) is not None and not running.done():
-            await asyncio.wait([running])
-        await self._start_optimization(collection)
-
-    def _start_optimization(self, collection: EdgeCollection) -> asyncio.Task[None]:
-        task = asyncio.create_task(optimize_collection(collection))
-        collection.optimization = task
-        return task
-
-    def _maybe_optimize(self, collection: EdgeCollection) -> None:
-        if self._threshold is None:
-            return
-        if collection.optimization is not None and not collection.optimization.done():
-            return
-        if collection.unindexed() - collection.unindexed_baseline >= self._threshold:
-            self._start_optimization(collection).add_done_callback(_report_failure)
+        self._get(name).optimize()
 
 
 def _sparse(vector: SparseVector) -> edge.SparseVector:
@@ -293,21 +261,3 @@ def _vectors(
     if point.sparse is None:
         return point.vector
     return {"": point.vector, SPARSE_VECTOR: _sparse(point.sparse)}
-
-
-async def _room_to_write(collection: EdgeCollection) -> None:
-    """Wait while an optimization has recorded as many writes as it may hold."""
-    while collection.recorded_points >= RECORDED_POINTS_CAP:
-        await collection.recording_done.wait()
-
-
-async def _stop_optimization(collection: EdgeCollection) -> None:
-    task = collection.optimization
-    if task is not None and not task.done():
-        task.cancel()
-        await asyncio.wait([task])
-
-
-def _report_failure(task: asyncio.Task[None]) -> None:
-    if not task.cancelled() and (error := task.exception()) is not None:
-        logger.warning("background optimization failed: %s", error)

@@ -2,40 +2,66 @@
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 from pathlib import Path
 
 import qdrant_edge as edge
 
 from archivist.rag.store.qdrant.edge.meta import EdgeMeta, save_meta
-from archivist.rag.store.qdrant.edge.translate import edge_schema
+from archivist.rag.store.qdrant.edge.optimizer import optimizers_config
+from archivist.rag.store.qdrant.edge.translate import edge_distance, edge_schema
 from archivist.rag.store.qdrant.filter import IndexKind
 from archivist.rag.store.qdrant.sparse import SPARSE_VECTOR
 
 SHARD_PREFIX = "shard-"
 
 
+def edge_config(meta: EdgeMeta, segment_points: int, wal: bool | None = None) -> edge.EdgeConfig:
+    """The shard configuration of the collection `meta` describes, with segments of
+    `segment_points` points (`wal` None: as the shard was created).
+
+    A quantized collection keeps int8 copies of its dense vectors in RAM for the graph search
+    and the float32 originals on disk, read back to rescore the best candidates.
+    """
+    return edge.EdgeConfig(
+        vectors=edge.EdgeVectorParams(
+            size=meta.dimensions,
+            distance=edge_distance(meta.distance),
+            on_disk=True if meta.quantized else None,
+        ),
+        quantization_config=(
+            edge.ScalarQuantizationConfig(type=edge.ScalarType.Int8, quantile=0.99, always_ram=True)
+            if meta.quantized
+            else None
+        ),
+        sparse_vectors=(
+            {SPARSE_VECTOR: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)}
+            if meta.sparse
+            else None
+        ),
+        optimizers=optimizers_config(meta.dimensions, segment_points),
+        wal_enabled=wal,
+    )
+
+
 class EdgeCollection:
     """A collection directory holding `meta.json` and the live shard directory it names.
 
-    While an optimization runs on a copy of the shard, every write applied here is also recorded,
-    so that it can be replayed on the optimized copy before that copy replaces the shard.
+    `segment_points` sizes the engine's segments (see optimizer.py); a shard made with other
+    settings is loaded with these.
     """
 
-    def __init__(self, directory: Path, meta: EdgeMeta, shard: edge.EdgeShard | None = None):
+    def __init__(
+        self,
+        directory: Path,
+        meta: EdgeMeta,
+        segment_points: int,
+        shard: edge.EdgeShard | None = None,
+    ):
         self.directory = directory
         self.meta = meta
+        self.segment_points = segment_points
         self._shard = shard
-        self.write_lock = asyncio.Lock()
-        """Held around every write, and by an optimization while it copies and swaps the shard."""
-        self.optimization: asyncio.Task[None] | None = None
-        self.unindexed_baseline = 0
-        """Points left unindexed by the last optimization (too small a segment to index)."""
-        self.recording_done = asyncio.Event()
-        self.recording_done.set()
-        self._recorded: list[edge.UpdateOperation] | None = None
-        self.recorded_points = 0
 
     @property
     def shard_dir(self) -> Path:
@@ -47,77 +73,31 @@ class EdgeCollection:
         """The live shard, loaded on first use."""
         if self._shard is None:
             self._remove_stale_shards()
-            self._shard = edge.EdgeShard.load(str(self.shard_dir))
+            config = edge_config(self.meta, self.segment_points)
+            self._shard = edge.EdgeShard.load(str(self.shard_dir), config)
         return self._shard
 
     def _remove_stale_shards(self) -> None:
-        # Left behind by an optimization that a crash interrupted.
+        # Copies left behind by optimizations of earlier versions that a crash interrupted.
         for entry in self.directory.glob(f"{SHARD_PREFIX}*"):
             if entry.name != self.meta.shard:
                 shutil.rmtree(entry, ignore_errors=True)
 
-    def apply(self, operation: edge.UpdateOperation, points: int = 0) -> None:
-        """Apply a write of `points` points (call with `write_lock` held)."""
+    def apply(self, operation: edge.UpdateOperation) -> None:
+        """Apply one write."""
         self.shard.update(operation)
-        if self._recorded is not None:
-            self._recorded.append(operation)
-            self.recorded_points += points
 
     def add_index(self, path: str, kind: IndexKind) -> None:
-        """Create a payload index on `path` unless one exists (call with `write_lock` held)."""
+        """Create a payload index on `path` unless one exists."""
         if path in self.meta.indexes:
             return
         self.apply(edge.UpdateOperation.create_field_index(path, edge_schema(kind)))
         self.meta.indexes[path] = kind
         save_meta(self.directory, self.meta)
 
-    def unindexed(self) -> int:
-        """How many points sit in segments without a dense vector index.
-
-        The engine's indexed count includes sparse vectors, which are always indexed.
-        """
-        info = self.shard.info()
-        indexed = info.indexed_vectors_count
-        if self.meta.sparse:
-            has_sparse = edge.Filter(must=[edge.HasVectorCondition(SPARSE_VECTOR)])
-            indexed -= self.shard.count(edge.CountRequest(exact=True, filter=has_sparse))
-        return max(0, info.points_count - indexed)
-
-    def start_recording(self) -> None:
-        """Record writes from now on (the shard was just copied)."""
-        self._recorded = []
-        self.recorded_points = 0
-        self.recording_done.clear()
-
-    def stop_recording(self) -> None:
-        """Forget recorded writes and wake writers waiting for room."""
-        self._recorded = None
-        self.recorded_points = 0
-        self.recording_done.set()
-
-    def swap_in(self, optimized: Path) -> Path:
-        """Make the shard at `optimized` live after replaying the recorded writes on it.
-
-        Returns the directory of the replaced shard. Runs without awaiting, so no read or write
-        of this event loop sees a half-swapped collection. Call with `write_lock` held.
-        """
-        replacement = edge.EdgeShard.load(str(optimized))
-        try:
-            for operation in self._recorded or []:
-                replacement.update(operation)
-            replacement.flush()
-        except BaseException:
-            replacement.close()
-            raise
-        previous_dir = self.shard_dir
-        previous = self._shard
-        self._shard = replacement
-        self.meta.shard = optimized.name
-        save_meta(self.directory, self.meta)
-        self.stop_recording()
-        if previous is not None:
-            previous.close()
-        return previous_dir
+    def optimize(self) -> bool:
+        """Index every segment that grew past the segment size; True if one was."""
+        return self.shard.optimize()
 
     def close(self) -> None:
         """Flush and close the shard if it is open."""

@@ -17,7 +17,8 @@ _FORMAT = 1
 @dataclass
 class EdgeMeta:
     """A collection's vector size and distance, its live shard directory, its payload indexes,
-    and (for collections with BM25 vectors) the chunk-length totals."""
+    (for collections with BM25 vectors) the chunk-length totals, and whether its dense vectors
+    are quantized (fixed when it is created)."""
 
     dimensions: int
     distance: str
@@ -26,6 +27,7 @@ class EdgeMeta:
     sparse: bool = False
     bm25_tokens: int = 0
     bm25_chunks: int = 0
+    quantized: bool = False
 
 
 def load_meta(directory: Path) -> EdgeMeta | None:
@@ -46,6 +48,7 @@ def load_meta(directory: Path) -> EdgeMeta | None:
         sparse=bool(data.get("sparse", False)),
         bm25_tokens=int(data.get("bm25_tokens", 0)),
         bm25_chunks=int(data.get("bm25_chunks", 0)),
+        quantized=bool(data.get("quantized", False)),
     )
 
 

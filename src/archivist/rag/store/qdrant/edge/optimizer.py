@@ -1,72 +1,32 @@
-"""Builds an Edge collection's HNSW index in a child process, off this process's event loop.
+"""The engine's own optimizer, set up so that indexing costs the same at any collection size.
 
-qdrant-edge-py holds the GIL for the whole of `EdgeShard.optimize()` (minutes at 100k x 384 on
-two cores), so neither the event loop nor a worker thread could run meanwhile. The child works on
-a copy of the shard; reads go on against the live shard, writes go on and are recorded, then the
-optimized copy (with the recorded writes replayed) replaces the live shard in one step.
+Written points go to one appendable segment. Once it holds `segment_points` vectors' worth of
+data, the engine's indexing threshold is crossed and `EdgeShard.optimize()` turns that segment
+into an indexed one; `max_segment_size` of the same size keeps the merge optimizer from folding
+indexed segments together again. So each optimization indexes only what is new, and a
+collection of N points ends up in about N / `segment_points` indexed segments.
 """
 
 from __future__ import annotations
 
-import asyncio
-import shutil
-import sys
-import uuid
-from pathlib import Path
+import qdrant_edge as edge
 
-from archivist.rag.store.qdrant.edge.collection import SHARD_PREFIX, EdgeCollection
-
-_CHILD = """\
-import os, sys
-from qdrant_edge import EdgeShard
-try:
-    os.nice(10)
-except OSError:
-    pass
-shard = EdgeShard.load(sys.argv[1])
-shard.optimize()
-shard.flush()
-shard.close()
-"""
+SEGMENT_POINTS = 20_000
+"""Points per indexed segment unless the store is told otherwise."""
 
 
-async def optimize_collection(collection: EdgeCollection) -> None:
-    """Index what `collection` holds unindexed; the collection stays readable and writable."""
-    work = collection.directory / f"{SHARD_PREFIX}{uuid.uuid4().hex}"
-    replaced: Path | None = None
-    try:
-        async with collection.write_lock:
-            collection.shard.flush()
-            await asyncio.to_thread(shutil.copytree, collection.shard_dir, work)
-            collection.start_recording()
-        await _run_child(work)
-        async with collection.write_lock:
-            replaced = collection.swap_in(work)
-    finally:
-        collection.stop_recording()
-        shutil.rmtree(work if replaced is None else replaced, ignore_errors=True)
-    collection.unindexed_baseline = collection.unindexed()
+def segment_kilobytes(dimensions: int, points: int) -> int:
+    """The engine's size unit (KB of dense float32 vectors) for `points` points."""
+    return max(1, points * dimensions * 4 // 1024)
 
 
-async def _run_child(shard_dir: Path) -> None:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        _CHILD,
-        str(shard_dir),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
+def optimizers_config(dimensions: int, segment_points: int) -> edge.EdgeOptimizersConfig:
+    """Optimizer settings that index each segment once it holds `segment_points` points.
+
+    `prevent_unoptimized=False` keeps every written point searchable (by exact scan) before it
+    is indexed, instead of hiding points of large unindexed segments.
+    """
+    size = segment_kilobytes(dimensions, segment_points)
+    return edge.EdgeOptimizersConfig(
+        max_segment_size=size, indexing_threshold=size, prevent_unoptimized=False
     )
-    try:
-        _, errors = await process.communicate()
-    except BaseException:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-        raise
-    if process.returncode != 0:
-        message = errors.decode(errors="replace").strip()[-2000:]
-        raise RuntimeError(
-            f"building the vector index failed (exit {process.returncode}): {message}"
-        )
