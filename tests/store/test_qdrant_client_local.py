@@ -15,6 +15,7 @@ from qdrant_client import AsyncQdrantClient
 
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.testing.hybrid_store import DiversitySearchConformance, HybridSearchConformance
+from archivist.testing.search_store import GroupingConformance
 from archivist.testing.store import DIMENSIONS, VectorStoreConformance, record, unit
 
 pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect in the local Qdrant")
@@ -34,7 +35,11 @@ async def store(client: AsyncQdrantClient) -> AsyncIterator[QdrantStore]:
 
 
 class TestQdrantClientLocalModeAsServerStandIn(
-    VectorStoreConformance, HybridSearchConformance, DiversitySearchConformance, QdrantOnlyCases
+    VectorStoreConformance,
+    HybridSearchConformance,
+    DiversitySearchConformance,
+    GroupingConformance,
+    QdrantOnlyCases,
 ):
     """Every conformance test through qdrant-client, local mode standing in for a server."""
 

@@ -14,6 +14,7 @@ from qdrant_cases import QdrantOnlyCases
 from archivist.rag.record import VectorRecord
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.testing.hybrid_store import DiversitySearchConformance, HybridSearchConformance
+from archivist.testing.search_store import GroupingConformance
 from archivist.testing.store import DIMENSIONS, VectorStoreConformance, record, texts, unit
 
 
@@ -24,7 +25,11 @@ async def store() -> AsyncIterator[QdrantStore]:
 
 
 class TestQdrantEdgeMemory(
-    VectorStoreConformance, HybridSearchConformance, DiversitySearchConformance, QdrantOnlyCases
+    VectorStoreConformance,
+    HybridSearchConformance,
+    DiversitySearchConformance,
+    GroupingConformance,
+    QdrantOnlyCases,
 ):
     """Every conformance test against the in-process engine in a temporary directory."""
 

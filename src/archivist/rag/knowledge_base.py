@@ -376,9 +376,11 @@ class KnowledgeBase:
         by default hybrid where the collection supports it, and dense when `score_threshold`
         is given (a similarity threshold means nothing for fused scores). DataBlock queries
         always search the dense side. `max_per_document` keeps at most that many chunks of one
-        document, so one long file cannot fill every slot. `diversity` (0..1, stores with
-        `supports_diversity`) picks results by maximal marginal relevance in the store: hits
-        then come in that order (by rank across queries), each scored by similarity.
+        document, so one long file cannot fill every slot; `top_k` hits still come back when
+        that many documents match (the store groups by document, or deeper pages are fetched).
+        `diversity` (0..1, stores with `supports_diversity`) picks results by maximal marginal
+        relevance in the store: hits then come in that order (by rank across queries), each
+        scored by similarity.
         """
         check_positive_int(top_k, "top_k")
         if score_threshold is not None and not math.isfinite(score_threshold):
@@ -395,23 +397,30 @@ class KnowledgeBase:
             return []
         await self.ensure_collection()
         chosen = await self._search_mode(mode, score_threshold)
-        depth = top_k if max_per_document is None else top_k * _COLLAPSE_FANOUT
-        hits_per_query = await self._run_queries(
-            usable, chosen, depth, diversity, defaulted=mode is None
+        grouped = (
+            max_per_document is not None
+            and diversity is None
+            and self.vector_store.supports_grouping
         )
-        # Each hit's sort key: by score, or (MMR) by its rank in its query's results.
-        best: dict[tuple[str, int], tuple[tuple[float, float], VectorSearchResult]] = {}
-        for hits in hits_per_query:
-            for position, hit in enumerate(hits):
-                if score_threshold is not None and hit.score < score_threshold:
-                    continue
-                order = (-hit.score, 0.0) if diversity is None else (position, -hit.score)
-                key = (hit.document_id, hit.chunk.chunk_index)
-                if key not in best or order < best[key][0]:
-                    best[key] = (order, hit)
-        ranked = [hit for _, hit in sorted(best.values(), key=lambda item: item[0])]
-        if max_per_document is not None:
+        depth = top_k if max_per_document is None or grouped else top_k * _COLLAPSE_FANOUT
+        while True:
+            hits_per_query = await self._run_queries(
+                usable,
+                chosen,
+                depth,
+                diversity,
+                defaulted=mode is None,
+                max_per_document=max_per_document if grouped else None,
+            )
+            ranked = _merge(hits_per_query, score_threshold, diversity)
+            if max_per_document is None:
+                break
             ranked = _collapse(ranked, max_per_document)
+            # A store that cannot group: fetch deeper until full or out of candidates.
+            exhausted = all(len(hits) < depth for hits in hits_per_query)
+            if grouped or len(ranked) >= top_k or exhausted:
+                break
+            depth *= _COLLAPSE_FANOUT
         return ranked[:top_k]
 
     async def _search_mode(self, mode: SearchMode | None, threshold: float | None) -> SearchMode:
@@ -449,6 +458,7 @@ class KnowledgeBase:
         diversity: float | None,
         *,
         defaulted: bool = False,
+        max_per_document: int | None = None,
     ) -> list[list[VectorSearchResult]]:
         """Each query's hits: text in `mode`, DataBlocks by their dense vector.
 
@@ -477,6 +487,8 @@ class KnowledgeBase:
             vectors = list((await self.embedding_model(to_embed, input_type="query")).embeddings)
         embedded = iter(vectors)
         extra: dict[str, Any] = {} if diversity is None else {"diversity": diversity}
+        if max_per_document is not None:
+            extra["max_per_document"] = max_per_document
         if self.metadata_filter is not None:  # by keyword, and only when there is one
             extra["metadata_filter"] = self.metadata_filter
         searches = []
@@ -726,6 +738,25 @@ _UNREADABLE_SAMPLE_CHUNKS = 16
 """Leading chunks of a streamed document sampled for unknown tokens."""
 _COLLAPSE_FANOUT = 4
 """Candidates fetched per result slot when results are collapsed per document."""
+
+
+def _merge(
+    hits_per_query: list[list[VectorSearchResult]],
+    score_threshold: float | None,
+    diversity: float | None,
+) -> list[VectorSearchResult]:
+    """The hits of all queries, thresholded, one per (document, chunk), best first: by score,
+    or (MMR) by rank in its query's results."""
+    best: dict[tuple[str, int], tuple[tuple[float, float], VectorSearchResult]] = {}
+    for hits in hits_per_query:
+        for position, hit in enumerate(hits):
+            if score_threshold is not None and hit.score < score_threshold:
+                continue
+            order = (-hit.score, 0.0) if diversity is None else (position, -hit.score)
+            key = (hit.document_id, hit.chunk.chunk_index)
+            if key not in best or order < best[key][0]:
+                best[key] = (order, hit)
+    return [hit for _, hit in sorted(best.values(), key=lambda item: item[0])]
 
 
 def _collapse(ranked: list[VectorSearchResult], per_document: int) -> list[VectorSearchResult]:

@@ -95,12 +95,16 @@ class VectorStoreBase(AsyncClosable, ABC):
         """The `top_k` nearest chunks matching `metadata_filter`, best first.
 
         Stores whose `search_modes` offer "sparse" or "hybrid" also take keyword arguments
-        `query_text: str` and `mode`, and stores with `supports_diversity` a `diversity`
-        (maximal marginal relevance); they are never passed to stores that do not.
+        `query_text: str` and `mode`, stores with `supports_diversity` a `diversity`
+        (maximal marginal relevance), and stores with `supports_grouping` a
+        `max_per_document`; they are never passed to stores that do not.
         """
 
     supports_diversity: bool = False
     """Whether `search` takes `diversity` (results picked by maximal marginal relevance)."""
+    supports_grouping: bool = False
+    """Whether `search` takes `max_per_document` and then still returns `top_k` results
+    whenever that many documents match (grouped by the engine, or paged until full)."""
 
     async def search_modes(self, collection: str) -> tuple[SearchMode, ...]:
         """The search modes `collection` supports; dense vectors only, unless overridden."""

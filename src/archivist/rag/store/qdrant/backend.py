@@ -64,7 +64,8 @@ class SearchRequest:
     With both, each side prefetches its best `depth` points within `where`, and the engine
     fuses the two lists into the best `limit`. With a `diversity` (0..1, needs `dense`), the
     engine instead picks from those candidates by maximal marginal relevance on the dense
-    vectors, trading relevance for dissimilarity to what was already picked.
+    vectors, trading relevance for dissimilarity to what was already picked. With a
+    `group_size`, at most that many of the `limit` points share a document id.
     """
 
     limit: int
@@ -74,6 +75,9 @@ class SearchRequest:
     fusion: Fusion = "dbsf"
     depth: int = 0
     diversity: float | None = None
+    group_size: int | None = None
+    lower_first: bool = False
+    """Whether lower scores rank first (dense search by a distance such as Euclid)."""
 
 
 @dataclass(frozen=True)

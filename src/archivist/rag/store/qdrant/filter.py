@@ -33,7 +33,15 @@ class Absent:
     key: str
 
 
-Condition = Match | Absent
+@dataclass(frozen=True)
+class AnyOf:
+    """Payload field at `key` equals one of `values` (keywords or integers)."""
+
+    key: str
+    values: tuple[str, ...] | tuple[int, ...]
+
+
+Condition = Match | Absent | AnyOf
 
 
 @dataclass(frozen=True)

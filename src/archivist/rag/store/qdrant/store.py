@@ -101,6 +101,7 @@ class QdrantStore(VectorStoreBase):
     SCROLL_PAGE = 1024
     """Points per page when reading many payloads."""
     supports_diversity = True
+    supports_grouping = True
     HYBRID_DEPTH = 100
     """Points each side of a hybrid search fetches before fusion (at least `top_k`): score
     fusion estimates each side's score distribution from these lists."""
@@ -411,6 +412,7 @@ class QdrantStore(VectorStoreBase):
         query_text: str | None = None,
         mode: SearchMode = "dense",
         diversity: float | None = None,
+        max_per_document: int | None = None,
     ) -> list[VectorSearchResult]:
         """The `top_k` best chunks within `metadata_filter`, by `mode`:
 
@@ -419,7 +421,8 @@ class QdrantStore(VectorStoreBase):
         Dense scores are similarities; fused scores only order the results. With `diversity`
         (0 = relevance only .. 1 = diversity only; dense and hybrid), the engine picks the
         results from the candidates by maximal marginal relevance: they come back in that
-        order, each scored by its similarity to the query.
+        order, each scored by its similarity to the query. With `max_per_document`, at most
+        that many chunks of one document (the engine groups by document; without diversity).
         """
         check_collection_name(collection)
         check_positive_int(top_k, "top_k")
@@ -427,6 +430,10 @@ class QdrantStore(VectorStoreBase):
         check_diversity(diversity)
         if diversity is not None and mode == "sparse":
             raise ValueError("diversity needs dense vectors: use mode='dense' or 'hybrid'")
+        if max_per_document is not None:
+            check_positive_int(max_per_document, "max_per_document")
+            if diversity is not None:
+                raise ValueError("max_per_document cannot be combined with diversity")
         matches = metadata_matches(metadata_filter)
         params = await self._params_of(collection)
         if params is None:
@@ -459,6 +466,8 @@ class QdrantStore(VectorStoreBase):
             fusion=self._fusion,
             depth=max(top_k, self.HYBRID_DEPTH),
             diversity=diversity,
+            group_size=max_per_document,
+            lower_first=sparse is None and higher_is_better(params.distance, 1.0) < 0,
         )
         hits = await self._open().search(collection, request)
         by_distance = sparse is None or diversity is not None

@@ -15,7 +15,8 @@ from archivist.rag.store.qdrant.backend import (
     ScoredPoint,
     SearchRequest,
 )
-from archivist.rag.store.qdrant.filter import Absent, Condition, IndexKind, Where
+from archivist.rag.store.qdrant.filter import Absent, AnyOf, Condition, IndexKind, Where
+from archivist.rag.store.qdrant.layout import DOCUMENT_ID
 from archivist.rag.store.qdrant.sparse import SPARSE_VECTOR, Bm25Stats, SparseVector
 
 _STATS_KEY = "archivist_bm25"
@@ -31,6 +32,8 @@ _SCHEMAS: dict[IndexKind, models.PayloadSchemaType] = {
 def _condition(match: Condition) -> models.FieldCondition | models.IsEmptyCondition:
     if isinstance(match, Absent):
         return models.IsEmptyCondition(is_empty=models.PayloadField(key=match.key))
+    if isinstance(match, AnyOf):
+        return models.FieldCondition(key=match.key, match=models.MatchAny(any=list(match.values)))
     return models.FieldCondition(key=match.key, match=models.MatchValue(value=match.value))
 
 
@@ -168,6 +171,23 @@ class ClientBackend(QdrantBackend):
                 models.Prefetch(query=side, using=side_using, limit=request.depth, filter=condition)
                 for side, side_using in sides
             ]
+        if request.group_size is not None:
+            # Groups come best first, each holding its best points: the best `limit` points
+            # with at most `group_size` per document all lie in the first `limit` groups.
+            grouped = await self.client.query_points_groups(
+                name,
+                group_by=DOCUMENT_ID,
+                query=query,
+                using=using,
+                prefetch=prefetch,
+                limit=request.limit,
+                group_size=request.group_size,
+                query_filter=condition,
+                with_payload=True,
+            )
+            points = [point for group in grouped.groups for point in group.hits]
+            points.sort(key=lambda point: point.score, reverse=not request.lower_first)
+            return [ScoredPoint(p.score, p.payload or {}) for p in points[: request.limit]]
         response = await self.client.query_points(
             name,
             query=query,

@@ -7,6 +7,7 @@ import qdrant_edge as edge
 
 from archivist.rag.store.qdrant.filter import (
     Absent,
+    AnyOf,
     Condition,
     IndexKind,
     Where,
@@ -48,6 +49,9 @@ def _match_value(value: FilterValue) -> edge.MatchValue:
 def _condition(match: Condition) -> edge.FieldCondition | edge.IsEmptyCondition:
     if isinstance(match, Absent):
         return edge.IsEmptyCondition(key=match.key)
+    if isinstance(match, AnyOf):
+        values: list[str] | list[int] = list(match.values)  # type: ignore[assignment]
+        return edge.FieldCondition(key=match.key, match=edge.MatchAny(values))
     return edge.FieldCondition(key=match.key, match=_match_value(match.value))
 
 
