@@ -15,7 +15,7 @@ from qdrant_client import AsyncQdrantClient
 
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.testing.hybrid_store import DiversitySearchConformance, HybridSearchConformance
-from archivist.testing.search_store import GroupingConformance
+from archivist.testing.search_store import GroupingConformance, SearchFilterConformance
 from archivist.testing.store import DIMENSIONS, VectorStoreConformance, record, unit
 
 pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect in the local Qdrant")
@@ -39,6 +39,7 @@ class TestQdrantClientLocalModeAsServerStandIn(
     HybridSearchConformance,
     DiversitySearchConformance,
     GroupingConformance,
+    SearchFilterConformance,
     QdrantOnlyCases,
 ):
     """Every conformance test through qdrant-client, local mode standing in for a server."""

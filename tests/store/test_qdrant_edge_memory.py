@@ -14,7 +14,7 @@ from qdrant_cases import QdrantOnlyCases
 from archivist.rag.record import VectorRecord
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.testing.hybrid_store import DiversitySearchConformance, HybridSearchConformance
-from archivist.testing.search_store import GroupingConformance
+from archivist.testing.search_store import GroupingConformance, SearchFilterConformance
 from archivist.testing.store import DIMENSIONS, VectorStoreConformance, record, texts, unit
 
 
@@ -29,6 +29,7 @@ class TestQdrantEdgeMemory(
     HybridSearchConformance,
     DiversitySearchConformance,
     GroupingConformance,
+    SearchFilterConformance,
     QdrantOnlyCases,
 ):
     """Every conformance test against the in-process engine in a temporary directory."""

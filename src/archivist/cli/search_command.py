@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import shutil
+from datetime import datetime
 from typing import Any
+
+from pydantic import ValidationError
 
 from archivist.cli.output import display_path, print_json, wrap
 from archivist.cli.session import (
@@ -18,6 +21,7 @@ from archivist.cli.session import (
 from archivist.message import TextBlock
 from archivist.rag import VectorSearchResult
 from archivist.rag.citation import location
+from archivist.rag.store.search_filter import SearchFilter, parse_bound, parse_where
 
 
 def add_search_command(commands: Any) -> None:
@@ -49,9 +53,65 @@ def add_search_command(commands: Any) -> None:
         metavar="D",
         help="0..1: pick passages by maximal marginal relevance (0 = most relevant only)",
     )
+    narrow = cmd.add_argument_group("filters (applied before ranking; repeat an option for any of)")
+    narrow.add_argument(
+        "--path",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="file name ('*.md') or path ('/usr/share/doc/*') glob",
+    )
+    narrow.add_argument(
+        "--type", action="append", default=[], metavar="EXT", help="file extension (md, pdf)"
+    )
+    narrow.add_argument(
+        "--since",
+        type=since_date,
+        default=None,
+        metavar="DATE",
+        help="files modified on or after DATE (2024-05-01 or an ISO 8601 time)",
+    )
+    narrow.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="metadata equality, or KEY>=V / KEY<V ... on numbers and dates",
+    )
     add_json_argument(cmd)
     add_common_arguments(cmd)
     cmd.set_defaults(handler=run_search)
+
+
+def since_date(text: str) -> datetime:
+    """argparse type: an ISO 8601 date or date-time (UTC unless it says otherwise)."""
+    try:
+        bound = parse_bound(text)
+    except ValueError:
+        bound = 0.0
+    if not isinstance(bound, datetime):
+        raise argparse.ArgumentTypeError(f"must be a date like 2024-05-01, got {text!r}")
+    return bound
+
+
+def search_filter_of(args: argparse.Namespace) -> SearchFilter | None:
+    """The filters given on the command line, or None; CLIError naming the option if bad."""
+    try:
+        where = parse_where(args.where)
+    except ValueError as error:
+        raise CLIError(str(error)) from None
+    for option, values in (("--path", args.path), ("--type", args.type)):
+        try:
+            SearchFilter.model_validate({option.removeprefix("--") + "s": values})
+        except ValidationError as error:
+            message = str(error.errors()[0]["msg"]).removeprefix("Value error, ")
+            raise CLIError(f"{option}: {message}") from None
+    try:
+        found = SearchFilter(paths=args.path, types=args.type, since=args.since, where=where)
+    except ValidationError as error:
+        message = str(error.errors()[0]["msg"]).removeprefix("Value error, ")
+        raise CLIError(f"--where: {message}") from None
+    return None if found.is_empty else found
 
 
 def hit_json(rank: int, hit: VectorSearchResult) -> dict[str, Any]:
@@ -75,6 +135,7 @@ def hit_json(rank: int, hit: VectorSearchResult) -> dict[str, Any]:
 
 async def run_search(args: argparse.Namespace) -> int:
     """Print the best hits; an empty knowledge base is reported, not a silent blank."""
+    search_filter = search_filter_of(args)
     async with open_session(args, create=False) as session:
         hits = await session.kb.search(
             args.query,
@@ -83,6 +144,7 @@ async def run_search(args: argparse.Namespace) -> int:
             mode=args.mode,
             max_per_document=args.max_per_document,
             diversity=args.diversity,
+            search_filter=search_filter,
         )
         if not hits and not await session.kb.list_documents():
             raise CLIError(

@@ -7,11 +7,18 @@ import json
 import logging
 import math
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from archivist.message import DataBlock, TextBlock
 from archivist.rag.document import Chunk
@@ -25,6 +32,7 @@ from archivist.rag.store.base import (
     delete_in_scope,
 )
 from archivist.rag.store.generations import GenerationInfo, document_problem
+from archivist.rag.store.search_filter import SearchFilter
 from archivist.validation import (
     check_document_id,
     check_metadata_filter,
@@ -368,6 +376,7 @@ class KnowledgeBase:
         mode: SearchMode | None = None,
         max_per_document: int | None = None,
         diversity: float | None = None,
+        search_filter: SearchFilter | Mapping[str, Any] | None = None,
     ) -> list[VectorSearchResult]:
         """Best chunks for `queries`, each searched on its own, then thresholded, deduplicated
         by (document, chunk), sorted by score and cut to `top_k`.
@@ -380,7 +389,8 @@ class KnowledgeBase:
         that many documents match (the store groups by document, or deeper pages are fetched).
         `diversity` (0..1, stores with `supports_diversity`) picks results by maximal marginal
         relevance in the store: hits then come in that order (by rank across queries), each
-        scored by similarity.
+        scored by similarity. `search_filter` (a `SearchFilter` or its dict form: `paths`,
+        `types`, `since`, `where`) narrows the search inside the store, before ranking.
         """
         check_positive_int(top_k, "top_k")
         if score_threshold is not None and not math.isfinite(score_threshold):
@@ -392,6 +402,7 @@ class KnowledgeBase:
             raise ValueError(
                 f"{type(self.vector_store).__name__} does not support diversity (MMR) search"
             )
+        narrowing = self._check_search_filter(search_filter)
         usable = self._usable_queries(queries)
         if not usable:
             return []
@@ -411,6 +422,7 @@ class KnowledgeBase:
                 diversity,
                 defaulted=mode is None,
                 max_per_document=max_per_document if grouped else None,
+                search_filter=narrowing,
             )
             ranked = _merge(hits_per_query, score_threshold, diversity)
             if max_per_document is None:
@@ -459,6 +471,7 @@ class KnowledgeBase:
         *,
         defaulted: bool = False,
         max_per_document: int | None = None,
+        search_filter: SearchFilter | None = None,
     ) -> list[list[VectorSearchResult]]:
         """Each query's hits: text in `mode`, DataBlocks by their dense vector.
 
@@ -489,6 +502,8 @@ class KnowledgeBase:
         extra: dict[str, Any] = {} if diversity is None else {"diversity": diversity}
         if max_per_document is not None:
             extra["max_per_document"] = max_per_document
+        if search_filter is not None:
+            extra["search_filter"] = search_filter
         if self.metadata_filter is not None:  # by keyword, and only when there is one
             extra["metadata_filter"] = self.metadata_filter
         searches = []
@@ -509,6 +524,28 @@ class KnowledgeBase:
                     )
                 )
         return list(await asyncio.gather(*searches))
+
+    def _check_search_filter(
+        self, search_filter: SearchFilter | Mapping[str, Any] | None
+    ) -> SearchFilter | None:
+        """`search_filter` as a SearchFilter (None when it lets everything through)."""
+        if search_filter is None:
+            return None
+        if not isinstance(search_filter, SearchFilter):
+            if not isinstance(search_filter, Mapping):
+                raise TypeError("search_filter must be a SearchFilter or a dict")
+            try:
+                search_filter = SearchFilter.model_validate(dict(search_filter))
+            except ValidationError as error:
+                raise ValueError(f"search_filter: {_first_error(error)}") from None
+        if search_filter.is_empty:
+            return None
+        if not self.vector_store.supports_search_filter:
+            raise ValueError(
+                f"{type(self.vector_store).__name__} does not support search filters "
+                "(paths, types, since, where)"
+            )
+        return search_filter
 
     def _unreadable(self, text: str) -> bool:
         """Whether the model's vocabulary misses so much of `text` that its vector is noise."""
@@ -738,6 +775,14 @@ _UNREADABLE_SAMPLE_CHUNKS = 16
 """Leading chunks of a streamed document sampled for unknown tokens."""
 _COLLAPSE_FANOUT = 4
 """Candidates fetched per result slot when results are collapsed per document."""
+
+
+def _first_error(error: ValidationError) -> str:
+    """The first problem of a validation error as `field: message`."""
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    message = str(first["msg"]).removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message
 
 
 def _merge(

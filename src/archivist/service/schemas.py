@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any
+from datetime import UTC, date, datetime
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from archivist.rag.ingest import HASH_KEY, PATH_KEY, PIPELINE_KEY
+from archivist.rag.store.search_filter import Range, SearchFilter
+from archivist.rag.tenant import TENANT_KEY
 from archivist.service.catalog import DocumentRecord, KBRecord, Status
+
+SERVICE_KEYS = frozenset({PATH_KEY, HASH_KEY, PIPELINE_KEY, TENANT_KEY})
+"""Chunk metadata the service keeps for itself: never exposed, never searched by."""
 
 KB_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
@@ -125,6 +131,36 @@ class SearchRequest(BaseModel):
 
     query: str = Field(min_length=1, max_length=4000)
     top_k: int = Field(default=5, ge=1, le=100)
+    max_per_document: int | None = Field(default=None, ge=1, le=100)
+    """At most this many chunks of one document (and still `top_k` when enough match)."""
+    path: list[Annotated[str, Field(min_length=1, max_length=500)]] = Field(
+        default=[], max_length=20
+    )
+    """File-name globs ("*.pdf", "report-*"), any of which the document's name matches."""
+    type: list[Annotated[str, Field(min_length=1, max_length=17)]] = Field(
+        default=[], max_length=20
+    )
+    """File extensions ("pdf", "md"), any of which the document's name ends with."""
+    since: datetime | date | None = None
+    """Only documents uploaded (or changed) on or after this date or time."""
+    where: dict[str, str | int | bool | Range | None] = Field(default={}, max_length=20)
+    """Chunk metadata equality, or number/date bounds: `{"page": {"gte": 3}}`."""
+
+    @model_validator(mode="after")
+    def _filter_is_valid(self) -> SearchRequest:
+        if any("/" in glob or "\\" in glob for glob in self.path):
+            raise ValueError("path: globs match file names here, without '/'")
+        internal = sorted(set(self.where) & SERVICE_KEYS)
+        if internal:
+            raise ValueError(f"where: {internal} are internal keys and cannot be searched")
+        self.search_filter()
+        return self
+
+    def search_filter(self) -> SearchFilter:
+        """The filters of the body as the store-neutral value."""
+        return SearchFilter(
+            paths=tuple(self.path), types=tuple(self.type), since=self.since, where=self.where
+        )
 
 
 class Hit(BaseModel):

@@ -96,8 +96,9 @@ class VectorStoreBase(AsyncClosable, ABC):
 
         Stores whose `search_modes` offer "sparse" or "hybrid" also take keyword arguments
         `query_text: str` and `mode`, stores with `supports_diversity` a `diversity`
-        (maximal marginal relevance), and stores with `supports_grouping` a
-        `max_per_document`; they are never passed to stores that do not.
+        (maximal marginal relevance), stores with `supports_grouping` a `max_per_document`,
+        and stores with `supports_search_filter` a `search_filter` (a `SearchFilter`, applied
+        natively before ranking); they are never passed to stores that do not.
         """
 
     supports_diversity: bool = False
@@ -105,6 +106,8 @@ class VectorStoreBase(AsyncClosable, ABC):
     supports_grouping: bool = False
     """Whether `search` takes `max_per_document` and then still returns `top_k` results
     whenever that many documents match (grouped by the engine, or paged until full)."""
+    supports_search_filter: bool = False
+    """Whether `search` takes `search_filter` (paths, types, since, metadata ranges)."""
 
     async def search_modes(self, collection: str) -> tuple[SearchMode, ...]:
         """The search modes `collection` supports; dense vectors only, unless overridden."""

@@ -9,14 +9,12 @@ from fastapi import APIRouter
 from archivist.message import TextBlock
 from archivist.rag import VectorSearchResult
 from archivist.rag.citation import citation
-from archivist.rag.ingest import HASH_KEY, PATH_KEY, PIPELINE_KEY
 from archivist.service.dependencies import KB, State
-from archivist.service.schemas import Hit, Problem, SearchRequest, SearchResponse
-from archivist.service.vectors import TENANT_KEY
+from archivist.service.schemas import SERVICE_KEYS, Hit, Problem, SearchRequest, SearchResponse
 
 router = APIRouter(prefix="/v1/knowledge-bases", tags=["search"])
 
-INTERNAL_KEYS = frozenset({PATH_KEY, HASH_KEY, PIPELINE_KEY, TENANT_KEY})
+INTERNAL_KEYS = SERVICE_KEYS
 
 
 def public_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
@@ -41,5 +39,10 @@ def hit_of(result: VectorSearchResult) -> Hit:
 @router.post("/{name}/search", responses={404: {"model": Problem}})
 async def search(body: SearchRequest, kb: KB, state: State) -> SearchResponse:
     """The `top_k` chunks of the knowledge base closest to `query`, best first."""
-    results = await state.handle(kb).search(body.query, top_k=body.top_k)
+    results = await state.handle(kb).search(
+        body.query,
+        top_k=body.top_k,
+        max_per_document=body.max_per_document,
+        search_filter=body.search_filter(),
+    )
     return SearchResponse(hits=[hit_of(result) for result in results])

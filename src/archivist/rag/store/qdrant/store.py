@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import os
 from collections.abc import AsyncIterable, Callable, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
@@ -35,17 +36,24 @@ from archivist.rag.store.qdrant.backend import (
 )
 from archivist.rag.store.qdrant.edge.backend import EdgeBackend
 from archivist.rag.store.qdrant.filter import (
+    Absent,
+    AnyOf,
+    Between,
     Condition,
+    Either,
+    IndexKind,
     Match,
     Where,
     index_kind,
     metadata_matches,
+    metadata_path,
 )
 from archivist.rag.store.qdrant.keyed_lock import KeyedLocks
 from archivist.rag.store.qdrant.layout import (
     CHUNK_INDEX,
     DOCUMENT_ID,
     GENERATION,
+    SOURCE,
     SUMMARY_FIELDS,
     TOTAL_CHUNKS,
     chunk_from,
@@ -53,6 +61,13 @@ from archivist.rag.store.qdrant.layout import (
 )
 from archivist.rag.store.qdrant.points import points_for
 from archivist.rag.store.qdrant.sparse import Bm25Encoder, TermCounts
+from archivist.rag.store.search_filter import (
+    INDEXED_AT_KEY,
+    MODIFIED_KEY,
+    PATH_KEY,
+    Range,
+    SearchFilter,
+)
 from archivist.validation import (
     check_collection_name,
     check_document_id,
@@ -102,6 +117,7 @@ class QdrantStore(VectorStoreBase):
     """Points per page when reading many payloads."""
     supports_diversity = True
     supports_grouping = True
+    supports_search_filter = True
     HYBRID_DEPTH = 100
     """Points each side of a hybrid search fetches before fusion (at least `top_k`): score
     fusion estimates each side's score distribution from these lists."""
@@ -219,6 +235,55 @@ class QdrantStore(VectorStoreBase):
         kinds = {m.key: index_kind(m.value) for m in matches if isinstance(m, Match)}
         await self._open().ensure_indexes(collection, kinds)
         return Where(matches)
+
+    async def _narrowed(
+        self, collection: str, scope: Where, search_filter: SearchFilter
+    ) -> Where | None:
+        """`scope` narrowed by `search_filter` as native conditions (payload indexes made
+        once per field), or None when nothing can match. Path globs and types are resolved
+        against the distinct `source` and `path` values within `scope` (a facet), and then
+        matched by value."""
+        backend = self._open()
+        conditions: list[Condition] = []
+        indexes: dict[str, IndexKind] = {}
+        if search_filter.paths or search_filter.types:
+            path = metadata_path(PATH_KEY)
+            indexes.update({SOURCE: "keyword", path: "keyword"})
+            await backend.ensure_indexes(collection, indexes)
+            total = await backend.count(collection, scope)
+            options = []
+            for key in (SOURCE, path):
+                values = await backend.facet(collection, key, scope, limit=max(total, 1))
+                chosen = tuple(sorted(v for v in values if search_filter.path_matches(v)))
+                if chosen:
+                    options.append(Where((AnyOf(key, chosen),)))
+            if not options:
+                return None
+            conditions.append(Either(tuple(options)))
+        if search_filter.since is not None:
+            since = search_filter.since.isoformat()
+            modified, indexed = metadata_path(MODIFIED_KEY), metadata_path(INDEXED_AT_KEY)
+            indexes.update({modified: "datetime", indexed: "datetime"})
+            conditions.append(
+                Either(
+                    (
+                        Where((Between(modified, gte=since, dates=True),)),
+                        Where((Absent(modified), Between(indexed, gte=since, dates=True))),
+                    )
+                )
+            )
+        for key, wanted in search_filter.where.items():
+            field = metadata_path(key)
+            if isinstance(wanted, Range):
+                conditions.append(_between(field, wanted))
+                indexes.setdefault(field, "datetime" if wanted.is_dates else "float")
+            elif wanted is None:
+                conditions.append(Absent(field))
+            else:
+                conditions.append(Match(field, wanted))
+                indexes.setdefault(field, index_kind(wanted))
+        await backend.ensure_indexes(collection, indexes)
+        return Where(scope.must + tuple(conditions), scope.must_not)
 
     async def create_collection(self, name: str, dimensions: int, *, sparse: bool = True) -> None:
         """Create collection `name` for `dimensions`-d vectors, with BM25 vectors for hybrid
@@ -413,8 +478,9 @@ class QdrantStore(VectorStoreBase):
         mode: SearchMode = "dense",
         diversity: float | None = None,
         max_per_document: int | None = None,
+        search_filter: SearchFilter | None = None,
     ) -> list[VectorSearchResult]:
-        """The `top_k` best chunks within `metadata_filter`, by `mode`:
+        """The `top_k` best chunks within `metadata_filter` and `search_filter`, by `mode`:
 
         "dense" ranks by `query_vector`; "sparse" by BM25 of `query_text`; "hybrid" runs both
         and fuses them in the engine. Sparse and hybrid need a collection with BM25 vectors.
@@ -435,6 +501,8 @@ class QdrantStore(VectorStoreBase):
             if diversity is not None:
                 raise ValueError("max_per_document cannot be combined with diversity")
         matches = metadata_matches(metadata_filter)
+        if search_filter is not None and not isinstance(search_filter, SearchFilter):
+            raise TypeError("search_filter must be a SearchFilter")
         params = await self._params_of(collection)
         if params is None:
             return []
@@ -458,6 +526,11 @@ class QdrantStore(VectorStoreBase):
                     return []  # no searchable term in the query
                 sparse = None
         scope = await self._indexed(collection, matches)
+        if search_filter is not None and not search_filter.is_empty:
+            narrowed = await self._narrowed(collection, scope, search_filter)
+            if narrowed is None:
+                return []
+            scope = narrowed
         request = SearchRequest(
             limit=top_k,
             where=scope,
@@ -596,6 +669,20 @@ class QdrantStore(VectorStoreBase):
                     collection, scope.also(Match(GENERATION, stale.generation))
                 )
         return remove
+
+
+def _between(key: str, wanted: Range) -> Between:
+    def bound(value: float | datetime | None) -> float | str | None:
+        return value.isoformat() if isinstance(value, datetime) else value
+
+    return Between(
+        key,
+        gte=bound(wanted.gte),
+        gt=bound(wanted.gt),
+        lte=bound(wanted.lte),
+        lt=bound(wanted.lt),
+        dates=wanted.is_dates,
+    )
 
 
 def _check_fusion(fusion: object) -> Fusion:

@@ -15,7 +15,15 @@ from archivist.rag.store.qdrant.backend import (
     ScoredPoint,
     SearchRequest,
 )
-from archivist.rag.store.qdrant.filter import Absent, AnyOf, Condition, IndexKind, Where
+from archivist.rag.store.qdrant.filter import (
+    Absent,
+    AnyOf,
+    Between,
+    Condition,
+    Either,
+    IndexKind,
+    Where,
+)
 from archivist.rag.store.qdrant.layout import DOCUMENT_ID
 from archivist.rag.store.qdrant.sparse import SPARSE_VECTOR, Bm25Stats, SparseVector
 
@@ -26,10 +34,24 @@ _SCHEMAS: dict[IndexKind, models.PayloadSchemaType] = {
     "keyword": models.PayloadSchemaType.KEYWORD,
     "integer": models.PayloadSchemaType.INTEGER,
     "bool": models.PayloadSchemaType.BOOL,
+    "float": models.PayloadSchemaType.FLOAT,
+    "datetime": models.PayloadSchemaType.DATETIME,
 }
 
 
-def _condition(match: Condition) -> models.FieldCondition | models.IsEmptyCondition:
+def _condition(
+    match: Condition,
+) -> models.FieldCondition | models.IsEmptyCondition | models.Filter:
+    if isinstance(match, Either):
+        return models.Filter(
+            should=[_filter(option) or models.Filter() for option in match.options]
+        )
+    if isinstance(match, Between):
+        bounds = {"gte": match.gte, "gt": match.gt, "lte": match.lte, "lt": match.lt}
+        condition_range: models.Range | models.DatetimeRange = (
+            models.DatetimeRange(**bounds) if match.dates else models.Range(**bounds)
+        )
+        return models.FieldCondition(key=match.key, range=condition_range)
     if isinstance(match, Absent):
         return models.IsEmptyCondition(is_empty=models.PayloadField(key=match.key))
     if isinstance(match, AnyOf):
