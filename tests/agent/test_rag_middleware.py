@@ -383,3 +383,34 @@ async def test_unknown_knowledge_base_result_tells_the_model_what_to_do(
     with pytest.raises(ValueError, match="leave knowledge_bases out") as caught:
         await tool(query="cats", knowledge_bases=["wiki"])
     assert "'pets'" in str(caught.value)
+
+
+async def test_the_tool_returns_neighbouring_chunks_when_asked(
+    embedder: EmbeddingModelBase, store: QdrantStore
+) -> None:
+    manual = KnowledgeBase("manual", "A manual.", embedder, store, "manual")
+    steps = [
+        "Step one: unpack the parts.",
+        "Step two: fit the wheels onto the frame with the long bolts.",
+        "Step three: tighten every bolt with the hex key.",
+    ]
+    await manual.insert_document(
+        [
+            Chunk(content=TextBlock(text=t), source="bike.md", chunk_index=n, total_chunks=3)
+            for n, t in enumerate(steps)
+        ],
+        document_id="bike",
+    )
+    middleware = RAGMiddleware(knowledges=[manual], parameters=RAGMiddleware.Parameters(top_k=1))
+    [tool] = await middleware.list_tools()
+    assert tool.parameters["properties"]["context"]["maximum"] == 10
+    assert tool.parameters["required"] == ["query"]
+    plain = await tool(query="fit the wheels onto the frame")
+    alone = "\n".join(b.text for b in plain if isinstance(b, TextBlock))
+    assert steps[1] in alone and steps[0] not in alone
+    wide = await tool(query="fit the wheels onto the frame", context=1)
+    text = "\n".join(b.text for b in wide if isinstance(b, TextBlock))
+    assert all(step in text for step in steps)
+    assert "bike.md, chunk 1 (with chunks 0-2)" in text
+    with pytest.raises(ValueError, match="context"):
+        await tool(query="wheels", context=99)

@@ -75,3 +75,33 @@ def test_bad_filter_values_name_the_option(
     _, err = capsys.readouterr()
     assert code == 2
     assert named in err and "Traceback" not in err
+
+
+def test_context_shows_the_neighbouring_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ARCHIVIST_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("COLUMNS", "80")
+    sections = [f"## Part {n}\n\nFiller sentence {n} about nothing much." for n in range(6)]
+    sections[3] = "## Part 3\n\nThe --strip-components option drops leading path parts."
+    sections[4] = "## Part 4\n\nIt takes a number: --strip-components=2 drops two."
+    doc = tmp_path / "manual.md"
+    doc.write_text("\n\n".join(sections))
+    assert main(["index", str(doc), "--chunk-size", "24", "--overlap", "0", "--json"]) == 0
+    capsys.readouterr()
+    assert (
+        main(["search", "--json", "-k", "1", "--context", "1", "--", "drops leading path parts"])
+        == 0
+    )
+    (hit,) = json.loads(capsys.readouterr().out)
+    context = hit["context"]
+    assert context["first_chunk"] == hit["chunk_index"] - 1
+    assert context["last_chunk"] == hit["chunk_index"] + 1
+    assert "--strip-components=2" in context["text"]
+    assert main(["search", "-k", "1", "--context", "1", "--", "drops leading path parts"]) == 0
+    out = capsys.readouterr().out
+    assert "(with " in out and "--strip-components=2" in out
+    assert max(len(line) for line in out.splitlines() if line.startswith("    ")) <= 80
+    with pytest.raises(SystemExit):
+        main(["search", "x", "--context", "11"])
+    assert "--context" in capsys.readouterr().err

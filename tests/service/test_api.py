@@ -218,6 +218,13 @@ def test_search_filters_and_per_document_cap(service) -> None:
         assert len(recent) == 3
         future = http.post(search, json={**body, "since": "2999-01-01"}).json()["hits"]
         assert future == []
+        wide = http.post(search, json={**body, "type": ["md"], "context": 1}).json()["hits"]
+        assert wide and all(h["context"] is not None for h in wide)
+        first = wide[0]["context"]
+        assert first["first_chunk"] <= wide[0]["chunk_index"] <= first["last_chunk"]
+        assert first["last_chunk"] > first["first_chunk"]
+        assert wide[0]["text"] in first["text"] or first["text"].count("Orchard ledger entry")
+        assert http.post(search, json=body).json()["hits"][0]["context"] is None
         for bad in (
             {"path": ["/srv/*"]},
             {"where": {"tenant_id": "globex"}},
@@ -226,6 +233,8 @@ def test_search_filters_and_per_document_cap(service) -> None:
             {"type": ["*.md"]},
             {"where": {"page": {"gte": "many"}}},
             {"max_per_document": 0},
+            {"context": 11},
+            {"context": -1},
         ):
             response = http.post(search, json={**body, **bad})
             assert response.status_code == 422, (bad, response.text)

@@ -21,6 +21,7 @@ from archivist.cli.session import (
 from archivist.message import TextBlock
 from archivist.rag import VectorSearchResult
 from archivist.rag.citation import location
+from archivist.rag.search_context import MAX_CONTEXT, context_text
 from archivist.rag.store.search_filter import SearchFilter, parse_bound, parse_where
 
 
@@ -53,6 +54,13 @@ def add_search_command(commands: Any) -> None:
         metavar="D",
         help="0..1: pick passages by maximal marginal relevance (0 = most relevant only)",
     )
+    cmd.add_argument(
+        "--context",
+        type=context_count,
+        default=0,
+        metavar="N",
+        help="show each passage with N chunks before and after it (overlapping ones merged)",
+    )
     narrow = cmd.add_argument_group("filters (applied before ranking; repeat an option for any of)")
     narrow.add_argument(
         "--path",
@@ -81,6 +89,15 @@ def add_search_command(commands: Any) -> None:
     add_json_argument(cmd)
     add_common_arguments(cmd)
     cmd.set_defaults(handler=run_search)
+
+
+def context_count(text: str) -> int:
+    """argparse type: a whole number of chunks from 0 to MAX_CONTEXT."""
+    if not text.strip().isdigit() or int(text) > MAX_CONTEXT:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number from 0 to {MAX_CONTEXT}, got {text!r}"
+        )
+    return int(text)
 
 
 def since_date(text: str) -> datetime:
@@ -130,6 +147,13 @@ def hit_json(rank: int, hit: VectorSearchResult) -> dict[str, Any]:
         "heading_path": meta.get("heading_path"),
         "chunk_index": hit.chunk.chunk_index,
         "text": hit.chunk.content.text if isinstance(hit.chunk.content, TextBlock) else None,
+        "context": None
+        if hit.context is None
+        else {
+            "first_chunk": hit.context[0].chunk_index,
+            "last_chunk": hit.context[-1].chunk_index,
+            "text": context_text(hit),
+        },
     }
 
 
@@ -145,6 +169,7 @@ async def run_search(args: argparse.Namespace) -> int:
             max_per_document=args.max_per_document,
             diversity=args.diversity,
             search_filter=search_filter,
+            context=args.context,
         )
         if not hits and not await session.kb.list_documents():
             raise CLIError(
@@ -170,6 +195,8 @@ def hit_header(rank: int, hit: VectorSearchResult) -> str:
     where = display_path(path) if isinstance(path, str) else hit.chunk.source
     parts = [f"[{rank}]", f"{hit.score:.3f}", where, location(hit.chunk)]
     parts.append(f"chunk {hit.chunk.chunk_index}")
+    if hit.context and len(hit.context) > 1:
+        parts.append(f"(with {hit.context[0].chunk_index}-{hit.context[-1].chunk_index})")
     return "  ".join(p for p in parts if p)
 
 
@@ -178,7 +205,8 @@ def passage_lines(hit: VectorSearchResult, width: int, indent: str = "    ") -> 
     content = hit.chunk.content
     if not isinstance(content, TextBlock):
         return [f"{indent}<{content.source.media_type}>"]
+    text = context_text(hit) or content.text
     lines: list[str] = []
-    for paragraph in content.text.split("\n\n"):
+    for paragraph in text.split("\n\n"):
         lines += wrap(paragraph, width - 1, indent)
     return lines

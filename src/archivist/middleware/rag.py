@@ -13,6 +13,7 @@ from archivist.middleware.base import MiddlewareBase
 from archivist.middleware.context import ReplyContext
 from archivist.middleware.retrieval import Retrieval, render_hits, search_and_fuse
 from archivist.rag.knowledge_base import KnowledgeBase, Query
+from archivist.rag.search_context import MAX_CONTEXT
 from archivist.tool import ToolBase
 
 HINT_SOURCE = "rag"
@@ -38,6 +39,8 @@ class RAGMiddleware(MiddlewareBase):
         mode: Literal["agentic", "static"] = "agentic"
         top_k: int = Field(default=5, gt=0)
         score_threshold: float | None = None
+        context: int = Field(default=0, ge=0, le=MAX_CONTEXT)
+        """Neighbouring chunks given with each passage (static mode; the tool's default)."""
         emit_hint_event: bool = True
         persist_hint: bool = False
         hint_template: str = "{context}"
@@ -77,9 +80,14 @@ class RAGMiddleware(MiddlewareBase):
         self._state_key = f"rag-hint:{id(self)}"
 
     async def retrieve(
-        self, queries: Sequence[Query], knowledge_bases: Sequence[str] | None = None
+        self,
+        queries: Sequence[Query],
+        knowledge_bases: Sequence[str] | None = None,
+        *,
+        context: int | None = None,
     ) -> Retrieval:
-        """Search the attached KBs (or the named subset) and merge what they find."""
+        """Search the attached KBs (or the named subset) and merge what they find; `context`
+        neighbouring chunks with each hit (default: the parameters')."""
         chosen = self.knowledges
         if knowledge_bases:
             unknown = sorted(set(knowledge_bases) - {kb.name for kb in self.knowledges})
@@ -91,7 +99,11 @@ class RAGMiddleware(MiddlewareBase):
                 )
             chosen = [kb for kb in self.knowledges if kb.name in knowledge_bases]
         return await search_and_fuse(
-            chosen, queries, self.parameters.top_k, self.parameters.score_threshold
+            chosen,
+            queries,
+            self.parameters.top_k,
+            self.parameters.score_threshold,
+            context=self.parameters.context if context is None else context,
         )
 
     async def list_tools(self) -> list[ToolBase]:
@@ -195,6 +207,14 @@ class SearchKnowledgeTool(ToolBase):
                     "items": {"type": "string", "enum": names},
                     "description": "Search only these knowledge bases (default: all).",
                 },
+                "context": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": MAX_CONTEXT,
+                    "description": "Also return this many neighbouring chunks before and "
+                    "after each passage, when the answer may continue around it (default "
+                    f"{middleware.parameters.context}).",
+                },
             },
             "required": ["query"],
             "additionalProperties": False,
@@ -204,5 +224,14 @@ class SearchKnowledgeTool(ToolBase):
         query = kwargs.get("query")
         if not isinstance(query, str) or not query.strip():
             raise ValueError("query must be a non-empty string")
-        retrieval = await self._middleware.retrieve([query], kwargs.get("knowledge_bases"))
+        context = kwargs.get("context")
+        if context is not None and (
+            isinstance(context, bool)
+            or not isinstance(context, int)
+            or not 0 <= context <= MAX_CONTEXT
+        ):
+            raise ValueError(f"context must be a whole number from 0 to {MAX_CONTEXT}")
+        retrieval = await self._middleware.retrieve(
+            [query], kwargs.get("knowledge_bases"), context=context
+        )
         return render_hits(retrieval)

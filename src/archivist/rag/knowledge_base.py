@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from archivist.message import DataBlock, TextBlock
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
+from archivist.rag.search_context import MAX_CONTEXT, merged_windows
 from archivist.rag.store.base import (
     MetadataFilter,
     SearchMode,
@@ -377,6 +378,7 @@ class KnowledgeBase:
         max_per_document: int | None = None,
         diversity: float | None = None,
         search_filter: SearchFilter | Mapping[str, Any] | None = None,
+        context: int = 0,
     ) -> list[VectorSearchResult]:
         """Best chunks for `queries`, each searched on its own, then thresholded, deduplicated
         by (document, chunk), sorted by score and cut to `top_k`.
@@ -391,6 +393,9 @@ class KnowledgeBase:
         relevance in the store: hits then come in that order (by rank across queries), each
         scored by similarity. `search_filter` (a `SearchFilter` or its dict form: `paths`,
         `types`, `since`, `where`) narrows the search inside the store, before ranking.
+        With `context` N (up to 10), each hit carries in `context` the chunks from N before
+        to N after it; hits of one document whose windows overlap are merged into the better
+        one (so fewer than `top_k` may come back). `search_context.context_text` joins them.
         """
         check_positive_int(top_k, "top_k")
         if score_threshold is not None and not math.isfinite(score_threshold):
@@ -403,6 +408,9 @@ class KnowledgeBase:
                 f"{type(self.vector_store).__name__} does not support diversity (MMR) search"
             )
         narrowing = self._check_search_filter(search_filter)
+        check_non_negative_int(context, "context")
+        if context > MAX_CONTEXT:
+            raise ValueError(f"context must be at most {MAX_CONTEXT}, got {context}")
         usable = self._usable_queries(queries)
         if not usable:
             return []
@@ -433,7 +441,27 @@ class KnowledgeBase:
             if grouped or len(ranked) >= top_k or exhausted:
                 break
             depth *= _COLLAPSE_FANOUT
+        if context:
+            return await self._with_context(ranked[:top_k], context)
         return ranked[:top_k]
+
+    async def _with_context(
+        self, hits: list[VectorSearchResult], context: int
+    ) -> list[VectorSearchResult]:
+        """`hits` with their windows of neighbouring chunks, overlapping windows merged."""
+        windows = merged_windows(hits, context)
+        chunks = await asyncio.gather(
+            *(
+                self.vector_store.chunk_window(
+                    self.collection, hit.document_id, first, last, self.metadata_filter
+                )
+                for hit, first, last in windows
+            )
+        )
+        return [
+            hit.model_copy(update={"context": window or [hit.chunk]})
+            for (hit, _, _), window in zip(windows, chunks, strict=True)
+        ]
 
     async def _search_mode(self, mode: SearchMode | None, threshold: float | None) -> SearchMode:
         """The mode to search in: `mode` if the collection supports it, else the default."""

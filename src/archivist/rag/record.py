@@ -27,6 +27,10 @@ class VectorSearchResult(BaseModel):
     score: float
     document_id: str
     chunk: Chunk
+    context: list[Chunk] | None = None
+    """With `KnowledgeBase.search(..., context=N)`: the chunks from N before to N after the
+    hit's, in order, the hit's included (hits of one document whose windows overlap or touch
+    are merged into the better one's)."""
 
 
 class DocumentSummary(BaseModel):

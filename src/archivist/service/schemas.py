@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from archivist.rag.ingest import HASH_KEY, PATH_KEY, PIPELINE_KEY
+from archivist.rag.search_context import MAX_CONTEXT
 from archivist.rag.store.search_filter import Range, SearchFilter
 from archivist.rag.tenant import TENANT_KEY
 from archivist.service.catalog import DocumentRecord, KBRecord, Status
@@ -131,6 +132,8 @@ class SearchRequest(BaseModel):
 
     query: str = Field(min_length=1, max_length=4000)
     top_k: int = Field(default=5, ge=1, le=100)
+    context: int = Field(default=0, ge=0, le=MAX_CONTEXT)
+    """Neighbouring chunks to return on each side of every hit (overlapping windows merged)."""
     max_per_document: int | None = Field(default=None, ge=1, le=100)
     """At most this many chunks of one document (and still `top_k` when enough match)."""
     path: list[Annotated[str, Field(min_length=1, max_length=500)]] = Field(
@@ -163,6 +166,14 @@ class SearchRequest(BaseModel):
         )
 
 
+class HitContext(BaseModel):
+    """The chunks around a hit: `first_chunk`..`last_chunk` of its document, as one text."""
+
+    first_chunk: int
+    last_chunk: int
+    text: str | None
+
+
 class Hit(BaseModel):
     """One search result with where it comes from."""
 
@@ -174,6 +185,8 @@ class Hit(BaseModel):
     citation: str
     """`file, page N, chunk M` (or slide): what to cite."""
     metadata: dict[str, Any]
+    context: HitContext | None = None
+    """With `context` in the request: the hit's neighbouring chunks."""
 
 
 class SearchResponse(BaseModel):

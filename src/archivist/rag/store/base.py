@@ -136,6 +136,24 @@ class VectorStoreBase(AsyncClosable, ABC):
         """
         raise NotImplementedError(f"{type(self).__name__} does not implement list_chunks")
 
+    async def chunk_window(
+        self,
+        collection: str,
+        document_id: str,
+        first: int,
+        last: int,
+        metadata_filter: MetadataFilter | None = None,
+    ) -> list[Chunk]:
+        """The chunks of `document_id` with `first` <= chunk_index <= `last`, in order.
+
+        This default pages with `list_chunks` (so it assumes chunks numbered 0..N-1); stores
+        that can select a range of chunk indexes directly should override it.
+        """
+        chunks = await self.list_chunks(
+            collection, document_id, max(first, 0), last - max(first, 0) + 1, metadata_filter
+        )
+        return [chunk for chunk in chunks if first <= chunk.chunk_index <= last]
+
     async def replace_document(
         self,
         collection: str,

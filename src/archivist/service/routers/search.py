@@ -9,8 +9,16 @@ from fastapi import APIRouter
 from archivist.message import TextBlock
 from archivist.rag import VectorSearchResult
 from archivist.rag.citation import citation
+from archivist.rag.search_context import context_text
 from archivist.service.dependencies import KB, State
-from archivist.service.schemas import SERVICE_KEYS, Hit, Problem, SearchRequest, SearchResponse
+from archivist.service.schemas import (
+    SERVICE_KEYS,
+    Hit,
+    HitContext,
+    Problem,
+    SearchRequest,
+    SearchResponse,
+)
 
 router = APIRouter(prefix="/v1/knowledge-bases", tags=["search"])
 
@@ -33,6 +41,13 @@ def hit_of(result: VectorSearchResult) -> Hit:
         text=chunk.content.text if isinstance(chunk.content, TextBlock) else None,
         citation=citation(chunk),
         metadata=public_metadata(chunk.metadata),
+        context=None
+        if result.context is None
+        else HitContext(
+            first_chunk=result.context[0].chunk_index,
+            last_chunk=result.context[-1].chunk_index,
+            text=context_text(result),
+        ),
     )
 
 
@@ -44,5 +59,6 @@ async def search(body: SearchRequest, kb: KB, state: State) -> SearchResponse:
         top_k=body.top_k,
         max_per_document=body.max_per_document,
         search_filter=body.search_filter(),
+        context=body.context,
     )
     return SearchResponse(hits=[hit_of(result) for result in results])

@@ -607,6 +607,32 @@ class QdrantStore(VectorStoreBase):
         )
         return [chunk_from(payload) for payload in stored[offset:]]
 
+    async def chunk_window(
+        self,
+        collection: str,
+        document_id: str,
+        first: int,
+        last: int,
+        metadata_filter: MetadataFilter | None = None,
+    ) -> list[Chunk]:
+        """The chunks of `document_id` indexed `first`..`last`: one range condition on the
+        indexed `chunk_index`, so a window deep in a long document reads only its chunks."""
+        check_collection_name(collection)
+        check_document_id(document_id)
+        check_non_negative_int(first, "first")
+        check_non_negative_int(last, "last")
+        matches = metadata_matches(metadata_filter)
+        if await self._params_of(collection) is None or last < first:
+            return []
+        scope = await self._indexed(collection, matches)
+        window = scope.also(
+            Match(DOCUMENT_ID, document_id), Between(CHUNK_INDEX, gte=first, lte=last)
+        )
+        stored = await self._open().scroll_ordered(
+            collection, window, CHUNK_INDEX, last - first + 1
+        )
+        return [chunk_from(payload) for payload in stored]
+
     async def document_generations(
         self,
         collection: str,
