@@ -76,6 +76,9 @@ class SearchRequest:
     depth: int = 0
     diversity: float | None = None
     group_size: int | None = None
+    exact: SparseVector | None = None
+    """The query's whole identifiers (a subset of `sparse`): fused as a third list, so a
+    point naming them exactly counts the lexical evidence twice against the dense side's."""
     lower_first: bool = False
     """Whether lower scores rank first (dense search by a distance such as Euclid)."""
 

@@ -103,9 +103,12 @@ class QdrantStore(VectorStoreBase):
     A server indexes on its own; there `optimize` does nothing.
 
     Hybrid search: collections this store creates hold, beside each chunk's dense vector, a
-    BM25 sparse vector of its text (Qdrant's multilingual tokenizer; IDF computed by the engine).
-    `search(..., query_text=..., mode="hybrid")` runs both sides in one Query API call and fuses
-    them in the engine with `fusion` ("dbsf": distribution-based score fusion, or "rrf").
+    BM25 sparse vector of its text (Qdrant's multilingual tokenizer, whole identifiers beside
+    their parts; IDF computed by the engine). `search(..., query_text=..., mode="hybrid")` runs
+    both sides in one Query API call and fuses them in the engine with `fusion` ("dbsf":
+    distribution-based score fusion, or "rrf"); a query naming identifiers (flags, paths,
+    dotted or CamelCase names, error codes) adds a third list ranked by those alone, so an
+    exact match is not buried by dense look-alikes.
     Collections created elsewhere or before hybrid search existed stay dense-only.
 
     Use it inside `async with store:`, from one event loop.
@@ -540,6 +543,7 @@ class QdrantStore(VectorStoreBase):
             depth=max(top_k, self.HYBRID_DEPTH),
             diversity=diversity,
             group_size=max_per_document,
+            exact=self._bm25.exact(query_text or "") if sparse and dense else None,
             lower_first=sparse is None and higher_is_better(params.distance, 1.0) < 0,
         )
         hits = await self._open().search(collection, request)

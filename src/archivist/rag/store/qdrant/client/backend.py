@@ -177,6 +177,8 @@ class ClientBackend(QdrantBackend):
             sides.append((request.dense, None))
         if request.sparse is not None:
             sides.append((_sparse(request.sparse), SPARSE_VECTOR))
+            if request.exact is not None and request.dense is not None:
+                sides.append((_sparse(request.exact), SPARSE_VECTOR))
         query: models.Query | list[float] | models.SparseVector
         using = None
         if request.diversity is not None and request.dense is not None:

@@ -233,6 +233,8 @@ class EdgeBackend(QdrantBackend):
             sides.append(edge.Query.Nearest(request.dense))
         if request.sparse is not None:
             sides.append(edge.Query.Nearest(_sparse(request.sparse), using=SPARSE_VECTOR))
+            if request.exact is not None and request.dense is not None:
+                sides.append(edge.Query.Nearest(_sparse(request.exact), using=SPARSE_VECTOR))
         final: edge.Query | edge.Mmr | edge.Fusion
         if request.diversity is not None and request.dense is not None:
             # Edge's MMR lambda weighs relevance; Qdrant's diversity weighs dissimilarity.
