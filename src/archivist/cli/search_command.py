@@ -55,6 +55,13 @@ def add_search_command(commands: Any) -> None:
         help="0..1: pick passages by maximal marginal relevance (0 = most relevant only)",
     )
     cmd.add_argument(
+        "--min-relevance",
+        type=relevance_bound,
+        default=None,
+        metavar="P",
+        help="0..1: leave out passages less likely than P to be relevant (every mode)",
+    )
+    cmd.add_argument(
         "--context",
         type=context_count,
         default=0,
@@ -89,6 +96,17 @@ def add_search_command(commands: Any) -> None:
     add_json_argument(cmd)
     add_common_arguments(cmd)
     cmd.set_defaults(handler=run_search)
+
+
+def relevance_bound(text: str) -> float:
+    """argparse type: a probability from 0 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to 1, got {text!r}")
+    return value
 
 
 def context_count(text: str) -> int:
@@ -137,6 +155,7 @@ def hit_json(rank: int, hit: VectorSearchResult) -> dict[str, Any]:
     return {
         "rank": rank,
         "score": round(hit.score, 6),
+        "relevance": None if hit.relevance is None else round(hit.relevance, 4),
         "document_id": hit.document_id,
         "source": hit.chunk.source,
         "path": meta.get("path"),
@@ -170,6 +189,7 @@ async def run_search(args: argparse.Namespace) -> int:
             diversity=args.diversity,
             search_filter=search_filter,
             context=args.context,
+            min_relevance=args.min_relevance,
         )
         if not hits and not await session.kb.list_documents():
             raise CLIError(
@@ -193,7 +213,8 @@ def hit_header(rank: int, hit: VectorSearchResult) -> str:
     """`[rank] score  path  page/slide/heading path  chunk N`: one line, the path never cut."""
     path = hit.chunk.metadata.get("path")
     where = display_path(path) if isinstance(path, str) else hit.chunk.source
-    parts = [f"[{rank}]", f"{hit.score:.3f}", where, location(hit.chunk)]
+    measure = f"{hit.score:.3f}" if hit.relevance is None else f"relevance {hit.relevance:.2f}"
+    parts = [f"[{rank}]", measure, where, location(hit.chunk)]
     parts.append(f"chunk {hit.chunk.chunk_index}")
     if hit.context and len(hit.context) > 1:
         parts.append(f"(with {hit.context[0].chunk_index}-{hit.context[-1].chunk_index})")

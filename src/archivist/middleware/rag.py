@@ -13,6 +13,7 @@ from archivist.middleware.base import MiddlewareBase
 from archivist.middleware.context import ReplyContext
 from archivist.middleware.retrieval import Retrieval, render_hits, search_and_fuse
 from archivist.rag.knowledge_base import KnowledgeBase, Query
+from archivist.rag.relevance import DEFAULT_MIN_RELEVANCE
 from archivist.rag.search_context import MAX_CONTEXT
 from archivist.tool import ToolBase
 
@@ -24,8 +25,9 @@ class RAGMiddleware(MiddlewareBase):
 
     - `static`: before the first reasoning step of each reply, searches every KB with the
       reply's input (its DataBlocks too, for multimodal KBs), puts one HintBlock right after
-      the input in the context, emits a HintBlockEvent if asked, and takes the hint out
-      again after that step unless `persist_hint`.
+      the input in the context (none when no passage clears `min_relevance`), emits a
+      HintBlockEvent if asked, and takes the hint out again after that step unless
+      `persist_hint`.
     - `agentic` (default): `list_tools()` offers a `search_knowledge` tool to register.
     Hits from all KBs are merged by rank fusion, deduplicated and cut to `top_k`; each one
     is labelled with its source, page/slide and chunk so the answer can cite it.
@@ -39,6 +41,9 @@ class RAGMiddleware(MiddlewareBase):
         mode: Literal["agentic", "static"] = "agentic"
         top_k: int = Field(default=5, gt=0)
         score_threshold: float | None = None
+        min_relevance: float | None = Field(default=DEFAULT_MIN_RELEVANCE, ge=0, le=1)
+        """Passages less likely than this to be relevant are left out (see `relevance`);
+        in static mode nothing is inserted when none clears it. None keeps everything."""
         context: int = Field(default=0, ge=0, le=MAX_CONTEXT)
         """Neighbouring chunks given with each passage (static mode; the tool's default)."""
         emit_hint_event: bool = True
@@ -104,6 +109,7 @@ class RAGMiddleware(MiddlewareBase):
             self.parameters.top_k,
             self.parameters.score_threshold,
             context=self.parameters.context if context is None else context,
+            min_relevance=self.parameters.min_relevance,
         )
 
     async def list_tools(self) -> list[ToolBase]:
@@ -118,6 +124,8 @@ class RAGMiddleware(MiddlewareBase):
         if not queries:
             return
         retrieval = await self.retrieve(queries)
+        if not retrieval.hits and not retrieval.errors:
+            return  # nothing cleared min_relevance: the model is better off without a hint
         hint = HintBlock(
             hint=wrap_hint(self.parameters.hint_template, render_hits(retrieval)),
             source=HINT_SOURCE,

@@ -60,13 +60,20 @@ async def search_and_fuse(
     score_threshold: float | None,
     *,
     context: int = 0,
+    min_relevance: float | None = None,
 ) -> Retrieval:
     """Search every KB concurrently; merge by reciprocal rank fusion (scores of different
     embedding models are not comparable), drop duplicate passages, keep the best `top_k`.
     A KB that raises is reported in `errors` and the others still answer."""
     outcomes = await asyncio.gather(
         *(
-            kb.search(list(queries), top_k=top_k, score_threshold=score_threshold, context=context)
+            kb.search(
+                list(queries),
+                top_k=top_k,
+                score_threshold=score_threshold,
+                context=context,
+                min_relevance=min_relevance,
+            )
             for kb in knowledge_bases
         ),
         return_exceptions=True,
@@ -104,10 +111,12 @@ def render_hits(retrieval: Retrieval) -> list[TextBlock | DataBlock]:
     else:
         lines.append("No relevant passages were found in the knowledge base(s).")
     for number, hit in enumerate(retrieval.hits, start=1):
-        label = (
-            f"[{number}] {hit.citation()} (knowledge base: {hit.knowledge_base}, "
-            f"score {hit.result.score:.3f})"
+        measure = (
+            f"score {hit.result.score:.3f}"
+            if hit.result.relevance is None
+            else f"relevance {hit.result.relevance:.2f}"
         )
+        label = f"[{number}] {hit.citation()} (knowledge base: {hit.knowledge_base}, {measure})"
         content = hit.result.chunk.content
         if isinstance(content, TextBlock):
             lines.append(f"{label}\n{context_text(hit.result) or content.text}")

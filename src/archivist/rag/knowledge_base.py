@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from archivist.message import DataBlock, TextBlock
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
+from archivist.rag.relevance import check_min_relevance
 from archivist.rag.search_context import MAX_CONTEXT, merged_windows
 from archivist.rag.store.base import (
     MetadataFilter,
@@ -162,6 +163,7 @@ class KnowledgeBase:
         self._ready = False
         self._ready_lock = asyncio.Lock()
         self._hinted_dense_only = False
+        self._text_aware = False
         self._explained_unreadable = False
 
     def __repr__(self) -> str:
@@ -379,6 +381,7 @@ class KnowledgeBase:
         diversity: float | None = None,
         search_filter: SearchFilter | Mapping[str, Any] | None = None,
         context: int = 0,
+        min_relevance: float | None = None,
     ) -> list[VectorSearchResult]:
         """Best chunks for `queries`, each searched on its own, then thresholded, deduplicated
         by (document, chunk), sorted by score and cut to `top_k`.
@@ -396,6 +399,10 @@ class KnowledgeBase:
         With `context` N (up to 10), each hit carries in `context` the chunks from N before
         to N after it; hits of one document whose windows overlap are merged into the better
         one (so fewer than `top_k` may come back). `search_context.context_text` joins them.
+        Every hit of a store that can tell carries `relevance`, the estimated probability that
+        it is relevant (0..1, comparable across queries, modes and languages);
+        `min_relevance` drops hits below it (hits of a store that gives none are kept), so an
+        empty list means nothing relevant was found.
         """
         check_positive_int(top_k, "top_k")
         if score_threshold is not None and not math.isfinite(score_threshold):
@@ -408,6 +415,7 @@ class KnowledgeBase:
                 f"{type(self.vector_store).__name__} does not support diversity (MMR) search"
             )
         narrowing = self._check_search_filter(search_filter)
+        min_relevance = check_min_relevance(min_relevance)
         check_non_negative_int(context, "context")
         if context > MAX_CONTEXT:
             raise ValueError(f"context must be at most {MAX_CONTEXT}, got {context}")
@@ -432,7 +440,7 @@ class KnowledgeBase:
                 max_per_document=max_per_document if grouped else None,
                 search_filter=narrowing,
             )
-            ranked = _merge(hits_per_query, score_threshold, diversity)
+            ranked = _merge(hits_per_query, score_threshold, diversity, min_relevance)
             if max_per_document is None:
                 break
             ranked = _collapse(ranked, max_per_document)
@@ -466,6 +474,9 @@ class KnowledgeBase:
     async def _search_mode(self, mode: SearchMode | None, threshold: float | None) -> SearchMode:
         """The mode to search in: `mode` if the collection supports it, else the default."""
         supported = await self.vector_store.search_modes(self.collection)
+        offers_modes = type(self.vector_store).search_modes is not VectorStoreBase.search_modes
+        # Such a store also takes the query's text in dense mode (for `relevance`).
+        self._text_aware = offers_modes and "sparse" in supported
         if mode is not None:
             check_search_mode(mode)
             if mode not in supported:
@@ -476,7 +487,6 @@ class KnowledgeBase:
                     f"{mode} search"
                 )
             return mode
-        offers_modes = type(self.vector_store).search_modes is not VectorStoreBase.search_modes
         if "hybrid" not in supported:
             if offers_modes and not self._hinted_dense_only:
                 self._hinted_dense_only = True
@@ -537,7 +547,7 @@ class KnowledgeBase:
         searches = []
         for _, text, query_mode in plan:
             vector = None if query_mode == "sparse" else next(embedded)
-            if query_mode == "dense":
+            if query_mode == "dense" and (text is None or not self._text_aware):
                 assert vector is not None
                 searches.append(self.vector_store.search(self.collection, vector, depth, **extra))
             else:
@@ -817,6 +827,7 @@ def _merge(
     hits_per_query: list[list[VectorSearchResult]],
     score_threshold: float | None,
     diversity: float | None,
+    min_relevance: float | None = None,
 ) -> list[VectorSearchResult]:
     """The hits of all queries, thresholded, one per (document, chunk), best first: by score,
     or (MMR) by rank in its query's results."""
@@ -824,6 +835,10 @@ def _merge(
     for hits in hits_per_query:
         for position, hit in enumerate(hits):
             if score_threshold is not None and hit.score < score_threshold:
+                continue
+            if min_relevance is not None and (
+                hit.relevance is not None and hit.relevance < min_relevance
+            ):
                 continue
             order = (-hit.score, 0.0) if diversity is None else (position, -hit.score)
             key = (hit.document_id, hit.chunk.chunk_index)

@@ -132,6 +132,8 @@ class SearchRequest(BaseModel):
 
     query: str = Field(min_length=1, max_length=4000)
     top_k: int = Field(default=5, ge=1, le=100)
+    min_relevance: float | None = Field(default=None, ge=0, le=1)
+    """Leave out hits less likely than this to be relevant (every mode)."""
     context: int = Field(default=0, ge=0, le=MAX_CONTEXT)
     """Neighbouring chunks to return on each side of every hit (overlapping windows merged)."""
     max_per_document: int | None = Field(default=None, ge=1, le=100)
@@ -178,6 +180,8 @@ class Hit(BaseModel):
     """One search result with where it comes from."""
 
     score: float
+    relevance: float | None = None
+    """Estimated probability (0..1) that the hit is relevant; comparable across queries."""
     document_id: str
     filename: str
     chunk_index: int

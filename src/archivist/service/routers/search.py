@@ -35,6 +35,7 @@ def hit_of(result: VectorSearchResult) -> Hit:
     chunk = result.chunk
     return Hit(
         score=result.score,
+        relevance=result.relevance,
         document_id=result.document_id,
         filename=chunk.source,
         chunk_index=chunk.chunk_index,
@@ -60,5 +61,6 @@ async def search(body: SearchRequest, kb: KB, state: State) -> SearchResponse:
         max_per_document=body.max_per_document,
         search_filter=body.search_filter(),
         context=body.context,
+        min_relevance=body.min_relevance,
     )
     return SearchResponse(hits=[hit_of(result) for result in results])

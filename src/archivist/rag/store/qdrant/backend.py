@@ -134,6 +134,10 @@ class QdrantBackend(ABC):
         """The best `request.limit` points for `request`, best first."""
 
     @abstractmethod
+    async def present_terms(self, name: str, where: Where, terms: Sequence[int]) -> set[int]:
+        """Which BM25 `terms` at least one point matching `where` holds (one batched query)."""
+
+    @abstractmethod
     async def bm25_stats(self, name: str) -> Bm25Stats:
         """The chunk-length totals recorded for collection `name`'s BM25 vectors."""
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Self
 from archivist.message import TextBlock
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
+from archivist.rag.relevance import relevance
 from archivist.rag.store.base import (
     SEARCH_MODES,
     MetadataFilter,
@@ -30,6 +31,7 @@ from archivist.rag.store.qdrant.backend import (
     Fusion,
     PointWrite,
     QdrantBackend,
+    ScoredPoint,
     SearchRequest,
     check_distance,
     higher_is_better,
@@ -60,7 +62,7 @@ from archivist.rag.store.qdrant.layout import (
     summary_from,
 )
 from archivist.rag.store.qdrant.points import points_for
-from archivist.rag.store.qdrant.sparse import Bm25Encoder, TermCounts
+from archivist.rag.store.qdrant.sparse import Bm25Encoder, SparseVector, TermCounts
 from archivist.rag.store.search_filter import (
     INDEXED_AT_KEY,
     MODIFIED_KEY,
@@ -548,14 +550,79 @@ class QdrantStore(VectorStoreBase):
         )
         hits = await self._open().search(collection, request)
         by_distance = sparse is None or diversity is not None
+        similarities = await self._similarities(collection, params, scope, dense, hits, sparse)
+        query_terms = await self._known_terms(collection, params, scope, query_text)
         return [
             VectorSearchResult(
                 score=higher_is_better(params.distance, hit.score) if by_distance else hit.score,
                 document_id=hit.payload[DOCUMENT_ID],
-                chunk=chunk_from(hit.payload),
+                chunk=chunk,
+                relevance=relevance(similarity, self._coverage(query_terms, chunk)),
             )
-            for hit in hits
+            for hit, similarity in zip(hits, similarities, strict=True)
+            for chunk in (chunk_from(hit.payload),)
         ]
+
+    async def _similarities(
+        self,
+        collection: str,
+        params: CollectionParams,
+        scope: Where,
+        dense: list[float] | None,
+        hits: list[ScoredPoint],
+        sparse: SparseVector | None,
+    ) -> list[float | None]:
+        """The cosine similarity of each hit to the query vector (None without one, or for
+        distances other than Cosine); for fused hits, one more dense query limited to them."""
+        if dense is None or params.distance != "Cosine" or not hits:
+            return [None] * len(hits)
+        if sparse is None:
+            return [hit.score for hit in hits]
+        documents = tuple(sorted({str(hit.payload[DOCUMENT_ID]) for hit in hits}))
+        indexes = tuple(sorted({int(hit.payload[CHUNK_INDEX]) for hit in hits}))
+        request = SearchRequest(
+            limit=len(documents) * len(indexes),
+            where=scope.also(AnyOf(DOCUMENT_ID, documents), AnyOf(CHUNK_INDEX, indexes)),
+            dense=dense,
+        )
+        scored = {
+            _point_key(p.payload): p.score for p in await self._open().search(collection, request)
+        }
+        return [scored.get(_point_key(hit.payload)) for hit in hits]
+
+    async def _known_terms(
+        self, collection: str, params: CollectionParams, scope: Where, query_text: str | None
+    ) -> set[int]:
+        """The query's BM25 terms that some chunk in `scope` holds: a term no chunk has (a
+        CJK bigram across two words, a typo) cannot tell chunks apart, so it is not counted
+        against them. Looked up within the scope only, so nothing of another tenant shows."""
+        if not query_text or not params.sparse:
+            return set()
+        terms = sorted(set(self._bm25.query(query_text).indices))
+        if not terms:
+            return set()
+        return await self._open().present_terms(collection, scope, terms)
+
+    def _coverage(self, query_terms: set[int], chunk: Chunk) -> float | None:
+        """The share of the query's known BM25 terms the chunk's text holds (None for no
+        text or no known term)."""
+        if not query_terms or not isinstance(chunk.content, TextBlock):
+            return None
+        found = self._bm25.count(chunk.content.text).counts
+        return sum(term in found for term in query_terms) / len(query_terms)
+
+    async def known_query_terms(
+        self, collection: str, query_text: str, metadata_filter: MetadataFilter | None = None
+    ) -> set[int]:
+        """The BM25 term ids of `query_text` that some chunk within `metadata_filter` holds:
+        the terms `relevance`'s coverage counts."""
+        check_collection_name(collection)
+        matches = metadata_matches(metadata_filter)
+        params = await self._params_of(collection)
+        if params is None:
+            return set()
+        scope = await self._indexed(collection, matches)
+        return await self._known_terms(collection, params, scope, query_text)
 
     async def list_documents(
         self,
@@ -699,6 +766,10 @@ class QdrantStore(VectorStoreBase):
                     collection, scope.also(Match(GENERATION, stale.generation))
                 )
         return remove
+
+
+def _point_key(payload: Mapping[str, Any]) -> tuple[str, int, str]:
+    return (str(payload[DOCUMENT_ID]), int(payload[CHUNK_INDEX]), str(payload.get(GENERATION)))
 
 
 def _between(key: str, wanted: Range) -> Between:

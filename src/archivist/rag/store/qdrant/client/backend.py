@@ -223,6 +223,20 @@ class ClientBackend(QdrantBackend):
         )
         return [ScoredPoint(point.score, point.payload or {}) for point in response.points]
 
+    async def present_terms(self, name: str, where: Where, terms: Sequence[int]) -> set[int]:
+        condition = _filter(where)
+        requests = [
+            models.QueryRequest(
+                query=models.SparseVector(indices=[term], values=[1.0]),
+                using=SPARSE_VECTOR,
+                filter=condition,
+                limit=1,
+            )
+            for term in terms
+        ]
+        responses = await self.client.query_batch_points(name, requests)
+        return {term for term, r in zip(terms, responses, strict=True) if r.points}
+
     async def bm25_stats(self, name: str) -> Bm25Stats:
         info = await self.client.get_collection(name)
         stored = (info.config.metadata or {}).get(_STATS_KEY) or {}

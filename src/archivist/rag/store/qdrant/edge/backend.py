@@ -261,6 +261,23 @@ class EdgeBackend(QdrantBackend):
             for point in self._get(name).shard.query(query)
         ]
 
+    async def present_terms(self, name: str, where: Where, terms: Sequence[int]) -> set[int]:
+        condition = edge_filter(where)
+        batch = edge.QueryBatchRequest(
+            [
+                edge.QueryRequest(
+                    limit=1,
+                    query=edge.Query.Nearest(
+                        _sparse(SparseVector([term], [1.0])), using=SPARSE_VECTOR
+                    ),
+                    filter=condition,
+                )
+                for term in terms
+            ]
+        )
+        found = self._get(name).shard.query_batch(batch)
+        return {term for term, points in zip(terms, found, strict=True) if points}
+
     async def bm25_stats(self, name: str) -> Bm25Stats:
         meta = self._get(name).meta
         return Bm25Stats(meta.bm25_tokens, meta.bm25_chunks)
