@@ -19,7 +19,10 @@ from archivist.rag.store.qdrant.sparse import Bm25Encoder, identifiers
             "see /usr/share/doc/tar/ and ~/.config/x.conf",
             ["/usr/share/doc/tar/", "~/.config/x.conf"],
         ),
-        ("IL-6 and SHA-256", ["il-6", "sha-256"]),
+        (
+            "call xsltApplyStylesheet or VALGRIND_MAKE_MEM_DEFINED",
+            ["xsltapplystylesheet", "valgrind_make_mem_defined"],
+        ),
     ],
 )
 def test_identifiers_are_found_whole(text: str, found: list[str]) -> None:

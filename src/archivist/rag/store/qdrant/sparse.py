@@ -45,15 +45,17 @@ _IDENTIFIER = re.compile(
     r"""
     (?<![\w./~-])
     (?:
-        --?[A-Za-z][\w.]*(?:-[\w.]+)*=?            # --strip-components, -Wall, --opt=
-      | ~?/?(?:[\w.+-]+/)+[\w.+-]*                  # /usr/bin/tar, docs/intro.md
-      | [A-Za-z_]\w*(?:(?:\.|::|->)[A-Za-z_]\w*)+  # os.path.join, std::vector
-      | \w+(?:[-_]\w+)+                             # snake_case, SHA-256, max-per-doc
-      | [a-z]+[A-Z]\w*                              # getElementById
-      | [A-Z][a-z0-9]+[A-Z]\w*                      # QdrantStore
-      | [A-Z]{1,6}\d{2,}\w*                        # E0425, CVE2024
-      | 0x[0-9A-Fa-f]{3,}                           # 0x80070005
+        --?[A-Za-z][\w.]*(?:-[\w.]+)*=?                    # --strip-components, -Wall
+      | (?:~|\.{1,2})?/[\w.+-]+(?:/[\w.+-]*)+               # /usr/bin/tar, ~/.config/x
+      | [\w.+-]+(?:/[\w.+-]+){2,}/?                         # docs/guide/intro.md
+      | [A-Za-z_]\w+(?:(?:\.|::|->)[A-Za-z_]\w+)+           # os.path.join, std::vector
+      | \w*[A-Za-z]\w*_\w+                                  # snake_case, VALGRIND_X
+      | [a-z]{2,}[a-z0-9]*(?:[A-Z][a-z]+[a-z0-9]*)+           # getElementById
+      | [A-Z][a-z]{2,}[a-z0-9]*(?:[A-Z][a-z]{2,}[a-z0-9]*)+  # QdrantStore
+      | [A-Z]{1,5}\d{3,}                                     # E0425
+      | 0x[0-9A-Fa-f]{3,}                                   # 0x80070005
     )
+    (?![\w/])
     """,
     re.VERBOSE,
 )
@@ -61,17 +63,14 @@ _TRAILING = ".,:;!?)]}'\"="
 
 
 def identifiers(text: str) -> list[str]:
-    """The identifier-like tokens of `text`, lowercased, that the word tokenizer would cut
-    into parts (see the module doc); plain hyphenated words ("well-known") are left to it."""
+    """The tokens of `text` shaped like names in code or on a command line (see the module
+    doc), lowercased. Hyphenated words and mixed-case terms of prose ("T-cell", "IL-6",
+    "mRNAs") are not: the word tokenizer's parts serve them."""
     found = []
     for match in _IDENTIFIER.finditer(text):
         token = match.group(0).rstrip(_TRAILING)
         if len(token) < 3 or not any(c.isalpha() for c in token):
             continue
-        if token[0].isalpha() and "-" in token and "_" not in token and token.islower():
-            continue  # an English compound, not a name
-        if "." in token and max(len(part) for part in re.split(r"[./]", token)) < 3:
-            continue  # an abbreviation such as e.g. or i.e.
         found.append(token.lower())
     return found
 
@@ -149,8 +148,11 @@ class Bm25Encoder:
             }
         )
         counts.update(cjk_bigrams(text))
+        length = sum(counts.values())
+        # Whole identifiers are extra terms beside their parts, not extra length: a text's
+        # other term weights stay what they would be without them.
         counts.update(identifier_terms(text))
-        return TermCounts(dict(counts), sum(counts.values()))
+        return TermCounts(dict(counts), length)
 
     @staticmethod
     def document(terms: TermCounts, avg_len: float) -> SparseVector:
