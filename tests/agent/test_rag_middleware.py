@@ -108,14 +108,14 @@ async def test_seed_static_sample_places_and_removes_the_hint(knowledge: Knowled
     text = _hint_text(hint)
     assert "[1] cats.pdf, page 2, chunk 0" in text
     assert "Cats sleep twelve to sixteen hours" in text
-    assert text.index("cats.pdf") < text.index("dogs.pptx")
+    assert "dogs.pptx" not in text  # below min_relevance: left out (AgentScope keeps it)
     # removed after the first reasoning step
     assert _hints(agent.memory.messages) == []
     assert [m.id for m in agent.memory.messages] == [question.id, reply.id]
     # the next reply searches again with its own input
     await agent.reply(Msg("user", "Do dogs need walks?", "user"))
     [second] = _hints(chat_model.calls[1].messages)
-    assert _hint_text(second).index("dogs.pptx") < _hint_text(second).index("cats.pdf")
+    assert "dogs.pptx" in _hint_text(second) and "cats.pdf" not in _hint_text(second)
 
 
 async def test_hint_only_before_the_first_step_and_persist_hint(knowledge: KnowledgeBase) -> None:
@@ -127,7 +127,7 @@ async def test_hint_only_before_the_first_step_and_persist_hint(knowledge: Knowl
     model = ScriptedChatModel([ChatResponse(content=[call]), _answer("final")])
     mw = RAGMiddleware(
         knowledges=[knowledge],
-        parameters=RAGMiddleware.Parameters(mode="static", persist_hint=True),
+        parameters=RAGMiddleware.Parameters(mode="static", persist_hint=True, min_relevance=None),
     )
     agent = Agent(
         name="a", system_prompt="", model=model, toolkit=Toolkit([tool]), middlewares=[mw]
@@ -257,7 +257,10 @@ async def test_fusion_across_kbs_dedupes_and_cuts_to_top_k(
 ) -> None:
     # a second handle holding the same passages as "pets" plus one more
     mirror = await _make_kb(embedder, store, "mirror", [*PETS, *SPACE])
-    mw = RAGMiddleware(knowledges=[knowledge, mirror], parameters=RAGMiddleware.Parameters(top_k=2))
+    every = {"min_relevance": None}  # fusion of whatever each KB ranks, relevant or not
+    mw = RAGMiddleware(
+        knowledges=[knowledge, mirror], parameters=RAGMiddleware.Parameters(top_k=2, **every)
+    )
     retrieval = await mw.retrieve(["how long do cats sleep"])
     texts = [h.result.chunk.content.text for h in retrieval.hits]  # type: ignore[union-attr]
     assert len(texts) == 2 == len(set(texts))
@@ -265,7 +268,7 @@ async def test_fusion_across_kbs_dedupes_and_cuts_to_top_k(
     # reciprocal rank fusion: ranks count, raw scores of different models do not
     assert retrieval.hits[0].fused_score == pytest.approx(2 / 61)
     retrieval = await RAGMiddleware(
-        knowledges=[knowledge, mirror], parameters=RAGMiddleware.Parameters(top_k=10)
+        knowledges=[knowledge, mirror], parameters=RAGMiddleware.Parameters(top_k=10, **every)
     ).retrieve(["cats"])
     assert len(retrieval.hits) == 3  # 2 + 3 passages, 2 of them duplicates
 
@@ -279,7 +282,8 @@ async def test_a_failing_kb_degrades_to_a_note(
         vector_store=closed_store, collection="c",
     )  # fmt: skip
     mw = RAGMiddleware(
-        knowledges=[knowledge, broken], parameters=RAGMiddleware.Parameters(mode="static")
+        knowledges=[knowledge, broken],
+        parameters=RAGMiddleware.Parameters(mode="static", min_relevance=None),
     )
     model = ScriptedChatModel([_answer("x")])
     agent = Agent(name="a", system_prompt="", model=model, middlewares=[mw])
@@ -383,3 +387,56 @@ async def test_unknown_knowledge_base_result_tells_the_model_what_to_do(
     with pytest.raises(ValueError, match="leave knowledge_bases out") as caught:
         await tool(query="cats", knowledge_bases=["wiki"])
     assert "'pets'" in str(caught.value)
+
+
+async def test_the_tool_returns_neighbouring_chunks_when_asked(
+    embedder: EmbeddingModelBase, store: QdrantStore
+) -> None:
+    manual = KnowledgeBase("manual", "A manual.", embedder, store, "manual")
+    steps = [
+        "Step one: unpack the parts.",
+        "Step two: fit the wheels onto the frame with the long bolts.",
+        "Step three: tighten every bolt with the hex key.",
+    ]
+    await manual.insert_document(
+        [
+            Chunk(content=TextBlock(text=t), source="bike.md", chunk_index=n, total_chunks=3)
+            for n, t in enumerate(steps)
+        ],
+        document_id="bike",
+    )
+    middleware = RAGMiddleware(knowledges=[manual], parameters=RAGMiddleware.Parameters(top_k=1))
+    [tool] = await middleware.list_tools()
+    assert tool.parameters["properties"]["context"]["maximum"] == 10
+    assert tool.parameters["required"] == ["query"]
+    plain = await tool(query="fit the wheels onto the frame")
+    alone = "\n".join(b.text for b in plain if isinstance(b, TextBlock))
+    assert steps[1] in alone and steps[0] not in alone
+    wide = await tool(query="fit the wheels onto the frame", context=1)
+    text = "\n".join(b.text for b in wide if isinstance(b, TextBlock))
+    assert all(step in text for step in steps)
+    assert "bike.md, chunk 1 (with chunks 0-2)" in text
+    with pytest.raises(ValueError, match="context"):
+        await tool(query="wheels", context=99)
+
+
+async def test_static_mode_inserts_nothing_when_no_passage_is_relevant(
+    knowledge: KnowledgeBase,
+) -> None:
+    async def ask(parameters: RAGMiddleware.Parameters, question: str) -> int:
+        model = ScriptedChatModel([_answer("ok")])
+        agent = Agent(
+            name="a",
+            system_prompt="",
+            model=model,
+            middlewares=[RAGMiddleware(knowledges=[knowledge], parameters=parameters)],
+        )
+        await agent.reply(Msg("user", question, "user"))
+        return len(_hints(model.calls[0].messages))
+
+    static = RAGMiddleware.Parameters(mode="static")
+    assert static.min_relevance is not None
+    assert await ask(static, "How many hours a day do cats sleep?") == 1
+    assert await ask(static, "What is the capital city of Peru?") == 0
+    keep_all = RAGMiddleware.Parameters(mode="static", min_relevance=None)
+    assert await ask(keep_all, "What is the capital city of Peru?") == 1

@@ -209,3 +209,30 @@ def test_bm25_matches_chinese_words_the_segmenter_cut_differently() -> None:
     document = encoder.count("大熊猫是中国特有的哺乳动物")
     query = encoder.query("熊猫")
     assert set(query.indices) & set(document.counts)
+
+
+@pytest.mark.parametrize("backend", ["qdrant", "custom"])
+async def test_one_per_document_returns_top_k_when_a_long_document_dominates(
+    embedder: EmbeddingModelBase, store: QdrantStore, backend: str
+) -> None:
+    """A document with 30 chunks about the query must not leave the other slots empty: the
+    engine groups (Qdrant) or the knowledge base pages deeper (a store that cannot group)."""
+    if backend == "custom":
+        async with InMemoryVectorStore() as custom:
+            await _one_per_document_case(_kb(embedder, custom))
+    else:
+        await _one_per_document_case(_kb(embedder, store))
+
+
+async def _one_per_document_case(kb: KnowledgeBase) -> None:
+    await kb.insert_document(_chunks("pandas", FACTS["pandas"], count=30), document_id="pandas")
+    for name in ("zh", "rockets", "bread", "zh2"):
+        await kb.insert_document(_chunks(name, FACTS[name]), document_id=name)
+    hits = await kb.search("giant pandas bamboo", top_k=5, max_per_document=1)
+    assert hits[0].document_id == "pandas"
+    assert sorted(h.document_id for h in hits) == sorted(
+        ["pandas", "zh", "rockets", "bread", "zh2"]
+    )
+    two = await kb.search(["giant pandas bamboo", "kerosene"], top_k=4, max_per_document=2)
+    ids = [h.document_id for h in two]
+    assert len(ids) == 4 and ids.count("pandas") == 2

@@ -192,3 +192,49 @@ def test_deleting_documents_and_kbs_while_they_index(service) -> None:
         ).json()["hits"]
         assert hits == []
         assert http.get("/healthz").status_code == 200
+
+
+def test_search_filters_and_per_document_cap(service) -> None:
+    with client(service.url, service.keys["acme"]) as http:
+        assert http.post("/v1/knowledge-bases", json={"name": "steer"}).status_code == 201
+        long_text = "\n\n".join(f"Orchard ledger entry {n}: apples counted." for n in range(400))
+        files = [
+            ("files", ("ledger.md", long_text.encode(), "text/markdown")),
+            ("files", ("orchard.txt", b"The orchard ledger lists apple trees.", "text/plain")),
+            ("files", ("cider.txt", b"Cider is pressed from orchard apples.", "text/plain")),
+        ]
+        items = http.post("/v1/knowledge-bases/steer/documents", files=files).json()["items"]
+        docs = wait_final(http, "steer", [i["id"] for i in items])
+        assert {d["status"] for d in docs} == {"ready"}, docs
+        search = "/v1/knowledge-bases/steer/search"
+        body = {"query": "orchard ledger apples", "top_k": 3}
+        capped = http.post(search, json={**body, "max_per_document": 1}).json()["hits"]
+        assert sorted(h["filename"] for h in capped) == ["cider.txt", "ledger.md", "orchard.txt"]
+        typed = http.post(search, json={**body, "type": ["txt"]}).json()["hits"]
+        assert {h["filename"] for h in typed} == {"cider.txt", "orchard.txt"}
+        named = http.post(search, json={**body, "path": ["cid*"]}).json()["hits"]
+        assert {h["filename"] for h in named} == {"cider.txt"}
+        recent = http.post(search, json={**body, "since": "2000-01-01"}).json()["hits"]
+        assert len(recent) == 3
+        future = http.post(search, json={**body, "since": "2999-01-01"}).json()["hits"]
+        assert future == []
+        wide = http.post(search, json={**body, "type": ["md"], "context": 1}).json()["hits"]
+        assert wide and all(h["context"] is not None for h in wide)
+        first = wide[0]["context"]
+        assert first["first_chunk"] <= wide[0]["chunk_index"] <= first["last_chunk"]
+        assert first["last_chunk"] > first["first_chunk"]
+        assert wide[0]["text"] in first["text"] or first["text"].count("Orchard ledger entry")
+        assert http.post(search, json=body).json()["hits"][0]["context"] is None
+        for bad in (
+            {"path": ["/srv/*"]},
+            {"where": {"tenant_id": "globex"}},
+            {"where": {"path": "x"}},
+            {"since": "soon"},
+            {"type": ["*.md"]},
+            {"where": {"page": {"gte": "many"}}},
+            {"max_per_document": 0},
+            {"context": 11},
+            {"context": -1},
+        ):
+            response = http.post(search, json={**body, **bad})
+            assert response.status_code == 422, (bad, response.text)

@@ -18,6 +18,7 @@ from archivist.rag.store.qdrant import QdrantStore
 from archivist.rag.store.qdrant.store import TENANT_PAYLOAD_KEY
 from archivist.rag.tenant import TENANT_KEY
 from archivist.testing.hybrid_store import DiversitySearchConformance, HybridSearchConformance
+from archivist.testing.search_store import GroupingConformance, SearchFilterConformance
 from archivist.testing.store import DIMENSIONS, VectorStoreConformance, record, unit
 
 pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect in the local Qdrant")
@@ -37,7 +38,12 @@ async def store(client: AsyncQdrantClient) -> AsyncIterator[QdrantStore]:
 
 
 class TestQdrantClientLocalModeAsServerStandIn(
-    VectorStoreConformance, HybridSearchConformance, DiversitySearchConformance, QdrantOnlyCases
+    VectorStoreConformance,
+    HybridSearchConformance,
+    DiversitySearchConformance,
+    GroupingConformance,
+    SearchFilterConformance,
+    QdrantOnlyCases,
 ):
     """Every conformance test through qdrant-client, local mode standing in for a server."""
 

@@ -17,6 +17,7 @@ from archivist.rag.record import VectorRecord
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.rag.store.qdrant.sparse import SPARSE_VECTOR
 from archivist.testing.hybrid_store import DiversitySearchConformance, HybridSearchConformance
+from archivist.testing.search_store import GroupingConformance, SearchFilterConformance
 from archivist.testing.store import DIMENSIONS, VectorStoreConformance, record, texts, unit
 
 
@@ -27,7 +28,12 @@ async def store() -> AsyncIterator[QdrantStore]:
 
 
 class TestQdrantEdgeMemory(
-    VectorStoreConformance, HybridSearchConformance, DiversitySearchConformance, QdrantOnlyCases
+    VectorStoreConformance,
+    HybridSearchConformance,
+    DiversitySearchConformance,
+    GroupingConformance,
+    SearchFilterConformance,
+    QdrantOnlyCases,
 ):
     """Every conformance test against the in-process engine in a temporary directory."""
 

@@ -17,7 +17,10 @@ from archivist.cli.session import (
 )
 
 if TYPE_CHECKING:  # loaded when a search runs, so registering the command costs nothing
+    from datetime import datetime
+
     from archivist.rag import VectorSearchResult
+    from archivist.rag.store.search_filter import SearchFilter
 
 
 def add_search_command(commands: Any) -> None:
@@ -65,6 +68,45 @@ def add_search_command(commands: Any) -> None:
         metavar="D",
         help="0..1: pick passages by maximal marginal relevance (0 = most relevant only)",
     )
+    cmd.add_argument(
+        "--min-relevance",
+        type=relevance_bound,
+        default=None,
+        metavar="P",
+        help="0..1: leave out passages less likely than P to be relevant (every mode)",
+    )
+    cmd.add_argument(
+        "--context",
+        type=context_count,
+        default=0,
+        metavar="N",
+        help="show each passage with N chunks before and after it (overlapping ones merged)",
+    )
+    narrow = cmd.add_argument_group("filters (applied before ranking; repeat an option for any of)")
+    narrow.add_argument(
+        "--path",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="file name ('*.md') or path ('/usr/share/doc/*') glob",
+    )
+    narrow.add_argument(
+        "--type", action="append", default=[], metavar="EXT", help="file extension (md, pdf)"
+    )
+    narrow.add_argument(
+        "--since",
+        type=since_date,
+        default=None,
+        metavar="DATE",
+        help="files modified on or after DATE (2024-05-01 or an ISO 8601 time)",
+    )
+    narrow.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="metadata equality, or KEY>=V / KEY<V ... on numbers and dates",
+    )
     add_json_argument(cmd)
     add_common_arguments(cmd)
     cmd.set_defaults(handler=run_search, dash_hint=DASH_HINT)
@@ -110,14 +152,77 @@ def query_of(args: argparse.Namespace) -> str:
     return str(query)
 
 
+def relevance_bound(text: str) -> float:
+    """argparse type: a probability from 0 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to 1, got {text!r}")
+    return value
+
+
+def context_count(text: str) -> int:
+    """argparse type: a whole number of chunks from 0 to MAX_CONTEXT."""
+    from archivist.rag.search_context import MAX_CONTEXT
+
+    if not text.strip().isdigit() or int(text) > MAX_CONTEXT:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number from 0 to {MAX_CONTEXT}, got {text!r}"
+        )
+    return int(text)
+
+
+def since_date(text: str) -> datetime:
+    """argparse type: an ISO 8601 date or date-time (UTC unless it says otherwise)."""
+    from datetime import datetime
+
+    from archivist.rag.store.search_filter import parse_bound
+
+    try:
+        bound = parse_bound(text)
+    except ValueError:
+        bound = 0.0
+    if not isinstance(bound, datetime):
+        raise argparse.ArgumentTypeError(f"must be a date like 2024-05-01, got {text!r}")
+    return bound
+
+
+def search_filter_of(args: argparse.Namespace) -> SearchFilter | None:
+    """The filters given on the command line, or None; CLIError naming the option if bad."""
+    from pydantic import ValidationError
+
+    from archivist.rag.store.search_filter import SearchFilter, parse_where
+
+    try:
+        where = parse_where(args.where)
+    except ValueError as error:
+        raise CLIError(str(error)) from None
+    for option, values in (("--path", args.path), ("--type", args.type)):
+        try:
+            SearchFilter.model_validate({option.removeprefix("--") + "s": values})
+        except ValidationError as error:
+            message = str(error.errors()[0]["msg"]).removeprefix("Value error, ")
+            raise CLIError(f"{option}: {message}") from None
+    try:
+        found = SearchFilter(paths=args.path, types=args.type, since=args.since, where=where)
+    except ValidationError as error:
+        message = str(error.errors()[0]["msg"]).removeprefix("Value error, ")
+        raise CLIError(f"--where: {message}") from None
+    return None if found.is_empty else found
+
+
 def hit_json(rank: int, hit: VectorSearchResult) -> dict[str, Any]:
     """One hit as a JSON-ready dict."""
     from archivist.message import TextBlock
+    from archivist.rag.search_context import context_text
 
     meta = hit.chunk.metadata
     return {
         "rank": rank,
         "score": round(hit.score, 6),
+        "relevance": None if hit.relevance is None else round(hit.relevance, 4),
         "document_id": hit.document_id,
         "source": hit.chunk.source,
         "path": meta.get("path"),
@@ -128,12 +233,20 @@ def hit_json(rank: int, hit: VectorSearchResult) -> dict[str, Any]:
         "heading_path": meta.get("heading_path"),
         "chunk_index": hit.chunk.chunk_index,
         "text": hit.chunk.content.text if isinstance(hit.chunk.content, TextBlock) else None,
+        "context": None
+        if hit.context is None
+        else {
+            "first_chunk": hit.context[0].chunk_index,
+            "last_chunk": hit.context[-1].chunk_index,
+            "text": context_text(hit),
+        },
     }
 
 
 async def run_search(args: argparse.Namespace) -> int:
     """Print the best hits; an empty knowledge base is reported, not a silent blank."""
     args.query = query_of(args)
+    search_filter = search_filter_of(args)
     async with open_session(args, create=False) as session:
         hits = await session.kb.search(
             args.query,
@@ -142,6 +255,9 @@ async def run_search(args: argparse.Namespace) -> int:
             mode=args.mode,
             max_per_document=args.max_per_document,
             diversity=args.diversity,
+            search_filter=search_filter,
+            context=args.context,
+            min_relevance=args.min_relevance,
         )
         if not hits and not await session.kb.list_documents():
             raise CLIError(
@@ -167,8 +283,11 @@ def hit_header(rank: int, hit: VectorSearchResult) -> str:
 
     path = hit.chunk.metadata.get("path")
     where = display_path(path) if isinstance(path, str) else hit.chunk.source
-    parts = [f"[{rank}]", f"{hit.score:.3f}", where, location(hit.chunk)]
+    measure = f"{hit.score:.3f}" if hit.relevance is None else f"relevance {hit.relevance:.2f}"
+    parts = [f"[{rank}]", measure, where, location(hit.chunk)]
     parts.append(f"chunk {hit.chunk.chunk_index}")
+    if hit.context and len(hit.context) > 1:
+        parts.append(f"(with {hit.context[0].chunk_index}-{hit.context[-1].chunk_index})")
     return "  ".join(p for p in parts if p)
 
 
@@ -180,4 +299,7 @@ def passage_lines(hit: VectorSearchResult, width: int, indent: str = "    ") -> 
     content = hit.chunk.content
     if not isinstance(content, TextBlock):
         return [f"{indent}<{content.source.media_type}>"]
-    return text_lines(content.text, width - 1, indent)
+    from archivist.rag.search_context import context_text
+
+    text = context_text(hit) or content.text
+    return text_lines(text, width - 1, indent)

@@ -13,6 +13,8 @@ from archivist.middleware.base import MiddlewareBase
 from archivist.middleware.context import ReplyContext
 from archivist.middleware.retrieval import Retrieval, render_hits, search_and_fuse
 from archivist.rag.knowledge_base import KnowledgeBase, Query
+from archivist.rag.relevance import DEFAULT_MIN_RELEVANCE
+from archivist.rag.search_context import MAX_CONTEXT
 from archivist.tool import ToolBase
 
 HINT_SOURCE = "rag"
@@ -23,8 +25,9 @@ class RAGMiddleware(MiddlewareBase):
 
     - `static`: before the first reasoning step of each reply, searches every KB with the
       reply's input (its DataBlocks too, for multimodal KBs), puts one HintBlock right after
-      the input in the context, emits a HintBlockEvent if asked, and takes the hint out
-      again after that step unless `persist_hint`.
+      the input in the context (none when no passage clears `min_relevance`), emits a
+      HintBlockEvent if asked, and takes the hint out again after that step unless
+      `persist_hint`.
     - `agentic` (default): `list_tools()` offers a `search_knowledge` tool to register.
     Hits from all KBs are merged by rank fusion, deduplicated and cut to `top_k`; each one
     is labelled with its source, page/slide and chunk so the answer can cite it.
@@ -38,6 +41,11 @@ class RAGMiddleware(MiddlewareBase):
         mode: Literal["agentic", "static"] = "agentic"
         top_k: int = Field(default=5, gt=0)
         score_threshold: float | None = None
+        min_relevance: float | None = Field(default=DEFAULT_MIN_RELEVANCE, ge=0, le=1)
+        """Passages less likely than this to be relevant are left out (see `relevance`);
+        in static mode nothing is inserted when none clears it. None keeps everything."""
+        context: int = Field(default=0, ge=0, le=MAX_CONTEXT)
+        """Neighbouring chunks given with each passage (static mode; the tool's default)."""
         emit_hint_event: bool = True
         persist_hint: bool = False
         hint_template: str = "{context}"
@@ -77,9 +85,14 @@ class RAGMiddleware(MiddlewareBase):
         self._state_key = f"rag-hint:{id(self)}"
 
     async def retrieve(
-        self, queries: Sequence[Query], knowledge_bases: Sequence[str] | None = None
+        self,
+        queries: Sequence[Query],
+        knowledge_bases: Sequence[str] | None = None,
+        *,
+        context: int | None = None,
     ) -> Retrieval:
-        """Search the attached KBs (or the named subset) and merge what they find."""
+        """Search the attached KBs (or the named subset) and merge what they find; `context`
+        neighbouring chunks with each hit (default: the parameters')."""
         chosen = self.knowledges
         if knowledge_bases:
             unknown = sorted(set(knowledge_bases) - {kb.name for kb in self.knowledges})
@@ -91,7 +104,12 @@ class RAGMiddleware(MiddlewareBase):
                 )
             chosen = [kb for kb in self.knowledges if kb.name in knowledge_bases]
         return await search_and_fuse(
-            chosen, queries, self.parameters.top_k, self.parameters.score_threshold
+            chosen,
+            queries,
+            self.parameters.top_k,
+            self.parameters.score_threshold,
+            context=self.parameters.context if context is None else context,
+            min_relevance=self.parameters.min_relevance,
         )
 
     async def list_tools(self) -> list[ToolBase]:
@@ -106,6 +124,8 @@ class RAGMiddleware(MiddlewareBase):
         if not queries:
             return
         retrieval = await self.retrieve(queries)
+        if not retrieval.hits and not retrieval.errors:
+            return  # nothing cleared min_relevance: the model is better off without a hint
         hint = HintBlock(
             hint=wrap_hint(self.parameters.hint_template, render_hits(retrieval)),
             source=HINT_SOURCE,
@@ -195,6 +215,14 @@ class SearchKnowledgeTool(ToolBase):
                     "items": {"type": "string", "enum": names},
                     "description": "Search only these knowledge bases (default: all).",
                 },
+                "context": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": MAX_CONTEXT,
+                    "description": "Also return this many neighbouring chunks before and "
+                    "after each passage, when the answer may continue around it (default "
+                    f"{middleware.parameters.context}).",
+                },
             },
             "required": ["query"],
             "additionalProperties": False,
@@ -204,5 +232,14 @@ class SearchKnowledgeTool(ToolBase):
         query = kwargs.get("query")
         if not isinstance(query, str) or not query.strip():
             raise ValueError("query must be a non-empty string")
-        retrieval = await self._middleware.retrieve([query], kwargs.get("knowledge_bases"))
+        context = kwargs.get("context")
+        if context is not None and (
+            isinstance(context, bool)
+            or not isinstance(context, int)
+            or not 0 <= context <= MAX_CONTEXT
+        ):
+            raise ValueError(f"context must be a whole number from 0 to {MAX_CONTEXT}")
+        retrieval = await self._middleware.retrieve(
+            [query], kwargs.get("knowledge_bases"), context=context
+        )
         return render_hits(retrieval)

@@ -11,6 +11,7 @@ from archivist.message import DataBlock, TextBlock
 from archivist.rag.citation import citation
 from archivist.rag.knowledge_base import KnowledgeBase, Query
 from archivist.rag.record import VectorSearchResult
+from archivist.rag.search_context import context_text
 
 # Reciprocal-rank-fusion constant (Cormack et al. 2009): damps the weight of top ranks.
 RRF_K = 60
@@ -26,8 +27,12 @@ class Hit:
 
     def citation(self) -> str:
         """A label the model can cite: source file, page/slide/sheet and heading path when
-        known, chunk index."""
-        return citation(self.result.chunk)
+        known, chunk index (and the neighbouring chunks shown with it)."""
+        label = citation(self.result.chunk)
+        window = self.result.context
+        if window and len(window) > 1:
+            label += f" (with chunks {window[0].chunk_index}-{window[-1].chunk_index})"
+        return label
 
 
 @dataclass
@@ -53,13 +58,22 @@ async def search_and_fuse(
     queries: Sequence[Query],
     top_k: int,
     score_threshold: float | None,
+    *,
+    context: int = 0,
+    min_relevance: float | None = None,
 ) -> Retrieval:
     """Search every KB concurrently; merge by reciprocal rank fusion (scores of different
     embedding models are not comparable), drop duplicate passages, keep the best `top_k`.
     A KB that raises is reported in `errors` and the others still answer."""
     outcomes = await asyncio.gather(
         *(
-            kb.search(list(queries), top_k=top_k, score_threshold=score_threshold)
+            kb.search(
+                list(queries),
+                top_k=top_k,
+                score_threshold=score_threshold,
+                context=context,
+                min_relevance=min_relevance,
+            )
             for kb in knowledge_bases
         ),
         return_exceptions=True,
@@ -97,13 +111,15 @@ def render_hits(retrieval: Retrieval) -> list[TextBlock | DataBlock]:
     else:
         lines.append("No relevant passages were found in the knowledge base(s).")
     for number, hit in enumerate(retrieval.hits, start=1):
-        label = (
-            f"[{number}] {hit.citation()} (knowledge base: {hit.knowledge_base}, "
-            f"score {hit.result.score:.3f})"
+        measure = (
+            f"score {hit.result.score:.3f}"
+            if hit.result.relevance is None
+            else f"relevance {hit.result.relevance:.2f}"
         )
+        label = f"[{number}] {hit.citation()} (knowledge base: {hit.knowledge_base}, {measure})"
         content = hit.result.chunk.content
         if isinstance(content, TextBlock):
-            lines.append(f"{label}\n{content.text}")
+            lines.append(f"{label}\n{context_text(hit.result) or content.text}")
         else:
             lines.append(f"{label}\n<{content.source.media_type} attached below>")
             blocks.append(TextBlock(text="\n\n".join(lines)))

@@ -35,13 +35,14 @@ from archivist.rag.parser.base import ParserBase
 from archivist.rag.parser.registry import ParserRegistry, UnsupportedFileTypeError
 from archivist.rag.record import DocumentSummary
 from archivist.rag.store.base import MetadataFilter
+from archivist.rag.store.search_filter import INDEXED_AT_KEY as INDEXED_AT_KEY
+from archivist.rag.store.search_filter import MODIFIED_KEY
+from archivist.rag.store.search_filter import PATH_KEY as PATH_KEY
 from archivist.rag.tenant import tenant_scope
 
 _ID_NAMESPACE = uuid.UUID("6f1d4c0e-3a57-4f0b-9a43-7d7e1c9b2a10")
-PATH_KEY = "path"
 HASH_KEY = "content_sha256"
 PIPELINE_KEY = "pipeline"
-INDEXED_AT_KEY = "indexed_at"
 
 
 class Outcome(enum.StrEnum):
@@ -355,6 +356,9 @@ async def _parse_one(
         HASH_KEY: digest,
         PIPELINE_KEY: fingerprint,
         INDEXED_AT_KEY: datetime.now(UTC).isoformat(timespec="seconds"),
+        MODIFIED_KEY: datetime.fromtimestamp(resolved.stat().st_mtime, UTC).isoformat(
+            timespec="seconds"
+        ),
     }
     outcome = Outcome.UPDATED if before is not None else Outcome.INDEXED
     if chunks is not None:

@@ -7,16 +7,25 @@ import json
 import logging
 import math
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from archivist.message import DataBlock, TextBlock
 from archivist.rag import query_cache
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
+from archivist.rag.relevance import check_min_relevance
+from archivist.rag.search_context import MAX_CONTEXT, merged_windows
 from archivist.rag.store.base import (
     MetadataFilter,
     SearchMode,
@@ -26,6 +35,7 @@ from archivist.rag.store.base import (
     delete_in_scope,
 )
 from archivist.rag.store.generations import GenerationInfo, document_problem
+from archivist.rag.store.search_filter import SearchFilter
 from archivist.validation import (
     check_document_id,
     check_metadata_filter,
@@ -154,6 +164,7 @@ class KnowledgeBase:
         self._ready = False
         self._ready_lock = asyncio.Lock()
         self._hinted_dense_only = False
+        self._text_aware = False
         self._explained_unreadable = False
 
     def __repr__(self) -> str:
@@ -370,6 +381,9 @@ class KnowledgeBase:
         mode: SearchMode | None = None,
         max_per_document: int | None = None,
         diversity: float | None = None,
+        search_filter: SearchFilter | Mapping[str, Any] | None = None,
+        context: int = 0,
+        min_relevance: float | None = None,
     ) -> list[VectorSearchResult]:
         """Best chunks for `queries`, each searched on its own, then thresholded, deduplicated
         by (document, chunk), sorted by score and cut to `top_k`.
@@ -378,9 +392,19 @@ class KnowledgeBase:
         by default hybrid where the collection supports it, and dense when `score_threshold`
         is given (a similarity threshold means nothing for fused scores). DataBlock queries
         always search the dense side. `max_per_document` keeps at most that many chunks of one
-        document, so one long file cannot fill every slot. `diversity` (0..1, stores with
-        `supports_diversity`) picks results by maximal marginal relevance in the store: hits
-        then come in that order (by rank across queries), each scored by similarity.
+        document, so one long file cannot fill every slot; `top_k` hits still come back when
+        that many documents match (the store groups by document, or deeper pages are fetched).
+        `diversity` (0..1, stores with `supports_diversity`) picks results by maximal marginal
+        relevance in the store: hits then come in that order (by rank across queries), each
+        scored by similarity. `search_filter` (a `SearchFilter` or its dict form: `paths`,
+        `types`, `since`, `where`) narrows the search inside the store, before ranking.
+        With `context` N (up to 10), each hit carries in `context` the chunks from N before
+        to N after it; hits of one document whose windows overlap are merged into the better
+        one (so fewer than `top_k` may come back). `search_context.context_text` joins them.
+        Every hit of a store that can tell carries `relevance`, the estimated probability that
+        it is relevant (0..1, comparable across queries, modes and languages);
+        `min_relevance` drops hits below it (hits of a store that gives none are kept), so an
+        empty list means nothing relevant was found.
         """
         check_positive_int(top_k, "top_k")
         if score_threshold is not None and not math.isfinite(score_threshold):
@@ -392,33 +416,69 @@ class KnowledgeBase:
             raise ValueError(
                 f"{type(self.vector_store).__name__} does not support diversity (MMR) search"
             )
+        narrowing = self._check_search_filter(search_filter)
+        min_relevance = check_min_relevance(min_relevance)
+        check_non_negative_int(context, "context")
+        if context > MAX_CONTEXT:
+            raise ValueError(f"context must be at most {MAX_CONTEXT}, got {context}")
         usable = self._usable_queries(queries)
         if not usable:
             return []
         await self.ensure_collection()
         chosen = await self._search_mode(mode, score_threshold)
-        depth = top_k if max_per_document is None else top_k * _COLLAPSE_FANOUT
-        hits_per_query = await self._run_queries(
-            usable, chosen, depth, diversity, defaulted=mode is None
+        grouped = (
+            max_per_document is not None
+            and diversity is None
+            and self.vector_store.supports_grouping
         )
-        # Each hit's sort key: by score, or (MMR) by its rank in its query's results.
-        best: dict[tuple[str, int], tuple[tuple[float, float], VectorSearchResult]] = {}
-        for hits in hits_per_query:
-            for position, hit in enumerate(hits):
-                if score_threshold is not None and hit.score < score_threshold:
-                    continue
-                order = (-hit.score, 0.0) if diversity is None else (position, -hit.score)
-                key = (hit.document_id, hit.chunk.chunk_index)
-                if key not in best or order < best[key][0]:
-                    best[key] = (order, hit)
-        ranked = [hit for _, hit in sorted(best.values(), key=lambda item: item[0])]
-        if max_per_document is not None:
+        depth = top_k if max_per_document is None or grouped else top_k * _COLLAPSE_FANOUT
+        while True:
+            hits_per_query = await self._run_queries(
+                usable,
+                chosen,
+                depth,
+                diversity,
+                defaulted=mode is None,
+                max_per_document=max_per_document if grouped else None,
+                search_filter=narrowing,
+            )
+            ranked = _merge(hits_per_query, score_threshold, diversity, min_relevance)
+            if max_per_document is None:
+                break
             ranked = _collapse(ranked, max_per_document)
+            # A store that cannot group: fetch deeper until full or out of candidates.
+            exhausted = all(len(hits) < depth for hits in hits_per_query)
+            if grouped or len(ranked) >= top_k or exhausted:
+                break
+            depth *= _COLLAPSE_FANOUT
+        if context:
+            return await self._with_context(ranked[:top_k], context)
         return ranked[:top_k]
+
+    async def _with_context(
+        self, hits: list[VectorSearchResult], context: int
+    ) -> list[VectorSearchResult]:
+        """`hits` with their windows of neighbouring chunks, overlapping windows merged."""
+        windows = merged_windows(hits, context)
+        chunks = await asyncio.gather(
+            *(
+                self.vector_store.chunk_window(
+                    self.collection, hit.document_id, first, last, self.metadata_filter
+                )
+                for hit, first, last in windows
+            )
+        )
+        return [
+            hit.model_copy(update={"context": window or [hit.chunk]})
+            for (hit, _, _), window in zip(windows, chunks, strict=True)
+        ]
 
     async def _search_mode(self, mode: SearchMode | None, threshold: float | None) -> SearchMode:
         """The mode to search in: `mode` if the collection supports it, else the default."""
         supported = await self.vector_store.search_modes(self.collection)
+        offers_modes = type(self.vector_store).search_modes is not VectorStoreBase.search_modes
+        # Such a store also takes the query's text in dense mode (for `relevance`).
+        self._text_aware = offers_modes and "sparse" in supported
         if mode is not None:
             check_search_mode(mode)
             if mode not in supported:
@@ -429,7 +489,6 @@ class KnowledgeBase:
                     f"{mode} search"
                 )
             return mode
-        offers_modes = type(self.vector_store).search_modes is not VectorStoreBase.search_modes
         if "hybrid" not in supported:
             if offers_modes and not self._hinted_dense_only:
                 self._hinted_dense_only = True
@@ -451,6 +510,8 @@ class KnowledgeBase:
         diversity: float | None,
         *,
         defaulted: bool = False,
+        max_per_document: int | None = None,
+        search_filter: SearchFilter | None = None,
     ) -> list[list[VectorSearchResult]]:
         """Each query's hits: text in `mode`, DataBlocks by their dense vector.
 
@@ -479,12 +540,16 @@ class KnowledgeBase:
             vectors = list((await self.embedding_model(to_embed, input_type="query")).embeddings)
         embedded = iter(vectors)
         extra: dict[str, Any] = {} if diversity is None else {"diversity": diversity}
+        if max_per_document is not None:
+            extra["max_per_document"] = max_per_document
+        if search_filter is not None:
+            extra["search_filter"] = search_filter
         if self.metadata_filter is not None:  # by keyword, and only when there is one
             extra["metadata_filter"] = self.metadata_filter
         searches = []
         for _, text, query_mode in plan:
             vector = None if query_mode == "sparse" else next(embedded)
-            if query_mode == "dense":
+            if query_mode == "dense" and (text is None or not self._text_aware):
                 assert vector is not None
                 searches.append(self.vector_store.search(self.collection, vector, depth, **extra))
             else:
@@ -499,6 +564,28 @@ class KnowledgeBase:
                     )
                 )
         return list(await asyncio.gather(*searches))
+
+    def _check_search_filter(
+        self, search_filter: SearchFilter | Mapping[str, Any] | None
+    ) -> SearchFilter | None:
+        """`search_filter` as a SearchFilter (None when it lets everything through)."""
+        if search_filter is None:
+            return None
+        if not isinstance(search_filter, SearchFilter):
+            if not isinstance(search_filter, Mapping):
+                raise TypeError("search_filter must be a SearchFilter or a dict")
+            try:
+                search_filter = SearchFilter.model_validate(dict(search_filter))
+            except ValidationError as error:
+                raise ValueError(f"search_filter: {_first_error(error)}") from None
+        if search_filter.is_empty:
+            return None
+        if not self.vector_store.supports_search_filter:
+            raise ValueError(
+                f"{type(self.vector_store).__name__} does not support search filters "
+                "(paths, types, since, where)"
+            )
+        return search_filter
 
     def _unreadable(self, text: str) -> bool:
         """Whether the model's vocabulary misses so much of `text` that its vector is noise."""
@@ -749,6 +836,38 @@ _UNREADABLE_SAMPLE_CHUNKS = 16
 """Leading chunks of a streamed document sampled for unknown tokens."""
 _COLLAPSE_FANOUT = 4
 """Candidates fetched per result slot when results are collapsed per document."""
+
+
+def _first_error(error: ValidationError) -> str:
+    """The first problem of a validation error as `field: message`."""
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    message = str(first["msg"]).removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message
+
+
+def _merge(
+    hits_per_query: list[list[VectorSearchResult]],
+    score_threshold: float | None,
+    diversity: float | None,
+    min_relevance: float | None = None,
+) -> list[VectorSearchResult]:
+    """The hits of all queries, thresholded, one per (document, chunk), best first: by score,
+    or (MMR) by rank in its query's results."""
+    best: dict[tuple[str, int], tuple[tuple[float, float], VectorSearchResult]] = {}
+    for hits in hits_per_query:
+        for position, hit in enumerate(hits):
+            if score_threshold is not None and hit.score < score_threshold:
+                continue
+            if min_relevance is not None and (
+                hit.relevance is not None and hit.relevance < min_relevance
+            ):
+                continue
+            order = (-hit.score, 0.0) if diversity is None else (position, -hit.score)
+            key = (hit.document_id, hit.chunk.chunk_index)
+            if key not in best or order < best[key][0]:
+                best[key] = (order, hit)
+    return [hit for _, hit in sorted(best.values(), key=lambda item: item[0])]
 
 
 def _collapse(ranked: list[VectorSearchResult], per_document: int) -> list[VectorSearchResult]:

@@ -86,9 +86,13 @@ class _ReportingRAG(RAGMiddleware):
         self._report = report
 
     async def retrieve(
-        self, queries: Sequence[Query], knowledge_bases: Sequence[str] | None = None
+        self,
+        queries: Sequence[Query],
+        knowledge_bases: Sequence[str] | None = None,
+        *,
+        context: int | None = None,
     ) -> Retrieval:
-        retrieval = await super().retrieve(queries, knowledge_bases)
+        retrieval = await super().retrieve(queries, knowledge_bases, context=context)
         self._report(retrieval)
         return retrieval
 

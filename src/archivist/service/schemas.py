@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any, Literal
+from datetime import UTC, date, datetime
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from archivist.rag.ingest import HASH_KEY, PATH_KEY, PIPELINE_KEY
+from archivist.rag.search_context import MAX_CONTEXT
+from archivist.rag.store.search_filter import Range, SearchFilter
+from archivist.rag.tenant import TENANT_KEY
 from archivist.service.catalog import DocumentRecord, KBRecord, Status
 from archivist.service.sessions_store import ChatRole, Citation, SessionRecord
+
+SERVICE_KEYS = frozenset({PATH_KEY, HASH_KEY, PIPELINE_KEY, TENANT_KEY})
+"""Chunk metadata the service keeps for itself: never exposed, never searched by."""
 
 KB_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
@@ -158,12 +165,56 @@ class SearchRequest(BaseModel):
 
     query: str = Field(min_length=1, max_length=4000)
     top_k: int = Field(default=5, ge=1, le=100)
+    min_relevance: float | None = Field(default=None, ge=0, le=1)
+    """Leave out hits less likely than this to be relevant (every mode)."""
+    context: int = Field(default=0, ge=0, le=MAX_CONTEXT)
+    """Neighbouring chunks to return on each side of every hit (overlapping windows merged)."""
+    max_per_document: int | None = Field(default=None, ge=1, le=100)
+    """At most this many chunks of one document (and still `top_k` when enough match)."""
+    path: list[Annotated[str, Field(min_length=1, max_length=500)]] = Field(
+        default=[], max_length=20
+    )
+    """File-name globs ("*.pdf", "report-*"), any of which the document's name matches."""
+    type: list[Annotated[str, Field(min_length=1, max_length=17)]] = Field(
+        default=[], max_length=20
+    )
+    """File extensions ("pdf", "md"), any of which the document's name ends with."""
+    since: datetime | date | None = None
+    """Only documents uploaded (or changed) on or after this date or time."""
+    where: dict[str, str | int | bool | Range | None] = Field(default={}, max_length=20)
+    """Chunk metadata equality, or number/date bounds: `{"page": {"gte": 3}}`."""
+
+    @model_validator(mode="after")
+    def _filter_is_valid(self) -> SearchRequest:
+        if any("/" in glob or "\\" in glob for glob in self.path):
+            raise ValueError("path: globs match file names here, without '/'")
+        internal = sorted(set(self.where) & SERVICE_KEYS)
+        if internal:
+            raise ValueError(f"where: {internal} are internal keys and cannot be searched")
+        self.search_filter()
+        return self
+
+    def search_filter(self) -> SearchFilter:
+        """The filters of the body as the store-neutral value."""
+        return SearchFilter(
+            paths=tuple(self.path), types=tuple(self.type), since=self.since, where=self.where
+        )
+
+
+class HitContext(BaseModel):
+    """The chunks around a hit: `first_chunk`..`last_chunk` of its document, as one text."""
+
+    first_chunk: int
+    last_chunk: int
+    text: str | None
 
 
 class Hit(BaseModel):
     """One search result with where it comes from."""
 
     score: float
+    relevance: float | None = None
+    """Estimated probability (0..1) that the hit is relevant; comparable across queries."""
     document_id: str
     filename: str
     chunk_index: int
@@ -171,6 +222,8 @@ class Hit(BaseModel):
     citation: str
     """`file, page N, chunk M` (or slide): what to cite."""
     metadata: dict[str, Any]
+    context: HitContext | None = None
+    """With `context` in the request: the hit's neighbouring chunks."""
 
 
 class SearchResponse(BaseModel):

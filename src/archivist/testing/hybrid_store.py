@@ -155,6 +155,38 @@ class HybridSearchConformance:
         hits = await store.search("docs", None, 1, query_text="forest orchid", mode="sparse")
         assert [hit.document_id for hit in hits] == ["d8"]
 
+    async def test_identifiers_match_as_wholes(self, store: Any) -> None:
+        """A flag, a dotted name or a CamelCase name in the query finds the chunk naming it,
+        not one holding its parts apart, even when the dense side prefers the look-alike."""
+        await store.create_collection("man", DIMENSIONS)
+        texts = {
+            "tar": "tar --strip-components=NUMBER: strip NUMBER leading components from names.",
+            "cmake": "cmake --install: --strip removes symbols; components are installed "
+            "one by one, and the strip step is optional for all components.",
+            "os": "Call os.path.join to build a path from parts.",
+            "join": "To join a path from parts, os joins each path part with the separator.",
+            "store": "QdrantStore keeps vectors in Qdrant.",
+            "words": "A Qdrant store keeps the vectors; the store is Qdrant's.",
+        }
+        # Every dense vector points at unit(0) except the look-alikes, which match the query.
+        lookalikes = {"cmake", "join", "words"}
+        await store.insert(
+            "man",
+            [
+                record(name, 0, unit(1) if name in lookalikes else unit(0), total=1, text=text)
+                for name, text in texts.items()
+            ],
+        )
+        for query, wanted in (
+            ("what does --strip-components do", "tar"),
+            ("os.path.join", "os"),
+            ("QdrantStore", "store"),
+        ):
+            sparse = await store.search("man", None, 1, query_text=query, mode="sparse")
+            assert [hit.document_id for hit in sparse] == [wanted], query
+            hybrid = await store.search("man", unit(1), 2, query_text=query, mode="hybrid")
+            assert hybrid[0].document_id == wanted, (query, [h.document_id for h in hybrid])
+
 
 class DiversitySearchConformance:
     """Maximal marginal relevance (`diversity`) in the engine, for dense and hybrid search."""

@@ -425,6 +425,21 @@ class VectorStoreConformance:
         chunks = await store.list_chunks(docs, "d", metadata_filter={"lang": "en"})
         assert [chunk.chunk_index for chunk in chunks] == [0, 2]
 
+    async def test_chunk_window_gives_the_chunks_between_two_indexes(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        await store.insert(
+            docs,
+            [record("d", n, total=8, lang="en" if n != 4 else "fr") for n in range(8)]
+            + [record("e", n, total=8) for n in range(8)],
+        )
+        window = await store.chunk_window(docs, "d", 2, 5)
+        assert [(c.chunk_index, c.source) for c in window] == [(n, "d.txt") for n in (2, 3, 4, 5)]
+        assert [c.chunk_index for c in await store.chunk_window(docs, "d", 6, 20)] == [6, 7]
+        scoped = await store.chunk_window(docs, "d", 3, 5, metadata_filter={"lang": "en"})
+        assert [c.chunk_index for c in scoped] == [3, 5]
+        assert await store.chunk_window(docs, "missing", 0, 3) == []
+
     @pytest.mark.parametrize(("offset", "limit"), [(-1, 5), (0, -1), (1.5, 5), (0, None)])
     async def test_list_chunks_rejects_bad_paging(
         self, store: VectorStoreBase, docs: str, offset: Any, limit: Any

@@ -95,12 +95,19 @@ class VectorStoreBase(AsyncClosable, ABC):
         """The `top_k` nearest chunks matching `metadata_filter`, best first.
 
         Stores whose `search_modes` offer "sparse" or "hybrid" also take keyword arguments
-        `query_text: str` and `mode`, and stores with `supports_diversity` a `diversity`
-        (maximal marginal relevance); they are never passed to stores that do not.
+        `query_text: str` and `mode`, stores with `supports_diversity` a `diversity`
+        (maximal marginal relevance), stores with `supports_grouping` a `max_per_document`,
+        and stores with `supports_search_filter` a `search_filter` (a `SearchFilter`, applied
+        natively before ranking); they are never passed to stores that do not.
         """
 
     supports_diversity: bool = False
     """Whether `search` takes `diversity` (results picked by maximal marginal relevance)."""
+    supports_grouping: bool = False
+    """Whether `search` takes `max_per_document` and then still returns `top_k` results
+    whenever that many documents match (grouped by the engine, or paged until full)."""
+    supports_search_filter: bool = False
+    """Whether `search` takes `search_filter` (paths, types, since, metadata ranges)."""
 
     async def search_modes(self, collection: str) -> tuple[SearchMode, ...]:
         """The search modes `collection` supports; dense vectors only, unless overridden."""
@@ -144,6 +151,24 @@ class VectorStoreBase(AsyncClosable, ABC):
         paging then fails with this error.
         """
         raise NotImplementedError(f"{type(self).__name__} does not implement list_chunks")
+
+    async def chunk_window(
+        self,
+        collection: str,
+        document_id: str,
+        first: int,
+        last: int,
+        metadata_filter: MetadataFilter | None = None,
+    ) -> list[Chunk]:
+        """The chunks of `document_id` with `first` <= chunk_index <= `last`, in order.
+
+        This default pages with `list_chunks` (so it assumes chunks numbered 0..N-1); stores
+        that can select a range of chunk indexes directly should override it.
+        """
+        chunks = await self.list_chunks(
+            collection, document_id, max(first, 0), last - max(first, 0) + 1, metadata_filter
+        )
+        return [chunk for chunk in chunks if first <= chunk.chunk_index <= last]
 
     async def replace_document(
         self,

@@ -9,14 +9,20 @@ from fastapi import APIRouter, Request, Response
 from archivist.message import TextBlock
 from archivist.rag import VectorSearchResult, query_cache
 from archivist.rag.citation import citation
-from archivist.rag.ingest import HASH_KEY, PATH_KEY, PIPELINE_KEY
+from archivist.rag.search_context import context_text
 from archivist.service.dependencies import KB, ServiceState, State
-from archivist.service.schemas import Hit, Problem, SearchRequest, SearchResponse
-from archivist.service.vectors import TENANT_KEY
+from archivist.service.schemas import (
+    SERVICE_KEYS,
+    Hit,
+    HitContext,
+    Problem,
+    SearchRequest,
+    SearchResponse,
+)
 
 router = APIRouter(prefix="/v1/knowledge-bases", tags=["search"])
 
-INTERNAL_KEYS = frozenset({PATH_KEY, HASH_KEY, PIPELINE_KEY, TENANT_KEY})
+INTERNAL_KEYS = SERVICE_KEYS
 QUERY_CACHE_BYTES = 32 * 1024 * 1024
 """Memory the cached answers of all knowledge bases may take together."""
 
@@ -31,12 +37,20 @@ def hit_of(result: VectorSearchResult) -> Hit:
     chunk = result.chunk
     return Hit(
         score=result.score,
+        relevance=result.relevance,
         document_id=result.document_id,
         filename=chunk.source,
         chunk_index=chunk.chunk_index,
         text=chunk.content.text if isinstance(chunk.content, TextBlock) else None,
         citation=citation(chunk),
         metadata=public_metadata(chunk.metadata),
+        context=None
+        if result.context is None
+        else HitContext(
+            first_chunk=result.context[0].chunk_index,
+            last_chunk=result.context[-1].chunk_index,
+            text=context_text(result),
+        ),
     )
 
 
@@ -68,7 +82,14 @@ async def search(body: SearchRequest, kb: KB, state: State, request: Request) ->
         if cached is not None:
             return Response(cached, media_type="application/json")
     seen = query_cache.generation(state.store, kb.collection)
-    results = await handle.search(body.query, top_k=body.top_k)
+    results = await handle.search(
+        body.query,
+        top_k=body.top_k,
+        max_per_document=body.max_per_document,
+        search_filter=body.search_filter(),
+        context=body.context,
+        min_relevance=body.min_relevance,
+    )
     # Serialised once here: FastAPI would validate the model again and encode it slower.
     answer = SearchResponse(hits=[hit_of(result) for result in results]).model_dump_json()
     content = answer.encode()

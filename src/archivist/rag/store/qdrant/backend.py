@@ -82,7 +82,8 @@ class SearchRequest:
     With both, each side prefetches its best `depth` points within `where`, and the engine
     fuses the two lists into the best `limit`. With a `diversity` (0..1, needs `dense`), the
     engine instead picks from those candidates by maximal marginal relevance on the dense
-    vectors, trading relevance for dissimilarity to what was already picked.
+    vectors, trading relevance for dissimilarity to what was already picked. With a
+    `group_size`, at most that many of the `limit` points share a document id.
     """
 
     limit: int
@@ -92,6 +93,12 @@ class SearchRequest:
     fusion: Fusion = "dbsf"
     depth: int = 0
     diversity: float | None = None
+    group_size: int | None = None
+    exact: SparseVector | None = None
+    """The query's whole identifiers (a subset of `sparse`): fused as a third list, so a
+    point naming them exactly counts the lexical evidence twice against the dense side's."""
+    lower_first: bool = False
+    """Whether lower scores rank first (dense search by a distance such as Euclid)."""
 
 
 @dataclass(frozen=True)
@@ -143,6 +150,10 @@ class QdrantBackend(ABC):
     @abstractmethod
     async def search(self, name: str, request: SearchRequest) -> list[ScoredPoint]:
         """The best `request.limit` points for `request`, best first."""
+
+    @abstractmethod
+    async def present_terms(self, name: str, where: Where, terms: Sequence[int]) -> set[int]:
+        """Which BM25 `terms` at least one point matching `where` holds (one batched query)."""
 
     @abstractmethod
     async def bm25_stats(self, name: str) -> Bm25Stats:

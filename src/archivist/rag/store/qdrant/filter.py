@@ -15,7 +15,7 @@ from typing import Any, Literal
 from archivist.rag.store.qdrant.layout import METADATA
 from archivist.validation import FilterValue, check_metadata_filter
 
-IndexKind = Literal["keyword", "integer", "bool"]
+IndexKind = Literal["keyword", "integer", "bool", "float", "datetime"]
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,35 @@ class Absent:
     key: str
 
 
-Condition = Match | Absent
+@dataclass(frozen=True)
+class AnyOf:
+    """Payload field at `key` equals one of `values` (keywords or integers)."""
+
+    key: str
+    values: tuple[str, ...] | tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Between:
+    """Payload field at `key` lies within the bounds given: numbers, or (`dates`) ISO 8601
+    date-times compared as times."""
+
+    key: str
+    gte: float | str | None = None
+    gt: float | str | None = None
+    lte: float | str | None = None
+    lt: float | str | None = None
+    dates: bool = False
+
+
+@dataclass(frozen=True)
+class Either:
+    """At least one of `options` holds."""
+
+    options: tuple[Where, ...]
+
+
+Condition = Match | Absent | AnyOf | Between | Either
 
 
 @dataclass(frozen=True)

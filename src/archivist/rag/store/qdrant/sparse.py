@@ -4,10 +4,13 @@ Text is tokenized by Qdrant's own BM25 tokenizer (qdrant-edge-py's `Bm25`, multi
 segmentation so Chinese and Japanese split into words, English stemming and stopwords) and
 hashed to term ids. Runs of CJK characters also contribute their overlapping character
 bigrams (as Lucene's CJK analyzer does), so a query word still matches when the segmenter cut
-the text differently ("熊猫" inside "大熊猫"). Term weights are the BM25 term-frequency part,
-computed here with the collection's running average chunk length; the IDF part is Qdrant's
-`Modifier.IDF`, computed by the engine over the collection at query time, so it stays right as
-documents come and go.
+the text differently ("熊猫" inside "大熊猫"). Identifiers the tokenizer would cut into
+words — command-line flags, paths, dotted names, CamelCase and snake_case names, error codes —
+also count as one whole term each beside their parts, so "--strip-components" matches that
+flag and not a page with "--strip" and "components" apart. Term weights are the BM25
+term-frequency part, computed here with the collection's running average chunk length; the
+IDF part is Qdrant's `Modifier.IDF`, computed by the engine over the collection at query time,
+so it stays right as documents come and go.
 """
 
 from __future__ import annotations
@@ -36,6 +39,49 @@ _COUNTING_K = 1e9
 
 
 _CJK_RUN = re.compile(f"[{CJK_CHARACTERS}]{{2,}}")
+
+
+_IDENTIFIER = re.compile(
+    r"""
+    (?<![\w./~-])
+    (?:
+        --?[A-Za-z][\w.]*(?:-[\w.]+)*=?                    # --strip-components, -Wall
+      | (?:~|\.{1,2})?/[\w.+-]+(?:/[\w.+-]*)+               # /usr/bin/tar, ~/.config/x
+      | [\w.+-]+(?:/[\w.+-]+){2,}/?                         # docs/guide/intro.md
+      | [A-Za-z_]\w+(?:(?:\.|::|->)[A-Za-z_]\w+)+           # os.path.join, std::vector
+      | \w*[A-Za-z]\w*_\w+                                  # snake_case, VALGRIND_X
+      | [a-z]{2,}[a-z0-9]*(?:[A-Z][a-z]+[a-z0-9]*)+           # getElementById
+      | [A-Z][a-z]{2,}[a-z0-9]*(?:[A-Z][a-z]{2,}[a-z0-9]*)+  # QdrantStore
+      | [A-Z]{1,5}\d{3,}                                     # E0425
+      | 0x[0-9A-Fa-f]{3,}                                   # 0x80070005
+    )
+    (?![\w/])
+    """,
+    re.VERBOSE,
+)
+_TRAILING = ".,:;!?)]}'\"="
+
+
+def identifiers(text: str) -> list[str]:
+    """The tokens of `text` shaped like names in code or on a command line (see the module
+    doc), lowercased. Hyphenated words and mixed-case terms of prose ("T-cell", "IL-6",
+    "mRNAs") are not: the word tokenizer's parts serve them."""
+    found = []
+    for match in _IDENTIFIER.finditer(text):
+        token = match.group(0).rstrip(_TRAILING)
+        if len(token) < 3 or not any(c.isalpha() for c in token):
+            continue
+        found.append(token.lower())
+    return found
+
+
+def identifier_terms(text: str) -> Counter[int]:
+    """Term ids of the whole identifiers in `text` (a namespace of their own)."""
+    found: Counter[int] = Counter()
+    for token in identifiers(text):
+        digest = hashlib.blake2b(f"id:{token}".encode(), digest_size=4)
+        found[int.from_bytes(digest.digest(), "big") & 0x7FFFFFFF] += 1
+    return found
 
 
 def cjk_bigrams(text: str) -> Counter[int]:
@@ -102,7 +148,11 @@ class Bm25Encoder:
             }
         )
         counts.update(cjk_bigrams(text))
-        return TermCounts(dict(counts), sum(counts.values()))
+        length = sum(counts.values())
+        # Whole identifiers are extra terms beside their parts, not extra length: a text's
+        # other term weights stay what they would be without them.
+        counts.update(identifier_terms(text))
+        return TermCounts(dict(counts), length)
 
     @staticmethod
     def document(terms: TermCounts, avg_len: float) -> SparseVector:
@@ -114,6 +164,16 @@ class Bm25Encoder:
 
     def query(self, text: str) -> SparseVector:
         """A query's terms, each weighted 1 (the engine multiplies in each term's IDF)."""
-        terms = set(self._query.embed_query(text).indices) | set(cjk_bigrams(text))
+        terms = (
+            set(self._query.embed_query(text).indices)
+            | set(cjk_bigrams(text))
+            | set(identifier_terms(text))
+        )
         ordered = sorted(terms)
         return SparseVector(ordered, [1.0] * len(ordered))
+
+    @staticmethod
+    def exact(text: str) -> SparseVector | None:
+        """The query's whole identifiers alone, each weighted 1; None when it has none."""
+        terms = sorted(set(identifier_terms(text)))
+        return SparseVector(terms, [1.0] * len(terms)) if terms else None

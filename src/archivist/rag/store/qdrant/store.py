@@ -6,12 +6,14 @@ import asyncio
 import dataclasses
 import os
 from collections.abc import AsyncIterable, Callable, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from archivist.message import TextBlock
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
+from archivist.rag.relevance import relevance
 from archivist.rag.store.base import (
     SEARCH_MODES,
     MetadataFilter,
@@ -30,6 +32,7 @@ from archivist.rag.store.qdrant.backend import (
     PointWrite,
     QdrantBackend,
     Quantization,
+    ScoredPoint,
     SearchRequest,
     StoreLayout,
     check_distance,
@@ -38,7 +41,12 @@ from archivist.rag.store.qdrant.backend import (
 from archivist.rag.store.qdrant.edge.backend import EdgeBackend
 from archivist.rag.store.qdrant.edge.optimizer import SEGMENT_POINTS
 from archivist.rag.store.qdrant.filter import (
+    Absent,
+    AnyOf,
+    Between,
     Condition,
+    Either,
+    IndexKind,
     Match,
     Where,
     index_kind,
@@ -50,13 +58,21 @@ from archivist.rag.store.qdrant.layout import (
     CHUNK_INDEX,
     DOCUMENT_ID,
     GENERATION,
+    SOURCE,
     SUMMARY_FIELDS,
     TOTAL_CHUNKS,
     chunk_from,
     summary_from,
 )
 from archivist.rag.store.qdrant.points import points_for
-from archivist.rag.store.qdrant.sparse import Bm25Encoder, TermCounts
+from archivist.rag.store.qdrant.sparse import Bm25Encoder, SparseVector, TermCounts
+from archivist.rag.store.search_filter import (
+    INDEXED_AT_KEY,
+    MODIFIED_KEY,
+    PATH_KEY,
+    Range,
+    SearchFilter,
+)
 from archivist.validation import (
     check_collection_name,
     check_document_id,
@@ -110,9 +126,12 @@ class QdrantStore(VectorStoreBase):
     the global graph (`m=0`), as Qdrant advises when every search names a tenant.
 
     Hybrid search: collections this store creates hold, beside each chunk's dense vector, a
-    BM25 sparse vector of its text (Qdrant's multilingual tokenizer; IDF computed by the engine).
-    `search(..., query_text=..., mode="hybrid")` runs both sides in one Query API call and fuses
-    them in the engine with `fusion` ("dbsf": distribution-based score fusion, or "rrf").
+    BM25 sparse vector of its text (Qdrant's multilingual tokenizer, whole identifiers beside
+    their parts; IDF computed by the engine). `search(..., query_text=..., mode="hybrid")` runs
+    both sides in one Query API call and fuses them in the engine with `fusion` ("dbsf":
+    distribution-based score fusion, or "rrf"); a query naming identifiers (flags, paths,
+    dotted or CamelCase names, error codes) adds a third list ranked by those alone, so an
+    exact match is not buried by dense look-alikes.
     Collections created elsewhere or before hybrid search existed stay dense-only.
 
     Use it inside `async with store:`, from one event loop.
@@ -123,6 +142,8 @@ class QdrantStore(VectorStoreBase):
     SCROLL_PAGE = 1024
     """Points per page when reading many payloads."""
     supports_diversity = True
+    supports_grouping = True
+    supports_search_filter = True
     HYBRID_DEPTH = 100
     """Points each side of a hybrid search fetches before fusion (at least `top_k`): score
     fusion estimates each side's score distribution from these lists."""
@@ -256,6 +277,55 @@ class QdrantStore(VectorStoreBase):
         kinds = {m.key: index_kind(m.value) for m in matches if isinstance(m, Match)}
         await self._open().ensure_indexes(collection, kinds)
         return Where(matches)
+
+    async def _narrowed(
+        self, collection: str, scope: Where, search_filter: SearchFilter
+    ) -> Where | None:
+        """`scope` narrowed by `search_filter` as native conditions (payload indexes made
+        once per field), or None when nothing can match. Path globs and types are resolved
+        against the distinct `source` and `path` values within `scope` (a facet), and then
+        matched by value."""
+        backend = self._open()
+        conditions: list[Condition] = []
+        indexes: dict[str, IndexKind] = {}
+        if search_filter.paths or search_filter.types:
+            path = metadata_path(PATH_KEY)
+            indexes.update({SOURCE: "keyword", path: "keyword"})
+            await backend.ensure_indexes(collection, indexes)
+            total = await backend.count(collection, scope)
+            options = []
+            for key in (SOURCE, path):
+                values = await backend.facet(collection, key, scope, limit=max(total, 1))
+                chosen = tuple(sorted(v for v in values if search_filter.path_matches(v)))
+                if chosen:
+                    options.append(Where((AnyOf(key, chosen),)))
+            if not options:
+                return None
+            conditions.append(Either(tuple(options)))
+        if search_filter.since is not None:
+            since = search_filter.since.isoformat()
+            modified, indexed = metadata_path(MODIFIED_KEY), metadata_path(INDEXED_AT_KEY)
+            indexes.update({modified: "datetime", indexed: "datetime"})
+            conditions.append(
+                Either(
+                    (
+                        Where((Between(modified, gte=since, dates=True),)),
+                        Where((Absent(modified), Between(indexed, gte=since, dates=True))),
+                    )
+                )
+            )
+        for key, wanted in search_filter.where.items():
+            field = metadata_path(key)
+            if isinstance(wanted, Range):
+                conditions.append(_between(field, wanted))
+                indexes.setdefault(field, "datetime" if wanted.is_dates else "float")
+            elif wanted is None:
+                conditions.append(Absent(field))
+            else:
+                conditions.append(Match(field, wanted))
+                indexes.setdefault(field, index_kind(wanted))
+        await backend.ensure_indexes(collection, indexes)
+        return Where(scope.must + tuple(conditions), scope.must_not)
 
     async def create_collection(self, name: str, dimensions: int, *, sparse: bool = True) -> None:
         """Create collection `name` for `dimensions`-d vectors, with BM25 vectors for hybrid
@@ -450,15 +520,18 @@ class QdrantStore(VectorStoreBase):
         query_text: str | None = None,
         mode: SearchMode = "dense",
         diversity: float | None = None,
+        max_per_document: int | None = None,
+        search_filter: SearchFilter | None = None,
     ) -> list[VectorSearchResult]:
-        """The `top_k` best chunks within `metadata_filter`, by `mode`:
+        """The `top_k` best chunks within `metadata_filter` and `search_filter`, by `mode`:
 
         "dense" ranks by `query_vector`; "sparse" by BM25 of `query_text`; "hybrid" runs both
         and fuses them in the engine. Sparse and hybrid need a collection with BM25 vectors.
         Dense scores are similarities; fused scores only order the results. With `diversity`
         (0 = relevance only .. 1 = diversity only; dense and hybrid), the engine picks the
         results from the candidates by maximal marginal relevance: they come back in that
-        order, each scored by its similarity to the query.
+        order, each scored by its similarity to the query. With `max_per_document`, at most
+        that many chunks of one document (the engine groups by document; without diversity).
         """
         check_collection_name(collection)
         check_positive_int(top_k, "top_k")
@@ -466,7 +539,13 @@ class QdrantStore(VectorStoreBase):
         check_diversity(diversity)
         if diversity is not None and mode == "sparse":
             raise ValueError("diversity needs dense vectors: use mode='dense' or 'hybrid'")
+        if max_per_document is not None:
+            check_positive_int(max_per_document, "max_per_document")
+            if diversity is not None:
+                raise ValueError("max_per_document cannot be combined with diversity")
         matches = metadata_matches(metadata_filter)
+        if search_filter is not None and not isinstance(search_filter, SearchFilter):
+            raise TypeError("search_filter must be a SearchFilter")
         params = await self._params_of(collection)
         if params is None:
             return []
@@ -490,6 +569,11 @@ class QdrantStore(VectorStoreBase):
                     return []  # no searchable term in the query
                 sparse = None
         scope = await self._indexed(collection, matches)
+        if search_filter is not None and not search_filter.is_empty:
+            narrowed = await self._narrowed(collection, scope, search_filter)
+            if narrowed is None:
+                return []
+            scope = narrowed
         request = SearchRequest(
             limit=top_k,
             where=scope,
@@ -498,17 +582,85 @@ class QdrantStore(VectorStoreBase):
             fusion=self._fusion,
             depth=max(top_k, self.HYBRID_DEPTH),
             diversity=diversity,
+            group_size=max_per_document,
+            exact=self._bm25.exact(query_text or "") if sparse and dense else None,
+            lower_first=sparse is None and higher_is_better(params.distance, 1.0) < 0,
         )
         hits = await self._open().search(collection, request)
         by_distance = sparse is None or diversity is not None
+        similarities = await self._similarities(collection, params, scope, dense, hits, sparse)
+        query_terms = await self._known_terms(collection, params, scope, query_text)
         return [
             VectorSearchResult(
                 score=higher_is_better(params.distance, hit.score) if by_distance else hit.score,
                 document_id=hit.payload[DOCUMENT_ID],
-                chunk=chunk_from(hit.payload),
+                chunk=chunk,
+                relevance=relevance(similarity, self._coverage(query_terms, chunk)),
             )
-            for hit in hits
+            for hit, similarity in zip(hits, similarities, strict=True)
+            for chunk in (chunk_from(hit.payload),)
         ]
+
+    async def _similarities(
+        self,
+        collection: str,
+        params: CollectionParams,
+        scope: Where,
+        dense: list[float] | None,
+        hits: list[ScoredPoint],
+        sparse: SparseVector | None,
+    ) -> list[float | None]:
+        """The cosine similarity of each hit to the query vector (None without one, or for
+        distances other than Cosine); for fused hits, one more dense query limited to them."""
+        if dense is None or params.distance != "Cosine" or not hits:
+            return [None] * len(hits)
+        if sparse is None:
+            return [hit.score for hit in hits]
+        documents = tuple(sorted({str(hit.payload[DOCUMENT_ID]) for hit in hits}))
+        indexes = tuple(sorted({int(hit.payload[CHUNK_INDEX]) for hit in hits}))
+        request = SearchRequest(
+            limit=len(documents) * len(indexes),
+            where=scope.also(AnyOf(DOCUMENT_ID, documents), AnyOf(CHUNK_INDEX, indexes)),
+            dense=dense,
+        )
+        scored = {
+            _point_key(p.payload): p.score for p in await self._open().search(collection, request)
+        }
+        return [scored.get(_point_key(hit.payload)) for hit in hits]
+
+    async def _known_terms(
+        self, collection: str, params: CollectionParams, scope: Where, query_text: str | None
+    ) -> set[int]:
+        """The query's BM25 terms that some chunk in `scope` holds: a term no chunk has (a
+        CJK bigram across two words, a typo) cannot tell chunks apart, so it is not counted
+        against them. Looked up within the scope only, so nothing of another tenant shows."""
+        if not query_text or not params.sparse:
+            return set()
+        terms = sorted(set(self._bm25.query(query_text).indices))
+        if not terms:
+            return set()
+        return await self._open().present_terms(collection, scope, terms)
+
+    def _coverage(self, query_terms: set[int], chunk: Chunk) -> float | None:
+        """The share of the query's known BM25 terms the chunk's text holds (None for no
+        text or no known term)."""
+        if not query_terms or not isinstance(chunk.content, TextBlock):
+            return None
+        found = self._bm25.count(chunk.content.text).counts
+        return sum(term in found for term in query_terms) / len(query_terms)
+
+    async def known_query_terms(
+        self, collection: str, query_text: str, metadata_filter: MetadataFilter | None = None
+    ) -> set[int]:
+        """The BM25 term ids of `query_text` that some chunk within `metadata_filter` holds:
+        the terms `relevance`'s coverage counts."""
+        check_collection_name(collection)
+        matches = metadata_matches(metadata_filter)
+        params = await self._params_of(collection)
+        if params is None:
+            return set()
+        scope = await self._indexed(collection, matches)
+        return await self._known_terms(collection, params, scope, query_text)
 
     async def list_documents(
         self,
@@ -585,6 +737,32 @@ class QdrantStore(VectorStoreBase):
         )
         return [chunk_from(payload) for payload in stored[offset:]]
 
+    async def chunk_window(
+        self,
+        collection: str,
+        document_id: str,
+        first: int,
+        last: int,
+        metadata_filter: MetadataFilter | None = None,
+    ) -> list[Chunk]:
+        """The chunks of `document_id` indexed `first`..`last`: one range condition on the
+        indexed `chunk_index`, so a window deep in a long document reads only its chunks."""
+        check_collection_name(collection)
+        check_document_id(document_id)
+        check_non_negative_int(first, "first")
+        check_non_negative_int(last, "last")
+        matches = metadata_matches(metadata_filter)
+        if await self._params_of(collection) is None or last < first:
+            return []
+        scope = await self._indexed(collection, matches)
+        window = scope.also(
+            Match(DOCUMENT_ID, document_id), Between(CHUNK_INDEX, gte=first, lte=last)
+        )
+        stored = await self._open().scroll_ordered(
+            collection, window, CHUNK_INDEX, last - first + 1
+        )
+        return [chunk_from(payload) for payload in stored]
+
     async def document_generations(
         self,
         collection: str,
@@ -647,6 +825,24 @@ class QdrantStore(VectorStoreBase):
                     collection, scope.also(Match(GENERATION, stale.generation))
                 )
         return remove
+
+
+def _point_key(payload: Mapping[str, Any]) -> tuple[str, int, str]:
+    return (str(payload[DOCUMENT_ID]), int(payload[CHUNK_INDEX]), str(payload.get(GENERATION)))
+
+
+def _between(key: str, wanted: Range) -> Between:
+    def bound(value: float | datetime | None) -> float | str | None:
+        return value.isoformat() if isinstance(value, datetime) else value
+
+    return Between(
+        key,
+        gte=bound(wanted.gte),
+        gt=bound(wanted.gt),
+        lte=bound(wanted.lte),
+        lt=bound(wanted.lt),
+        dates=wanted.is_dates,
+    )
 
 
 def _check_fusion(fusion: object) -> Fusion:

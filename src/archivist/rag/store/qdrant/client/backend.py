@@ -16,7 +16,16 @@ from archivist.rag.store.qdrant.backend import (
     SearchRequest,
     StoreLayout,
 )
-from archivist.rag.store.qdrant.filter import Absent, Condition, IndexKind, Where
+from archivist.rag.store.qdrant.filter import (
+    Absent,
+    AnyOf,
+    Between,
+    Condition,
+    Either,
+    IndexKind,
+    Where,
+)
+from archivist.rag.store.qdrant.layout import DOCUMENT_ID
 from archivist.rag.store.qdrant.sparse import SPARSE_VECTOR, Bm25Stats, SparseVector
 
 _STATS_KEY = "archivist_bm25"
@@ -26,12 +35,28 @@ _SCHEMAS: dict[IndexKind, models.PayloadSchemaType] = {
     "keyword": models.PayloadSchemaType.KEYWORD,
     "integer": models.PayloadSchemaType.INTEGER,
     "bool": models.PayloadSchemaType.BOOL,
+    "float": models.PayloadSchemaType.FLOAT,
+    "datetime": models.PayloadSchemaType.DATETIME,
 }
 
 
-def _condition(match: Condition) -> models.FieldCondition | models.IsEmptyCondition:
+def _condition(
+    match: Condition,
+) -> models.FieldCondition | models.IsEmptyCondition | models.Filter:
+    if isinstance(match, Either):
+        return models.Filter(
+            should=[_filter(option) or models.Filter() for option in match.options]
+        )
+    if isinstance(match, Between):
+        bounds = {"gte": match.gte, "gt": match.gt, "lte": match.lte, "lt": match.lt}
+        condition_range: models.Range | models.DatetimeRange = (
+            models.DatetimeRange(**bounds) if match.dates else models.Range(**bounds)
+        )
+        return models.FieldCondition(key=match.key, range=condition_range)
     if isinstance(match, Absent):
         return models.IsEmptyCondition(is_empty=models.PayloadField(key=match.key))
+    if isinstance(match, AnyOf):
+        return models.FieldCondition(key=match.key, match=models.MatchAny(any=list(match.values)))
     return models.FieldCondition(key=match.key, match=models.MatchValue(value=match.value))
 
 
@@ -190,6 +215,8 @@ class ClientBackend(QdrantBackend):
             sides.append((request.dense, None))
         if request.sparse is not None:
             sides.append((_sparse(request.sparse), SPARSE_VECTOR))
+            if request.exact is not None and request.dense is not None:
+                sides.append((_sparse(request.exact), SPARSE_VECTOR))
         query: models.Query | list[float] | models.SparseVector
         using = None
         if request.diversity is not None and request.dense is not None:
@@ -206,6 +233,23 @@ class ClientBackend(QdrantBackend):
                 models.Prefetch(query=side, using=side_using, limit=request.depth, filter=condition)
                 for side, side_using in sides
             ]
+        if request.group_size is not None:
+            # Groups come best first, each holding its best points: the best `limit` points
+            # with at most `group_size` per document all lie in the first `limit` groups.
+            grouped = await self.client.query_points_groups(
+                name,
+                group_by=DOCUMENT_ID,
+                query=query,
+                using=using,
+                prefetch=prefetch,
+                limit=request.limit,
+                group_size=request.group_size,
+                query_filter=condition,
+                with_payload=True,
+            )
+            points = [point for group in grouped.groups for point in group.hits]
+            points.sort(key=lambda point: point.score, reverse=not request.lower_first)
+            return [ScoredPoint(p.score, p.payload or {}) for p in points[: request.limit]]
         response = await self.client.query_points(
             name,
             query=query,
@@ -216,6 +260,20 @@ class ClientBackend(QdrantBackend):
             with_payload=True,
         )
         return [ScoredPoint(point.score, point.payload or {}) for point in response.points]
+
+    async def present_terms(self, name: str, where: Where, terms: Sequence[int]) -> set[int]:
+        condition = _filter(where)
+        requests = [
+            models.QueryRequest(
+                query=models.SparseVector(indices=[term], values=[1.0]),
+                using=SPARSE_VECTOR,
+                filter=condition,
+                limit=1,
+            )
+            for term in terms
+        ]
+        responses = await self.client.query_batch_points(name, requests)
+        return {term for term, r in zip(terms, responses, strict=True) if r.points}
 
     async def bm25_stats(self, name: str) -> Bm25Stats:
         info = await self.client.get_collection(name)

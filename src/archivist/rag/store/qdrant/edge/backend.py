@@ -9,6 +9,7 @@ and an optimization indexes one new segment of bounded size (see optimizer.py).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import shutil
 import tempfile
 import uuid
@@ -32,7 +33,8 @@ from archivist.rag.store.qdrant.backend import (
 from archivist.rag.store.qdrant.edge.collection import SHARD_PREFIX, EdgeCollection, edge_config
 from archivist.rag.store.qdrant.edge.meta import META_FILE, EdgeMeta, load_meta, save_meta
 from archivist.rag.store.qdrant.edge.translate import edge_filter, edge_schema
-from archivist.rag.store.qdrant.filter import IndexKind, Where
+from archivist.rag.store.qdrant.filter import AnyOf, IndexKind, Where
+from archivist.rag.store.qdrant.layout import CHUNK_INDEX, DOCUMENT_ID, GENERATION
 from archivist.rag.store.qdrant.sparse import SPARSE_VECTOR, Bm25Stats, SparseVector
 
 
@@ -165,12 +167,58 @@ class EdgeBackend(QdrantBackend):
             collection.optimize()  # vacuums a segment once enough of it was deleted
 
     async def search(self, name: str, request: SearchRequest) -> list[ScoredPoint]:
+        if request.group_size is None:
+            return self._query(name, request)
+        return await self._grouped(name, request, request.group_size)
+
+    async def _grouped(
+        self, name: str, request: SearchRequest, group_size: int
+    ) -> list[ScoredPoint]:
+        """The best `limit` points with at most `group_size` per document. Edge has no
+        group-by: page through the ranking, each round excluding the documents already full,
+        until `limit` points are kept or the matching points run out."""
+        kept: dict[tuple[str, int, str], ScoredPoint] = {}
+        per_document: dict[str, int] = {}
+        full: list[str] = []
+        while True:
+            open_kept = sum(per_document[d] for d in per_document if d not in full)
+            wanted = request.limit - len(kept)
+            where = request.where
+            if full:
+                where = Where(where.must, (*where.must_not, AnyOf(DOCUMENT_ID, tuple(full))))
+            round_request = dataclasses.replace(
+                request, where=where, limit=wanted + open_kept, group_size=None
+            )
+            found = self._query(name, round_request)
+            for point in found:
+                document_id = str(point.payload[DOCUMENT_ID])
+                key = (
+                    document_id,
+                    int(point.payload[CHUNK_INDEX]),
+                    str(point.payload.get(GENERATION, "")),
+                )
+                if key in kept or per_document.get(document_id, 0) >= group_size:
+                    continue
+                kept[key] = point
+                per_document[document_id] = per_document.get(document_id, 0) + 1
+                if per_document[document_id] == group_size:
+                    full.append(document_id)
+                if len(kept) == request.limit:
+                    break
+            if len(kept) == request.limit or len(found) < round_request.limit:
+                break
+            await asyncio.sleep(0)
+        return sorted(kept.values(), key=lambda p: p.score, reverse=not request.lower_first)
+
+    def _query(self, name: str, request: SearchRequest) -> list[ScoredPoint]:
         condition = edge_filter(request.where)
         sides = []
         if request.dense is not None:
             sides.append(edge.Query.Nearest(request.dense))
         if request.sparse is not None:
             sides.append(edge.Query.Nearest(_sparse(request.sparse), using=SPARSE_VECTOR))
+            if request.exact is not None and request.dense is not None:
+                sides.append(edge.Query.Nearest(_sparse(request.exact), using=SPARSE_VECTOR))
         final: edge.Query | edge.Mmr | edge.Fusion
         if request.diversity is not None and request.dense is not None:
             # Edge's MMR lambda weighs relevance; Qdrant's diversity weighs dissimilarity.
@@ -196,6 +244,23 @@ class EdgeBackend(QdrantBackend):
             ScoredPoint(point.score, point.payload or {})
             for point in self._get(name).shard.query(query)
         ]
+
+    async def present_terms(self, name: str, where: Where, terms: Sequence[int]) -> set[int]:
+        condition = edge_filter(where)
+        batch = edge.QueryBatchRequest(
+            [
+                edge.QueryRequest(
+                    limit=1,
+                    query=edge.Query.Nearest(
+                        _sparse(SparseVector([term], [1.0])), using=SPARSE_VECTOR
+                    ),
+                    filter=condition,
+                )
+                for term in terms
+            ]
+        )
+        found = self._get(name).shard.query_batch(batch)
+        return {term for term, points in zip(terms, found, strict=True) if points}
 
     async def bm25_stats(self, name: str) -> Bm25Stats:
         meta = self._get(name).meta

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import qdrant_edge as edge
 
 from archivist.rag.store.qdrant.filter import (
     Absent,
+    AnyOf,
+    Between,
     Condition,
+    Either,
     IndexKind,
     Where,
 )
@@ -17,6 +22,8 @@ _SCHEMAS: dict[IndexKind, edge.PayloadSchemaType] = {
     "keyword": edge.PayloadSchemaType.Keyword,
     "integer": edge.PayloadSchemaType.Integer,
     "bool": edge.PayloadSchemaType.Bool,
+    "float": edge.PayloadSchemaType.Float,
+    "datetime": edge.PayloadSchemaType.Datetime,
 }
 
 _DISTANCES: dict[str, edge.Distance] = {
@@ -45,9 +52,25 @@ def _match_value(value: FilterValue) -> edge.MatchValue:
     return edge.MatchValue(value)
 
 
-def _condition(match: Condition) -> edge.FieldCondition | edge.IsEmptyCondition:
+def _condition(match: Condition) -> edge.FieldCondition | edge.IsEmptyCondition | edge.Filter:
+    if isinstance(match, Either):
+        return edge.Filter(
+            should=[edge_filter(option) or edge.Filter() for option in match.options]
+        )
+    if isinstance(match, Between):
+        bounds: dict[str, Any] = {
+            "gte": match.gte,
+            "gt": match.gt,
+            "lte": match.lte,
+            "lt": match.lt,
+        }
+        span = edge.RangeDateTime(**bounds) if match.dates else edge.RangeFloat(**bounds)
+        return edge.FieldCondition(key=match.key, range=span)
     if isinstance(match, Absent):
         return edge.IsEmptyCondition(key=match.key)
+    if isinstance(match, AnyOf):
+        values: list[str] | list[int] = list(match.values)  # type: ignore[assignment]
+        return edge.FieldCondition(key=match.key, match=edge.MatchAny(values))
     return edge.FieldCondition(key=match.key, match=_match_value(match.value))
 
 

@@ -1,0 +1,47 @@
+"""Relevance on the Chinese set: does the right document clear the default `min_relevance`,
+and does any other?
+
+    .venv/bin/python benchmarks/bench_relevance_zh.py
+
+The 20 Chinese documents and questions of `bench_hybrid.py zh`, default model and hybrid
+default (the model cannot read Chinese, so these questions go by BM25 alone and their
+relevance by term coverage alone).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from archivist.embedding import LocalEmbeddingModel
+from archivist.message import TextBlock
+from archivist.rag import Chunk, KnowledgeBase
+from archivist.rag.relevance import DEFAULT_MIN_RELEVANCE
+from archivist.rag.store.qdrant import QdrantStore
+
+DATA = Path(__file__).parent / "data" / "zh_topics.json"
+
+
+async def main() -> None:
+    data = json.loads(DATA.read_text())
+    async with QdrantStore(location=":memory:") as store:
+        kb = KnowledgeBase("zh", "zh", LocalEmbeddingModel(), store, "zh")
+        for name, text in data["documents"].items():
+            chunk = Chunk(content=TextBlock(text=text), source=name, chunk_index=0, total_chunks=1)
+            await kb.insert_document([chunk], document_id=name)
+        right = other = 0
+        for name, question in data["questions"].items():
+            hits = await kb.search(question, top_k=5)
+            mine = [h.relevance or 0 for h in hits if h.document_id == name]
+            right += bool(mine) and mine[0] >= DEFAULT_MIN_RELEVANCE
+            other += any(
+                (h.relevance or 0) >= DEFAULT_MIN_RELEVANCE for h in hits if h.document_id != name
+            )
+        total = len(data["questions"])
+        print(f"right document clears {DEFAULT_MIN_RELEVANCE}: {right}/{total}")
+        print(f"another document clears it: {other}/{total}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

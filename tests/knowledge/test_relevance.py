@@ -1,0 +1,79 @@
+"""`relevance` on every hit: 0..1 in every mode and language, and `min_relevance` that lets an
+unanswerable question come back empty."""
+
+from __future__ import annotations
+
+import pytest
+
+from archivist.embedding import EmbeddingModelBase
+from archivist.message import TextBlock
+from archivist.rag import KnowledgeBase
+from archivist.rag.document import Chunk
+from archivist.rag.relevance import DEFAULT_MIN_RELEVANCE, relevance
+from archivist.rag.store.qdrant import QdrantStore
+
+FACTS = {
+    "pandas": "Giant pandas live in the bamboo forests of Sichuan and eat bamboo most of the day.",
+    "rockets": "Liquid-fuelled rockets burn kerosene with liquid oxygen to reach orbit.",
+    "bread": "Sourdough bread rises with a natural leaven of wild yeast and lactic bacteria.",
+    "tar": "tar --strip-components=NUMBER strips NUMBER leading components from file names.",
+    "zh": "大熊猫生活在中国四川的竹林里，每天要吃很多竹子。",
+    "zh2": "长城是中国古代修建的防御工程，全长超过两万公里。",
+}
+
+
+async def _kb(embedder: EmbeddingModelBase, store: QdrantStore) -> KnowledgeBase:
+    kb = KnowledgeBase("facts", "facts", embedder, store, "facts")
+    for name, text in FACTS.items():
+        chunk = Chunk(
+            content=TextBlock(text=text), source=f"{name}.txt", chunk_index=0, total_chunks=1
+        )
+        await kb.insert_document([chunk], document_id=name)
+    return kb
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "dense", "sparse"])
+async def test_every_hit_has_a_relevance_that_ranks_the_answer_first(
+    embedder: EmbeddingModelBase, store: QdrantStore, mode: str
+) -> None:
+    kb = await _kb(embedder, store)
+    hits = await kb.search("what do giant pandas eat", top_k=6, mode=mode)  # type: ignore[arg-type]
+    assert hits and all(h.relevance is not None and 0 <= h.relevance <= 1 for h in hits)
+    best = max(hits, key=lambda h: h.relevance or 0)
+    assert best.document_id == "pandas"
+    assert best.relevance is not None and best.relevance >= DEFAULT_MIN_RELEVANCE
+
+
+async def test_chinese_answers_clear_the_default_and_others_do_not(
+    embedder: EmbeddingModelBase, store: QdrantStore
+) -> None:
+    kb = await _kb(embedder, store)
+    hits = await kb.search("长城是什么时候修建的", top_k=3)
+    assert hits[0].document_id == "zh2"
+    assert hits[0].relevance is not None and hits[0].relevance >= DEFAULT_MIN_RELEVANCE
+    kept = await kb.search("长城是什么时候修建的", top_k=3, min_relevance=DEFAULT_MIN_RELEVANCE)
+    assert [h.document_id for h in kept] == ["zh2"]
+
+
+async def test_a_question_nothing_answers_comes_back_empty(
+    embedder: EmbeddingModelBase, store: QdrantStore
+) -> None:
+    kb = await _kb(embedder, store)
+    question = "how do I renew my passport at the embassy"
+    assert await kb.search(question, top_k=3)  # ranking alone always finds something
+    assert await kb.search(question, top_k=3, min_relevance=DEFAULT_MIN_RELEVANCE) == []
+    assert await kb.search("地铁几点停运", top_k=3, min_relevance=DEFAULT_MIN_RELEVANCE) == []
+
+
+async def test_min_relevance_is_checked(embedder: EmbeddingModelBase, store: QdrantStore) -> None:
+    kb = await _kb(embedder, store)
+    for bad in (-0.1, 1.5, "high", True):
+        with pytest.raises(ValueError, match="min_relevance"):
+            await kb.search("x", min_relevance=bad)  # type: ignore[arg-type]
+
+
+def test_relevance_grows_with_each_signal_and_needs_one() -> None:
+    assert relevance(None, None) is None
+    assert relevance(0.2, 0.5) < relevance(0.6, 0.5) < relevance(0.6, 0.9)  # type: ignore[operator]
+    assert relevance(None, 0.2) < relevance(None, 0.9)  # type: ignore[operator]
+    assert relevance(0.2, None) < relevance(0.7, None)  # type: ignore[operator]
