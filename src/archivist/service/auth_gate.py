@@ -1,7 +1,7 @@
 """Authentication (and the per-key rate) from the request headers alone, before any body
 byte is read.
 
-Every `/v1` request must carry `Authorization: Bearer KEY` of an active key: otherwise
+Every `/v1` and `/mcp` request must carry `Authorization: Bearer KEY` of an active key: otherwise
 the answer is 401 at once and the connection is closed with its body unread, so nobody
 without a key can make the service receive, parse or store anything. The tenant found is
 left in the request state for the `Tenant` dependency.
@@ -32,17 +32,21 @@ def bearer_key(headers: Headers) -> str | None:
 
 
 class AuthGate:
-    """401 for `/v1` requests without an active key, decided from the headers."""
+    """401 for requests under `prefixes` without an active key, decided from the headers."""
 
     def __init__(
-        self, app: ASGIApp, rate: float = 50.0, burst: int = 200, prefix: str = "/v1/"
+        self,
+        app: ASGIApp,
+        rate: float = 50.0,
+        burst: int = 200,
+        prefixes: tuple[str, ...] = ("/v1/", "/mcp"),
     ) -> None:
         self.app = app
-        self.prefix = prefix
+        self.prefixes = prefixes
         self.limiter = RateLimiter(rate, burst)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith(self.prefix):
+        if scope["type"] != "http" or not scope["path"].startswith(self.prefixes):
             await self.app(scope, receive, send)
             return
         key = bearer_key(Headers(scope=scope))
