@@ -686,6 +686,35 @@ class PgVectorStore(VectorStoreBase):
             for row in rows
         ]
 
+    async def document_summary(
+        self,
+        collection: str,
+        document_id: str,
+        metadata_filter: MetadataFilter | None = None,
+    ) -> DocumentSummary | None:
+        """One document's summary through the (document_id, chunk_index) index, whatever the
+        size of the collection."""
+        check_collection_name(collection)
+        check_document_id(document_id)
+        scope, scope_params = where_metadata(metadata_filter)
+        found = await self._collection(collection)
+        if found is None:
+            return None
+        statement = sql.SQL(
+            "SELECT c.source, c.metadata, count(*) OVER () AS chunk_count FROM {} c "
+            "WHERE c.document_id = %s AND {} ORDER BY c.chunk_index, c.generation LIMIT 1"
+        ).format(found.tables.chunks, scope)
+        rows = await self._fetch(collection, statement, [document_id, *scope_params])
+        if not rows:
+            return None
+        (row,) = rows
+        return DocumentSummary(
+            document_id=document_id,
+            source=row[SOURCE],
+            chunk_count=int(row["chunk_count"]),
+            metadata=row[METADATA] or {},
+        )
+
     async def list_chunks(
         self,
         collection: str,
