@@ -12,6 +12,7 @@ from archivist.message import HintBlock, Msg, TextBlock, ToolResultBlock, ToolUs
 from archivist.middleware import RAGMiddleware
 from archivist.model import ChatResponse, ScriptedChatModel
 from archivist.rag import Chunk, KnowledgeBase
+from archivist.rag.relevance import DEFAULT_MIN_RELEVANCE
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.tool import Toolkit
 
@@ -108,14 +109,14 @@ async def test_seed_static_sample_places_and_removes_the_hint(knowledge: Knowled
     text = _hint_text(hint)
     assert "[1] cats.pdf, page 2, chunk 0" in text
     assert "Cats sleep twelve to sixteen hours" in text
-    assert "dogs.pptx" not in text  # below min_relevance: left out (AgentScope keeps it)
+    assert text.index("cats.pdf") < text.index("dogs.pptx")  # min_relevance off by default
     # removed after the first reasoning step
     assert _hints(agent.memory.messages) == []
     assert [m.id for m in agent.memory.messages] == [question.id, reply.id]
     # the next reply searches again with its own input
     await agent.reply(Msg("user", "Do dogs need walks?", "user"))
     [second] = _hints(chat_model.calls[1].messages)
-    assert "dogs.pptx" in _hint_text(second) and "cats.pdf" not in _hint_text(second)
+    assert _hint_text(second).index("dogs.pptx") < _hint_text(second).index("cats.pdf")
 
 
 async def test_hint_only_before_the_first_step_and_persist_hint(knowledge: KnowledgeBase) -> None:
@@ -434,8 +435,8 @@ async def test_static_mode_inserts_nothing_when_no_passage_is_relevant(
         await agent.reply(Msg("user", question, "user"))
         return len(_hints(model.calls[0].messages))
 
-    static = RAGMiddleware.Parameters(mode="static")
-    assert static.min_relevance is not None
+    assert RAGMiddleware.Parameters(mode="static").min_relevance is None  # as in AgentScope
+    static = RAGMiddleware.Parameters(mode="static", min_relevance=DEFAULT_MIN_RELEVANCE)
     assert await ask(static, "How many hours a day do cats sleep?") == 1
     assert await ask(static, "What is the capital city of Peru?") == 0
     keep_all = RAGMiddleware.Parameters(mode="static", min_relevance=None)

@@ -13,7 +13,6 @@ from archivist.middleware.base import MiddlewareBase
 from archivist.middleware.context import ReplyContext
 from archivist.middleware.retrieval import Retrieval, render_hits, search_and_fuse
 from archivist.rag.knowledge_base import KnowledgeBase, Query
-from archivist.rag.relevance import DEFAULT_MIN_RELEVANCE
 from archivist.rag.search_context import MAX_CONTEXT
 from archivist.tool import ToolBase
 
@@ -41,9 +40,11 @@ class RAGMiddleware(MiddlewareBase):
         mode: Literal["agentic", "static"] = "agentic"
         top_k: int = Field(default=5, gt=0)
         score_threshold: float | None = None
-        min_relevance: float | None = Field(default=DEFAULT_MIN_RELEVANCE, ge=0, le=1)
+        min_relevance: float | None = Field(default=None, ge=0, le=1)
         """Passages less likely than this to be relevant are left out (see `relevance`);
-        in static mode nothing is inserted when none clears it. None keeps everything."""
+        in static mode nothing is inserted when none clears it. None (the default, as in
+        AgentScope) keeps the `top_k` best; `DEFAULT_MIN_RELEVANCE` is the suggested value for
+        English collections of some size."""
         context: int = Field(default=0, ge=0, le=MAX_CONTEXT)
         """Neighbouring chunks given with each passage (static mode; the tool's default)."""
         emit_hint_event: bool = True
