@@ -325,6 +325,13 @@ ATHERIS_TARGET = textwrap.dedent(
 )
 
 
+def _peak_rss_mb() -> int:
+    """This process's peak resident memory in MiB (Linux reports KiB)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+
+
 def test_atheris_bounded(tmp_path: Path) -> None:
     """A short coverage-guided run (2000 inputs, 120 s at most); skipped without atheris."""
     pytest.importorskip("atheris")

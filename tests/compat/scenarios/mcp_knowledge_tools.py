@@ -24,7 +24,9 @@ DOCS = {
     "birds.txt": "Owls hunt at night; parrots can learn words.\n",
     "kittens.md": "# Kittens\n\nA kitten sleeps even longer than an adult cat.\n",
 }
-LABEL = re.compile(r"^\[(\d+)\] (.+) \(knowledge base: ([^,]+), score [0-9.]+\)$", re.MULTILINE)
+LABEL = re.compile(
+    r"^\[(\d+)\] (.+) \(knowledge base: ([^,]+), (?:score|relevance) [0-9.]+\)$", re.MULTILINE
+)
 
 
 def archivist(home: str, *args: str) -> str:
