@@ -50,10 +50,14 @@ class ServiceState:
         """Where uploads are kept (shared by every replica and worker)."""
         return self.indexer.files
 
+    def model_for(self, kb: KBRecord) -> EmbeddingModelBase:
+        """The model `kb` embeds with (loaded on first use for a knowledge base that chose
+        another local model)."""
+        return self.profiles.model(kb) if self.profiles is not None else self.model
+
     def handle(self, kb: KBRecord) -> KnowledgeBase:
         """A tenant-confined handle on `kb`, embedding with the knowledge base's model."""
-        model = self.profiles.model(kb) if self.profiles is not None else self.model
-        return kb_handle(kb, self.store, model)
+        return kb_handle(kb, self.store, self.model_for(kb))
 
 
 def get_state(request: Request) -> ServiceState:

@@ -60,7 +60,7 @@ async def upload_documents(
     """Store the files (fsynced) and queue them for indexing; all are accepted or none."""
     incoming = [IncomingFile(upload.filename, upload.file) for upload in files]
     received = state.files.local_path(kb.id).parent
-    model = state.handle(kb).embedding_model  # the knowledge base's own model decides types
+    model = await asyncio.to_thread(state.model_for, kb)  # its own model decides the types
     try:
         uploads = await asyncio.to_thread(
             store_uploads,
