@@ -41,7 +41,7 @@ from archivist.eval import (
 )
 from archivist.message import TextBlock
 from archivist.rag import ApproxTokenChunker, Chunk, KnowledgeBase, PDFParser, VectorRecord
-from archivist.rag.ingest import ingest_files
+from archivist.rag.knowledge.ingest import ingest_files
 from archivist.rag.parser import default_registry
 from archivist.rag.store.qdrant import QdrantStore
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from archivist.embedding import CachedEmbeddingModel, LocalEmbeddingModel
 from archivist.rag import KnowledgeBase
 from archivist.rag.chunker import chunker_for
-from archivist.rag.ingest import ingest_files
+from archivist.rag.knowledge.ingest import ingest_files
 from archivist.rag.parser.registry import default_registry
 from archivist.rag.store.base import SearchMode
 from archivist.rag.store.qdrant import QdrantStore

@@ -42,8 +42,8 @@ from archivist.mcp import HttpMCPConfig, MCPClient
 from archivist.middleware import RAGMiddleware
 from archivist.rag import KnowledgeBase, QdrantStore
 from archivist.service import ServiceSettings
-from archivist.service.database import make_engine
-from archivist.service.keys import create_key
+from archivist.service.storage.database import make_engine
+from archivist.service.storage.keys import create_key
 
 KB = "bench"
 

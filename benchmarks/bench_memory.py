@@ -119,7 +119,7 @@ async def worker(case: str, size: int) -> dict[str, Any]:
     from archivist.embedding import LocalEmbeddingModel
     from archivist.rag import ApproxTokenChunker, ChunkerBase, KnowledgeBase, default_registry
     from archivist.rag.chunker import chunker_for
-    from archivist.rag.ingest import ingest_files
+    from archivist.rag.knowledge.ingest import ingest_files
     from archivist.rag.store.qdrant import QdrantStore
 
     files = (

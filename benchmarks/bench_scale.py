@@ -235,8 +235,8 @@ def service_uploads(count: int, texts: list[str]) -> dict[str, Any]:
     from service_helpers import ServeProcess, free_port
 
     from archivist.service import ServiceSettings
-    from archivist.service.database import make_engine
-    from archivist.service.keys import create_key
+    from archivist.service.storage.database import make_engine
+    from archivist.service.storage.keys import create_key
 
     home = Path(tempfile.mkdtemp(prefix="bench-scale-service-"))
     try:

@@ -34,8 +34,8 @@ from _common import write_result
 from service_helpers import ServeProcess, free_port
 
 from archivist.service import ServiceSettings
-from archivist.service.database import make_engine
-from archivist.service.keys import create_key
+from archivist.service.storage.database import make_engine
+from archivist.service.storage.keys import create_key
 
 MB = 1024 * 1024
 

@@ -66,8 +66,8 @@ def service_part(documents: int, queries: int) -> dict[str, Any]:
     from service_helpers import ServeProcess, client, free_port, wait_final
     from test_several_machines import WorkerProcess, text_file
 
-    from archivist.service.database import make_engine
-    from archivist.service.keys import create_key
+    from archivist.service.storage.database import make_engine
+    from archivist.service.storage.keys import create_key
     from pgvector_server import fresh_database, pgvector_server
 
     work = Path(tempfile.mkdtemp(prefix="bench-several-"))

@@ -1,4 +1,4 @@
-"""Fit and check the relevance calibration (`archivist.rag.relevance`) on BEIR SciFact.
+"""Fit and check the relevance calibration (`archivist.rag.store.relevance`) on BEIR SciFact.
 
     .venv/bin/python benchmarks/calibrate_relevance.py [--train 300] [--extra 1000]
 
@@ -32,10 +32,10 @@ from archivist.eval.runner import index_corpus
 from archivist.message import TextBlock
 from archivist.rag import KnowledgeBase
 from archivist.rag.chunker import chunker_for
-from archivist.rag.relevance import DEFAULT_MIN_RELEVANCE
 from archivist.rag.store.base import SearchMode
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.rag.store.qdrant.sparse import Bm25Encoder
+from archivist.rag.store.relevance import DEFAULT_MIN_RELEVANCE
 
 HERE = Path(__file__).parent
 SCIFACT = HERE.parent.parent / "shared" / "datasets" / "scifact"

@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = {
-    "archivist/rag/tenant.py": [
+    "archivist/rag/store/tenant.py": [
         "tests/knowledge/test_ingest_scope_and_fingerprint.py",
         "tests/store/test_absent_filter.py",
         "tests/reliability/test_tenant_isolation.py",
@@ -36,7 +36,7 @@ MODULES = {
         "tests/docs/test_chunker.py",
         "tests/docs/test_chunker_exact.py",
     ],
-    "archivist/rag/ingest.py": [
+    "archivist/rag/knowledge/ingest.py": [
         "tests/knowledge/test_ingest_scope_and_fingerprint.py",
         "tests/cli/test_cli_scope.py",
     ],

@@ -84,3 +84,85 @@ def test_the_import_graph_of_archivist_has_no_cycle() -> None:
     graph = {name: imports_of(name, path, modules) for name, path in modules.items()}
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+# The pipeline's stages, lowest first: a module imports only from its own stage or below, so
+# data flows one way (documents -> chunking -> embedding -> stores -> knowledge -> agents).
+STAGES: list[tuple[str, tuple[str, ...]]] = [
+    (
+        "foundation",
+        (
+            "archivist._closable",
+            "archivist._http",
+            "archivist._lazy",
+            "archivist._text",
+            "archivist.atomic_file",
+            "archivist.credential",
+            "archivist.errors",
+            "archivist.message",
+            "archivist.validation",
+        ),
+    ),
+    ("embedding", ("archivist.embedding",)),
+    ("records", ("archivist.rag.cjk", "archivist.rag.document", "archivist.rag.record")),
+    ("documents", ("archivist.rag.parser",)),
+    ("chunking", ("archivist.rag.chunker",)),
+    ("stores", ("archivist.rag.store",)),
+    (
+        "knowledge",
+        (
+            "archivist.rag.knowledge",
+            "archivist.rag",  # the package's lazy exports and its old import paths
+        ),
+    ),
+    (
+        "agents",
+        (
+            "archivist.model",
+            "archivist.tool",
+            "archivist.event",
+            "archivist.middleware",
+            "archivist.agent",
+            "archivist.mcp",
+        ),
+    ),
+    ("tools", ("archivist.testing", "archivist.eval")),
+    ("service", ("archivist.service",)),
+    ("cli", ("archivist.cli", "archivist.__main__")),
+]
+
+
+def stage_of(name: str) -> int:
+    """The index in STAGES of the longest prefix that names `name`'s stage."""
+    best: tuple[int, int] | None = None
+    for index, (_, prefixes) in enumerate(STAGES):
+        for prefix in prefixes:
+            if (name == prefix or name.startswith(prefix + ".")) and (
+                best is None or len(prefix) > best[1]
+            ):
+                best = (index, len(prefix))
+    if best is None:
+        raise AssertionError(f"{name} belongs to no stage; add it to STAGES")
+    return best[0]
+
+
+def test_every_module_belongs_to_a_stage_and_the_rule_can_fail() -> None:
+    assert stage_of("archivist.rag.store.qdrant.store") > stage_of("archivist.rag.chunker.token")
+    assert stage_of("archivist.rag.knowledge.ingest") > stage_of("archivist.rag.store")
+    assert stage_of("archivist.rag.knowledge_base") == stage_of("archivist.rag.knowledge")
+    modules = module_names()
+    for name in modules:
+        if name != "archivist":
+            stage_of(name)
+
+
+def test_no_module_imports_a_later_stage() -> None:
+    modules = module_names()
+    upward = sorted(
+        f"{name} ({STAGES[stage_of(name)][0]}) -> {target} ({STAGES[stage_of(target)][0]})"
+        for name, path in modules.items()
+        if name != "archivist"
+        for target in imports_of(name, path, modules)
+        if target != "archivist" and stage_of(target) > stage_of(name)
+    )
+    assert not upward, "imports against the pipeline's direction:\n" + "\n".join(upward)

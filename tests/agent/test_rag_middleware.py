@@ -12,8 +12,8 @@ from archivist.message import HintBlock, Msg, TextBlock, ToolResultBlock, ToolUs
 from archivist.middleware import RAGMiddleware
 from archivist.model import ChatResponse, ScriptedChatModel
 from archivist.rag import Chunk, KnowledgeBase
-from archivist.rag.relevance import DEFAULT_MIN_RELEVANCE
 from archivist.rag.store.qdrant import QdrantStore
+from archivist.rag.store.relevance import DEFAULT_MIN_RELEVANCE
 from archivist.tool import Toolkit
 
 PETS = [
@@ -338,8 +338,8 @@ def test_bad_construction() -> None:
 
 
 def test_citations_name_the_heading_path_and_sheet() -> None:
-    from archivist.rag.citation import citation
     from archivist.rag.document import Chunk
+    from archivist.rag.knowledge.citation import citation
 
     def chunk(**metadata: object) -> Chunk:
         return Chunk(

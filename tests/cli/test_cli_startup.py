@@ -56,7 +56,7 @@ STARTUP_MODULES = {
 # Loaded by no search: parsers, the service, the agent and chat models.
 NOT_FOR_SEARCH = (
     "archivist.rag.parser",
-    "archivist.rag.ingest",
+    "archivist.rag.knowledge.ingest",
     "archivist.service",
     "archivist.agent",
     "archivist.model",
@@ -116,7 +116,11 @@ def test_search_loads_what_searching_needs_and_nothing_else(
     capsys.readouterr()
     code, modules = loaded_modules("search", "How are tenants kept apart?", "--kb", "demo")
     assert code == 0
-    assert {"onnxruntime", "archivist.rag.knowledge_base", "archivist.rag.store.qdrant"} <= modules
+    assert {
+        "onnxruntime",
+        "archivist.rag.knowledge.knowledge_base",
+        "archivist.rag.store.qdrant",
+    } <= modules
     loaded = sorted(
         m for m in modules for banned in NOT_FOR_SEARCH if m == banned or m.startswith(banned + ".")
     )

@@ -16,7 +16,7 @@ from archivist.embedding import EmbeddingModelBase
 from archivist.message import TextBlock
 from archivist.rag import ApproxTokenChunker, KnowledgeBase, default_registry
 from archivist.rag.document import Chunk
-from archivist.rag.ingest import Outcome, ingest_files
+from archivist.rag.knowledge.ingest import Outcome, ingest_files
 from archivist.rag.record import VectorRecord
 from archivist.rag.store.qdrant import QdrantStore
 

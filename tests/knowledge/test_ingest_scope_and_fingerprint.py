@@ -9,7 +9,7 @@ import pytest
 
 from archivist.embedding import EmbeddingModelBase
 from archivist.rag import ApproxTokenChunker, KnowledgeBase, default_registry
-from archivist.rag.ingest import (
+from archivist.rag.knowledge.ingest import (
     HASH_KEY,
     PIPELINE_KEY,
     Outcome,
@@ -18,7 +18,7 @@ from archivist.rag.ingest import (
     pipeline_fingerprint,
 )
 from archivist.rag.store.qdrant import QdrantStore
-from archivist.rag.tenant import TENANT_KEY, tenant_scope
+from archivist.rag.store.tenant import TENANT_KEY, tenant_scope
 
 TEXT = " ".join(f"Sentence {i} talks about herons, owls and kestrels." for i in range(60))
 

@@ -8,7 +8,7 @@ from kb_helpers import CountingModel
 from archivist.embedding import EmbeddingModelBase, EmbeddingResponse, EmbeddingUsage
 from archivist.message import Base64Source, DataBlock, TextBlock
 from archivist.rag import ApproxTokenChunker, Chunk, KnowledgeBase, TextParser
-from archivist.rag.knowledge_base import DocumentNotFoundError
+from archivist.rag.knowledge.knowledge_base import DocumentNotFoundError
 from archivist.rag.store.qdrant import QdrantStore
 
 FACTS = {
@@ -364,7 +364,7 @@ async def test_ingest_isolates_a_failing_window_file_by_file(
     embedder: EmbeddingModelBase, store: QdrantStore, tmp_path: Path
 ) -> None:
     from archivist.rag import default_registry
-    from archivist.rag.ingest import Outcome, ingest_files
+    from archivist.rag.knowledge.ingest import Outcome, ingest_files
 
     files = []
     for i in range(4):
@@ -384,7 +384,7 @@ async def test_ingest_streams_a_large_file_in_bounded_embedding_calls(
     embedder: EmbeddingModelBase, store: QdrantStore, tmp_path: Path
 ) -> None:
     from archivist.rag import default_registry
-    from archivist.rag.ingest import Outcome, ingest_files
+    from archivist.rag.knowledge.ingest import Outcome, ingest_files
 
     small = tmp_path / "a-small.md"
     small.write_text("A short note.")

@@ -9,8 +9,8 @@ from archivist.embedding import EmbeddingModelBase
 from archivist.message import TextBlock
 from archivist.rag import KnowledgeBase
 from archivist.rag.document import Chunk
-from archivist.rag.relevance import DEFAULT_MIN_RELEVANCE, relevance
 from archivist.rag.store.qdrant import QdrantStore
+from archivist.rag.store.relevance import DEFAULT_MIN_RELEVANCE, relevance
 
 FACTS = {
     "pandas": "Giant pandas live in the bamboo forests of Sichuan and eat bamboo most of the day.",

@@ -8,7 +8,7 @@ from archivist.embedding import EmbeddingModelBase
 from archivist.message import TextBlock
 from archivist.rag import KnowledgeBase
 from archivist.rag.document import Chunk
-from archivist.rag.search_context import context_text
+from archivist.rag.knowledge.context import context_text
 from archivist.rag.store.qdrant import QdrantStore
 
 SENTENCES = [

@@ -16,7 +16,7 @@ from archivist.embedding import EmbeddingModelBase
 from archivist.embedding.response import EmbeddingResponse
 from archivist.message import TextBlock
 from archivist.rag import Chunk, KnowledgeBase
-from archivist.rag.knowledge_base import DocumentNotFoundError, NewDocument
+from archivist.rag.knowledge.knowledge_base import DocumentNotFoundError, NewDocument
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
 from archivist.rag.store.base import VectorStoreBase
 

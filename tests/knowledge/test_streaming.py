@@ -21,7 +21,7 @@ from archivist.rag import (
     default_registry,
 )
 from archivist.rag.chunker import EstimatedTokenizer, TokenChunker
-from archivist.rag.ingest import Outcome, ingest_files
+from archivist.rag.knowledge.ingest import Outcome, ingest_files
 from archivist.rag.parser import text as text_module
 from archivist.rag.store.qdrant import QdrantStore
 from factories import make_pdf

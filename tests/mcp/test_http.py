@@ -21,8 +21,8 @@ from service_helpers import ServeProcess, client, free_port, new_key, wait_final
 from archivist.mcp import HttpMCPConfig, MCPClient
 from archivist.message import ToolUseBlock
 from archivist.service import ServiceSettings
-from archivist.service.database import make_engine
-from archivist.service.keys import create_key, revoke_key
+from archivist.service.storage.database import make_engine
+from archivist.service.storage.keys import create_key, revoke_key
 from archivist.tool import Toolkit
 
 HANDBOOK = {

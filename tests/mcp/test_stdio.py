@@ -15,7 +15,7 @@ from archivist.cli.home import load_kbs
 from archivist.cli.session import embedding_model
 from archivist.middleware import RAGMiddleware, SearchKnowledgeTool
 from archivist.rag import KnowledgeBase, QdrantStore
-from archivist.rag.tenant import tenant_scope
+from archivist.rag.store.tenant import tenant_scope
 
 
 async def library_hits(home: Path, query: str, top_k: int, tenant: str | None = None) -> list[Any]:

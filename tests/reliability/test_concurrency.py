@@ -24,7 +24,7 @@ import pytest
 from archivist.embedding import EmbeddingModelBase, EmbeddingResponse
 from archivist.message import TextBlock
 from archivist.rag.document import Chunk
-from archivist.rag.knowledge_base import DocumentNotFoundError, KnowledgeBase
+from archivist.rag.knowledge.knowledge_base import DocumentNotFoundError, KnowledgeBase
 from archivist.rag.store.qdrant import QdrantStore
 
 DIMENSIONS = 16

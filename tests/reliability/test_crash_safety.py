@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from archivist.message import TextBlock
-from archivist.rag.knowledge_base import KnowledgeBase
+from archivist.rag.knowledge.knowledge_base import KnowledgeBase
 from archivist.rag.store.qdrant import QdrantStore, StoreLockedError
 
 TRIALS = int(os.environ.get("ARCHIVIST_CRASH_TRIALS", "24"))
@@ -40,7 +40,7 @@ import asyncio, hashlib, sys
 from archivist.embedding import EmbeddingModelBase, EmbeddingResponse
 from archivist.message import TextBlock
 from archivist.rag.document import Chunk
-from archivist.rag.knowledge_base import KnowledgeBase, NewDocument
+from archivist.rag.knowledge.knowledge_base import KnowledgeBase, NewDocument
 from archivist.rag.store.qdrant import QdrantStore
 
 DIMENSIONS = 16

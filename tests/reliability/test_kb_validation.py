@@ -18,7 +18,7 @@ from archivist.embedding import EmbeddingModelBase, EmbeddingResponse
 from archivist.embedding.errors import EmbeddingError
 from archivist.message import TextBlock
 from archivist.rag.document import Chunk
-from archivist.rag.knowledge_base import DocumentNotFoundError, KnowledgeBase
+from archivist.rag.knowledge.knowledge_base import DocumentNotFoundError, KnowledgeBase
 from archivist.rag.store.qdrant import QdrantStore
 
 DIMENSIONS = 16

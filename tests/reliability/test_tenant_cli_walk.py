@@ -18,7 +18,7 @@ import pytest
 
 from archivist.cli.main import main
 from archivist.rag.store.qdrant import QdrantStore
-from archivist.rag.tenant import tenant_scope
+from archivist.rag.store.tenant import tenant_scope
 
 STEPS = int(os.environ.get("ARCHIVIST_CLI_WALK_STEPS", "40"))
 TENANTS: list[str | None] = [None, "a", "b"]
@@ -36,7 +36,7 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str, tenant: str | None) -> t
 async def stored_texts(store_dir: Path, tenant: str | None) -> dict[str, str]:
     """path -> the text stored for it in `tenant`'s scope, read through the library."""
     from archivist.cli.session import kb_store_dir
-    from archivist.rag.ingest import PATH_KEY
+    from archivist.rag.knowledge.ingest import PATH_KEY
 
     found: dict[str, str] = {}
     async with QdrantStore(path=kb_store_dir(store_dir, "walk")) as store:

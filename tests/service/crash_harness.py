@@ -17,10 +17,11 @@ from service_helpers import ServeProcess, free_port, wait_final
 
 from archivist.embedding import LocalEmbeddingModel
 from archivist.rag import QdrantStore
-from archivist.service import ServiceSettings, catalog
-from archivist.service.database import make_engine
-from archivist.service.keys import create_key
-from archivist.service.vectors import kb_handle
+from archivist.service import ServiceSettings
+from archivist.service.retrieval.vectors import kb_handle
+from archivist.service.storage import catalog
+from archivist.service.storage.database import make_engine
+from archivist.service.storage.keys import create_key
 
 KB = "crash"
 TENANT = "crash-tenant"

@@ -19,9 +19,9 @@ import httpx
 import uvicorn
 
 from archivist.service import ServiceSettings, create_app
-from archivist.service.database import make_engine
-from archivist.service.keys import create_key
-from archivist.service.slow_clients import uvicorn_options
+from archivist.service.guards.slow_clients import uvicorn_options
+from archivist.service.storage.database import make_engine
+from archivist.service.storage.keys import create_key
 
 FINAL = {"ready", "failed"}
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from service_helpers import client, wait_final
 
-from archivist.service.uploads import safe_filename
+from archivist.service.indexing.uploads import safe_filename
 from factories import make_pdf
 
 TENANT_TEXT = (

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from archivist.cli.main import main
-from archivist.service.database import make_engine
-from archivist.service.keys import hash_key, tenant_for_key
+from archivist.service.storage.database import make_engine
+from archivist.service.storage.keys import hash_key, tenant_for_key
 
 
 @pytest.fixture(autouse=True)
@@ -69,7 +69,7 @@ def test_serve_rejects_bad_settings(capsys) -> None:
 def test_a_found_key_is_remembered_briefly_and_forgotten_on_revoke(
     home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from archivist.service import keys
+    from archivist.service.storage import keys
 
     assert main(["keys", "create", "--tenant", "acme"]) == 0
     key = capsys.readouterr().out.strip()
@@ -106,8 +106,8 @@ def test_a_key_revoked_elsewhere_stops_working_within_the_cache_interval(
 
     from sqlalchemy import update
 
-    from archivist.service import keys
-    from archivist.service.database import api_keys, writing
+    from archivist.service.storage import keys
+    from archivist.service.storage.database import api_keys, writing
 
     assert main(["keys", "create", "--tenant", "acme"]) == 0
     key = capsys.readouterr().out.strip()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from service_helpers import free_port
 
-from archivist.service.file_store import (
+from archivist.service.storage.file_store import (
     FileStore,
     FileStoreError,
     LocalFileStore,

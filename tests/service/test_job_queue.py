@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, select
 
-from archivist.service import catalog, jobs
-from archivist.service.catalog import NewUpload, Status
-from archivist.service.database import jobs as jobs_table
-from archivist.service.database import make_engine, reading
+from archivist.service.indexing import jobs
+from archivist.service.storage import catalog
+from archivist.service.storage.catalog import NewUpload, Status
+from archivist.service.storage.database import jobs as jobs_table
+from archivist.service.storage.database import make_engine, reading
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -23,7 +24,7 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
     else:
         made = make_engine(request.getfixturevalue("postgres_url"))
     yield made
-    from archivist.service.database import metadata
+    from archivist.service.storage.database import metadata
 
     metadata.drop_all(made)
     made.dispose()
@@ -126,7 +127,7 @@ def test_postgres_claim_skips_rows_another_replica_has_locked(postgres_url: str)
             assert not claimer.is_alive(), "the claim blocked on the locked row"
             assert found[0] is not None and found[0].document.id == ids[1]
     finally:
-        from archivist.service.database import metadata
+        from archivist.service.storage.database import metadata
 
         metadata.drop_all(engine)  # leave no queued job for the next test on this server
         engine.dispose()

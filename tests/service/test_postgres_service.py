@@ -46,9 +46,9 @@ def test_service_on_postgresql_end_to_end(
 
 
 def test_chat_sessions_on_postgresql(postgres_url: str) -> None:
-    from archivist.service import sessions_store
-    from archivist.service.database import make_engine
-    from archivist.service.sessions_store import Citation
+    from archivist.service.storage import sessions_store
+    from archivist.service.storage.database import make_engine
+    from archivist.service.storage.sessions_store import Citation
 
     engine = make_engine(postgres_url)
     try:

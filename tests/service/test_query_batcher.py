@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from archivist.embedding import EmbeddingModelBase, LocalEmbeddingModel
 from archivist.embedding.response import EmbeddingResponse
-from archivist.service.query_batcher import QueryBatcher
+from archivist.service.retrieval.query_batcher import QueryBatcher
 
 
 class Recording(EmbeddingModelBase):

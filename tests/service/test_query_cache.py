@@ -13,8 +13,9 @@ from service_helpers import client, new_key, running_service, wait_final
 
 from archivist.embedding import LocalEmbeddingModel
 from archivist.message import TextBlock
-from archivist.rag import KnowledgeBase, QdrantStore, query_cache
+from archivist.rag import KnowledgeBase, QdrantStore
 from archivist.rag.document import Chunk
+from archivist.rag.knowledge import query_cache
 from archivist.service import ServiceSettings
 
 SEARCH = "/v1/knowledge-bases/{}/search"

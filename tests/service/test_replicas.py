@@ -11,13 +11,14 @@ from postgres_server import fresh_database
 
 from archivist.embedding import LocalEmbeddingModel
 from archivist.rag import ApproxTokenChunker, QdrantStore, default_registry
-from archivist.service import ServiceSettings, catalog
-from archivist.service.catalog import Status
-from archivist.service.database import make_engine
-from archivist.service.indexer import Indexer
-from archivist.service.locks import DocumentLocks
-from archivist.service.uploads import IncomingFile, store_uploads
-from archivist.service.vectors import kb_handle, tenant_scope
+from archivist.service import ServiceSettings
+from archivist.service.indexing.indexer import Indexer
+from archivist.service.indexing.uploads import IncomingFile, store_uploads
+from archivist.service.retrieval.vectors import kb_handle, tenant_scope
+from archivist.service.storage import catalog
+from archivist.service.storage.catalog import Status
+from archivist.service.storage.database import make_engine
+from archivist.service.storage.locks import DocumentLocks
 
 
 def texts(prefix: str, count: int) -> list[IncomingFile]:

@@ -23,8 +23,8 @@ from sqlalchemy import select
 
 from archivist.rag import PgVectorStore
 from archivist.service import ServiceSettings
-from archivist.service.database import jobs, make_engine
-from archivist.service.keys import create_key
+from archivist.service.storage.database import jobs, make_engine
+from archivist.service.storage.keys import create_key
 from pgvector_server import fresh_database, pgvector_server
 
 pytestmark = pytest.mark.heavy
@@ -286,7 +286,7 @@ async def _generations(database: str) -> list[tuple[str, int]]:
     engine = make_engine(settings.resolved_database_url)
     try:
         with engine.connect() as connection:
-            from archivist.service.database import knowledge_bases
+            from archivist.service.storage.database import knowledge_bases
 
             collection = connection.execute(select(knowledge_bases.c.collection)).scalar_one()
     finally:

@@ -7,8 +7,8 @@ import asyncio
 from pathlib import Path
 
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL
-from archivist.service.embedding import SplitModel, service_model
-from archivist.service.tenant_cache import TENANT
+from archivist.service.retrieval.embedding import SplitModel, service_model
+from archivist.service.retrieval.tenant_cache import TENANT
 
 TEXTS = ["Quarterly invoices of the Lisbon office.", "发票归档规则：保存七年。"]
 

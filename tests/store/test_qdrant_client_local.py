@@ -16,7 +16,7 @@ from qdrant_client import AsyncQdrantClient, models
 
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.rag.store.qdrant.store import TENANT_PAYLOAD_KEY
-from archivist.rag.tenant import TENANT_KEY
+from archivist.rag.store.tenant import TENANT_KEY
 from archivist.testing.hybrid_store import DiversitySearchConformance, HybridSearchConformance
 from archivist.testing.search_store import GroupingConformance, SearchFilterConformance
 from archivist.testing.store import DIMENSIONS, VectorStoreConformance, record, unit

@@ -28,8 +28,8 @@ def add_docs_commands(commands: Any) -> None:
 
 def document_json(doc: DocumentSummary) -> dict[str, Any]:
     """One document as a JSON-ready dict, with its full id and path."""
-    from archivist.rag.ingest import INDEXED_AT_KEY, PATH_KEY
-    from archivist.rag.tenant import TENANT_KEY
+    from archivist.rag.knowledge.ingest import INDEXED_AT_KEY, PATH_KEY
+    from archivist.rag.store.tenant import TENANT_KEY
 
     return {
         "id": doc.document_id,
@@ -43,7 +43,7 @@ def document_json(doc: DocumentSummary) -> dict[str, Any]:
 
 async def run_ls(args: argparse.Namespace) -> int:
     """One line per document: id, chunk count, when indexed, path (never wrapped)."""
-    from archivist.rag.ingest import INDEXED_AT_KEY, PATH_KEY
+    from archivist.rag.knowledge.ingest import INDEXED_AT_KEY, PATH_KEY
 
     async with open_session(args, create=False) as session:
         documents = await session.kb.list_documents()
@@ -69,7 +69,7 @@ async def run_ls(args: argparse.Namespace) -> int:
 
 async def run_rm(args: argparse.Namespace) -> int:
     """Delete one document, named by id or by the path it was indexed from."""
-    from archivist.rag.ingest import PATH_KEY, document_id_for
+    from archivist.rag.knowledge.ingest import PATH_KEY, document_id_for
 
     async with open_session(args, create=False) as session:
         documents = {d.document_id: d for d in await session.kb.list_documents()}

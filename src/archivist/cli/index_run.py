@@ -21,7 +21,7 @@ from archivist.cli.output import display_path, print_json, print_rows
 from archivist.cli.progress import PeriodicProgress, duration
 from archivist.cli.session import open_session
 from archivist.rag import default_registry
-from archivist.rag.ingest import (
+from archivist.rag.knowledge.ingest import (
     PATH_KEY,
     FileResult,
     IngestReport,

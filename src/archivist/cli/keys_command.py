@@ -38,8 +38,8 @@ def _run(args: argparse.Namespace) -> int:
     from rich.table import Table
     from sqlalchemy.exc import SQLAlchemyError
 
-    from archivist.service.database import make_engine
-    from archivist.service.keys import create_key, list_keys, revoke_key
+    from archivist.service.storage.database import make_engine
+    from archivist.service.storage.keys import create_key, list_keys, revoke_key
 
     settings = service_settings(args)
     try:

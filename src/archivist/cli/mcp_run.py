@@ -25,7 +25,7 @@ from archivist.cli.session import (
 from archivist.embedding import EmbeddingModelBase
 from archivist.mcp.server import KnowledgeSource, knowledge_server
 from archivist.rag import KnowledgeBase, QdrantStore
-from archivist.rag.tenant import tenant_scope
+from archivist.rag.store.tenant import tenant_scope
 
 
 class LocalKnowledgeSource(KnowledgeSource):

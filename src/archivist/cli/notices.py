@@ -6,8 +6,8 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from archivist.rag import knowledge_base
-from archivist.rag.knowledge_base import (
+from archivist.rag.knowledge import knowledge_base
+from archivist.rag.knowledge.knowledge_base import (
     SKIPPED_DATA_BLOCKS,
     SKIPPED_DATA_DOCUMENT,
     UNKNOWN_SHARE,

@@ -165,7 +165,7 @@ def relevance_bound(text: str) -> float:
 
 def context_count(text: str) -> int:
     """argparse type: a whole number of chunks from 0 to MAX_CONTEXT."""
-    from archivist.rag.search_context import MAX_CONTEXT
+    from archivist.rag.knowledge.context import MAX_CONTEXT
 
     if not text.strip().isdigit() or int(text) > MAX_CONTEXT:
         raise argparse.ArgumentTypeError(
@@ -216,7 +216,7 @@ def search_filter_of(args: argparse.Namespace) -> SearchFilter | None:
 def hit_json(rank: int, hit: VectorSearchResult) -> dict[str, Any]:
     """One hit as a JSON-ready dict."""
     from archivist.message import TextBlock
-    from archivist.rag.search_context import context_text
+    from archivist.rag.knowledge.context import context_text
 
     meta = hit.chunk.metadata
     return {
@@ -279,7 +279,7 @@ async def run_search(args: argparse.Namespace) -> int:
 
 def hit_header(rank: int, hit: VectorSearchResult) -> str:
     """`[rank] score  path  page/slide/heading path  chunk N`: one line, the path never cut."""
-    from archivist.rag.citation import location
+    from archivist.rag.knowledge.citation import location
 
     path = hit.chunk.metadata.get("path")
     where = display_path(path) if isinstance(path, str) else hit.chunk.source
@@ -299,7 +299,7 @@ def passage_lines(hit: VectorSearchResult, width: int, indent: str = "    ") -> 
     content = hit.chunk.content
     if not isinstance(content, TextBlock):
         return [f"{indent}<{content.source.media_type}>"]
-    from archivist.rag.search_context import context_text
+    from archivist.rag.knowledge.context import context_text
 
     text = context_text(hit) or content.text
     return text_lines(text, width - 1, indent)

@@ -158,7 +158,7 @@ async def run_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from archivist.service import create_app
-    from archivist.service.slow_clients import uvicorn_options
+    from archivist.service.guards.slow_clients import uvicorn_options
 
     if not 0 < args.port < 65536:
         raise CLIError(f"--port {args.port}: give a port between 1 and 65535")

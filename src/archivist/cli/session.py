@@ -313,7 +313,7 @@ async def open_session(
     With `rebuild` the KB's content (every tenant's) is dropped and the new settings recorded.
     """
     from archivist.rag import KnowledgeBase
-    from archivist.rag.tenant import tenant_scope
+    from archivist.rag.store.tenant import tenant_scope
 
     check_kb_name(args.kb)
     store_dir: Path = args.store or default_store_dir()

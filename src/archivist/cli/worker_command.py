@@ -45,7 +45,7 @@ def add_worker_command(commands: Any) -> None:
 async def run_worker(args: argparse.Namespace) -> int:
     """Take jobs from the shared queue until SIGTERM or Ctrl-C; held jobs go back to the queue
     when their leases lapse."""
-    from archivist.service.worker import running_indexer
+    from archivist.service.indexing.worker import running_indexer
 
     if args.workers < 1:
         raise CLIError(f"--workers {args.workers}: a worker indexes at least 1 document at once")

@@ -25,7 +25,7 @@ from archivist import __version__
 from archivist.message import DataBlock, TextBlock
 from archivist.middleware.rag import RAGMiddleware, SearchKnowledgeTool
 from archivist.middleware.retrieval import Retrieval
-from archivist.rag.knowledge_base import KnowledgeBase, Query
+from archivist.rag.knowledge.knowledge_base import KnowledgeBase, Query
 from archivist.tool.json_schema import schema_errors
 
 logger = logging.getLogger(__name__)

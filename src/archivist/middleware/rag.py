@@ -12,8 +12,8 @@ from archivist.message import DataBlock, HintBlock, Msg, TextBlock
 from archivist.middleware.base import MiddlewareBase
 from archivist.middleware.context import ReplyContext
 from archivist.middleware.retrieval import Retrieval, render_hits, search_and_fuse
-from archivist.rag.knowledge_base import KnowledgeBase, Query
-from archivist.rag.search_context import MAX_CONTEXT
+from archivist.rag.knowledge.context import MAX_CONTEXT
+from archivist.rag.knowledge.knowledge_base import KnowledgeBase, Query
 from archivist.tool import ToolBase
 
 HINT_SOURCE = "rag"

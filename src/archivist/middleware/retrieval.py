@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from archivist.message import DataBlock, TextBlock
-from archivist.rag.citation import citation
-from archivist.rag.knowledge_base import KnowledgeBase, Query
+from archivist.rag.knowledge.citation import citation
+from archivist.rag.knowledge.context import context_text
+from archivist.rag.knowledge.knowledge_base import KnowledgeBase, Query
 from archivist.rag.record import VectorSearchResult
-from archivist.rag.search_context import context_text
 
 # Reciprocal-rank-fusion constant (Cormack et al. 2009): damps the weight of top ranks.
 RRF_K = 60

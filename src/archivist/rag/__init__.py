@@ -10,7 +10,7 @@ from archivist._lazy import lazy_exports
 if TYPE_CHECKING:
     from archivist.rag.chunker import ApproxTokenChunker, ChunkerBase
     from archivist.rag.document import Chunk, Section
-    from archivist.rag.knowledge_base import (
+    from archivist.rag.knowledge.knowledge_base import (
         DocumentNotFoundError,
         IncompleteDocument,
         KnowledgeBase,
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 _MODULES = {
     "chunker": ["ApproxTokenChunker", "ChunkerBase"],
     "document": ["Chunk", "Section"],
-    "knowledge_base": [
+    "knowledge.knowledge_base": [
         "DocumentNotFoundError",
         "IncompleteDocument",
         "KnowledgeBase",

@@ -1,62 +1,11 @@
-"""`relevance`: a search hit's estimated probability of being relevant, the same in every mode.
+"""Old import path, kept working: the same objects now live in `archivist.rag.store.relevance`."""
 
-Ranking scores cannot be compared across queries or modes (fused scores, BM25 sums that grow
-with the query's length and the collection's IDF). Relevance is computed from two signals whose
-scale does not depend on the query or the collection:
-
-- `similarity`: the cosine between the query's and the chunk's dense vectors, when the
-  embedding model can read the query (every mode but BM25-only);
-- `coverage`: the share of the query's BM25 terms (stemmed words, CJK words and bigrams, whole
-  identifiers) that the chunk contains, counting only terms that some chunk in scope holds
-  (a CJK bigram that straddles two words, or a word no document uses, tells nothing about
-  this chunk); language-neutral by construction.
-
-Each available combination maps to a probability through a logistic curve fitted on held-out
-relevance judgments (BEIR SciFact *train* split, first 100 queries, never the test queries
-reported; `benchmarks/calibrate_relevance.py --train 100 --test 100 --extra 150` refits and
-prints these numbers). What a hit lacks is not
-guessed: a BM25-only hit is judged by coverage alone, a store that reports neither signal
-leaves `relevance` None.
-"""
-
-from __future__ import annotations
-
-import math
-
-BOTH = (11.85, 2.17, -7.71)
-"""(similarity weight, coverage weight, bias) with both signals."""
-SIMILARITY_ONLY = (13.99, -7.99)
-"""(similarity weight, bias) for a hit with no coverage (a dense-only store)."""
-COVERAGE_ONLY = (6.34, -4.27)
-"""(coverage weight, bias) for a BM25-only hit."""
-
-DEFAULT_MIN_RELEVANCE = 0.25
-"""The threshold `RAGMiddleware` applies unless told otherwise: a passage judged at least a
-one-in-four chance of being relevant (measured in REPORT.md, issue 23)."""
-
-
-def relevance(similarity: float | None, coverage: float | None) -> float | None:
-    """The calibrated probability of relevance from what is known; None from nothing."""
-    if similarity is not None and coverage is not None:
-        weight_s, weight_c, bias = BOTH
-        return _logistic(weight_s * similarity + weight_c * coverage + bias)
-    if similarity is not None:
-        weight, bias = SIMILARITY_ONLY
-        return _logistic(weight * similarity + bias)
-    if coverage is not None:
-        weight, bias = COVERAGE_ONLY
-        return _logistic(weight * coverage + bias)
-    return None
-
-
-def check_min_relevance(value: object) -> float | None:
-    """`value` if it is None or a number from 0 to 1; ValueError naming it otherwise."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise ValueError(f"min_relevance must be a number from 0 to 1, got {value!r}")
-    return float(value)
-
-
-def _logistic(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-x)) if x > -500 else 0.0
+from archivist.rag.store.relevance import (
+    DEFAULT_MIN_RELEVANCE as DEFAULT_MIN_RELEVANCE,
+)
+from archivist.rag.store.relevance import (
+    check_min_relevance as check_min_relevance,
+)
+from archivist.rag.store.relevance import (
+    relevance as relevance,
+)

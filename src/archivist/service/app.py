@@ -13,19 +13,19 @@ from starlette.routing import Route
 from archivist.embedding import EmbeddingModelBase
 from archivist.rag import default_registry
 from archivist.rag.chunker import chunker_for
-from archivist.service.auth_gate import AuthGate
-from archivist.service.body_limits import BodyLimits
 from archivist.service.chat import configured_chat_model
-from archivist.service.database import make_engine
 from archivist.service.dependencies import ServiceState
-from archivist.service.embedding import service_model
-from archivist.service.indexer import Indexer
-from archivist.service.kb_profiles import KBProfiles
-from archivist.service.locks import DocumentLocks
+from archivist.service.guards.auth_gate import AuthGate
+from archivist.service.guards.body_limits import BodyLimits
+from archivist.service.guards.security_headers import SecurityHeaders
+from archivist.service.guards.slow_clients import BodyTimeout
+from archivist.service.indexing.indexer import Indexer
+from archivist.service.indexing.offload import ThreadedChunker
 from archivist.service.mcp_endpoint import MCP_PATH, mcp_app
-from archivist.service.offload import ThreadedChunker
-from archivist.service.private_files import make_private
 from archivist.service.problems import install_problem_handlers
+from archivist.service.retrieval.embedding import service_model
+from archivist.service.retrieval.kb_profiles import KBProfiles
+from archivist.service.retrieval.vectors import open_store
 from archivist.service.routers import (
     documents,
     health,
@@ -36,10 +36,10 @@ from archivist.service.routers import (
     supported_types,
 )
 from archivist.service.schemas import UNAUTHORIZED
-from archivist.service.security_headers import SecurityHeaders
 from archivist.service.settings import ServiceSettings
-from archivist.service.slow_clients import BodyTimeout
-from archivist.service.vectors import open_store
+from archivist.service.storage.database import make_engine
+from archivist.service.storage.locks import DocumentLocks
+from archivist.service.storage.private_files import make_private
 
 
 def default_model(settings: ServiceSettings) -> EmbeddingModelBase:

@@ -34,10 +34,10 @@ from archivist.model.errors import (
     ChatModelError,
 )
 from archivist.rag import KnowledgeBase
-from archivist.rag.knowledge_base import Query
+from archivist.rag.knowledge.knowledge_base import Query
 from archivist.service.routers.search import hit_of
-from archivist.service.sessions_store import Citation, MessageRecord, add_exchange
 from archivist.service.settings import ServiceSettings
+from archivist.service.storage.sessions_store import Citation, MessageRecord, add_exchange
 from archivist.tool import Toolkit
 
 logger = logging.getLogger(__name__)

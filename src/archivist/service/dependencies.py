@@ -14,17 +14,17 @@ from archivist.embedding import EmbeddingModelBase
 from archivist.model import ChatModelBase
 from archivist.rag import KnowledgeBase, ParserRegistry
 from archivist.rag.store.base import VectorStoreBase
-from archivist.service import catalog, sessions_store
-from archivist.service.auth_gate import TENANT_STATE
-from archivist.service.catalog import DocumentRecord, KBRecord
-from archivist.service.file_store import FileStore
-from archivist.service.indexer import Indexer
-from archivist.service.kb_profiles import KBProfiles
-from archivist.service.keys import cached_tenant_for_key, tenant_for_key
-from archivist.service.locks import DocumentLocks
-from archivist.service.sessions_store import SessionRecord
+from archivist.service.guards.auth_gate import TENANT_STATE
+from archivist.service.indexing.indexer import Indexer
+from archivist.service.retrieval.kb_profiles import KBProfiles
+from archivist.service.retrieval.vectors import kb_handle
 from archivist.service.settings import ServiceSettings
-from archivist.service.vectors import kb_handle
+from archivist.service.storage import catalog, sessions_store
+from archivist.service.storage.catalog import DocumentRecord, KBRecord
+from archivist.service.storage.file_store import FileStore
+from archivist.service.storage.keys import cached_tenant_for_key, tenant_for_key
+from archivist.service.storage.locks import DocumentLocks
+from archivist.service.storage.sessions_store import SessionRecord
 
 
 @dataclass

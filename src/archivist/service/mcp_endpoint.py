@@ -13,9 +13,9 @@ from typing import Any
 from archivist.mcp.http import BearerKeyApp, caller_tenant
 from archivist.mcp.server import KnowledgeSource, knowledge_server
 from archivist.rag import KnowledgeBase
-from archivist.service import catalog
 from archivist.service.dependencies import ServiceState
-from archivist.service.keys import tenant_for_key
+from archivist.service.storage import catalog
+from archivist.service.storage.keys import tenant_for_key
 
 MCP_PATH = "/mcp"
 

@@ -7,12 +7,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from archivist.rag.ingest import HASH_KEY, PATH_KEY, PIPELINE_KEY
-from archivist.rag.search_context import MAX_CONTEXT
+from archivist.rag.knowledge.context import MAX_CONTEXT
+from archivist.rag.knowledge.ingest import HASH_KEY, PATH_KEY, PIPELINE_KEY
 from archivist.rag.store.search_filter import Range, SearchFilter
-from archivist.rag.tenant import TENANT_KEY
-from archivist.service.catalog import DocumentRecord, KBRecord, Status
-from archivist.service.sessions_store import ChatRole, Citation, SessionRecord
+from archivist.rag.store.tenant import TENANT_KEY
+from archivist.service.storage.catalog import DocumentRecord, KBRecord, Status
+from archivist.service.storage.sessions_store import ChatRole, Citation, SessionRecord
 
 SERVICE_KEYS = frozenset({PATH_KEY, HASH_KEY, PIPELINE_KEY, TENANT_KEY})
 """Chunk metadata the service keeps for itself: never exposed, never searched by."""

@@ -7,8 +7,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL
-from archivist.service.file_store import open_file_store
-from archivist.service.quotas import Quota
+from archivist.service.guards.quotas import Quota
+from archivist.service.storage.file_store import open_file_store
 
 
 class ServiceSettings(BaseModel):

@@ -14,9 +14,11 @@ from fastapi.responses import StreamingResponse
 
 from archivist.message import TextBlock
 from archivist.rag import DocumentNotFoundError
-from archivist.service import catalog, quotas
 from archivist.service.dependencies import KB, Document, State
-from archivist.service.file_store import DOWNLOAD_BLOCK, FileStore
+from archivist.service.guards import quotas
+from archivist.service.guards.security_headers import DOWNLOAD_CSP
+from archivist.service.indexing.uploads import IncomingFile, UploadRejected, store_uploads
+from archivist.service.retrieval.vectors import tenant_scope
 from archivist.service.routers.search import public_metadata
 from archivist.service.schemas import (
     ChunkOut,
@@ -27,9 +29,8 @@ from archivist.service.schemas import (
     UploadAccepted,
     UploadItem,
 )
-from archivist.service.security_headers import DOWNLOAD_CSP
-from archivist.service.uploads import IncomingFile, UploadRejected, store_uploads
-from archivist.service.vectors import tenant_scope
+from archivist.service.storage import catalog
+from archivist.service.storage.file_store import DOWNLOAD_BLOCK, FileStore
 
 MAX_OFFSET = 2**31 - 1
 """Largest chunk offset accepted (beyond any document's chunk count; stores take 32 bits)."""

@@ -7,8 +7,8 @@ import asyncio
 from fastapi import APIRouter
 from sqlalchemy import text
 
-from archivist.service.database import reading
 from archivist.service.dependencies import State
+from archivist.service.storage.database import reading
 
 router = APIRouter(tags=["health"])
 

@@ -8,10 +8,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Response, status
 
-from archivist.service import catalog, quotas
-from archivist.service.catalog import KBExistsError, KBRecord
 from archivist.service.dependencies import KB, ServiceState, State, Tenant
-from archivist.service.kb_profiles import KBIndexing
+from archivist.service.guards import quotas
+from archivist.service.retrieval.kb_profiles import KBIndexing
 from archivist.service.schemas import (
     DocumentOut,
     DocumentStatuses,
@@ -21,6 +20,8 @@ from archivist.service.schemas import (
     KnowledgeBaseUpdate,
     Problem,
 )
+from archivist.service.storage import catalog
+from archivist.service.storage.catalog import KBExistsError, KBRecord
 
 MAX_STATUS_IDS = 1000
 

@@ -7,9 +7,10 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from archivist.message import TextBlock
-from archivist.rag import VectorSearchResult, query_cache
-from archivist.rag.citation import citation
-from archivist.rag.search_context import context_text
+from archivist.rag import VectorSearchResult
+from archivist.rag.knowledge import query_cache
+from archivist.rag.knowledge.citation import citation
+from archivist.rag.knowledge.context import context_text
 from archivist.service.dependencies import KB, ServiceState, State
 from archivist.service.schemas import (
     SERVICE_KEYS,

@@ -8,7 +8,6 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Response, status
 from fastapi.sse import EventSourceResponse
 
-from archivist.service import catalog, sessions_store
 from archivist.service.chat import ChatRun, stream_events
 from archivist.service.dependencies import ChatSession, State, Tenant
 from archivist.service.schemas import (
@@ -20,6 +19,7 @@ from archivist.service.schemas import (
     SessionList,
     SessionOut,
 )
+from archivist.service.storage import catalog, sessions_store
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 

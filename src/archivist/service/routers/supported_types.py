@@ -6,7 +6,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel
 
 from archivist.service.dependencies import State, Tenant
-from archivist.service.upload_types import accepted_extensions
+from archivist.service.guards.upload_types import accepted_extensions
 
 router = APIRouter(prefix="/v1", tags=["documents"])
 

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, Self
 from archivist.message import TextBlock
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
-from archivist.rag.relevance import relevance
 from archivist.rag.store.base import (
     SEARCH_MODES,
     MetadataFilter,
@@ -66,6 +65,7 @@ from archivist.rag.store.qdrant.layout import (
 )
 from archivist.rag.store.qdrant.points import points_for
 from archivist.rag.store.qdrant.sparse import Bm25Encoder, SparseVector, TermCounts
+from archivist.rag.store.relevance import relevance
 from archivist.rag.store.search_filter import (
     INDEXED_AT_KEY,
     MODIFIED_KEY,
@@ -90,7 +90,7 @@ DEFAULT_QUANTIZATION: Quantization | None = "int8"
 """New collections quantize their vectors unless told otherwise (see `QdrantStore`): on SciFact
 it cost 0.0005 nDCG@10, and it keeps a million 384-d vectors in 0.4 GB of RAM, not 1.5 GB."""
 TENANT_PAYLOAD_KEY = "tenant_id"
-"""The metadata key tenants are told apart by (`archivist.rag.tenant.TENANT_KEY`)."""
+"""The metadata key tenants are told apart by (`archivist.rag.store.tenant.TENANT_KEY`)."""
 
 
 class QdrantStore(VectorStoreBase):
@@ -121,7 +121,7 @@ class QdrantStore(VectorStoreBase):
     to rescore the best candidates (a quarter of the vector memory; built with each segment's
     index, so unindexed points are searched exactly on the originals). Payloads stay on disk
     either way. On a server (`url=`), the metadata key `tenant_key` (default "tenant_id", the
-    key `archivist.rag.tenant` scopes by; None: no tenant layout) gets Qdrant's tenant index
+    key `archivist.rag.store.tenant` scopes by; None: no tenant layout) gets Qdrant's tenant index
     (`is_tenant`) and HNSW links per tenant (`payload_m=16`); `tenants_only=True` also drops
     the global graph (`m=0`), as Qdrant advises when every search names a tenant.
 

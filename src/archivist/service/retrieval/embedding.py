@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from archivist.embedding import EmbeddingModelBase, LocalEmbeddingModel
 from archivist.embedding.base import BatchItem, EmbeddingInput, InputType
 from archivist.embedding.response import EmbeddingResponse
-from archivist.service.query_batcher import QueryBatcher
-from archivist.service.tenant_cache import TenantCachedEmbeddingModel
+from archivist.service.retrieval.query_batcher import QueryBatcher
+from archivist.service.retrieval.tenant_cache import TenantCachedEmbeddingModel
 
 
 class SplitModel(EmbeddingModelBase):

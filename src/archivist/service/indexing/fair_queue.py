@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, func, or_, select, true
 from sqlalchemy.sql.elements import ColumnElement
 
-from archivist.service.database import documents, jobs
+from archivist.service.storage.database import documents, jobs
 
 _CANDIDATE_TENANTS = 8
 """Tenants tried in order when another replica holds the first one's jobs locked."""

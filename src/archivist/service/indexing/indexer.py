@@ -21,17 +21,18 @@ from sqlalchemy import Engine
 
 from archivist.embedding import EmbeddingModelBase
 from archivist.rag import ChunkerBase, DocumentNotFoundError, ParserRegistry
-from archivist.rag.ingest import Outcome, document_id_for, ingest_files
+from archivist.rag.knowledge.ingest import Outcome, document_id_for, ingest_files
 from archivist.rag.store.base import VectorStoreBase
-from archivist.service import catalog, jobs
-from archivist.service.catalog import Status
-from archivist.service.file_store import FileStore, open_file_store
-from archivist.service.jobs import ClaimedJob
-from archivist.service.kb_profiles import KBProfiles
-from archivist.service.locks import DocumentLocks
+from archivist.service.indexing import jobs
+from archivist.service.indexing.jobs import ClaimedJob
+from archivist.service.retrieval.kb_profiles import KBProfiles
+from archivist.service.retrieval.tenant_cache import PRIORITY, TENANT
+from archivist.service.retrieval.vectors import kb_handle
 from archivist.service.settings import ServiceSettings
-from archivist.service.tenant_cache import PRIORITY, TENANT
-from archivist.service.vectors import kb_handle
+from archivist.service.storage import catalog
+from archivist.service.storage.catalog import Status
+from archivist.service.storage.file_store import FileStore, open_file_store
+from archivist.service.storage.locks import DocumentLocks
 
 logger = logging.getLogger(__name__)
 

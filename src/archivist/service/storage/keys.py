@@ -22,7 +22,7 @@ from cachetools import TTLCache
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import Engine, insert, select, update
 
-from archivist.service.database import api_keys, reading, writing
+from archivist.service.storage.database import api_keys, reading, writing
 
 KEY_PREFIX = "ak"
 KEY_CACHE_SECONDS = 2.0

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from archivist.rag.ingest import document_id_for
+from archivist.rag.knowledge.ingest import document_id_for
 from archivist.rag.parser.registry import ParserRegistry
 from archivist.rag.store.base import MetadataFilter
-from archivist.service.catalog import NewUpload
-from archivist.service.upload_types import UploadTypeError, check_upload_type
+from archivist.service.guards.upload_types import UploadTypeError, check_upload_type
+from archivist.service.storage.catalog import NewUpload
 
 MAX_NAME_BYTES = 200
 _INVISIBLE = frozenset({"Cf", "Cs", "Co", "Cn"})

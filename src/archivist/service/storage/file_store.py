@@ -5,9 +5,9 @@ addressed by its key, the relative path `KB_ID/UPLOAD_ID/NAME` recorded with the
 
 Each key also has a *local path*: where the file is (directory store) or is staged while it
 is received or indexed (S3 store). Document ids derive from that path (see
-`archivist.rag.ingest.document_id_for`), so every process of a deployment must see the same
-local path for a key: the same mounted directory for a directory store, the same staging
-directory (`--files-url s3://...` stages under the system temporary directory by default)
+`archivist.rag.knowledge.ingest.document_id_for`), so every process of a deployment must see
+the same local path for a key: the same mounted directory for a directory store, the same
+staging directory (`--files-url s3://...` stages under the system temporary directory by default)
 for S3.
 
 S3 goes through boto3: the AWS SDK itself, maintained by AWS, reading the standard

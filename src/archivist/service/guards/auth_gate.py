@@ -14,9 +14,9 @@ import asyncio
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from archivist.service.keys import cached_tenant_for_key, hash_key, tenant_for_key
+from archivist.service.guards.rate_limit import RateLimiter, retry_after
 from archivist.service.problems import send_problem
-from archivist.service.rate_limit import RateLimiter, retry_after
+from archivist.service.storage.keys import cached_tenant_for_key, hash_key, tenant_for_key
 
 TENANT_STATE = "archivist_tenant"
 """`request.state` attribute holding the authenticated tenant."""

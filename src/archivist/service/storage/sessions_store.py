@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import Engine, delete, insert, select, update
 
-from archivist.service.database import chat_messages, chat_sessions, reading, writing
+from archivist.service.storage.database import chat_messages, chat_sessions, reading, writing
 
 ChatRole = Literal["user", "assistant"]
 

@@ -13,9 +13,9 @@ import time
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import Engine, delete, select, update
 
-from archivist.service.catalog import DocumentRecord, KBRecord, Status
-from archivist.service.database import documents, jobs, knowledge_bases, writing
-from archivist.service.fair_queue import next_job
+from archivist.service.indexing.fair_queue import next_job
+from archivist.service.storage.catalog import DocumentRecord, KBRecord, Status
+from archivist.service.storage.database import documents, jobs, knowledge_bases, writing
 
 
 class ClaimedJob(BaseModel):

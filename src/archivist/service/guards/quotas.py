@@ -10,7 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import Engine, func, select
 
-from archivist.service.database import documents, knowledge_bases, reading
+from archivist.service.storage.database import documents, knowledge_bases, reading
 
 
 class Quota(BaseModel):

@@ -16,9 +16,9 @@ from archivist.embedding import EmbeddingModelBase
 from archivist.embedding.registry import list_embedding_models
 from archivist.rag import ChunkerBase
 from archivist.rag.chunker import chunker_for
-from archivist.service.catalog import KBRecord
-from archivist.service.offload import ThreadedChunker
+from archivist.service.indexing.offload import ThreadedChunker
 from archivist.service.settings import ServiceSettings
+from archivist.service.storage.catalog import KBRecord
 
 
 class KBIndexing(BaseModel):

@@ -10,12 +10,12 @@ from archivist.embedding import EmbeddingModelBase
 from archivist.rag import default_registry
 from archivist.rag.chunker import chunker_for
 from archivist.service.app import default_model, kb_profiles
-from archivist.service.database import make_engine
-from archivist.service.indexer import Indexer
-from archivist.service.locks import DocumentLocks
-from archivist.service.private_files import make_private
+from archivist.service.indexing.indexer import Indexer
+from archivist.service.retrieval.vectors import open_store
 from archivist.service.settings import ServiceSettings
-from archivist.service.vectors import open_store
+from archivist.service.storage.database import make_engine
+from archivist.service.storage.locks import DocumentLocks
+from archivist.service.storage.private_files import make_private
 
 
 @asynccontextmanager

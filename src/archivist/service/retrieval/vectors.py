@@ -11,8 +11,8 @@ from __future__ import annotations
 from archivist.embedding import EmbeddingModelBase
 from archivist.rag import KnowledgeBase, PgVectorStore, QdrantStore
 from archivist.rag.store.base import MetadataFilter, VectorStoreBase
-from archivist.service.catalog import KBRecord
 from archivist.service.settings import ServiceSettings
+from archivist.service.storage.catalog import KBRecord
 
 TENANT_KEY = "tenant_id"
 

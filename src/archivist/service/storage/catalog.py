@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import Engine, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from archivist.service.database import (
+from archivist.service.storage.database import (
     documents,
     jobs,
     kb_settings,

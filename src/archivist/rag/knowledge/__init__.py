@@ -1,0 +1,1 @@
+"""Building and searching knowledge: the KnowledgeBase handle, ingestion and search context."""

@@ -1,0 +1,1 @@
+"""What the service refuses before any work: bad keys, big or slow bodies, rates, quotas."""

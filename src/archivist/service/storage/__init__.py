@@ -1,0 +1,1 @@
+"""What the service keeps: its database tables, uploaded files, keys and per-document locks."""
