@@ -92,7 +92,7 @@ async def test_an_old_dense_only_collection_keeps_working_with_a_hint(
     await store.create_collection("old", embedder.dimensions, sparse=False)
     kb = _kb(embedder, store, "old")
     await _fill(kb)
-    with caplog.at_level(logging.WARNING, logger="archivist.rag.knowledge.knowledge_base"):
+    with caplog.at_level(logging.WARNING, logger="archivist.rag.knowledge"):
         first = await kb.search("kerosene rockets", top_k=2)
         await kb.search("bamboo", top_k=2)
     assert first == await kb.search("kerosene rockets", top_k=2, mode="dense")
@@ -152,7 +152,7 @@ async def test_text_the_model_cannot_read_is_reported_once_per_document(
     embedder: EmbeddingModelBase, store: QdrantStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     kb = _kb(embedder, store)
-    with caplog.at_level(logging.WARNING, logger="archivist.rag.knowledge.knowledge_base"):
+    with caplog.at_level(logging.WARNING, logger="archivist.rag.knowledge"):
         await kb.insert_document(_chunks("zh", FACTS["zh"], count=3), document_id="zh")
         await kb.insert_document(_chunks("pandas", FACTS["pandas"]), document_id="pandas")
         await kb.insert_document(_chunks("zh2", FACTS["zh2"]), document_id="zh2")

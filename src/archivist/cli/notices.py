@@ -6,12 +6,12 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from archivist.rag.knowledge import knowledge_base
-from archivist.rag.knowledge.knowledge_base import (
+from archivist.rag.knowledge.notices import (
     SKIPPED_DATA_BLOCKS,
     SKIPPED_DATA_DOCUMENT,
     UNKNOWN_SHARE,
     UNREADABLE_DOCUMENT,
+    logger,
 )
 
 
@@ -42,7 +42,6 @@ class DocumentNotices(logging.Filter):
     @contextmanager
     def collecting(self) -> Iterator[DocumentNotices]:
         """Collect the knowledge base's notices while the block runs."""
-        logger = logging.getLogger(knowledge_base.__name__)
         logger.addFilter(self)
         try:
             yield self

@@ -1,0 +1,318 @@
+"""Search planning: which mode each query runs in, what the store is asked, and how the hits
+of several queries are merged, thresholded, collapsed per document and given context."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic import ValidationError
+
+from archivist.message import DataBlock, TextBlock
+from archivist.rag.knowledge.context import MAX_CONTEXT, merged_windows
+from archivist.rag.knowledge.notices import logger
+from archivist.rag.knowledge.vocabulary import unreadable
+from archivist.rag.record import VectorSearchResult
+from archivist.rag.store.base import (
+    MetadataFilter,
+    SearchMode,
+    VectorStoreBase,
+    check_diversity,
+    check_search_mode,
+)
+from archivist.rag.store.relevance import check_min_relevance
+from archivist.rag.store.search_filter import SearchFilter
+from archivist.validation import check_non_negative_int, check_positive_int
+
+if TYPE_CHECKING:
+    from archivist.embedding import EmbeddingModelBase
+
+Query = str | TextBlock | DataBlock
+
+COLLAPSE_FANOUT = 4
+"""Candidates fetched per result slot when results are collapsed per document."""
+
+
+class SearchTarget(Protocol):
+    """What a search needs of a knowledge base: its name, model, store and scope."""
+
+    name: str
+    embedding_model: EmbeddingModelBase
+    vector_store: VectorStoreBase
+    collection: str
+    metadata_filter: MetadataFilter | None
+
+    async def ensure_collection(self) -> None: ...
+
+
+class Searcher:
+    """Runs `KnowledgeBase.search` for `target`; remembers what the collection offers."""
+
+    def __init__(self, target: SearchTarget) -> None:
+        self._target = target
+        self._hinted_dense_only = False
+        self._text_aware = False
+
+    async def search(
+        self,
+        queries: Sequence[Query] | Query,
+        top_k: int,
+        score_threshold: float | None,
+        *,
+        mode: SearchMode | None,
+        max_per_document: int | None,
+        diversity: float | None,
+        search_filter: SearchFilter | Mapping[str, Any] | None,
+        context: int,
+        min_relevance: float | None,
+    ) -> list[VectorSearchResult]:
+        """See `KnowledgeBase.search`."""
+        store = self._target.vector_store
+        check_positive_int(top_k, "top_k")
+        if score_threshold is not None and not math.isfinite(score_threshold):
+            raise ValueError(f"score_threshold must be finite, got {score_threshold!r}")
+        if max_per_document is not None:
+            check_positive_int(max_per_document, "max_per_document")
+        check_diversity(diversity)
+        if diversity is not None and not store.supports_diversity:
+            raise ValueError(f"{type(store).__name__} does not support diversity (MMR) search")
+        narrowing = self._check_search_filter(search_filter)
+        min_relevance = check_min_relevance(min_relevance)
+        check_non_negative_int(context, "context")
+        if context > MAX_CONTEXT:
+            raise ValueError(f"context must be at most {MAX_CONTEXT}, got {context}")
+        usable = self._usable_queries(queries)
+        if not usable:
+            return []
+        await self._target.ensure_collection()
+        chosen = await self._search_mode(mode, score_threshold)
+        grouped = max_per_document is not None and diversity is None and store.supports_grouping
+        depth = top_k if max_per_document is None or grouped else top_k * COLLAPSE_FANOUT
+        while True:
+            hits_per_query = await self._run_queries(
+                usable,
+                chosen,
+                depth,
+                diversity,
+                defaulted=mode is None,
+                max_per_document=max_per_document if grouped else None,
+                search_filter=narrowing,
+            )
+            ranked = merge(hits_per_query, score_threshold, diversity, min_relevance)
+            if max_per_document is None:
+                break
+            ranked = collapse(ranked, max_per_document)
+            # A store that cannot group: fetch deeper until full or out of candidates.
+            exhausted = all(len(hits) < depth for hits in hits_per_query)
+            if grouped or len(ranked) >= top_k or exhausted:
+                break
+            depth *= COLLAPSE_FANOUT
+        if context:
+            return await self._with_context(ranked[:top_k], context)
+        return ranked[:top_k]
+
+    async def _with_context(
+        self, hits: list[VectorSearchResult], context: int
+    ) -> list[VectorSearchResult]:
+        """`hits` with their windows of neighbouring chunks, overlapping windows merged."""
+        target = self._target
+        windows = merged_windows(hits, context)
+        chunks = await asyncio.gather(
+            *(
+                target.vector_store.chunk_window(
+                    target.collection, hit.document_id, first, last, target.metadata_filter
+                )
+                for hit, first, last in windows
+            )
+        )
+        return [
+            hit.model_copy(update={"context": window or [hit.chunk]})
+            for (hit, _, _), window in zip(windows, chunks, strict=True)
+        ]
+
+    async def _search_mode(self, mode: SearchMode | None, threshold: float | None) -> SearchMode:
+        """The mode to search in: `mode` if the collection supports it, else the default."""
+        target = self._target
+        store = target.vector_store
+        supported = await store.search_modes(target.collection)
+        offers_modes = type(store).search_modes is not VectorStoreBase.search_modes
+        # Such a store also takes the query's text in dense mode (for `relevance`).
+        self._text_aware = offers_modes and "sparse" in supported
+        if mode is not None:
+            check_search_mode(mode)
+            if mode not in supported:
+                raise ValueError(
+                    f"knowledge base {target.name!r} (collection {target.collection!r}) "
+                    f"supports only {', '.join(supported)} search; rebuild it (`archivist "
+                    f"index PATH --kb {target.name} --rebuild`, or insert into a new "
+                    f"collection) to get {mode} search"
+                )
+            return mode
+        if "hybrid" not in supported:
+            if offers_modes and not self._hinted_dense_only:
+                self._hinted_dense_only = True
+                logger.warning(
+                    "knowledge base %r has no BM25 vectors, so search is dense-only; rebuild it "
+                    "(`archivist index PATH --kb %s --rebuild`, or insert into a new collection) "
+                    "for hybrid search",
+                    target.name,
+                    target.name,
+                )
+            return "dense"
+        return "dense" if threshold is not None else "hybrid"
+
+    async def _run_queries(
+        self,
+        usable: list[Query],
+        mode: SearchMode,
+        depth: int,
+        diversity: float | None,
+        *,
+        defaulted: bool = False,
+        max_per_document: int | None = None,
+        search_filter: SearchFilter | None = None,
+    ) -> list[list[VectorSearchResult]]:
+        """Each query's hits: text in `mode`, DataBlocks by their dense vector.
+
+        When hybrid is only the default (`defaulted`), a text query the model cannot read is
+        searched by BM25 alone: its dense vector would only add noise to the fusion.
+        """
+        target = self._target
+        model = target.embedding_model
+        plan: list[tuple[Query, str | None, SearchMode]] = []
+        for query in usable:
+            text = (
+                None
+                if isinstance(query, DataBlock)
+                else query
+                if isinstance(query, str)
+                else query.text
+            )
+            if text is None:
+                if mode != "sparse":
+                    plan.append((query, None, "dense"))
+            elif defaulted and mode == "hybrid" and diversity is None and unreadable(model, text):
+                plan.append((query, text, "sparse"))
+            else:
+                plan.append((query, text, mode))
+        to_embed = [query for query, _, query_mode in plan if query_mode != "sparse"]
+        vectors: list[list[float]] = []
+        if to_embed:
+            vectors = list((await model(to_embed, input_type="query")).embeddings)
+        embedded = iter(vectors)
+        extra: dict[str, Any] = {} if diversity is None else {"diversity": diversity}
+        if max_per_document is not None:
+            extra["max_per_document"] = max_per_document
+        if search_filter is not None:
+            extra["search_filter"] = search_filter
+        if target.metadata_filter is not None:  # by keyword, and only when there is one
+            extra["metadata_filter"] = target.metadata_filter
+        store = target.vector_store
+        searches = []
+        for _, text, query_mode in plan:
+            vector = None if query_mode == "sparse" else next(embedded)
+            if query_mode == "dense" and (text is None or not self._text_aware):
+                assert vector is not None
+                searches.append(store.search(target.collection, vector, depth, **extra))
+            else:
+                searches.append(
+                    store.search(  # type: ignore[call-arg]
+                        target.collection,
+                        vector,  # type: ignore[arg-type]
+                        depth,
+                        query_text=text,
+                        mode=query_mode,
+                        **extra,
+                    )
+                )
+        return list(await asyncio.gather(*searches))
+
+    def _check_search_filter(
+        self, search_filter: SearchFilter | Mapping[str, Any] | None
+    ) -> SearchFilter | None:
+        """`search_filter` as a SearchFilter (None when it lets everything through)."""
+        if search_filter is None:
+            return None
+        if not isinstance(search_filter, SearchFilter):
+            if not isinstance(search_filter, Mapping):
+                raise TypeError("search_filter must be a SearchFilter or a dict")
+            try:
+                search_filter = SearchFilter.model_validate(dict(search_filter))
+            except ValidationError as error:
+                raise ValueError(f"search_filter: {_first_error(error)}") from None
+        if search_filter.is_empty:
+            return None
+        store = self._target.vector_store
+        if not store.supports_search_filter:
+            raise ValueError(
+                f"{type(store).__name__} does not support search filters "
+                "(paths, types, since, where)"
+            )
+        return search_filter
+
+    def _usable_queries(self, queries: Sequence[Query] | Query) -> list[Query]:
+        """The queries worth searching: non-blank text; DataBlocks if the model embeds them."""
+        if isinstance(queries, str | TextBlock | DataBlock):
+            queries = [queries]
+        usable: list[Query] = []
+        for index, query in enumerate(queries):
+            if isinstance(query, DataBlock):
+                if self._target.embedding_model.supports_multimodal:
+                    usable.append(query)
+            elif isinstance(query, TextBlock):
+                if query.text.strip():
+                    usable.append(query)
+            elif isinstance(query, str):
+                if query.strip():
+                    usable.append(query)
+            else:
+                raise TypeError(
+                    f"queries[{index}] must be str, TextBlock or DataBlock, "
+                    f"not {type(query).__name__}"
+                )
+        return usable
+
+
+def merge(
+    hits_per_query: list[list[VectorSearchResult]],
+    score_threshold: float | None,
+    diversity: float | None,
+    min_relevance: float | None = None,
+) -> list[VectorSearchResult]:
+    """The hits of all queries, thresholded, one per (document, chunk), best first: by score,
+    or (MMR) by rank in its query's results."""
+    best: dict[tuple[str, int], tuple[tuple[float, float], VectorSearchResult]] = {}
+    for hits in hits_per_query:
+        for position, hit in enumerate(hits):
+            if score_threshold is not None and hit.score < score_threshold:
+                continue
+            if min_relevance is not None and (
+                hit.relevance is not None and hit.relevance < min_relevance
+            ):
+                continue
+            order = (-hit.score, 0.0) if diversity is None else (position, -hit.score)
+            key = (hit.document_id, hit.chunk.chunk_index)
+            if key not in best or order < best[key][0]:
+                best[key] = (order, hit)
+    return [hit for _, hit in sorted(best.values(), key=lambda item: item[0])]
+
+
+def collapse(ranked: list[VectorSearchResult], per_document: int) -> list[VectorSearchResult]:
+    """`ranked` keeping at most `per_document` hits of each document, in order."""
+    kept: list[VectorSearchResult] = []
+    seen: dict[str, int] = {}
+    for hit in ranked:
+        if seen.get(hit.document_id, 0) < per_document:
+            seen[hit.document_id] = seen.get(hit.document_id, 0) + 1
+            kept.append(hit)
+    return kept
+
+
+def _first_error(error: ValidationError) -> str:
+    """The first problem of a validation error as `field: message`."""
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    message = str(first["msg"]).removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message

@@ -1,0 +1,348 @@
+"""The one write path: documents' chunks stamped with their metadata, embedded in full-size
+batches and handed to the store, each document replacing its old version whole."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from archivist.message import DataBlock
+from archivist.rag.document import Chunk
+from archivist.rag.knowledge.notices import SKIPPED_DATA_BLOCKS, SKIPPED_DATA_DOCUMENT, logger
+from archivist.rag.knowledge.vocabulary import SAMPLE_CHUNKS, UnreadableWarnings
+from archivist.rag.record import VectorRecord
+from archivist.rag.store.base import MetadataFilter, VectorStoreBase
+from archivist.validation import check_document_id, vector_problem
+
+if TYPE_CHECKING:
+    from archivist.embedding import EmbeddingModelBase
+
+
+@dataclass(frozen=True)
+class NewDocument:
+    """One document for `KnowledgeBase.insert_documents`: its chunks, id and metadata."""
+
+    chunks: Sequence[Chunk] | AsyncIterable[Chunk]
+    """A list, or an async iterable of chunks already numbered with their final total."""
+    document_id: str | None = None
+    document_metadata: dict[str, Any] | None = None
+
+
+WriteProgress = Callable[[str, int], None]
+"""`on_progress(document_id, chunks_written_so_far)` of `KnowledgeBase.insert_documents`."""
+
+
+class WriteTarget(Protocol):
+    """What a write needs of a knowledge base: where, with which model, in which scope."""
+
+    embedding_model: EmbeddingModelBase
+    vector_store: VectorStoreBase
+    collection: str
+    metadata_filter: MetadataFilter | None
+    write_batch_size: int
+
+    async def ensure_collection(self) -> None: ...
+
+
+class DocumentWriter:
+    """Writes documents into `target`'s collection (see `KnowledgeBase.insert_documents`)."""
+
+    def __init__(self, target: WriteTarget, warnings: UnreadableWarnings) -> None:
+        self._target = target
+        self._warnings = warnings
+
+    async def write(
+        self,
+        documents: Iterable[NewDocument] | AsyncIterable[NewDocument],
+        on_progress: WriteProgress | None,
+    ) -> list[str]:
+        """Write `documents` in order; returns their ids (new ones for documents without)."""
+        batch_size = self._target.write_batch_size
+        ids: list[str] = []
+        group: list[tuple[str, list[Chunk]]] = []
+        index = -1
+        async for document in _documents(documents):
+            index += 1
+            if not isinstance(document, NewDocument):
+                raise TypeError(f"documents[{index}] must be a NewDocument")
+            document_id = (
+                uuid.uuid4().hex
+                if document.document_id is None
+                else check_document_id(document.document_id)
+            )
+            if document_id in ids:
+                raise ValueError(f"documents[{index}]: document_id {document_id!r} repeats")
+            ids.append(document_id)
+            if not isinstance(document.chunks, Sequence) and isinstance(
+                document.chunks, AsyncIterable
+            ):
+                await self._write_group(group, on_progress)
+                group = []
+                stream = self._prepared_stream(
+                    document.chunks, document.document_metadata, document_id
+                )
+                await self._write_stream(document_id, stream, on_progress)
+                continue
+            chunks = self._prepared(document.chunks, document.document_metadata, document_id)
+            self._warnings.check(chunks, document_id)
+            if len(chunks) >= batch_size:
+                await self._write_stream(document_id, _aiter(chunks), on_progress)
+                continue
+            group.append((document_id, chunks))
+            if sum(len(c) for _, c in group) >= batch_size:
+                await self._write_group(group, on_progress)
+                group = []
+        await self._write_group(group, on_progress)
+        return ids
+
+    async def _write_group(
+        self, group: list[tuple[str, list[Chunk]]], on_progress: WriteProgress | None
+    ) -> None:
+        """Embed the chunks of small documents in shared calls, then write each whole."""
+        if not group:
+            return
+        target = self._target
+        await target.ensure_collection()
+        pairs = [(document_id, chunk) for document_id, chunks in group for chunk in chunks]
+        records: list[VectorRecord] = []
+        for start in range(0, len(pairs), target.write_batch_size):
+            records += await self._records(pairs[start : start + target.write_batch_size])
+        by_document: dict[str, list[VectorRecord]] = {}
+        for record in records:
+            by_document.setdefault(record.document_id, []).append(record)
+        for document_id, _ in group:
+            written = by_document.pop(document_id)
+            await target.vector_store.replace_document(
+                target.collection, document_id, _one_batch(written), target.metadata_filter
+            )
+            if on_progress is not None:
+                on_progress(document_id, len(written))
+
+    async def _write_stream(
+        self,
+        document_id: str,
+        chunks: AsyncIterator[Chunk],
+        on_progress: WriteProgress | None,
+    ) -> None:
+        """Embed and write one document batch by batch: its vectors are never all held."""
+        target = self._target
+        await target.ensure_collection()
+        written = 0
+
+        async def batches() -> AsyncIterator[list[VectorRecord]]:
+            nonlocal written
+            batch: list[Chunk] = []
+            async for chunk in chunks:
+                batch.append(chunk)
+                if len(batch) >= target.write_batch_size:
+                    yield await self._records([(document_id, c) for c in batch])
+                    written += len(batch)
+                    batch = []
+                    if on_progress is not None:
+                        on_progress(document_id, written)
+            if batch:
+                yield await self._records([(document_id, c) for c in batch])
+                written += len(batch)
+                if on_progress is not None:
+                    on_progress(document_id, written)
+
+        await target.vector_store.replace_document(
+            target.collection, document_id, batches(), target.metadata_filter
+        )
+
+    async def _prepared_stream(
+        self,
+        chunks: AsyncIterable[Chunk],
+        document_metadata: dict[str, Any] | None,
+        document_id: str,
+    ) -> AsyncIterator[Chunk]:
+        """`chunks` stamped as `_prepared` does, checked as they come: numbered 0..N-1 in
+        order, all with the same `total_chunks` N, and exactly N of them."""
+        base = dict(document_metadata or {})
+        _check_json("document_metadata", base)
+        model = self._target.embedding_model
+        expected = 0
+        total: int | None = None
+        sample: list[Chunk] = []
+        async for chunk in chunks:
+            if not isinstance(chunk, Chunk):
+                raise TypeError(
+                    f"document {document_id!r}: chunk {expected} must be a Chunk, "
+                    f"not {type(chunk).__name__}"
+                )
+            if isinstance(chunk.content, DataBlock) and not model.supports_multimodal:
+                raise ValueError(
+                    f"document {document_id!r}: chunk {expected} is a DataBlock and "
+                    f"{model.model!r} is text-only (a streamed document cannot "
+                    "be renumbered; filter DataBlocks out before streaming)"
+                )
+            total = chunk.total_chunks if total is None else total
+            if chunk.chunk_index != expected or chunk.total_chunks != total:
+                raise ValueError(
+                    f"document {document_id!r}: streamed chunks must come numbered "
+                    f"0..N-1 in order with one total_chunks N; chunk {expected} has "
+                    f"chunk_index {chunk.chunk_index} and total_chunks {chunk.total_chunks} "
+                    f"(first said {total})"
+                )
+            prepared = self._stamped(chunk, base, f"chunks[{expected}].metadata")
+            if len(sample) < SAMPLE_CHUNKS:
+                sample.append(prepared)
+                if len(sample) == SAMPLE_CHUNKS:
+                    self._warnings.check(sample, document_id)
+            expected += 1
+            yield prepared
+        if expected == 0:
+            raise ValueError(f"document {document_id!r}: chunks is empty, nothing to insert")
+        if expected != total:
+            raise ValueError(
+                f"document {document_id!r}: the stream ended after {expected} chunks but "
+                f"they said total_chunks={total}"
+            )
+        if len(sample) < SAMPLE_CHUNKS:
+            self._warnings.check(sample, document_id)
+
+    def _prepared(
+        self,
+        chunks: Sequence[Chunk],
+        document_metadata: dict[str, Any] | None,
+        document_id: str,
+    ) -> list[Chunk]:
+        """Copies of `chunks` stamped with their metadata; a text-only model's DataBlock
+        chunks are skipped (logged) and the rest renumbered."""
+        if isinstance(chunks, Chunk) or not isinstance(chunks, Sequence):
+            raise TypeError("chunks must be a list of Chunk")
+        if not chunks:
+            raise ValueError(f"document {document_id!r}: chunks is empty, nothing to insert")
+        base = dict(document_metadata or {})
+        _check_json("document_metadata", base)
+        model = self._target.embedding_model
+        kept: list[Chunk] = []
+        skipped = 0
+        for index, chunk in enumerate(chunks):
+            if not isinstance(chunk, Chunk):
+                raise TypeError(f"chunks[{index}] must be a Chunk, not {type(chunk).__name__}")
+            if isinstance(chunk.content, DataBlock) and not model.supports_multimodal:
+                skipped += 1
+                continue
+            kept.append(self._stamped(chunk, base, f"chunks[{index}].metadata"))
+        if skipped:
+            logger.warning(
+                "document %r: skipped %d DataBlock chunk(s): %s is text-only",
+                document_id,
+                skipped,
+                model.model,
+                extra={SKIPPED_DATA_DOCUMENT: document_id, SKIPPED_DATA_BLOCKS: skipped},
+            )
+        if not kept:
+            raise ValueError(
+                f"document {document_id!r}: no chunk that {model.model!r} "
+                f"can embed (all {skipped} are DataBlocks and the model is text-only)"
+            )
+        _check_numbering(chunks, document_id)
+        if skipped:
+            for index, chunk in enumerate(kept):
+                chunk.chunk_index, chunk.total_chunks = index, len(kept)
+        return kept
+
+    def _stamped(self, chunk: Chunk, base: dict[str, Any], what: str) -> Chunk:
+        """A copy of `chunk` whose metadata is `base` ∪ its own ∪ the handle's scope (the
+        scope wins; a None value in the scope removes that key)."""
+        _check_json(what, chunk.metadata)
+        scope = self._target.metadata_filter or {}
+        metadata = {**base, **chunk.metadata, **scope}
+        for key in [k for k, v in scope.items() if v is None]:
+            del metadata[key]
+        return chunk.model_copy(update={"metadata": metadata}, deep=True)
+
+    async def _records(self, pairs: list[tuple[str, Chunk]]) -> list[VectorRecord]:
+        """Embed the chunks of (document id, chunk) pairs in one call and check every vector."""
+        model = self._target.embedding_model
+        dimensions = model.dimensions
+        response = await model([chunk.content for _, chunk in pairs], input_type="document")
+        if len(response.embeddings) != len(pairs):
+            ids = sorted({document_id for document_id, _ in pairs})
+            raise ValueError(
+                f"{model.model!r} returned {len(response.embeddings)} "
+                f"vectors for {len(pairs)} chunks of document(s) {ids}"
+            )
+        records = []
+        for (document_id, chunk), vector in zip(pairs, response.embeddings, strict=True):
+            problem = vector_problem(vector, dimensions)
+            if problem is not None:
+                raise ValueError(
+                    f"{model.model!r} returned a bad vector for chunk "
+                    f"{chunk.chunk_index} of document {document_id!r}: it {problem}"
+                )
+            records.append(VectorRecord(vector=vector, document_id=document_id, chunk=chunk))
+        return records
+
+
+async def _one_batch(records: list[VectorRecord]) -> AsyncIterator[list[VectorRecord]]:
+    yield records
+
+
+async def _documents(
+    documents: Iterable[NewDocument] | AsyncIterable[NewDocument],
+) -> AsyncIterator[NewDocument]:
+    if isinstance(documents, AsyncIterable):
+        async for document in documents:
+            yield document
+    else:
+        for document in documents:
+            yield document
+
+
+async def _aiter(chunks: list[Chunk]) -> AsyncIterator[Chunk]:
+    for chunk in chunks:
+        yield chunk
+
+
+def _check_numbering(chunks: Sequence[Chunk], document_id: str) -> None:
+    """Chunks must number themselves 0..N-1 once each with total_chunks = N, as chunkers do:
+    that is what `verify` checks a stored document against."""
+    numbered = [c for c in chunks if isinstance(c, Chunk)]
+    indexes = sorted(c.chunk_index for c in numbered)
+    totals = sorted({c.total_chunks for c in numbered})
+    if indexes != list(range(len(numbered))) or totals != [len(numbered)]:
+        raise ValueError(
+            f"document {document_id!r}: chunks must be numbered chunk_index 0..{len(chunks) - 1} "
+            f"once each with total_chunks={len(chunks)} (as chunkers number them); got "
+            f"chunk_index {indexes[:10]}{'...' if len(indexes) > 10 else ''} and "
+            f"total_chunks {totals[:5]}"
+        )
+
+
+def _check_json(what: str, value: dict[str, Any]) -> None:
+    if not isinstance(value, dict):
+        raise TypeError(f"{what} must be a dict, not {type(value).__name__}")
+    found = _non_string_key(value)
+    if found is not None:
+        (bad_key,) = found
+        raise ValueError(
+            f"{what} has the key {bad_key!r} ({type(bad_key).__name__}): JSON object keys "
+            "must be str (a JSON round trip would turn it into a string)"
+        )
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what} is not JSON-serialisable: {exc}") from exc
+
+
+def _non_string_key(value: object) -> tuple[object] | None:
+    """(the first dict key that is not a str anywhere inside `value`,), or None."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return (key,)
+            found = _non_string_key(item)
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for item in value:
+            found = _non_string_key(item)
+            if found is not None:
+                return found
+    return None
