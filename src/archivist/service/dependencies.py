@@ -55,9 +55,13 @@ class ServiceState:
         another local model)."""
         return self.profiles.model(kb) if self.profiles is not None else self.model
 
-    def handle(self, kb: KBRecord) -> KnowledgeBase:
-        """A tenant-confined handle on `kb`, embedding with the knowledge base's model."""
-        return kb_handle(kb, self.store, self.model_for(kb))
+    async def handle(self, kb: KBRecord) -> KnowledgeBase:
+        """A tenant-confined handle on `kb`, embedding with the knowledge base's model; a
+        model not yet loaded is loaded in a worker thread, never on the event loop."""
+        model = self.profiles.loaded(kb) if self.profiles is not None else self.model
+        if model is None:
+            model = await asyncio.to_thread(self.model_for, kb)
+        return kb_handle(kb, self.store, model)
 
 
 def get_state(request: Request) -> ServiceState:

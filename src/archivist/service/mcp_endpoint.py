@@ -30,7 +30,7 @@ class TenantKnowledgeSource(KnowledgeSource):
         tenant = caller_tenant(request)
         state = self._state()
         records = await asyncio.to_thread(catalog.tenant_kbs, state.engine, tenant)
-        return [state.handle(record) for record in records]
+        return [await state.handle(record) for record in records]
 
 
 def mcp_app(state: Callable[[], ServiceState]) -> BearerKeyApp:

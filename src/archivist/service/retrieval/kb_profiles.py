@@ -94,6 +94,11 @@ class KBProfiles:
         with self._lock:
             return self._chunkers.setdefault(key, built)
 
+    def loaded(self, kb: KBRecord) -> EmbeddingModelBase | None:
+        """The model `kb` embeds with if it is loaded already, else None (no loading)."""
+        with self._lock:
+            return self._models.get(self.indexing(kb).embedding_model)
+
     def model(self, kb: KBRecord) -> EmbeddingModelBase:
         """The model `kb` embeds with."""
         return self.model_named(self.indexing(kb).embedding_model)

@@ -131,7 +131,8 @@ async def list_chunks(
     limit: Annotated[int, Query(ge=1, le=500)] = 30,
 ) -> ChunkPage:
     """A page of the document's stored chunks in order."""
-    chunks = await state.handle(kb).list_chunks(document.id, offset, limit)
+    handle = await state.handle(kb)
+    chunks = await handle.list_chunks(document.id, offset, limit)
     return ChunkPage(
         items=[
             ChunkOut(
@@ -192,9 +193,10 @@ def _attachment(filename: str) -> str:
 @router.delete("/{document_id}", status_code=status.HTTP_204_NO_CONTENT, responses=_NOT_FOUND)
 async def delete_document(document: Document, kb: KB, state: State) -> Response:
     """Delete the document: its chunks, its file and its record."""
+    handle = await state.handle(kb)
     async with state.locks.hold(document.id):  # waits for a running index of it
         with contextlib.suppress(DocumentNotFoundError):
-            await state.handle(kb).delete_document(document.id)
+            await handle.delete_document(document.id)
         await asyncio.to_thread(catalog.delete_document, state.engine, document.id)
     folder = str(PurePosixPath(document.path).parent)
     await asyncio.to_thread(state.files.delete_folder, folder)

@@ -76,7 +76,8 @@ async def create_knowledge_base(
         )
     except KBExistsError as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
-    await state.handle(kb).ensure_collection()
+    handle = await state.handle(kb)
+    await handle.ensure_collection()
     return _out(kb, state)
 
 

@@ -74,7 +74,7 @@ async def search(body: SearchRequest, kb: KB, state: State, request: Request) ->
     An identical request to the same knowledge base within `query_cache_seconds`, with no
     write to it since, is answered from memory: no embedding, no store search.
     """
-    handle = state.handle(kb)
+    handle = await state.handle(kb)
     cache = answers_cache(request, state)
     scope = query_cache.scope_key(handle.metadata_filter)
     asked = body.model_dump_json()

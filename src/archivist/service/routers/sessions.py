@@ -111,7 +111,7 @@ async def post_message(
         model=state.chat_model,
         session_id=session.id,
         question=body.content,
-        knowledge_bases=[state.handle(kb) for kb in records if kb is not None],
+        knowledge_bases=[await state.handle(kb) for kb in records if kb is not None],
         mode=body.mode,
         top_k=body.top_k,
         history=history,
