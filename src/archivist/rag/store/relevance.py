@@ -31,8 +31,8 @@ COVERAGE_ONLY = (6.34, -4.27)
 """(coverage weight, bias) for a BM25-only hit."""
 
 DEFAULT_MIN_RELEVANCE = 0.25
-"""The threshold `RAGMiddleware` applies unless told otherwise: a passage judged at least a
-one-in-four chance of being relevant (measured in REPORT.md, issue 23)."""
+"""A suggested `min_relevance` (`RAGMiddleware` applies none unless given one): a passage
+judged at least a one-in-four chance of being relevant (measured in REPORT.md, issue 23)."""
 
 
 def relevance(similarity: float | None, coverage: float | None) -> float | None:
