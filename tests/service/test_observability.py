@@ -8,8 +8,12 @@ may ever carry the tenant's key, knowledge-base name, file name, document or que
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,6 +28,7 @@ from service_helpers import ServeProcess, client, free_port, new_key, wait_final
 from archivist.service import ServiceSettings
 from archivist.service.telemetry.metrics import QUEUE_READ_SECONDS
 from archivist.service.telemetry.request_id import request_id_for
+from pgvector_server import fresh_database, pgvector_server
 
 KB = "kb-zanzibar-ledger"
 FILENAME = "walrus-minutes.txt"
@@ -286,3 +291,69 @@ def test_metrics_can_be_turned_off(tmp_path: Path) -> None:
         assert health.status_code == 200 and health.headers["x-request-id"]
     finally:
         serve.stop()
+
+
+@pytest.mark.heavy
+def test_a_worker_serves_its_indexing_metrics(tmp_path: Path) -> None:
+    """`archivist worker --metrics-port` beside an API-only replica: the worker's own
+    registry counts the document it indexed; both report the shared queue."""
+    with pgvector_server() as server:
+        url = fresh_database(server, "observed")
+        shared = ("--database", url, "--pgvector-url", url, "--files-url", str(tmp_path / "files"))
+        (tmp_path / "api").mkdir()
+        key = new_key(ServiceSettings(home=tmp_path / "api", database_url=url), "acme")
+        api = ServeProcess(tmp_path / "api", free_port(), *shared, "--workers", "0")
+        port = free_port()
+        worker_home = tmp_path / "worker"
+        worker_home.mkdir()
+        log = worker_home / "worker.log"
+        exe = [sys.executable, "-m", "archivist", "worker", *shared, "--workers", "1"]
+        options = ["--metrics-port", str(port), "--log-format", "json"]
+        env = {**os.environ, "ARCHIVIST_HOME": str(worker_home)}
+        api.start()
+        with open(log, "wb") as out:
+            worker = subprocess.Popen([*exe, *options], env=env, stdout=out, stderr=out)
+        try:
+            scrape = wait_for_metrics(f"http://127.0.0.1:{port}/metrics", worker)
+            assert value(samples(scrape), "archivist_index_jobs", state="queued") == 0
+            with client(api.url, key) as http:
+                assert http.post("/v1/knowledge-bases", json={"name": KB}).status_code == 201
+                text = f"The {DOCUMENT_MARKER} ledger lists the harvest.\n".encode()
+                response = http.post(
+                    f"/v1/knowledge-bases/{KB}/documents",
+                    files=[("files", (FILENAME, text, "text/plain"))],
+                )
+                assert response.status_code == 202, response.text
+                (document,) = wait_final(http, KB)
+                assert document["status"] == "ready", document
+            found = samples(wait_for_metrics(f"http://127.0.0.1:{port}/metrics", worker))
+            assert value(found, "archivist_index_jobs_finished_total", status="ready") == 1
+            embed = "archivist_embedding_duration_seconds_count"
+            assert value(found, embed, input_type="document") >= 1
+            api_side = samples(httpx.get(f"{api.url}/metrics", timeout=30).text)
+            assert value(api_side, "archivist_index_jobs_finished_total", status="ready") == 0
+            assert ("archivist_index_jobs", (("state", "queued"),)) in api_side
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            worker.wait(60)
+            api.stop()
+    output = log.read_text(encoding="utf-8")
+    parsed = records(output)
+    assert any("archivist worker" in r["message"] for r in parsed)
+    for secret in (key, KB, FILENAME, DOCUMENT_MARKER):
+        assert secret not in output
+
+
+def wait_for_metrics(url: str, process: subprocess.Popen[bytes], timeout: float = 120) -> str:
+    """The text of `url` once it answers (while `process` runs)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the worker exited"
+        try:
+            response = httpx.get(url, timeout=5)
+            if response.status_code == 200:
+                return response.text
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise TimeoutError(f"{url} did not answer")
