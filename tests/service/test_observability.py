@@ -11,6 +11,7 @@ import json
 import os
 import re
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -25,6 +26,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from service_helpers import ServeProcess, client, free_port, new_key, wait_final
 
+from archivist.cli.main import main
 from archivist.service import ServiceSettings
 from archivist.service.telemetry.metrics import QUEUE_READ_SECONDS
 from archivist.service.telemetry.request_id import request_id_for
@@ -357,3 +359,16 @@ def wait_for_metrics(url: str, process: subprocess.Popen[bytes], timeout: float 
             pass
         time.sleep(0.2)
     raise TimeoutError(f"{url} did not answer")
+
+
+def test_a_worker_names_a_metrics_port_it_cannot_use(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("ARCHIVIST_HOME", str(tmp_path))
+    shared = ["worker", "--pgvector-url", "postgresql://x@127.0.0.1:1/db"]
+    assert main([*shared, "--metrics-port", "0"]) == 2
+    assert "--metrics-port 0: give a port between 1 and 65535" in capsys.readouterr().err
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main([*shared, "--metrics-port", str(port)]) == 2
+    assert f"--metrics-port {port}: cannot listen on 127.0.0.1" in capsys.readouterr().err

@@ -95,31 +95,31 @@ async def run_worker(args: argparse.Namespace) -> int:
 
         logging.config.dictConfig(json_logging_config())
     metrics = ServiceMetrics() if args.metrics_port is not None else None
+    stop_metrics = None
+    if metrics is not None:  # before the model loads: a taken port fails at once
+        try:
+            stop_metrics = serve_metrics(metrics, args.metrics_host, args.metrics_port)
+        except OSError as exc:
+            raise CLIError(
+                f"--metrics-port {args.metrics_port}: cannot listen on {args.metrics_host}: "
+                f"{exc.strerror or exc}"
+            ) from None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     with contextlib.suppress(NotImplementedError):
         loop.add_signal_handler(signal.SIGTERM, stop.set)
-    async with running_indexer(settings, metrics=metrics) as indexer:
-        stop_metrics = None
-        if metrics is not None:
-            try:
-                stop_metrics = serve_metrics(metrics, args.metrics_host, args.metrics_port)
-            except OSError as exc:
-                raise CLIError(
-                    f"--metrics-port {args.metrics_port}: cannot listen on "
-                    f"{args.metrics_host}: {exc.strerror or exc}"
-                ) from None
-        banner = (
-            f"archivist worker {indexer.owner}: indexing {settings.workers} document(s) at "
-            f"once; files in {indexer.files.url}"
-        )
-        if args.log_format == "json":
-            logging.getLogger("archivist.worker").info(banner)
-        else:
-            print(banner, flush=True)
-        try:
+    try:
+        async with running_indexer(settings, metrics=metrics) as indexer:
+            banner = (
+                f"archivist worker {indexer.owner}: indexing {settings.workers} document(s) "
+                f"at once; files in {indexer.files.url}"
+            )
+            if args.log_format == "json":
+                logging.getLogger("archivist.worker").info(banner)
+            else:
+                print(banner, flush=True)
             await stop.wait()
-        finally:
-            if stop_metrics is not None:
-                await asyncio.to_thread(stop_metrics)
+    finally:
+        if stop_metrics is not None:
+            await asyncio.to_thread(stop_metrics)
     return 0
