@@ -50,7 +50,7 @@ def export(revision: str, into: Path) -> Path:
     return into / "src"
 
 
-def wrk(url: str, key: str, seconds: float) -> dict[str, float]:
+def wrk(url: str, key: str, seconds: int) -> dict[str, float]:
     """Requests/s and latency percentiles (ms) of `wrk` on `url`, 8 connections."""
     done = subprocess.run(
         [
@@ -78,7 +78,7 @@ def wrk(url: str, key: str, seconds: float) -> dict[str, float]:
     return {"rps": rate, "p50_ms": percentile("50"), "p99_ms": percentile("99")}
 
 
-def requests(base: str, seconds: float, rounds: int) -> dict[str, Any]:
+def requests(base: str, seconds: int, rounds: int) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="archivist-obs-"))
     variants = {
         "base": (export(base, tmp / "base"), ()),
@@ -89,7 +89,7 @@ def requests(base: str, seconds: float, rounds: int) -> dict[str, Any]:
     saved = os.environ.get("PYTHONPATH")
     try:
         for name, (src, flags) in variants.items():
-            home = tmp / name
+            home = tmp / f"home-{name}"
             home.mkdir()
             key = new_key(ServiceSettings(home=home), "acme")
             os.environ["PYTHONPATH"] = str(src)
@@ -115,6 +115,65 @@ def requests(base: str, seconds: float, rounds: int) -> dict[str, Any]:
         }
         for name, found in runs.items()
     }
+
+
+def in_process(calls: int) -> dict[str, float]:
+    """Microseconds per request of a bare ASGI app, and of it behind `RequestTelemetry`
+    without and with metrics: the bookkeeping alone, free of network and machine noise."""
+    import asyncio
+
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route, Router
+
+    from archivist.service.telemetry.metrics import ServiceMetrics
+    from archivist.service.telemetry.requests import RequestTelemetry
+
+    async def endpoint(request: Request) -> Response:
+        return Response(b"{}", media_type="application/json")
+
+    router = Router([Route("/v1/knowledge-bases/{name}/search", endpoint, methods=["POST"])])
+
+    class App:  # what RequestTelemetry reads of a Starlette app
+        def __init__(self) -> None:
+            self.router = router
+
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            await router(scope, receive, send)
+
+    app = App()
+    apps = {
+        "bare": app,
+        "ids_and_access_record": RequestTelemetry(app),
+        "with_metrics": RequestTelemetry(app, ServiceMetrics()),
+    }
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: Any) -> None:
+        return None
+
+    async def run(target: Any) -> float:
+        start = time.perf_counter()
+        for n in range(calls):
+            scope = {
+                "type": "http",
+                "method": "POST",
+                "path": f"/v1/knowledge-bases/kb{n % 50}/search",
+                "root_path": "",
+                "headers": [(b"x-request-id", b"abc")],
+                "query_string": b"",
+                "app": app,
+            }
+            await target(scope, receive, send)
+        return 1e6 * (time.perf_counter() - start) / calls
+
+    results: dict[str, list[float]] = {name: [] for name in apps}
+    for _ in range(5):  # interleaved rounds; the median of each
+        for name, target in apps.items():
+            results[name].append(asyncio.run(run(target)))
+    return {f"{name}_us": statistics.median(found) for name, found in results.items()}
 
 
 def timed(db: sqlite3.Connection, sql: str, repeat: int = 5) -> float:
@@ -162,7 +221,7 @@ def scrapes(rows: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--base", required=True, help="a git revision without telemetry")
-    parser.add_argument("--seconds", type=float, default=5.0, help="per wrk run")
+    parser.add_argument("--seconds", type=int, default=5, help="per wrk run")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--rows", type=int, default=1_000_000, help="documents in the catalog")
     args = parser.parse_args()
@@ -170,6 +229,7 @@ def main() -> None:
         print("wrk is not installed (apt-get install wrk); skipping")
         return
     result = {
+        "in_process": in_process(20_000),
         "requests": requests(args.base, args.seconds, args.rounds),
         "scrapes": scrapes(args.rows),
         "command": " ".join(sys.argv),
