@@ -206,7 +206,7 @@ async def run_serve(args: argparse.Namespace) -> int:
     if args.log_format == "json":
         from archivist.service.telemetry.json_logs import json_logging_config
 
-        log_options["log_config"] = json_logging_config()
+        log_options["log_config"] = json_logging_config(getattr(args, "debug", False))
     config = uvicorn.Config(
         create_app(settings),
         host=args.host,

@@ -93,7 +93,7 @@ async def run_worker(args: argparse.Namespace) -> int:
 
         from archivist.service.telemetry.json_logs import json_logging_config
 
-        logging.config.dictConfig(json_logging_config())
+        logging.config.dictConfig(json_logging_config(getattr(args, "debug", False)))
     metrics = ServiceMetrics() if args.metrics_port is not None else None
     stop_metrics = None
     if metrics is not None:  # before the model loads: a taken port fails at once

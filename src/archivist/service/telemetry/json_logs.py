@@ -11,11 +11,9 @@ from __future__ import annotations
 import json
 import logging
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from archivist.service.telemetry.request_id import RequestIdFilter
-
-LogFormat = Literal["text", "json"]
 
 FIELDS = ("method", "route", "status", "duration_ms")
 """Record attributes written as fields of their own when present (the access record's)."""
@@ -42,13 +40,13 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, ensure_ascii=False, default=str)
 
 
-def json_logging_config() -> dict[str, Any]:
+def json_logging_config(debug: bool = False) -> dict[str, Any]:
     """The `logging.config.dictConfig` (and uvicorn `log_config`) of `--log-format json`.
 
     Every line goes to stderr as JSON: uvicorn's own, the `archivist` loggers' from INFO
     (one `archivist.access` record per request among them), other libraries' from WARNING,
-    as their INFO lines may name outgoing URLs. uvicorn's access log stays off: it would
-    print raw paths and query strings.
+    as their INFO lines may name outgoing URLs (`debug`: the `archivist` loggers from DEBUG).
+    uvicorn's access log stays off: it would print raw paths and query strings.
     """
     return {
         "version": 1,
@@ -67,7 +65,11 @@ def json_logging_config() -> dict[str, Any]:
             "uvicorn": {"handlers": ["json"], "level": "INFO", "propagate": False},
             "uvicorn.access": {"handlers": [], "level": "WARNING", "propagate": False},
             # instead of the CLI's own plain-text handler
-            "archivist": {"handlers": [], "level": "INFO", "propagate": True},
+            "archivist": {
+                "handlers": [],
+                "level": "DEBUG" if debug else "INFO",
+                "propagate": True,
+            },
         },
         "root": {"handlers": ["json"], "level": "WARNING"},
     }
