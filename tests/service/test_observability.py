@@ -116,6 +116,12 @@ def observed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Observed]:
                 headers={"content-type": "application/json"},
             )
             assert too_big.status_code == 413
+            # a key and a query in a query string, odd methods and unknown paths: none of it
+            # may reach a label or a log line
+            leaky = http.get("/healthz", params={"token": key, "q": QUERY_MARKER})
+            assert leaky.status_code == 200
+            assert http.request("PURGE", f"/v1/knowledge-bases/{KB}/x").status_code == 404
+            assert http.get(f"/{KB}/{FILENAME}").status_code == 404
         scrape = httpx.get(f"{serve.url}/metrics", timeout=30)
         assert scrape.status_code == 200
         # A queue that cannot be read: the scrape still answers, and the warning it logs
@@ -162,6 +168,9 @@ def test_requests_are_counted_by_route_template_and_status(observed: Observed) -
     assert delta("GET", "/v1/knowledge-bases/{name}/documents", "401") == 1
     assert delta("POST", search, "413") == 1
     assert delta("GET", "/metrics", "200") == 1
+    assert delta("GET", "/healthz", "200") == 1  # with a key in its query string
+    assert delta("OTHER", "unmatched", "404") == 1
+    assert delta("GET", "unmatched", "404") == 1
     latency = "archivist_http_request_duration_seconds"
     assert value(after, f"{latency}_count", method="POST", route=search) == 2
     assert value(after, f"{latency}_sum", method="POST", route=search) > 0
