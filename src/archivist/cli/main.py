@@ -133,13 +133,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         attach_query_values(list(sys.argv[1:] if argv is None else argv))
     )
     import asyncio
+    import logging
 
     debug = bool(getattr(args, "debug", False))
     _log_to_stderr(debug)
     try:
         code: int = asyncio.run(args.handler(args))
-    except KeyboardInterrupt:
-        print("archivist: interrupted", file=sys.stderr)
+    except KeyboardInterrupt:  # through the logger: a JSON line under `--log-format json`
+        logging.getLogger("archivist").warning("interrupted")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`archivist ls | head`): stop quietly, as shell tools do.

@@ -58,6 +58,13 @@ def add_serve_command(commands: Any) -> None:
         help="an OpenAI-compatible chat server for answers (/v1/sessions); key from "
         "ARCHIVIST_CHAT_API_KEY (or OPENAI_API_KEY)",
     )
+    cmd.add_argument(
+        "--no-metrics",
+        dest="metrics",
+        action="store_false",
+        help="do not serve Prometheus metrics at /metrics (served without a key by default)",
+    )
+    add_log_format_argument(cmd)
     cmd.add_argument("--chat-model", default=None, help="the chat server's model name")
     cmd.add_argument(
         "--chat-timeout",
@@ -72,6 +79,16 @@ def add_serve_command(commands: Any) -> None:
         help="most tokens generated per model call (default: the chat server's limit)",
     )
     cmd.set_defaults(handler=run_serve)
+
+
+def add_log_format_argument(cmd: argparse.ArgumentParser) -> None:
+    """`--log-format text|json`, shared with `archivist worker`."""
+    cmd.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="text (default) or json: one JSON object per line on stderr, with request ids",
+    )
 
 
 def read_quotas(path: str | None) -> dict[str, Any]:
@@ -177,6 +194,7 @@ async def run_serve(args: argparse.Namespace) -> int:
         chat_timeout=args.chat_timeout,
         chat_max_tokens=args.chat_max_tokens,
         rate_per_second=args.rate,
+        metrics=args.metrics,
         **read_quotas(args.quotas),
     )
     if settings.workers == 0 and not (settings.pgvector_url or settings.qdrant_url):
@@ -184,12 +202,18 @@ async def run_serve(args: argparse.Namespace) -> int:
             "--workers 0 leaves indexing to `archivist worker` processes, which need vectors "
             "they can share: give --pgvector-url or --qdrant-url"
         )
+    log_options: dict[str, Any] = {}
+    if args.log_format == "json":
+        from archivist.service.telemetry.json_logs import json_logging_config
+
+        log_options["log_config"] = json_logging_config(getattr(args, "debug", False))
     config = uvicorn.Config(
         create_app(settings),
         host=args.host,
         port=args.port,
         log_level="info",
-        access_log=False,
+        access_log=False,  # raw paths and query strings; JSON logs carry route templates
+        **log_options,
         **uvicorn_options(settings),
     )
     await uvicorn.Server(config).serve()

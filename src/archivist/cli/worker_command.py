@@ -7,6 +7,7 @@ from typing import Any
 
 from archivist.cli.serve_command import (
     add_database_argument,
+    add_log_format_argument,
     add_shared_store_arguments,
     service_settings,
     shared_store_settings,
@@ -38,6 +39,20 @@ def add_worker_command(commands: Any) -> None:
         default=60.0,
         help="a job this worker stops renewing (it died) goes to another after this long",
     )
+    cmd.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="serve Prometheus metrics (indexing, embedding, queue) at "
+        "http://METRICS_HOST:PORT/metrics (default: none)",
+    )
+    cmd.add_argument(
+        "--metrics-host",
+        default="127.0.0.1",
+        help="address of the --metrics-port listener (default 127.0.0.1)",
+    )
+    add_log_format_argument(cmd)
     add_chunking_arguments(cmd, from_kb=False)
     cmd.set_defaults(handler=run_worker)
 
@@ -49,6 +64,8 @@ async def run_worker(args: argparse.Namespace) -> int:
 
     if args.workers < 1:
         raise CLIError(f"--workers {args.workers}: a worker indexes at least 1 document at once")
+    if args.metrics_port is not None and not 0 < args.metrics_port < 65536:
+        raise CLIError(f"--metrics-port {args.metrics_port}: give a port between 1 and 65535")
     settings = service_settings(
         args,
         **shared_store_settings(args),
@@ -66,17 +83,43 @@ async def run_worker(args: argparse.Namespace) -> int:
         )
     import asyncio
     import contextlib
+    import logging
     import signal
 
+    from archivist.service.telemetry.metrics import ServiceMetrics, serve_metrics
+
+    if args.log_format == "json":
+        import logging.config
+
+        from archivist.service.telemetry.json_logs import json_logging_config
+
+        logging.config.dictConfig(json_logging_config(getattr(args, "debug", False)))
+    metrics = ServiceMetrics() if args.metrics_port is not None else None
+    stop_metrics = None
+    if metrics is not None:  # before the model loads: a taken port fails at once
+        try:
+            stop_metrics = serve_metrics(metrics, args.metrics_host, args.metrics_port)
+        except OSError as exc:
+            raise CLIError(
+                f"--metrics-port {args.metrics_port}: cannot listen on {args.metrics_host}: "
+                f"{exc.strerror or exc}"
+            ) from None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     with contextlib.suppress(NotImplementedError):
         loop.add_signal_handler(signal.SIGTERM, stop.set)
-    async with running_indexer(settings) as indexer:
-        print(
-            f"archivist worker {indexer.owner}: indexing {settings.workers} document(s) at "
-            f"once; files in {indexer.files.url}",
-            flush=True,
-        )
-        await stop.wait()
+    try:
+        async with running_indexer(settings, metrics=metrics) as indexer:
+            banner = (
+                f"archivist worker {indexer.owner}: indexing {settings.workers} document(s) "
+                f"at once; files in {indexer.files.url}"
+            )
+            if args.log_format == "json":
+                logging.getLogger("archivist.worker").info(banner)
+            else:
+                print(banner, flush=True)
+            await stop.wait()
+    finally:
+        if stop_metrics is not None:
+            await asyncio.to_thread(stop_metrics)
     return 0

@@ -23,7 +23,7 @@ from archivist.service.indexing.indexer import Indexer
 from archivist.service.indexing.offload import ThreadedChunker
 from archivist.service.mcp_endpoint import MCP_PATH, mcp_app
 from archivist.service.problems import install_problem_handlers
-from archivist.service.retrieval.embedding import service_model
+from archivist.service.retrieval.embedding import EmbeddingObserver, service_model
 from archivist.service.retrieval.kb_profiles import KBProfiles
 from archivist.service.retrieval.vectors import open_store
 from archivist.service.routers import (
@@ -40,22 +40,31 @@ from archivist.service.settings import ServiceSettings
 from archivist.service.storage.database import make_engine
 from archivist.service.storage.locks import DocumentLocks
 from archivist.service.storage.private_files import make_private
+from archivist.service.telemetry.metrics import ServiceMetrics, metrics_route
+from archivist.service.telemetry.requests import RequestTelemetry
 
 
-def default_model(settings: ServiceSettings) -> EmbeddingModelBase:
+def default_model(
+    settings: ServiceSettings, observe: EmbeddingObserver | None = None
+) -> EmbeddingModelBase:
     """The local model `settings` names; document vectors in the shared on-disk cache."""
     return service_model(
-        settings.embedding_model, str(settings.home / "embedding-cache"), settings.index_threads
+        settings.embedding_model,
+        str(settings.home / "embedding-cache"),
+        settings.index_threads,
+        observe,
     )
 
 
-def kb_profiles(settings: ServiceSettings, model: EmbeddingModelBase) -> KBProfiles:
+def kb_profiles(
+    settings: ServiceSettings, model: EmbeddingModelBase, observe: EmbeddingObserver | None = None
+) -> KBProfiles:
     """Each knowledge base's own model and chunker; other local models load on first use."""
     return KBProfiles(
         settings,
         model,
         lambda name: service_model(
-            name, str(settings.home / "embedding-cache"), settings.index_threads
+            name, str(settings.home / "embedding-cache"), settings.index_threads, observe
         ),
     )
 
@@ -64,33 +73,50 @@ def create_app(
     settings: ServiceSettings, *, embedding_model: EmbeddingModelBase | None = None
 ) -> FastAPI:
     """The service over `settings`; database, store and workers open with the app's lifespan."""
+    metrics = ServiceMetrics() if settings.metrics else None
+    observe_embedding = metrics.observe_embedding if metrics is not None else None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         make_private(settings, settings.home / "embedding-cache")
         engine = await asyncio.to_thread(make_engine, settings.resolved_database_url)
-        model = embedding_model or default_model(settings)
+        model = embedding_model or default_model(settings, observe_embedding)
         registry = default_registry()
         chunker = ThreadedChunker(
             chunker_for(model.chunk_tokenizer(), settings.chunk_size, settings.overlap)
         )
-        profiles = kb_profiles(settings, model)
+        profiles = kb_profiles(settings, model, observe_embedding)
         locks = DocumentLocks()
         chat_model = configured_chat_model(settings)
         try:
             async with open_store(settings) as store:
                 indexer = Indexer(
-                    settings, engine, store, model, registry, chunker, locks, profiles=profiles
+                    settings,
+                    engine,
+                    store,
+                    model,
+                    registry,
+                    chunker,
+                    locks,
+                    profiles=profiles,
+                    observe=metrics.observe_document if metrics is not None else None,
                 )
                 await asyncio.to_thread(indexer.files.prepare)
                 app.state.service = ServiceState(
                     settings, engine, store, model, registry, indexer, locks, chat_model, profiles
                 )
                 await indexer.start()
+                unwatch = (
+                    metrics.watch_queue(engine, lambda: len(indexer.in_flight))
+                    if metrics is not None
+                    else None
+                )
                 try:
                     async with mcp.running():
                         yield
                 finally:
+                    if unwatch is not None:
+                        unwatch()
                     await indexer.stop()
         finally:
             if chat_model is not None:
@@ -114,7 +140,8 @@ def create_app(
     app.add_middleware(
         AuthGate, rate=settings.rate_per_second, burst=settings.rate_burst
     )  # outside BodyLimits: no key, no byte read
-    app.add_middleware(SecurityHeaders)  # outermost: on every answer, 401 and 413 too
+    app.add_middleware(SecurityHeaders)  # on every answer, 401 and 413 too
+    app.add_middleware(RequestTelemetry, metrics=metrics)  # outermost: ids and timing of all
     install_problem_handlers(app)
     for module in (health, page):
         app.include_router(module.router)
@@ -123,4 +150,6 @@ def create_app(
     app.mount("/static", StaticFiles(directory=page.STATIC_DIR), name="static")
     mcp = mcp_app(lambda: app.state.service)
     app.router.routes.append(Route(MCP_PATH, mcp, include_in_schema=False))
+    if metrics is not None:  # open like /healthz; `--no-metrics` turns it off
+        app.router.routes.append(metrics_route(metrics))
     return app

@@ -61,6 +61,8 @@ class ServiceSettings(BaseModel):
     chunk_size: int | None = Field(default=None, gt=0)
     """Tokens per chunk; None: the embedding model's input length."""
     overlap: int = Field(default=32, ge=0)
+    metrics: bool = True
+    """Serve Prometheus metrics at `/metrics` (no key needed, no tenant data in them)."""
     query_cache_seconds: float = Field(default=10.0, ge=0)
     """How long an identical search of a knowledge base is answered from memory (0: never);
     any write through this process ends it at once."""

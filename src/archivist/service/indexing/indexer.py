@@ -14,7 +14,8 @@ import functools
 import logging
 import secrets
 import socket
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 from sqlalchemy import Engine
@@ -36,6 +37,9 @@ from archivist.service.storage.locks import DocumentLocks
 
 logger = logging.getLogger(__name__)
 
+IndexObserver = Callable[[str, float], None]
+"""Told each finished job's document status (ready, failed) and its indexing seconds."""
+
 
 class Indexer:
     """`settings.workers` tasks draining the job queue, plus one that renews their leases."""
@@ -50,8 +54,10 @@ class Indexer:
         chunker: ChunkerBase,
         locks: DocumentLocks,
         profiles: KBProfiles | None = None,
+        observe: IndexObserver | None = None,
     ) -> None:
         self.settings = settings
+        self.observe = observe
         self.profiles = profiles
         self.engine = engine
         self.store = store
@@ -128,12 +134,16 @@ class Indexer:
             if current is None:  # deleted after it was claimed
                 await asyncio.to_thread(jobs.finish, self.engine, job, Status.FAILED)
                 return
+            started = time.perf_counter()
             try:
                 status, count, error = await self._index(job)
             except Exception as exc:
                 logger.exception("indexing %s failed", document.id)
                 status, count, error = Status.FAILED, 0, f"{type(exc).__name__}: {exc}"
+            seconds = time.perf_counter() - started
             kept = await asyncio.to_thread(jobs.finish, self.engine, job, status, count, error)
+            if self.observe is not None:
+                self.observe(status.value, seconds)
             if not kept:  # deleted meanwhile by another replica: drop what was written
                 with contextlib.suppress(DocumentNotFoundError, ValueError):
                     await kb_handle(job.kb, self.store, self.model).delete_document(document.id)

@@ -16,17 +16,23 @@ from archivist.service.settings import ServiceSettings
 from archivist.service.storage.database import make_engine
 from archivist.service.storage.locks import DocumentLocks
 from archivist.service.storage.private_files import make_private
+from archivist.service.telemetry.metrics import ServiceMetrics
 
 
 @asynccontextmanager
 async def running_indexer(
-    settings: ServiceSettings, *, embedding_model: EmbeddingModelBase | None = None
+    settings: ServiceSettings,
+    *,
+    embedding_model: EmbeddingModelBase | None = None,
+    metrics: ServiceMetrics | None = None,
 ) -> AsyncIterator[Indexer]:
-    """`settings.workers` workers taking jobs from the shared queue while the block runs."""
+    """`settings.workers` workers taking jobs from the shared queue while the block runs;
+    their jobs, documents and embedding calls are counted in `metrics` when given."""
     make_private(settings, settings.home / "embedding-cache")
     engine = await asyncio.to_thread(make_engine, settings.resolved_database_url)
     try:
-        model = embedding_model or default_model(settings)
+        observe = metrics.observe_embedding if metrics is not None else None
+        model = embedding_model or default_model(settings, observe)
         chunker = chunker_for(model.chunk_tokenizer(), settings.chunk_size, settings.overlap)
         async with open_store(settings) as store:
             indexer = Indexer(
@@ -37,13 +43,21 @@ async def running_indexer(
                 default_registry(),
                 chunker,
                 DocumentLocks(),
-                profiles=kb_profiles(settings, model),
+                profiles=kb_profiles(settings, model, observe),
+                observe=metrics.observe_document if metrics is not None else None,
             )
             await asyncio.to_thread(indexer.files.prepare)
             await indexer.start()
+            unwatch = (
+                metrics.watch_queue(engine, lambda: len(indexer.in_flight))
+                if metrics is not None
+                else None
+            )
             try:
                 yield indexer
             finally:
+                if unwatch is not None:
+                    unwatch()
                 await indexer.stop()
     finally:
         engine.dispose()

@@ -10,7 +10,8 @@ each one).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 from archivist.embedding import EmbeddingModelBase, LocalEmbeddingModel
 from archivist.embedding.base import BatchItem, EmbeddingInput, InputType
@@ -18,12 +19,19 @@ from archivist.embedding.response import EmbeddingResponse
 from archivist.service.retrieval.query_batcher import QueryBatcher
 from archivist.service.retrieval.tenant_cache import TenantCachedEmbeddingModel
 
+EmbeddingObserver = Callable[[InputType, float], None]
+"""Told the input type and the seconds of each embedding call (the service's metrics)."""
+
 
 class SplitModel(EmbeddingModelBase):
     """`query_model` for queries (batched), `document_model` behind a cache for documents."""
 
     def __init__(
-        self, query_model: EmbeddingModelBase, document_model: EmbeddingModelBase, cache_dir: str
+        self,
+        query_model: EmbeddingModelBase,
+        document_model: EmbeddingModelBase,
+        cache_dir: str,
+        observe: EmbeddingObserver | None = None,
     ) -> None:
         if query_model.cache_identity != document_model.cache_identity:
             raise ValueError("query_model and document_model must be the same model")
@@ -38,6 +46,7 @@ class SplitModel(EmbeddingModelBase):
         self.query_model = query_model
         self.documents = TenantCachedEmbeddingModel(document_model, cache_dir)
         self.queries = QueryBatcher(query_model)
+        self.observe = observe
 
     @property
     def cache_identity(self) -> str:
@@ -46,9 +55,14 @@ class SplitModel(EmbeddingModelBase):
     async def __call__(
         self, inputs: Sequence[EmbeddingInput], input_type: InputType = "document"
     ) -> EmbeddingResponse:
-        if input_type == "query":
-            return await self.queries.embed(inputs)
-        return await self.documents(inputs, input_type)
+        started = time.perf_counter()
+        try:
+            if input_type == "query":
+                return await self.queries.embed(inputs)
+            return await self.documents(inputs, input_type)
+        finally:
+            if self.observe is not None:
+                self.observe(input_type, time.perf_counter() - started)
 
     async def _embed_batch(
         self, batch: Sequence[BatchItem], input_type: InputType
@@ -56,10 +70,13 @@ class SplitModel(EmbeddingModelBase):
         return await self.query_model(list(batch), input_type)
 
 
-def service_model(name: str, cache_dir: str, index_threads: int) -> EmbeddingModelBase:
-    """The local model `name` twice: for queries, and for documents on `index_threads` cores."""
+def service_model(
+    name: str, cache_dir: str, index_threads: int, observe: EmbeddingObserver | None = None
+) -> EmbeddingModelBase:
+    """The local model `name` twice: for queries, and for documents on `index_threads` cores;
+    `observe` is told the duration of each call."""
     try:
         documents = LocalEmbeddingModel(name, threads=index_threads)
     except TypeError:  # a registered model without a thread setting
         documents = LocalEmbeddingModel(name)
-    return SplitModel(LocalEmbeddingModel(name), documents, cache_dir)
+    return SplitModel(LocalEmbeddingModel(name), documents, cache_dir, observe)
