@@ -15,7 +15,7 @@ import pytest
 
 from archivist._extras import EXTRAS, MissingExtraError, require
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+ROOT = Path(__file__).resolve().parents[1]
 
 # Runs `archivist ARGV` with the modules named in the first argument (comma-separated) made
 # unimportable.
@@ -67,7 +67,7 @@ def test_require_refuses_a_module_no_extra_brings() -> None:
 def test_every_extra_in_the_registry_is_declared_in_pyproject() -> None:
     import tomllib
 
-    project = tomllib.loads((SAMPLES.parent / "pyproject.toml").read_text())["project"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
     assert set(EXTRAS) <= set(extras)
     everything = " ".join(extras["all"])
