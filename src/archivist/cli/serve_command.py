@@ -6,6 +6,7 @@ import argparse
 import os
 from typing import TYPE_CHECKING, Any
 
+from archivist._extras import EXTRAS, require
 from archivist.cli.home import archivist_home
 from archivist.cli.session import CLIError, add_chunking_arguments
 
@@ -155,6 +156,12 @@ def shared_store_settings(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def require_service(command: str) -> None:
+    """The service's packages are installed, else one line naming the `service` extra."""
+    for module in EXTRAS["service"]:
+        require("service", module, f"archivist {command}")
+
+
 def service_settings(args: argparse.Namespace, **overrides: Any) -> ServiceSettings:
     """`ServiceSettings` from the command line; bad values are reported as a CLIError."""
     from pydantic import ValidationError
@@ -172,6 +179,7 @@ def service_settings(args: argparse.Namespace, **overrides: Any) -> ServiceSetti
 
 async def run_serve(args: argparse.Namespace) -> int:
     """Serve until interrupted."""
+    require_service("serve")
     import uvicorn
 
     from archivist.service import create_app

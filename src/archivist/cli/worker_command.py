@@ -9,6 +9,7 @@ from archivist.cli.serve_command import (
     add_database_argument,
     add_log_format_argument,
     add_shared_store_arguments,
+    require_service,
     service_settings,
     shared_store_settings,
 )
@@ -60,6 +61,7 @@ def add_worker_command(commands: Any) -> None:
 async def run_worker(args: argparse.Namespace) -> int:
     """Take jobs from the shared queue until SIGTERM or Ctrl-C; held jobs go back to the queue
     when their leases lapse."""
+    require_service("worker")
     from archivist.service.indexing.worker import running_indexer
 
     if args.workers < 1:

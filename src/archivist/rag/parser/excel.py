@@ -10,9 +10,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any, ClassVar, Literal
 
-from openpyxl import load_workbook
-from openpyxl.utils import get_column_letter
-
+from archivist._extras import require
 from archivist.message import TextBlock
 from archivist.rag.document import Section
 from archivist.rag.parser.archive import ArchiveLimits, check_archive
@@ -91,6 +89,9 @@ class ExcelParser(ParserBase):
 
     def iter_sections(self, data: bytes, filename: str) -> Iterator[Section]:
         """Yield the Sections of workbook `data` sheet by sheet (synchronous)."""
+        require("office", "openpyxl", f"reading {filename}")
+        from openpyxl import load_workbook
+
         names = check_archive(data, filename, "XLSX", self.archive_limits)
         if not any(name.startswith("xl/") for name in names):
             raise ValueError(f"{filename}: not an XLSX workbook (no xl/ part in the archive)")
@@ -172,6 +173,8 @@ def _with_coordinates(
 ) -> str:
     """`table` with each filled cell's address: `[B7] 42` cells in Markdown, or one JSON
     object per row keyed by address."""
+    from openpyxl.utils import get_column_letter
+
     if table_format == "json":
         return "\n".join(
             json.dumps(
@@ -190,6 +193,9 @@ def _with_coordinates(
 def _pictures_by_sheet(data: bytes, filename: str) -> dict[str, list[Section]]:
     """The pictures of each sheet as DataBlock Sections, top to bottom. openpyxl reads them
     only when it loads the whole workbook, so this loads it a second time (opt-in)."""
+    from openpyxl import load_workbook
+    from openpyxl.utils import get_column_letter
+
     try:
         workbook = load_workbook(io.BytesIO(data), data_only=True)
     except Exception as exc:  # the cells were readable; only the pictures are lost

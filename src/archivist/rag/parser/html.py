@@ -5,10 +5,9 @@ from __future__ import annotations
 import codecs
 import contextlib
 import re
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from selectolax.lexbor import LexborHTMLParser, LexborNode
-
+from archivist._extras import require
 from archivist.rag.document import Section
 from archivist.rag.parser.base import read_binary
 from archivist.rag.parser.encoding import decode_text
@@ -16,6 +15,9 @@ from archivist.rag.parser.heading_text import HeadingTextParser
 from archivist.rag.parser.structure import Block, sections_by_heading
 from archivist.rag.parser.table import table_to_markdown
 from archivist.rag.parser.text import is_existing_file
+
+if TYPE_CHECKING:
+    from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 # Never content: code, styling, embedded objects, forms and the page's own navigation.
 _DROP_TAGS = frozenset(
@@ -345,6 +347,9 @@ class HTMLParser(HeadingTextParser):
 
     def parse_text(self, html: str, filename: str) -> list[Section]:
         """Sections of the page `html` (synchronous)."""
+        require("office", "selectolax", f"reading {filename}")
+        from selectolax.lexbor import LexborHTMLParser
+
         if "\x00" in html:
             raise ValueError(f"{filename}: the page holds NUL bytes (a binary file?)")
         if nesting_depth(html) > MAX_NESTING:

@@ -7,13 +7,15 @@ import base64
 import io
 import logging
 import warnings
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from PIL import Image, UnidentifiedImageError
-
+from archivist._extras import require
 from archivist.message import Base64Source, DataBlock
 from archivist.rag.document import Section
 from archivist.rag.parser.base import ParserBase, read_binary
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +45,9 @@ def _verify(data: bytes, filename: str) -> None:
     or a PNG with a broken zlib stream would pass; decoding catches those. The pixel limit is
     checked before any pixel buffer is allocated, so memory stays bounded by it.
     """
+    require("office", "PIL", f"reading {filename}")
+    from PIL import Image, UnidentifiedImageError
+
     with warnings.catch_warnings():
         warnings.simplefilter("error", Image.DecompressionBombWarning)
         try:

@@ -8,10 +8,7 @@ import zipfile
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar, Literal
 
-from pptx import Presentation
-from pptx.enum.shapes import MSO_SHAPE_TYPE
-from pptx.exc import PackageNotFoundError
-
+from archivist._extras import require
 from archivist.message import TextBlock
 from archivist.rag.document import Section
 from archivist.rag.parser.archive import ArchiveLimits, check_archive
@@ -81,6 +78,7 @@ class PPTParser(ParserBase):
         self.slide_suffix = slide_suffix
 
     async def parse(self, file: bytes | str, filename: str) -> list[Section]:
+        require("office", "pptx", f"reading {filename}")
         data = read_binary(file, filename)
         sections = await asyncio.to_thread(self._parse_bytes, data, filename)
         if not sections:
@@ -88,6 +86,9 @@ class PPTParser(ParserBase):
         return sections
 
     def _open(self, data: bytes, filename: str) -> Any:
+        from pptx import Presentation
+        from pptx.exc import PackageNotFoundError
+
         limits = ArchiveLimits(
             self.max_parts,
             self.max_part_size,
@@ -164,6 +165,8 @@ class PPTParser(ParserBase):
 
 
 def _walk(shapes: Iterable[Any]) -> Iterator[Any]:
+    from pptx.enum.shapes import MSO_SHAPE_TYPE
+
     for shape in shapes:
         if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
             yield from _walk(shape.shapes)
@@ -172,6 +175,8 @@ def _walk(shapes: Iterable[Any]) -> Iterator[Any]:
 
 
 def _is_picture(shape: Any) -> bool:
+    from pptx.enum.shapes import MSO_SHAPE_TYPE
+
     if shape.shape_type == MSO_SHAPE_TYPE.PICTURE:
         return True
     try:  # picture placeholders carry an image without being PICTURE shapes

@@ -8,9 +8,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, ClassVar, Literal
 
-from docx import Document
-from docx.oxml.ns import qn
-
+from archivist._extras import require
 from archivist.rag.document import Section
 from archivist.rag.parser.archive import ArchiveLimits, check_archive
 from archivist.rag.parser.base import ParserBase, read_binary
@@ -21,9 +19,12 @@ from archivist.rag.parser.table import table_to_json, table_to_markdown
 DOCX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
 _HEADING_STYLE = re.compile(r"^heading\s*([1-9])$", re.IGNORECASE)
-_BLIP = qn("a:blip")
-_P, _TBL, _SDT, _SDT_CONTENT = qn("w:p"), qn("w:tbl"), qn("w:sdt"), qn("w:sdtContent")
-_EMBED = qn("r:embed")
+# The WordprocessingML element names the walk looks for, in lxml's {namespace}tag spelling
+# (what python-docx's `qn` gives), so the module loads without the office extra.
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_BLIP = "{http://schemas.openxmlformats.org/drawingml/2006/main}blip"
+_P, _TBL, _SDT, _SDT_CONTENT = f"{_W}p", f"{_W}tbl", f"{_W}sdt", f"{_W}sdtContent"
+_EMBED = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}embed"
 
 
 _TOC_STYLE = re.compile(r"^toc\s*\d|^toc heading$", re.IGNORECASE)
@@ -83,6 +84,7 @@ class WordParser(ParserBase):
         self.table_format = table_format
 
     async def parse(self, file: bytes | str, filename: str) -> list[Section]:
+        require("office", "docx", f"reading {filename}")
         data = read_binary(file, filename)
         sections = await asyncio.to_thread(self._parse_bytes, data, filename)
         if not sections:
@@ -90,6 +92,8 @@ class WordParser(ParserBase):
         return sections
 
     def _parse_bytes(self, data: bytes, filename: str) -> list[Section]:
+        from docx import Document
+
         names = check_archive(data, filename, "DOCX", self.archive_limits)
         if not any(name.startswith("word/") for name in names):
             raise ValueError(f"{filename}: not a DOCX document (no word/ part in the archive)")

@@ -9,7 +9,7 @@ tenant's chunks.
 from __future__ import annotations
 
 from archivist.embedding import EmbeddingModelBase
-from archivist.rag import KnowledgeBase, PgVectorStore, QdrantStore
+from archivist.rag import KnowledgeBase, QdrantStore
 from archivist.rag.store.base import MetadataFilter, VectorStoreBase
 from archivist.service.settings import ServiceSettings
 from archivist.service.storage.catalog import KBRecord
@@ -21,6 +21,8 @@ def open_store(settings: ServiceSettings) -> VectorStoreBase:
     """The store `settings` names (not yet entered): a Qdrant server, PostgreSQL with
     pgvector, or Qdrant Edge on disk."""
     if settings.pgvector_url:
+        from archivist.rag.store.pgvector import PgVectorStore  # the pgvector extra's
+
         return PgVectorStore(settings.pgvector_url)
     if settings.qdrant_url:
         return QdrantStore(url=settings.qdrant_url, api_key=settings.qdrant_api_key)

@@ -10,6 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
+from archivist._extras import require
 from archivist.message import TextBlock
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
@@ -195,6 +196,7 @@ class QdrantStore(VectorStoreBase):
             return
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ValueError(f"url must be an http(s):// URL, got {url!r}")
+        require("server", "qdrant_client", "QdrantStore(url=...)")
         address, options = url, dict(client_kwargs or {})
 
         def connect() -> AsyncQdrantClient:
