@@ -177,9 +177,9 @@ class KnowledgeBase:
         always search the dense side. `max_per_document` keeps at most that many chunks of one
         document, so one long file cannot fill every slot; `top_k` hits still come back when
         that many documents match (the store groups by document, or deeper pages are fetched).
-        `diversity` (0..1, stores with `supports_diversity`) picks results by maximal marginal
-        relevance in the store: hits then come in that order (by rank across queries), each
-        scored by similarity. `search_filter` (a `SearchFilter` or its dict form: `paths`,
+        `diversity` (0..1, stores declaring `capabilities.diversity`) picks results by maximal
+        marginal relevance in the store: hits then come in that order (by rank across queries),
+        each scored by similarity. `search_filter` (a `SearchFilter` or its dict form: `paths`,
         `types`, `since`, `where`) narrows the search inside the store, before ranking.
         With `context` N (up to 10), each hit carries in `context` the chunks from N before
         to N after it; hits of one document whose windows overlap are merged into the better
