@@ -220,3 +220,15 @@ async def test_a_declared_scoped_delete_lets_a_scoped_handle_write_and_delete(
     assert [s.document_id for s in await kb.list_documents()] == ["pets"]
     await kb.delete_document("pets")
     assert await kb.list_documents() == []
+
+
+def test_a_declaration_of_the_wrong_kind_or_the_former_style_is_refused() -> None:
+    with pytest.raises(TypeError, match="capabilities must be a StoreCapabilities, not dict"):
+
+        class Loose(MinimalStore):
+            capabilities = {"diversity": True}  # type: ignore[assignment]
+
+    with pytest.raises(TypeError, match=r"StoreCapabilities\(diversity=True\)"):
+
+        class Former(MinimalStore):
+            supports_diversity = True

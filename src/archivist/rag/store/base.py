@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from archivist._closable import AsyncClosable
 from archivist.rag.document import Chunk
@@ -19,6 +19,13 @@ from archivist.rag.store.generations import GenerationInfo
 from archivist.rag.store.keyed_lock import KeyedLocks
 from archivist.rag.store.search_filter import SearchFilter
 from archivist.validation import MetadataFilter as MetadataFilter
+
+_FORMER_DECLARATIONS = {
+    "supports_diversity": "diversity",
+    "supports_grouping": "grouping",
+    "supports_search_filter": "search_filter",
+}
+"""Class attributes of earlier releases, now fields of `StoreCapabilities`."""
 
 
 class VectorStoreBase(AsyncClosable, ABC):
@@ -40,6 +47,23 @@ class VectorStoreBase(AsyncClosable, ABC):
 
     capabilities: ClassVar[StoreCapabilities] = StoreCapabilities()
     """What this store class offers; override it as a class attribute."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Refuse a class whose declaration would be misread: `capabilities` of another type,
+        or the attributes stores declared with before `StoreCapabilities`."""
+        super().__init_subclass__(**kwargs)
+        declared = cls.__dict__.get("capabilities", StoreCapabilities())
+        if not isinstance(declared, StoreCapabilities):
+            raise TypeError(
+                f"{cls.__name__}.capabilities must be a StoreCapabilities, "
+                f"not {type(declared).__name__}"
+            )
+        for old, field in _FORMER_DECLARATIONS.items():
+            if old in cls.__dict__:
+                raise TypeError(
+                    f"{cls.__name__}.{old} is not read any more: declare "
+                    f"`capabilities = StoreCapabilities({field}=True)` instead"
+                )
 
     @abstractmethod
     async def create_collection(self, name: str, dimensions: int) -> None:
