@@ -2,10 +2,11 @@
 
 - `MyMarkdownParser(ParserBase)`: one Section per second-level Markdown heading.
 - `FixedCharChunker(ChunkerBase)`: windows of a fixed number of characters.
-- `InMemoryVectorStore(VectorStoreBase)`: a complete vector store on numpy: brute-force cosine
-  search, `metadata_filter` applied inside the search (before ranking, so `top_k` counts only
-  matching records), chunk and document listing, deletion within a filter, and
-  all-or-nothing document replacement.
+- `InMemoryVectorStore(VectorStoreBase)`: a vector store on numpy: brute-force cosine search,
+  `metadata_filter` applied inside the search (before ranking, so `top_k` counts only matching
+  records), chunk and document listing, and deletion within a filter, declared in its
+  `capabilities`. Its arguments are checked by `archivist.rag.store.arguments`, and document
+  replacement is the base class's (it keeps the old version until the new one is complete).
 
 All three index `samples/archivist-overview.md` with the offline embedding model, then search,
 list and delete through the KnowledgeBase. No network, no API key.
@@ -16,8 +17,6 @@ Run from the repository root:
 """
 
 import asyncio
-import math
-from collections.abc import AsyncIterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -38,6 +37,21 @@ from archivist.rag import (
     VectorSearchResult,
     VectorStoreBase,
     default_registry,
+)
+from archivist.rag.store import SearchMode, StoreCapabilities
+from archivist.rag.store.arguments import (
+    check_chunk_page,
+    check_document_arguments,
+    check_records,
+    check_search,
+    matches_filter,
+)
+from archivist.rag.store.search_filter import SearchFilter
+from archivist.validation import (
+    check_collection_name,
+    check_metadata_filter,
+    check_positive_int,
+    check_query_vector,
 )
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -116,7 +130,7 @@ class _Collection:
     def in_scope(self, metadata_filter: dict[str, Any] | None) -> np.ndarray:
         """A boolean mask of the records whose metadata matches the filter."""
         return np.array(
-            [matches(r.chunk.metadata, metadata_filter) for r in self.records], dtype=bool
+            [matches_filter(r.chunk.metadata, metadata_filter) for r in self.records], dtype=bool
         )
 
     def keep(self, mask: np.ndarray) -> None:
@@ -134,6 +148,9 @@ class InMemoryVectorStore(VectorStoreBase):
     Nothing persists: leaving `async with` drops every collection, like Qdrant's ":memory:".
     """
 
+    # Dense search only; delete and list within a metadata filter (so tenants can share it).
+    capabilities = StoreCapabilities(scoped_delete=True, chunk_listing=True)
+
     def __init__(self) -> None:
         self._collections: dict[str, _Collection] = {}
 
@@ -150,8 +167,7 @@ class InMemoryVectorStore(VectorStoreBase):
 
     async def create_collection(self, name: str, dimensions: int) -> None:
         check_collection_name(name)
-        if isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1:
-            raise ValueError(f"dimensions must be a positive int, got {dimensions!r}")
+        check_positive_int(dimensions, "dimensions")
         existing = self._collections.get(name)
         if existing is None:
             self._collections[name] = _Collection(dimensions, np.empty((0, dimensions)))
@@ -179,8 +195,11 @@ class InMemoryVectorStore(VectorStoreBase):
         if not records:
             return
         target = self._existing(collection)
-        vectors = unit_rows(records, target.dimensions)
-        check_new_records(records)
+        check_records(records, target.dimensions)
+        vectors = normalized(np.array([r.vector for r in records], dtype=float))
+        # Writing a (document, chunk) again replaces it.
+        written = {key(r) for r in records}
+        target.keep(np.array([key(r) not in written for r in target.records], dtype=bool))
         target.add(vectors, [r.model_copy(deep=True) for r in records])
 
     async def delete(
@@ -189,36 +208,46 @@ class InMemoryVectorStore(VectorStoreBase):
         document_id: str,
         metadata_filter: dict[str, Any] | None = None,
     ) -> None:
-        check_collection_name(collection)
-        check_document_id(document_id)
-        check_filter(metadata_filter)
+        scope = check_document_arguments(collection, document_id, metadata_filter)
         target = self._collections.get(collection)
         if target is None:
             return
-        doomed = target.in_scope(metadata_filter) & self._of_document(target, document_id)
+        doomed = target.in_scope(scope) & self._of_document(target, document_id)
         target.keep(~doomed)
 
     async def search(
         self,
         collection: str,
-        query_vector: list[float],
+        query_vector: list[float] | None,
         top_k: int = 5,
         metadata_filter: dict[str, Any] | None = None,
+        *,
+        query_text: str | None = None,
+        mode: SearchMode = "dense",
+        diversity: float | None = None,
+        max_per_document: int | None = None,
+        search_filter: SearchFilter | None = None,
     ) -> list[VectorSearchResult]:
-        check_collection_name(collection)
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-            raise ValueError(f"top_k must be a positive int, got {top_k!r}")
-        check_filter(metadata_filter)
+        # Declaring no search capability, this store is only ever asked for dense search;
+        # anything else is refused with the same message every store gives.
+        checked = check_search(
+            collection,
+            query_vector,
+            top_k,
+            metadata_filter,
+            query_text=query_text,
+            mode=mode,
+            diversity=diversity,
+            max_per_document=max_per_document,
+            search_filter=search_filter,
+        )
+        self.capabilities.refuse_undeclared(checked, type(self).__name__)
         target = self._collections.get(collection)
-        if target is None:
+        if target is None or query_vector is None:
             return []
-        query = np.asarray(query_vector, dtype=float)
-        if query.shape != (target.dimensions,) or not np.isfinite(query).all():
-            raise ValueError(
-                f"query_vector must hold {target.dimensions} finite numbers, got {query_vector!r}"
-            )
+        query = np.asarray(check_query_vector(query_vector, target.dimensions))
         # The filter picks the candidates first; only they are scored and ranked.
-        candidates = np.flatnonzero(target.in_scope(metadata_filter))
+        candidates = np.flatnonzero(target.in_scope(checked.metadata_filter))
         scores = target.vectors[candidates] @ normalized(query)
         best = np.argsort(-scores, kind="stable")[:top_k]
         return [
@@ -236,13 +265,13 @@ class InMemoryVectorStore(VectorStoreBase):
         metadata_filter: dict[str, Any] | None = None,
     ) -> list[DocumentSummary]:
         check_collection_name(collection)
-        check_filter(metadata_filter)
+        scope = check_metadata_filter(metadata_filter)
         target = self._collections.get(collection)
         if target is None:
             return []
         counts: dict[str, int] = {}
         firsts: dict[str, Chunk] = {}
-        for record, in_scope in zip(target.records, target.in_scope(metadata_filter), strict=True):
+        for record, in_scope in zip(target.records, target.in_scope(scope), strict=True):
             if not in_scope:
                 continue
             document_id = record.document_id
@@ -268,54 +297,14 @@ class InMemoryVectorStore(VectorStoreBase):
         limit: int = 30,
         metadata_filter: dict[str, Any] | None = None,
     ) -> list[Chunk]:
-        check_collection_name(collection)
-        check_document_id(document_id)
-        for name, value in (("offset", offset), ("limit", limit)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be an int >= 0, got {value!r}")
-        check_filter(metadata_filter)
+        scope = check_chunk_page(collection, document_id, offset, limit, metadata_filter)
         target = self._collections.get(collection)
         if target is None:
             return []
-        mask = target.in_scope(metadata_filter) & self._of_document(target, document_id)
+        mask = target.in_scope(scope) & self._of_document(target, document_id)
         chunks = [r.chunk for r, kept in zip(target.records, mask, strict=True) if kept]
         chunks.sort(key=lambda chunk: chunk.chunk_index)
         return [chunk.model_copy(deep=True) for chunk in chunks[offset : offset + limit]]
-
-    async def replace_document(
-        self,
-        collection: str,
-        document_id: str,
-        batches: AsyncIterable[list[VectorRecord]],
-        metadata_filter: dict[str, Any] | None = None,
-    ) -> int:
-        """Collect and check every new record first, then swap versions in one step: if
-        anything fails, the old version is untouched."""
-        check_collection_name(collection)
-        check_document_id(document_id)
-        check_filter(metadata_filter)
-        target = self._existing(collection)
-        records: list[VectorRecord] = []
-        vectors = [np.empty((0, target.dimensions))]
-        async for batch in batches:
-            for position, record in enumerate(batch):
-                if record.document_id != document_id:
-                    raise ValueError(
-                        f"records[{position}] belongs to another document "
-                        f"({record.document_id!r}) than {document_id!r}"
-                    )
-                if not matches(record.chunk.metadata, metadata_filter):
-                    raise ValueError(
-                        f"records[{position}]: chunk metadata lies outside metadata_filter"
-                    )
-            vectors.append(unit_rows(batch, target.dimensions))
-            records.extend(r.model_copy(deep=True) for r in batch)
-            check_new_records(records)
-        # No await from here on: concurrent replacements cannot interleave.
-        old = target.in_scope(metadata_filter) & self._of_document(target, document_id)
-        target.keep(~old)
-        target.add(np.vstack(vectors), records)
-        return len(records)
 
     def _existing(self, name: str) -> _Collection:
         collection = self._collections.get(name)
@@ -328,55 +317,17 @@ class InMemoryVectorStore(VectorStoreBase):
         return np.array([r.document_id == document_id for r in collection.records], dtype=bool)
 
 
-def matches(metadata: dict[str, Any], metadata_filter: dict[str, Any] | None) -> bool:
-    """Equality on every filter key, type included: 1, True and "1" are three values."""
-    return all(
-        key in metadata and type(metadata[key]) is type(value) and metadata[key] == value
-        for key, value in (metadata_filter or {}).items()
-    )
+def key(record: VectorRecord) -> tuple[str, int, str]:
+    """What identifies a stored chunk: its document, index and metadata (two tenants writing
+    one document id keep two copies)."""
+    metadata = record.chunk.model_dump_json(include={"metadata"})
+    return (record.document_id, record.chunk.chunk_index, metadata)
 
 
 def normalized(vectors: np.ndarray) -> np.ndarray:
     """Unit-length rows (a zero vector stays zero), so a dot product is the cosine."""
     norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
     return vectors / np.where(norms == 0, 1, norms)
-
-
-def unit_rows(records: list[VectorRecord], dimensions: int) -> np.ndarray:
-    for position, record in enumerate(records):
-        if len(record.vector) != dimensions or not all(map(math.isfinite, record.vector)):
-            raise ValueError(
-                f"records[{position}] of document {record.document_id!r}: the vector must "
-                f"hold {dimensions} finite numbers"
-            )
-    return normalized(np.array([r.vector for r in records], dtype=float))
-
-
-def check_new_records(records: list[VectorRecord]) -> None:
-    seen: set[tuple[str, int]] = set()
-    for position, record in enumerate(records):
-        key = (record.document_id, record.chunk.chunk_index)
-        if key in seen:
-            raise ValueError(f"records[{position}]: chunk {key} appears twice in one write")
-        seen.add(key)
-
-
-def check_collection_name(name: object) -> None:
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"collection name must be a non-empty str, got {name!r}")
-
-
-def check_document_id(document_id: object) -> None:
-    if not isinstance(document_id, str) or not document_id:
-        raise ValueError(f"document_id must be a non-empty str, got {document_id!r}")
-
-
-def check_filter(metadata_filter: dict[str, Any] | None) -> None:
-    for key, value in (metadata_filter or {}).items():
-        if not isinstance(key, str) or not key:
-            raise ValueError(f"metadata_filter key {key!r} must be a non-empty str")
-        if not isinstance(value, str | int):  # bool is an int
-            raise ValueError(f"metadata_filter[{key!r}] = {value!r}: use a str, int or bool")
 
 
 # -- putting them together ------------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 The knowledge base, the vector stores and the embedding models all check with these functions,
 so a value one accepts the others accept too. Each failure is a ValueError (a TypeError for a
-value of the wrong kind) that names the argument.
+value of the wrong kind) that names the argument. This module is public: authors of their own
+stores or models use it (and `archivist.rag.store.arguments`, which groups these checks per
+store method) to accept exactly what archivist's own accept.
 
 Rules:
 - document id: a str with at least one non-space character, used exactly as given (not stripped).

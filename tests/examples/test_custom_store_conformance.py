@@ -1,11 +1,19 @@
-"""The example's InMemoryVectorStore against the shipped VectorStoreBase conformance suite."""
+"""The example's InMemoryVectorStore against the shipped conformance mixins it declares."""
 
 from collections.abc import AsyncIterator
 
 import pytest
 from custom_components import InMemoryVectorStore
 
-from archivist.testing.store import VectorStoreConformance
+from archivist.testing.store import (
+    ChunkListingTests,
+    CollectionTests,
+    DeclarationTests,
+    DenseSearchTests,
+    ReplaceTests,
+    ScopedDeleteTests,
+    WriteTests,
+)
 
 
 @pytest.fixture
@@ -14,5 +22,14 @@ async def store() -> AsyncIterator[InMemoryVectorStore]:
         yield opened
 
 
-class TestInMemoryVectorStore(VectorStoreConformance):
-    """Every conformance test against the store written in examples/custom_components.py."""
+class TestInMemoryVectorStore(
+    CollectionTests,
+    WriteTests,
+    DenseSearchTests,
+    ReplaceTests,
+    ScopedDeleteTests,
+    ChunkListingTests,
+    DeclarationTests,
+):
+    """The store of examples/custom_components.py: the core contract (its `replace_document`
+    is the base class's), scoped delete and chunk listing."""

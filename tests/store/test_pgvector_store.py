@@ -11,10 +11,18 @@ import pytest
 
 from archivist.rag import PgVectorStore
 from archivist.rag.store.generations import new_generation
-from archivist.testing.hybrid_store import HybridSearchConformance
+from archivist.testing.hybrid_store import HybridSearchTests
 from archivist.testing.store import (
     DIMENSIONS,
-    VectorStoreConformance,
+    AtomicReplaceTests,
+    ChunkListingTests,
+    CollectionTests,
+    DeclarationTests,
+    DenseSearchTests,
+    GenerationTests,
+    ReplaceTests,
+    ScopedDeleteTests,
+    WriteTests,
     batches,
     record,
     texts,
@@ -43,8 +51,20 @@ async def store(pg_url: str, prefix: str) -> AsyncIterator[PgVectorStore]:
         yield opened
 
 
-class TestPgVectorStore(VectorStoreConformance, HybridSearchConformance):
-    """Every conformance test the store declares (all but diversity) on PostgreSQL."""
+class TestPgVectorStore(
+    CollectionTests,
+    WriteTests,
+    DenseSearchTests,
+    ReplaceTests,
+    ScopedDeleteTests,
+    ChunkListingTests,
+    AtomicReplaceTests,
+    GenerationTests,
+    HybridSearchTests,
+    DeclarationTests,
+):
+    """Every conformance mixin of what the store declares (not diversity, grouping, search
+    filters or relevance) on PostgreSQL."""
 
     async def test_identifiers_match_as_wholes(self, store: Any) -> None:
         pytest.skip(

@@ -17,9 +17,23 @@ from qdrant_client import AsyncQdrantClient, models
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.rag.store.qdrant.store import TENANT_PAYLOAD_KEY
 from archivist.rag.store.tenant import TENANT_KEY
-from archivist.testing.hybrid_store import DiversitySearchConformance, HybridSearchConformance
-from archivist.testing.search_store import GroupingConformance, SearchFilterConformance
-from archivist.testing.store import DIMENSIONS, VectorStoreConformance, record, unit
+from archivist.testing.hybrid_store import DiversityTests, HybridSearchTests
+from archivist.testing.search_store import GroupingTests, SearchFilterTests
+from archivist.testing.store import (
+    DIMENSIONS,
+    AtomicReplaceTests,
+    ChunkListingTests,
+    CollectionTests,
+    DeclarationTests,
+    DenseSearchTests,
+    GenerationTests,
+    RelevanceTests,
+    ReplaceTests,
+    ScopedDeleteTests,
+    WriteTests,
+    record,
+    unit,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect in the local Qdrant")
 
@@ -38,11 +52,20 @@ async def store(client: AsyncQdrantClient) -> AsyncIterator[QdrantStore]:
 
 
 class TestQdrantClientLocalModeAsServerStandIn(
-    VectorStoreConformance,
-    HybridSearchConformance,
-    DiversitySearchConformance,
-    GroupingConformance,
-    SearchFilterConformance,
+    CollectionTests,
+    WriteTests,
+    DenseSearchTests,
+    ReplaceTests,
+    ScopedDeleteTests,
+    ChunkListingTests,
+    AtomicReplaceTests,
+    GenerationTests,
+    RelevanceTests,
+    HybridSearchTests,
+    DiversityTests,
+    GroupingTests,
+    SearchFilterTests,
+    DeclarationTests,
     QdrantOnlyCases,
 ):
     """Every conformance test through qdrant-client, local mode standing in for a server."""

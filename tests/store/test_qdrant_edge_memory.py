@@ -16,9 +16,24 @@ from qdrant_cases import QdrantOnlyCases
 from archivist.rag.record import VectorRecord
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.rag.store.qdrant.sparse import SPARSE_VECTOR
-from archivist.testing.hybrid_store import DiversitySearchConformance, HybridSearchConformance
-from archivist.testing.search_store import GroupingConformance, SearchFilterConformance
-from archivist.testing.store import DIMENSIONS, VectorStoreConformance, record, texts, unit
+from archivist.testing.hybrid_store import DiversityTests, HybridSearchTests
+from archivist.testing.search_store import GroupingTests, SearchFilterTests
+from archivist.testing.store import (
+    DIMENSIONS,
+    AtomicReplaceTests,
+    ChunkListingTests,
+    CollectionTests,
+    DeclarationTests,
+    DenseSearchTests,
+    GenerationTests,
+    RelevanceTests,
+    ReplaceTests,
+    ScopedDeleteTests,
+    WriteTests,
+    record,
+    texts,
+    unit,
+)
 
 
 @pytest.fixture
@@ -28,14 +43,24 @@ async def store() -> AsyncIterator[QdrantStore]:
 
 
 class TestQdrantEdgeMemory(
-    VectorStoreConformance,
-    HybridSearchConformance,
-    DiversitySearchConformance,
-    GroupingConformance,
-    SearchFilterConformance,
+    CollectionTests,
+    WriteTests,
+    DenseSearchTests,
+    ReplaceTests,
+    ScopedDeleteTests,
+    ChunkListingTests,
+    AtomicReplaceTests,
+    GenerationTests,
+    RelevanceTests,
+    HybridSearchTests,
+    DiversityTests,
+    GroupingTests,
+    SearchFilterTests,
+    DeclarationTests,
     QdrantOnlyCases,
 ):
-    """Every conformance test against the in-process engine in a temporary directory."""
+    """Every conformance mixin (Qdrant declares every capability) against the in-process
+    engine in a temporary directory."""
 
 
 def clustered(count: int, dimensions: int, seed: int = 7) -> np.ndarray:

@@ -15,8 +15,17 @@ from test_qdrant_edge_memory import clustered, edge_info, vector_records
 
 from archivist.rag.store.file_lock import StoreLockedError
 from archivist.rag.store.qdrant import QdrantStore
-from archivist.testing.hybrid_store import DiversitySearchConformance, HybridSearchConformance
-from archivist.testing.store import DIMENSIONS, VectorStoreConformance, batches, record, texts, unit
+from archivist.testing.hybrid_store import DiversityTests, HybridSearchTests
+from archivist.testing.store import (
+    DIMENSIONS,
+    AtomicReplaceTests,
+    GenerationTests,
+    VectorStoreConformance,
+    batches,
+    record,
+    texts,
+    unit,
+)
 
 
 @pytest.fixture
@@ -26,9 +35,16 @@ async def store(tmp_path: Path) -> AsyncIterator[QdrantStore]:
 
 
 class TestQdrantEdgePath(
-    VectorStoreConformance, HybridSearchConformance, DiversitySearchConformance, QdrantOnlyCases
+    VectorStoreConformance,
+    AtomicReplaceTests,
+    GenerationTests,
+    HybridSearchTests,
+    DiversityTests,
+    QdrantOnlyCases,
 ):
-    """Every conformance test against the in-process engine persisting under a directory."""
+    """The conformance mixins that touch the disk against the engine persisting under a
+    directory; the search-only ones (grouping, filters, relevance) run on `:memory:`, the same
+    engine."""
 
 
 async def test_data_indexes_and_shape_survive_reopening(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
-"""Hybrid (dense + BM25) and diversity search conformance for stores that offer them.
+"""Conformance mixins for hybrid (dense + BM25) and diversity search, for stores declaring them.
 
-A backend's test class mixes `HybridSearchConformance` in beside `VectorStoreConformance`; it
-uses the same `store` fixture (an entered store, Cosine distance).
+A store's test class mixes `HybridSearchTests` (capability `search_modes` with "sparse" and
+"hybrid") and `DiversityTests` (`diversity`) in beside the core mixins of
+`archivist.testing.store`; they use the same `store` fixture (an entered store, Cosine distance).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pytest
 from archivist.message import Base64Source, DataBlock
 from archivist.rag.document import Chunk
 from archivist.rag.record import VectorRecord
-from archivist.testing.store import DIMENSIONS, record, unit
+from archivist.testing.store import DIMENSIONS, StoreTests, record, unit
 
 TEXTS = {
     "pandas": "Giant pandas live in the bamboo forests of Sichuan and eat bamboo all day.",
@@ -43,8 +44,13 @@ async def _fill(store: Any, collection: str = "docs", **metadata: str) -> None:
     )
 
 
-class HybridSearchConformance:
+class HybridSearchTests(StoreTests):
     """Sparse and hybrid search: BM25 vectors written with each text chunk, fused in the engine."""
+
+    capability = "search_modes"
+
+    async def test_the_store_declares_sparse_and_hybrid_search(self, store: Any) -> None:
+        assert store.capabilities.search_modes == {"dense", "sparse", "hybrid"}
 
     async def test_new_collections_offer_every_mode(self, store: Any) -> None:
         await store.create_collection("docs", DIMENSIONS)
@@ -188,8 +194,13 @@ class HybridSearchConformance:
             assert hybrid[0].document_id == wanted, (query, [h.document_id for h in hybrid])
 
 
-class DiversitySearchConformance:
+class DiversityTests(StoreTests):
     """Maximal marginal relevance (`diversity`) in the engine, for dense and hybrid search."""
+
+    capability = "diversity"
+
+    async def test_the_store_declares_diversity(self, store: Any) -> None:
+        assert store.capabilities.diversity, "the store does not declare diversity"
 
     async def _near_duplicates(self, store: Any) -> None:
         await store.create_collection("docs", DIMENSIONS)

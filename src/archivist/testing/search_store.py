@@ -1,15 +1,16 @@
-"""Conformance for the search capabilities a store may declare beyond the contract.
+"""Conformance mixins for the search capabilities `grouping` and `search_filter`.
 
-`GroupingConformance` is for stores with `supports_grouping` (`max_per_document` done by the
-engine or by paging). A backend's test class mixes these in beside `VectorStoreConformance`;
-they use the same `store` fixture (an entered store, Cosine distance).
+`GroupingTests` is for stores declaring `grouping` (`max_per_document` done by the engine or by
+paging), `SearchFilterTests` for `search_filter`. A store's test class mixes them in beside the
+core mixins of `archivist.testing.store`; they use the same `store` fixture (an entered store,
+Cosine distance).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from archivist.testing.store import DIMENSIONS, record, unit
+from archivist.testing.store import DIMENSIONS, StoreTests, record, unit
 
 
 async def _one_long_document(store: Any, collection: str = "docs") -> None:
@@ -26,8 +27,13 @@ async def _one_long_document(store: Any, collection: str = "docs") -> None:
     await store.insert(collection, long + others)
 
 
-class GroupingConformance:
+class GroupingTests(StoreTests):
     """`max_per_document`: at most that many chunks per document, and still `top_k` of them."""
+
+    capability = "grouping"
+
+    async def test_the_store_declares_grouping(self, store: Any) -> None:
+        assert store.capabilities.grouping, "the store does not declare grouping"
 
     async def test_one_per_document_still_fills_top_k(self, store: Any) -> None:
         await _one_long_document(store)
@@ -141,8 +147,13 @@ async def _ids(store: Any, search_filter: Any, top_k: int = 20, **extra: Any) ->
     return sorted({hit.document_id for hit in hits})
 
 
-class SearchFilterConformance:
+class SearchFilterTests(StoreTests):
     """`search_filter`: paths, types, since and metadata ranges, applied before ranking."""
+
+    capability = "search_filter"
+
+    async def test_the_store_declares_search_filters(self, store: Any) -> None:
+        assert store.capabilities.search_filter, "the store does not declare search_filter"
 
     async def test_path_globs_match_file_names_or_whole_paths(self, store: Any) -> None:
         await _files(store)

@@ -1,9 +1,13 @@
-"""The conformance suite every `VectorStoreBase` passes, in the style of Haystack's store tests.
+"""The conformance suite of `VectorStoreBase`, one mixin per part of the contract.
 
-A store's test module subclasses `VectorStoreConformance` in a `Test...` class and provides a
-`store` fixture yielding an entered store (Cosine distance). The base class is not named `Test...`,
-so pytest collects it only through such subclasses. Limits of one engine (e.g. Qdrant's 64-bit
-integer index) are tested with that engine, not here.
+A store's test module combines the mixins of what it offers in a `Test...` class and provides a
+`store` fixture yielding an entered store (Cosine distance). Every store takes the core mixins
+(`CollectionTests`, `WriteTests`, `DenseSearchTests`, `ReplaceTests`); each capability a store
+declares in `StoreCapabilities` has its own mixin, which first checks the declaration, so a store
+opts in by inheriting and nothing is skipped. `DeclarationTests` checks that the mixins combined
+are exactly the capabilities declared. The mixins are not named `Test...`, so pytest collects them
+only through such subclasses. Limits of one engine (e.g. Qdrant's 64-bit integer index) are
+tested with that engine, not here.
 """
 
 from __future__ import annotations
@@ -11,14 +15,15 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 from archivist.message import Base64Source, DataBlock, TextBlock, URLSource
 from archivist.rag.document import Chunk
 from archivist.rag.record import VectorRecord
-from archivist.rag.store.base import VectorStoreBase
+from archivist.rag.store.base import MetadataFilter, VectorStoreBase
+from archivist.rag.store.capabilities import StoreCapabilities
 
 DIMENSIONS = 4
 
@@ -74,8 +79,35 @@ def texts(chunks: Sequence[Chunk]) -> list[str]:
     return [chunk.content.text for chunk in chunks if isinstance(chunk.content, TextBlock)]
 
 
-class VectorStoreConformance:
-    """Behaviour every VectorStoreBase must show. Subclasses provide the `store` fixture."""
+async def document_texts(
+    store: VectorStoreBase,
+    collection: str,
+    document_id: str,
+    metadata_filter: MetadataFilter | None = None,
+) -> list[str]:
+    """The texts of `document_id`'s stored chunks in chunk order, read through `search` (so
+    stores without chunk listing can be checked too)."""
+    hits = await store.search(collection, unit(0), 1000, metadata_filter)
+    chunks = sorted(
+        (hit.chunk for hit in hits if hit.document_id == document_id),
+        key=lambda chunk: (chunk.chunk_index, texts([chunk])),
+    )
+    return texts(chunks)
+
+
+def declared(capabilities: StoreCapabilities) -> set[str]:
+    """The names of the capabilities declared ("search_modes" when more than dense)."""
+    names = {name for name, value in capabilities if value is True}
+    if capabilities.search_modes != {"dense"}:
+        names.add("search_modes")
+    return names
+
+
+class StoreTests:
+    """What every mixin shares: the `docs` collection. Subclasses provide the `store` fixture."""
+
+    capability: ClassVar[str | None] = None
+    """The `StoreCapabilities` field the mixin tests (None: the core contract)."""
 
     @pytest.fixture
     async def docs(self, store: VectorStoreBase) -> str:
@@ -83,7 +115,9 @@ class VectorStoreConformance:
         await store.create_collection("docs", DIMENSIONS)
         return "docs"
 
-    # Collections
+
+class CollectionTests(StoreTests):
+    """Creating, checking and dropping collections."""
 
     async def test_created_collection_exists_with_its_dimensions(
         self, store: VectorStoreBase
@@ -150,7 +184,133 @@ class VectorStoreConformance:
             f"d{n}" for n in range(12)
         )
 
-    # Insert and search
+
+class WriteTests(StoreTests):
+    """Inserting, listing documents and deleting whole documents."""
+
+    async def test_data_block_chunks_round_trip(self, store: VectorStoreBase, docs: str) -> None:
+        inline = DataBlock(
+            source=Base64Source(data="iVBORw0KGgo=", media_type="image/png"), name="p"
+        )
+        linked = DataBlock(
+            source=URLSource(url="https://example.org/a.jpg", media_type="image/jpeg")
+        )
+        images = [
+            VectorRecord(
+                vector=unit(axis),
+                document_id="deck",
+                chunk=Chunk(content=block, source="deck.pptx", chunk_index=axis, total_chunks=2),
+            )
+            for axis, block in enumerate([inline, linked])
+        ]
+        await store.insert(docs, images)
+        for image in images:
+            [hit] = await store.search(docs, image.vector, top_k=1)
+            assert hit.chunk == image.chunk
+
+    async def test_empty_insert_does_nothing(self, store: VectorStoreBase, docs: str) -> None:
+        await store.insert(docs, [])
+        await store.insert("never-made", [])
+        assert await store.list_documents(docs) == []
+        assert not await store.has_collection("never-made")
+
+    async def test_insert_into_a_missing_collection_fails(self, store: VectorStoreBase) -> None:
+        with pytest.raises(ValueError, match="never-made"):
+            await store.insert("never-made", [record("a", 0)])
+
+    @pytest.mark.parametrize(
+        "bad_vector",
+        [[1.0, 0.0, 0.0], [1.0] * (DIMENSIONS + 1), [math.nan, 0, 0, 0], [0, math.inf, 0, 0]],
+    )
+    async def test_an_invalid_vector_rejects_the_whole_batch(
+        self, store: VectorStoreBase, docs: str, bad_vector: list[float]
+    ) -> None:
+        await store.insert(docs, [record("kept", 0)])
+        batch = [record("new", 0), record("new", 1, bad_vector), record("new", 2)]
+        with pytest.raises(ValueError, match=r"records\[1\].*'new'"):
+            await store.insert(docs, batch)
+        assert [summary.document_id for summary in await store.list_documents(docs)] == ["kept"]
+
+    async def test_delete_removes_every_chunk_of_the_document_only(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        await store.insert(docs, [record("gone", n) for n in range(3)] + [record("kept", 0)])
+        await store.delete(docs, "gone")
+        assert [summary.document_id for summary in await store.list_documents(docs)] == ["kept"]
+        assert await document_texts(store, docs, "gone") == []
+
+    async def test_listing_after_deleting_one_of_several_multi_chunk_documents(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        await store.insert(
+            docs, [record("a", n) for n in range(3)] + [record("b", n) for n in range(2)]
+        )
+        await store.delete(docs, "a")
+        [summary] = await store.list_documents(docs)
+        assert (summary.document_id, summary.chunk_count) == ("b", 2)
+
+    async def test_deleting_what_is_not_there_does_nothing(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        await store.insert(docs, [record("kept", 0)])
+        await store.delete(docs, "never-written")
+        await store.delete("never-made", "x")
+        assert len(await store.list_documents(docs)) == 1
+
+    async def test_list_documents_counts_chunks_and_summarises_from_chunk_zero(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        await store.insert(
+            docs,
+            [
+                record("manual", 2, source="manual-v2.pdf", page=3),
+                record("manual", 0, source="manual.pdf", page=1),
+                record("manual", 1, source="manual.pdf", page=2),
+                record("note", 0, total=1, source="note.md"),
+            ],
+        )
+        summaries = {summary.document_id: summary for summary in await store.list_documents(docs)}
+        assert set(summaries) == {"manual", "note"}
+        assert summaries["manual"].chunk_count == 3
+        assert summaries["manual"].source == "manual.pdf"
+        assert summaries["manual"].metadata == {"page": 1}
+        assert summaries["note"].chunk_count == 1
+        assert summaries["note"].source == "note.md"
+
+    async def test_list_documents_within_a_filter(self, store: VectorStoreBase, docs: str) -> None:
+        await store.insert(
+            docs,
+            [record("a1", 0, tenant="a"), record("a1", 1, tenant="a"), record("b1", 0, tenant="b")],
+        )
+        [summary] = await store.list_documents(docs, metadata_filter={"tenant": "a"})
+        assert (summary.document_id, summary.chunk_count) == ("a1", 2)
+        assert await store.list_documents("never-made") == []
+
+    async def test_one_documents_summary_agrees_with_the_listing(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        await store.insert(
+            docs,
+            [
+                record("manual", 1, source="manual.pdf", page=2, tenant="a"),
+                record("manual", 0, source="manual.pdf", page=1, tenant="a"),
+                record("note", 0, total=1, source="note.md", tenant="a"),
+            ],
+        )
+        await store.insert(docs, [record("manual", 0, source="other.pdf", page=9, tenant="b")])
+        within = {"tenant": "a"}
+        summary = await store.document_summary(docs, "manual", within)
+        listed = {s.document_id: s for s in await store.list_documents(docs, within)}
+        assert summary == listed["manual"]
+        assert summary is not None and summary.chunk_count == 2
+        assert summary.metadata == {"page": 1, "tenant": "a"}
+        assert await store.document_summary(docs, "note", {"tenant": "b"}) is None
+        assert await store.document_summary(docs, "absent") is None
+        assert await store.document_summary("never-made", "manual") is None
+
+
+class DenseSearchTests(StoreTests):
+    """Dense search by vector within a metadata filter, with the argument checks."""
 
     async def test_search_ranks_by_similarity_best_first(
         self, store: VectorStoreBase, docs: str
@@ -201,52 +361,6 @@ class VectorStoreConformance:
         [found] = await store.search(docs, stored.vector, top_k=1)
         assert found.document_id == "a"
         assert found.chunk == stored.chunk
-
-    async def test_data_block_chunks_round_trip(self, store: VectorStoreBase, docs: str) -> None:
-        inline = DataBlock(
-            source=Base64Source(data="iVBORw0KGgo=", media_type="image/png"), name="p"
-        )
-        linked = DataBlock(
-            source=URLSource(url="https://example.org/a.jpg", media_type="image/jpeg")
-        )
-        images = [
-            VectorRecord(
-                vector=unit(axis),
-                document_id="deck",
-                chunk=Chunk(content=block, source="deck.pptx", chunk_index=axis, total_chunks=2),
-            )
-            for axis, block in enumerate([inline, linked])
-        ]
-        await store.insert(docs, images)
-        chunks = await store.list_chunks(docs, "deck")
-        assert [chunk.content for chunk in chunks] == [inline, linked]
-        [hit] = await store.search(docs, unit(1), top_k=1)
-        assert hit.chunk == images[1].chunk
-
-    async def test_empty_insert_does_nothing(self, store: VectorStoreBase, docs: str) -> None:
-        await store.insert(docs, [])
-        await store.insert("never-made", [])
-        assert await store.list_documents(docs) == []
-        assert not await store.has_collection("never-made")
-
-    async def test_insert_into_a_missing_collection_fails(self, store: VectorStoreBase) -> None:
-        with pytest.raises(ValueError, match="never-made"):
-            await store.insert("never-made", [record("a", 0)])
-
-    @pytest.mark.parametrize(
-        "bad_vector",
-        [[1.0, 0.0, 0.0], [1.0] * (DIMENSIONS + 1), [math.nan, 0, 0, 0], [0, math.inf, 0, 0]],
-    )
-    async def test_an_invalid_vector_rejects_the_whole_batch(
-        self, store: VectorStoreBase, docs: str, bad_vector: list[float]
-    ) -> None:
-        await store.insert(docs, [record("kept", 0)])
-        batch = [record("new", 0), record("new", 1, bad_vector), record("new", 2)]
-        with pytest.raises(ValueError, match=r"records\[1\].*'new'"):
-            await store.insert(docs, batch)
-        assert [summary.document_id for summary in await store.list_documents(docs)] == ["kept"]
-
-    # Metadata filters
 
     async def test_filters_are_type_strict(self, store: VectorStoreBase, docs: str) -> None:
         await store.insert(
@@ -307,8 +421,8 @@ class VectorStoreConformance:
         with pytest.raises(ValueError, match="'k'"):
             await store.search(docs, unit(0), metadata_filter=bad_filter)
         with pytest.raises(ValueError, match="'k'"):
-            await store.delete(docs, "a", metadata_filter=bad_filter)
-        assert len(await store.list_chunks(docs, "a")) == 1
+            await store.list_documents(docs, metadata_filter=bad_filter)
+        assert await document_texts(store, docs, "a") == ["a#0"]
 
     @pytest.mark.parametrize("bad_key", ["", 7])
     async def test_unsupported_filter_keys_are_rejected(
@@ -317,93 +431,152 @@ class VectorStoreConformance:
         with pytest.raises(ValueError, match="metadata_filter key"):
             await store.list_documents(docs, metadata_filter={bad_key: "v"})
 
-    # Delete
 
-    async def test_delete_removes_every_chunk_of_the_document_only(
-        self, store: VectorStoreBase, docs: str
-    ) -> None:
-        await store.insert(docs, [record("gone", n) for n in range(3)] + [record("kept", 0)])
-        await store.delete(docs, "gone")
-        assert [summary.document_id for summary in await store.list_documents(docs)] == ["kept"]
-        assert await store.list_chunks(docs, "gone") == []
+class ReplaceTests(StoreTests):
+    """`replace_document`: the new version whole, or the old one untouched (the base
+    class's default passes these)."""
 
-    async def test_listing_after_deleting_one_of_several_multi_chunk_documents(
+    async def test_replace_document_leaves_no_stale_chunks(
         self, store: VectorStoreBase, docs: str
     ) -> None:
         await store.insert(
-            docs, [record("a", n) for n in range(3)] + [record("b", n) for n in range(2)]
+            docs, [record("d", n, unit(1), total=5, text=f"old {n}") for n in range(5)]
         )
-        await store.delete(docs, "a")
-        [summary] = await store.list_documents(docs)
-        assert (summary.document_id, summary.chunk_count) == ("b", 2)
+        new = [record("d", n, unit(0), total=2, text=f"new {n}") for n in range(2)]
+        written = await store.replace_document(docs, "d", batches(new[:1], new[1:]))
+        assert written == 2
+        assert await document_texts(store, docs, "d") == ["new 0", "new 1"]
+        assert [(s.document_id, s.chunk_count) for s in await store.list_documents(docs)] == [
+            ("d", 2)
+        ]
+        hits = await store.search(docs, unit(1), top_k=10)
+        assert sorted(texts([hit.chunk for hit in hits])) == ["new 0", "new 1"]
+
+    async def test_a_failing_batch_source_leaves_the_old_version_whole(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        old = [record("d", n, text=f"old {n}") for n in range(3)]
+        await store.insert(docs, old)
+        new = [record("d", n, text=f"new {n}") for n in range(2)]
+        with pytest.raises(RuntimeError, match="went away"):
+            await store.replace_document(docs, "d", failing_after(new[:1], new[1:]))
+        assert await document_texts(store, docs, "d") == ["old 0", "old 1", "old 2"]
+        assert [s.chunk_count for s in await store.list_documents(docs)] == [3]
+
+    async def test_an_invalid_later_batch_leaves_the_old_version_whole(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        await store.insert(docs, [record("d", n, text=f"old {n}") for n in range(2)])
+        good = [record("d", 0, text="new 0")]
+        bad = [record("d", 1, [math.nan] * DIMENSIONS, text="new 1")]
+        with pytest.raises(ValueError, match="records"):
+            await store.replace_document(docs, "d", batches(good, bad))
+        assert await document_texts(store, docs, "d") == ["old 0", "old 1"]
+
+    async def test_replace_document_refuses_foreign_records(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        await store.insert(docs, [record("d", 0, text="old")])
+        with pytest.raises(ValueError, match="another document"):
+            await store.replace_document(docs, "d", batches([record("e", 0)]))
+        with pytest.raises(ValueError, match="twice"):
+            await store.replace_document(docs, "d", batches([record("d", 0)], [record("d", 0)]))
+        assert await document_texts(store, docs, "d") == ["old"]
+        assert [s.document_id for s in await store.list_documents(docs)] == ["d"]
+
+    async def test_replace_document_with_nothing_removes_the_document(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        await store.insert(docs, [record("d", 0), record("kept", 0)])
+        assert await store.replace_document(docs, "d", batches()) == 0
+        assert [summary.document_id for summary in await store.list_documents(docs)] == ["kept"]
+
+    async def test_concurrent_replacements_of_one_document_leave_one_whole_version(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        def version(name: str) -> AsyncIterator[list[VectorRecord]]:
+            groups = [[record("d", n, total=6, text=f"{name} {n}")] for n in range(6)]
+            return batches(*groups)
+
+        await asyncio.gather(
+            store.replace_document(docs, "d", version("first")),
+            store.replace_document(docs, "d", version("second")),
+        )
+        names = {text.split()[0] for text in await document_texts(store, docs, "d")}
+        assert len(names) == 1
+        assert len(await document_texts(store, docs, "d")) == 6
+
+
+class ScopedDeleteTests(StoreTests):
+    """`scoped_delete`: deletes and replaces within a metadata filter, so tenants share a
+    collection."""
+
+    capability = "scoped_delete"
+
+    async def test_the_store_declares_scoped_delete(self, store: VectorStoreBase) -> None:
+        assert store.capabilities.scoped_delete, "the store does not declare scoped_delete"
 
     async def test_delete_with_a_filter_touches_only_matching_chunks(
         self, store: VectorStoreBase, docs: str
     ) -> None:
         await store.insert(docs, [record("x", 0, tenant="a"), record("x", 1, tenant="b")])
         await store.delete(docs, "x", metadata_filter={"tenant": "a"})
-        assert [chunk.metadata for chunk in await store.list_chunks(docs, "x")] == [{"tenant": "b"}]
+        hits = await store.search(docs, unit(0), top_k=10)
+        assert [hit.chunk.metadata for hit in hits] == [{"tenant": "b"}]
 
-    async def test_deleting_what_is_not_there_does_nothing(
+    @pytest.mark.parametrize("bad_filter", [{"k": 1.5}, {"k": ["a"]}, {"k": {"x": 1}}])
+    async def test_a_delete_with_an_unsupported_filter_is_rejected_naming_the_key(
+        self, store: VectorStoreBase, docs: str, bad_filter: dict[str, Any]
+    ) -> None:
+        await store.insert(docs, [record("a", 0, k="v")])
+        with pytest.raises(ValueError, match="'k'"):
+            await store.delete(docs, "a", metadata_filter=bad_filter)
+        assert await document_texts(store, docs, "a") == ["a#0"]
+
+    async def test_a_scoped_replace_refuses_records_outside_the_scope(
         self, store: VectorStoreBase, docs: str
     ) -> None:
-        await store.insert(docs, [record("kept", 0)])
-        await store.delete(docs, "never-written")
-        await store.delete("never-made", "x")
-        assert len(await store.list_documents(docs)) == 1
+        await store.insert(docs, [record("d", 0, tenant="a", text="old")])
+        with pytest.raises(ValueError, match="another document"):
+            await store.replace_document(
+                docs, "d", batches([record("e", 0, tenant="a")]), {"tenant": "a"}
+            )
+        with pytest.raises(ValueError, match="metadata_filter"):
+            await store.replace_document(
+                docs, "d", batches([record("d", 0, tenant="b")]), {"tenant": "a"}
+            )
+        assert await document_texts(store, docs, "d") == ["old"]
+        assert await store.list_documents(docs, {"tenant": "b"}) == []
 
-    # Listing
-
-    async def test_list_documents_counts_chunks_and_summarises_from_chunk_zero(
+    async def test_tenants_sharing_a_collection_and_a_document_id_stay_apart(
         self, store: VectorStoreBase, docs: str
     ) -> None:
-        await store.insert(
-            docs,
-            [
-                record("manual", 2, source="manual-v2.pdf", page=3),
-                record("manual", 0, source="manual.pdf", page=1),
-                record("manual", 1, source="manual.pdf", page=2),
-                record("note", 0, total=1, source="note.md"),
-            ],
-        )
-        summaries = {summary.document_id: summary for summary in await store.list_documents(docs)}
-        assert set(summaries) == {"manual", "note"}
-        assert summaries["manual"].chunk_count == 3
-        assert summaries["manual"].source == "manual.pdf"
-        assert summaries["manual"].metadata == {"page": 1}
-        assert summaries["note"].chunk_count == 1
-        assert summaries["note"].source == "note.md"
+        tenant_a, tenant_b = {"tenant": "a"}, {"tenant": "b"}
+        a_chunks = [record("x", n, unit(0), text=f"a {n}", tenant="a") for n in range(3)]
+        b_chunks = [record("x", n, unit(0), text=f"b {n}", tenant="b") for n in range(2)]
+        await store.replace_document(docs, "x", batches(a_chunks), tenant_a)
+        await store.replace_document(docs, "x", batches(b_chunks), tenant_b)
 
-    async def test_list_documents_within_a_filter(self, store: VectorStoreBase, docs: str) -> None:
-        await store.insert(
-            docs,
-            [record("a1", 0, tenant="a"), record("a1", 1, tenant="a"), record("b1", 0, tenant="b")],
-        )
-        [summary] = await store.list_documents(docs, metadata_filter={"tenant": "a"})
-        assert (summary.document_id, summary.chunk_count) == ("a1", 2)
-        assert await store.list_documents("never-made") == []
+        assert await document_texts(store, docs, "x", tenant_a) == ["a 0", "a 1", "a 2"]
+        hits = await store.search(docs, unit(0), top_k=10, metadata_filter=tenant_b)
+        assert sorted(texts([hit.chunk for hit in hits])) == ["b 0", "b 1"]
+        [summary] = await store.list_documents(docs, tenant_b)
+        assert (summary.document_id, summary.chunk_count, summary.metadata) == ("x", 2, tenant_b)
 
-    async def test_one_documents_summary_agrees_with_the_listing(
-        self, store: VectorStoreBase, docs: str
-    ) -> None:
-        await store.insert(
-            docs,
-            [
-                record("manual", 1, source="manual.pdf", page=2, tenant="a"),
-                record("manual", 0, source="manual.pdf", page=1, tenant="a"),
-                record("note", 0, total=1, source="note.md", tenant="a"),
-            ],
-        )
-        await store.insert(docs, [record("manual", 0, source="other.pdf", page=9, tenant="b")])
-        within = {"tenant": "a"}
-        summary = await store.document_summary(docs, "manual", within)
-        listed = {s.document_id: s for s in await store.list_documents(docs, within)}
-        assert summary == listed["manual"]
-        assert summary is not None and summary.chunk_count == 2
-        assert summary.metadata == {"page": 1, "tenant": "a"}
-        assert await store.document_summary(docs, "note", {"tenant": "b"}) is None
-        assert await store.document_summary(docs, "absent") is None
-        assert await store.document_summary("never-made", "manual") is None
+        await store.replace_document(docs, "x", batches(a_chunks[:1]), tenant_a)
+        assert await document_texts(store, docs, "x", tenant_b) == ["b 0", "b 1"]
+        await store.delete(docs, "x", tenant_a)
+        assert await document_texts(store, docs, "x", tenant_a) == []
+        assert await document_texts(store, docs, "x", tenant_b) == ["b 0", "b 1"]
+
+
+class ChunkListingTests(StoreTests):
+    """`chunk_listing`: paging through a document's chunks and windows of them."""
+
+    capability = "chunk_listing"
+
+    async def test_the_store_declares_chunk_listing(self, store: VectorStoreBase) -> None:
+        assert store.capabilities.chunk_listing, "the store does not declare chunk_listing"
 
     async def test_list_chunks_in_order_with_offset_and_limit(
         self, store: VectorStoreBase, docs: str
@@ -447,112 +620,173 @@ class VectorStoreConformance:
         with pytest.raises(ValueError, match=r"offset|limit"):
             await store.list_chunks(docs, "d", offset=offset, limit=limit)
 
-    # Replacing a document
+    async def test_data_block_chunks_are_listed_whole(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        inline = DataBlock(
+            source=Base64Source(data="iVBORw0KGgo=", media_type="image/png"), name="p"
+        )
+        linked = DataBlock(
+            source=URLSource(url="https://example.org/a.jpg", media_type="image/jpeg")
+        )
+        await store.insert(
+            docs,
+            [
+                VectorRecord(
+                    vector=unit(axis),
+                    document_id="deck",
+                    chunk=Chunk(
+                        content=block, source="deck.pptx", chunk_index=axis, total_chunks=2
+                    ),
+                )
+                for axis, block in enumerate([inline, linked])
+            ],
+        )
+        chunks = await store.list_chunks(docs, "deck")
+        assert [chunk.content for chunk in chunks] == [inline, linked]
 
-    async def test_replace_document_leaves_no_stale_chunks(
+
+class AtomicReplaceTests(StoreTests):
+    """`atomic_replace`: the new version is written beside the old one, which stays whole and
+    readable until the new one is complete."""
+
+    capability = "atomic_replace"
+
+    async def test_the_store_declares_atomic_replace(self, store: VectorStoreBase) -> None:
+        assert store.capabilities.atomic_replace, "the store does not declare atomic_replace"
+
+    async def test_readers_see_a_whole_version_throughout_a_replace(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        old = [f"old {n}" for n in range(3)]
+        new = [f"new {n}" for n in range(3)]
+        await store.insert(docs, [record("d", n, total=3, text=old[n]) for n in range(3)])
+        seen: list[list[str]] = []
+
+        async def slowly() -> AsyncIterator[list[VectorRecord]]:
+            for n in range(3):
+                seen.append(await document_texts(store, docs, "d"))
+                yield [record("d", n, total=3, text=new[n])]
+
+        replacing = asyncio.ensure_future(store.replace_document(docs, "d", slowly()))
+        while not replacing.done():
+            seen.append(await document_texts(store, docs, "d"))
+            await asyncio.sleep(0)
+        assert await replacing == 3
+        for observed in seen:
+            assert set(old) <= set(observed) or set(new) <= set(observed), observed
+        assert await document_texts(store, docs, "d") == new
+
+    async def test_a_cancelled_replace_leaves_the_old_version(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        await store.insert(docs, [record("d", n, text=f"old {n}") for n in range(3)])
+        started = asyncio.Event()
+
+        async def stalls() -> AsyncIterator[list[VectorRecord]]:
+            yield [record("d", 0, text="new 0")]
+            started.set()
+            await asyncio.Event().wait()
+            yield [record("d", 1, text="new 1")]
+
+        replacing = asyncio.ensure_future(store.replace_document(docs, "d", stalls()))
+        await started.wait()
+        await asyncio.sleep(0.05)
+        replacing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await replacing
+        assert await document_texts(store, docs, "d") == ["old 0", "old 1", "old 2"]
+
+
+class GenerationTests(StoreTests):
+    """`generations`: every write of a document is told apart, for `verify` and `repair`."""
+
+    capability = "generations"
+
+    async def test_the_store_declares_generations(self, store: VectorStoreBase) -> None:
+        assert store.capabilities.generations, "the store does not declare generations"
+
+    async def test_a_replaced_document_is_one_whole_generation(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        await store.replace_document(docs, "d", batches([record("d", n) for n in range(3)]))
+        [first] = await store.document_generations(docs, document_id="d")
+        assert (first.chunk_indexes, first.total_chunks, first.complete) == ([0, 1, 2], [3], True)
+        await store.replace_document(docs, "d", batches([record("d", 0, total=1)]))
+        [second] = await store.document_generations(docs)
+        assert second.generation > first.generation
+        assert (second.document_id, second.chunk_indexes) == ("d", [0])
+
+    async def test_generations_are_listed_within_the_filter(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        await store.insert(docs, [record("x", n, tenant="a") for n in range(3)])
+        await store.insert(docs, [record("x", 0, total=1, tenant="b")])
+        [only] = await store.document_generations(docs, {"tenant": "b"})
+        assert (only.document_id, only.chunk_indexes, only.total_chunks) == ("x", [0], [1])
+        assert await store.document_generations("never-made") == []
+
+    async def test_repair_keeps_the_newest_complete_version(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        whole = [record("d", n, text=f"whole {n}") for n in range(3)]
+        await store.replace_document(docs, "d", batches(whole))
+        assert await store.repair_document(docs, "d") == []
+        # A second write holding one chunk of two: what an interrupted write leaves.
+        await store.insert(docs, [record("d", 0, total=2, text="partial", part="new")])
+        assert len(await store.document_generations(docs, document_id="d")) == 2
+        [removed] = await store.repair_document(docs, "d")
+        assert (removed.chunk_indexes, removed.total_chunks) == ([0], [2])
+        [kept] = await store.document_generations(docs, document_id="d")
+        assert kept.complete
+        assert await document_texts(store, docs, "d") == ["whole 0", "whole 1", "whole 2"]
+
+
+class RelevanceTests(StoreTests):
+    """`relevance`: hits carry a probability of relevance, higher for nearer chunks."""
+
+    capability = "relevance"
+
+    async def test_the_store_declares_relevance(self, store: VectorStoreBase) -> None:
+        assert store.capabilities.relevance, "the store does not declare relevance"
+
+    async def test_hits_carry_relevance_ordered_like_similarity(
         self, store: VectorStoreBase, docs: str
     ) -> None:
         await store.insert(
-            docs, [record("d", n, unit(1), total=5, text=f"old {n}") for n in range(5)]
+            docs,
+            [
+                record("near", 0, unit(0), total=1, text="pandas eat bamboo"),
+                record("far", 0, unit(2), total=1, text="rockets burn kerosene"),
+            ],
         )
-        new = [record("d", n, unit(0), total=2, text=f"new {n}") for n in range(2)]
-        written = await store.replace_document(docs, "d", batches(new[:1], new[1:]))
-        assert written == 2
-        assert texts(await store.list_chunks(docs, "d")) == ["new 0", "new 1"]
-        assert [(s.document_id, s.chunk_count) for s in await store.list_documents(docs)] == [
-            ("d", 2)
-        ]
-        hits = await store.search(docs, unit(1), top_k=10)
-        assert sorted(texts([hit.chunk for hit in hits])) == ["new 0", "new 1"]
+        hits = await store.search(docs, unit(0), 2, query_text="pandas bamboo")
+        assert [hit.document_id for hit in hits] == ["near", "far"]
+        near, far = (hit.relevance for hit in hits)
+        assert near is not None and far is not None
+        assert 0.0 <= far < near <= 1.0
 
-    async def test_a_failing_batch_source_leaves_the_old_version_whole(
-        self, store: VectorStoreBase, docs: str
-    ) -> None:
-        old = [record("d", n, text=f"old {n}") for n in range(3)]
-        await store.insert(docs, old)
-        new = [record("d", n, text=f"new {n}") for n in range(2)]
-        with pytest.raises(RuntimeError, match="went away"):
-            await store.replace_document(docs, "d", failing_after(new[:1], new[1:]))
-        assert texts(await store.list_chunks(docs, "d")) == ["old 0", "old 1", "old 2"]
-        assert [s.chunk_count for s in await store.list_documents(docs)] == [3]
 
-    async def test_an_invalid_later_batch_leaves_the_old_version_whole(
-        self, store: VectorStoreBase, docs: str
-    ) -> None:
-        await store.insert(docs, [record("d", n, text=f"old {n}") for n in range(2)])
-        good = [record("d", 0, text="new 0")]
-        bad = [record("d", 1, [math.nan] * DIMENSIONS, text="new 1")]
-        with pytest.raises(ValueError, match="records"):
-            await store.replace_document(docs, "d", batches(good, bad))
-        assert texts(await store.list_chunks(docs, "d")) == ["old 0", "old 1"]
+class DeclarationTests(StoreTests):
+    """The capability mixins a test class combines are exactly the capabilities its store
+    declares: nothing declared goes untested, nothing tested is undeclared."""
 
-    async def test_replace_document_refuses_foreign_records(
-        self, store: VectorStoreBase, docs: str
-    ) -> None:
-        await store.insert(docs, [record("d", 0, tenant="a", text="old")])
-        with pytest.raises(ValueError, match="another document"):
-            await store.replace_document(
-                docs, "d", batches([record("e", 0, tenant="a")]), {"tenant": "a"}
-            )
-        with pytest.raises(ValueError, match="metadata_filter"):
-            await store.replace_document(
-                docs, "d", batches([record("d", 0, tenant="b")]), {"tenant": "a"}
-            )
-        with pytest.raises(ValueError, match="twice"):
-            await store.replace_document(
-                docs,
-                "d",
-                batches([record("d", 0, tenant="a")], [record("d", 0, tenant="a")]),
-                {"tenant": "a"},
-            )
-        assert texts(await store.list_chunks(docs, "d")) == ["old"]
-        assert await store.list_documents(docs, {"tenant": "b"}) == []
+    async def test_declared_capabilities_are_the_tested_ones(self, store: VectorStoreBase) -> None:
+        tested = {
+            klass.__dict__["capability"]
+            for klass in type(self).__mro__
+            if klass.__dict__.get("capability") is not None
+        }
+        assert declared(store.capabilities) == tested
 
-    async def test_replace_document_with_nothing_removes_the_document(
-        self, store: VectorStoreBase, docs: str
-    ) -> None:
-        await store.insert(docs, [record("d", 0), record("kept", 0)])
-        assert await store.replace_document(docs, "d", batches()) == 0
-        assert [summary.document_id for summary in await store.list_documents(docs)] == ["kept"]
 
-    async def test_concurrent_replacements_of_one_document_leave_one_whole_version(
-        self, store: VectorStoreBase, docs: str
-    ) -> None:
-        def version(name: str) -> AsyncIterator[list[VectorRecord]]:
-            groups = [[record("d", n, total=6, text=f"{name} {n}")] for n in range(6)]
-            return batches(*groups)
-
-        await asyncio.gather(
-            store.replace_document(docs, "d", version("first")),
-            store.replace_document(docs, "d", version("second")),
-        )
-        names = {text.split()[0] for text in texts(await store.list_chunks(docs, "d"))}
-        assert len(names) == 1
-        assert len(await store.list_chunks(docs, "d")) == 6
-
-    # Tenants
-
-    async def test_tenants_sharing_a_collection_and_a_document_id_stay_apart(
-        self, store: VectorStoreBase, docs: str
-    ) -> None:
-        tenant_a, tenant_b = {"tenant": "a"}, {"tenant": "b"}
-        a_chunks = [record("x", n, unit(0), text=f"a {n}", tenant="a") for n in range(3)]
-        b_chunks = [record("x", n, unit(0), text=f"b {n}", tenant="b") for n in range(2)]
-        await store.replace_document(docs, "x", batches(a_chunks), tenant_a)
-        await store.replace_document(docs, "x", batches(b_chunks), tenant_b)
-
-        assert texts(await store.list_chunks(docs, "x", metadata_filter=tenant_a)) == [
-            "a 0",
-            "a 1",
-            "a 2",
-        ]
-        hits = await store.search(docs, unit(0), top_k=10, metadata_filter=tenant_b)
-        assert sorted(texts([hit.chunk for hit in hits])) == ["b 0", "b 1"]
-        [summary] = await store.list_documents(docs, tenant_b)
-        assert (summary.document_id, summary.chunk_count, summary.metadata) == ("x", 2, tenant_b)
-
-        await store.replace_document(docs, "x", batches(a_chunks[:1]), tenant_a)
-        assert texts(await store.list_chunks(docs, "x", metadata_filter=tenant_b)) == ["b 0", "b 1"]
-        await store.delete(docs, "x", tenant_a)
-        assert await store.list_chunks(docs, "x", metadata_filter=tenant_a) == []
-        assert texts(await store.list_chunks(docs, "x", metadata_filter=tenant_b)) == ["b 0", "b 1"]
+class VectorStoreConformance(
+    CollectionTests,
+    WriteTests,
+    DenseSearchTests,
+    ReplaceTests,
+    ScopedDeleteTests,
+    ChunkListingTests,
+):
+    """The core mixins with scoped delete and chunk listing: what a store kept by the
+    knowledge base's tenants needs (the suite of earlier releases, kept under its name)."""

@@ -22,6 +22,7 @@ from archivist.rag.store.base import (
     SearchMode,
     VectorStoreBase,
     delete_in_scope,
+    require_scoped_delete,
 )
 from archivist.rag.store.search_filter import SearchFilter
 from archivist.validation import (
@@ -176,9 +177,9 @@ class KnowledgeBase:
         always search the dense side. `max_per_document` keeps at most that many chunks of one
         document, so one long file cannot fill every slot; `top_k` hits still come back when
         that many documents match (the store groups by document, or deeper pages are fetched).
-        `diversity` (0..1, stores with `supports_diversity`) picks results by maximal marginal
-        relevance in the store: hits then come in that order (by rank across queries), each
-        scored by similarity. `search_filter` (a `SearchFilter` or its dict form: `paths`,
+        `diversity` (0..1, stores declaring `capabilities.diversity`) picks results by maximal
+        marginal relevance in the store: hits then come in that order (by rank across queries),
+        each scored by similarity. `search_filter` (a `SearchFilter` or its dict form: `paths`,
         `types`, `since`, `where`) narrows the search inside the store, before ranking.
         With `context` N (up to 10), each hit carries in `context` the chunks from N before
         to N after it; hits of one document whose windows overlap are merged into the better
@@ -218,6 +219,7 @@ class KnowledgeBase:
         document_id = check_document_id(document_id)
         check_non_negative_int(offset, "offset")
         check_positive_int(limit, "limit")
+        self._require(self.vector_store.capabilities.chunk_listing, "chunk_listing", "list chunks")
         await self.ensure_collection()
         return await self.vector_store.list_chunks(
             self.collection, document_id, offset, limit, self.metadata_filter
@@ -227,11 +229,8 @@ class KnowledgeBase:
     async def delete_document(self, document_id: str) -> None:
         """Remove every chunk of `document_id` in scope; absent → DocumentNotFoundError."""
         document_id = check_document_id(document_id)
-        try:
-            found = bool(await self.list_chunks(document_id, limit=1))
-        except NotImplementedError:  # a store without list_chunks: look through the summaries
-            found = any(s.document_id == document_id for s in await self.list_documents())
-        if not found:
+        require_scoped_delete(self.vector_store, self.metadata_filter)
+        if await self.get_document(document_id) is None:
             raise DocumentNotFoundError(
                 f"no document {document_id!r} in knowledge base {self.name!r}"
             )
@@ -246,6 +245,9 @@ class KnowledgeBase:
         `search` show such leftovers as they are, so run `verify` (and `repair`) after a crash.
         A write still in flight shows up as incomplete too. A full scan of chunk headers.
         """
+        self._require(
+            self.vector_store.capabilities.generations, "generations", "track document generations"
+        )
         await self.ensure_collection()
         return await integrity.verify(self.vector_store, self.collection, self.metadata_filter)
 
@@ -260,5 +262,17 @@ class KnowledgeBase:
         document ids of different tenants as one document (as `list_documents` does): repair
         through each tenant's handle there.
         """
+        self._require(
+            self.vector_store.capabilities.generations, "generations", "track document generations"
+        )
         await self.ensure_collection()
         return await integrity.repair(self.vector_store, self.collection, self.metadata_filter)
+
+    def _require(self, declared: bool, capability: str, what: str) -> None:
+        """NotImplementedError naming the store unless it declares `capability`."""
+        if not declared:
+            name = type(self.vector_store).__name__
+            raise NotImplementedError(
+                f"{name} does not {what}: it does not declare "
+                f"`capabilities = StoreCapabilities({capability}=True)`"
+            )

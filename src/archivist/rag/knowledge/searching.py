@@ -53,7 +53,6 @@ class Searcher:
     def __init__(self, target: SearchTarget) -> None:
         self._target = target
         self._hinted_dense_only = False
-        self._text_aware = False
 
     async def search(
         self,
@@ -76,19 +75,24 @@ class Searcher:
         if max_per_document is not None:
             check_positive_int(max_per_document, "max_per_document")
         check_diversity(diversity)
-        if diversity is not None and not store.supports_diversity:
+        if diversity is not None and not store.capabilities.diversity:
             raise ValueError(f"{type(store).__name__} does not support diversity (MMR) search")
         narrowing = self._check_search_filter(search_filter)
         min_relevance = check_min_relevance(min_relevance)
         check_non_negative_int(context, "context")
         if context > MAX_CONTEXT:
             raise ValueError(f"context must be at most {MAX_CONTEXT}, got {context}")
+        if context and not store.capabilities.chunk_listing:
+            raise ValueError(
+                f"{type(store).__name__} cannot list chunks (it does not declare "
+                "chunk_listing), so search context is not available"
+            )
         usable = self._usable_queries(queries)
         if not usable:
             return []
         await self._target.ensure_collection()
         chosen = await self._search_mode(mode, score_threshold)
-        grouped = max_per_document is not None and diversity is None and store.supports_grouping
+        grouped = max_per_document is not None and diversity is None and store.capabilities.grouping
         depth = top_k if max_per_document is None or grouped else top_k * COLLAPSE_FANOUT
         while True:
             hits_per_query = await self._run_queries(
@@ -137,9 +141,7 @@ class Searcher:
         target = self._target
         store = target.vector_store
         supported = await store.search_modes(target.collection)
-        offers_modes = type(store).search_modes is not VectorStoreBase.search_modes
-        # Such a store also takes the query's text in dense mode (for `relevance`).
-        self._text_aware = offers_modes and "sparse" in supported
+        offers_modes = store.capabilities.search_modes != {"dense"}
         if mode is not None:
             check_search_mode(mode)
             if mode not in supported:
@@ -202,29 +204,31 @@ class Searcher:
         if to_embed:
             vectors = list((await model(to_embed, input_type="query")).embeddings)
         embedded = iter(vectors)
-        extra: dict[str, Any] = {} if diversity is None else {"diversity": diversity}
-        if max_per_document is not None:
-            extra["max_per_document"] = max_per_document
-        if search_filter is not None:
-            extra["search_filter"] = search_filter
-        if target.metadata_filter is not None:  # by keyword, and only when there is one
-            extra["metadata_filter"] = target.metadata_filter
         store = target.vector_store
         searches = []
         for _, text, query_mode in plan:
             vector = None if query_mode == "sparse" else next(embedded)
-            if query_mode == "dense" and (text is None or not self._text_aware):
-                assert vector is not None
-                searches.append(store.search(target.collection, vector, depth, **extra))
-            else:
+            if store.capabilities.search_options:
                 searches.append(
-                    store.search(  # type: ignore[call-arg]
+                    store.search(
                         target.collection,
-                        vector,  # type: ignore[arg-type]
+                        vector,
                         depth,
+                        target.metadata_filter,
                         query_text=text,
                         mode=query_mode,
-                        **extra,
+                        diversity=diversity,
+                        max_per_document=max_per_document,
+                        search_filter=search_filter,
+                    )
+                )
+            elif target.metadata_filter is None:
+                # The minimal store: its search may take only these (AgentScope's skeleton).
+                searches.append(store.search(target.collection, vector, depth))
+            else:
+                searches.append(
+                    store.search(
+                        target.collection, vector, depth, metadata_filter=target.metadata_filter
                     )
                 )
         return list(await asyncio.gather(*searches))
@@ -245,7 +249,7 @@ class Searcher:
         if search_filter.is_empty:
             return None
         store = self._target.vector_store
-        if not store.supports_search_filter:
+        if not store.capabilities.search_filter:
             raise ValueError(
                 f"{type(store).__name__} does not support search filters "
                 "(paths, types, since, where)"

@@ -2,39 +2,30 @@
 
 from __future__ import annotations
 
-import inspect
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterable
-from typing import Literal
+from typing import Any, ClassVar
 
 from archivist._closable import AsyncClosable
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
+from archivist.rag.store.arguments import SEARCH_MODES as SEARCH_MODES
+from archivist.rag.store.arguments import SearchMode as SearchMode
+from archivist.rag.store.arguments import check_diversity as check_diversity
+from archivist.rag.store.arguments import check_document_arguments, check_records
+from archivist.rag.store.arguments import check_search_mode as check_search_mode
+from archivist.rag.store.capabilities import StoreCapabilities
 from archivist.rag.store.generations import GenerationInfo
+from archivist.rag.store.keyed_lock import KeyedLocks
+from archivist.rag.store.search_filter import SearchFilter
 from archivist.validation import MetadataFilter as MetadataFilter
 
-SearchMode = Literal["hybrid", "dense", "sparse"]
-"""How a search ranks: dense vectors, BM25 sparse vectors, or both fused."""
-SEARCH_MODES: tuple[SearchMode, ...] = ("hybrid", "dense", "sparse")
-
-
-def check_search_mode(mode: object) -> SearchMode:
-    """`mode` if it is a search mode; ValueError naming the choices otherwise."""
-    for name in SEARCH_MODES:
-        if mode == name:
-            return name
-    raise ValueError(f"mode must be one of {', '.join(SEARCH_MODES)}; got {mode!r}")
-
-
-def check_diversity(diversity: object) -> float | None:
-    """`diversity` if it is None or a number in [0, 1]; ValueError otherwise."""
-    if diversity is None:
-        return None
-    if isinstance(diversity, bool) or not isinstance(diversity, int | float):
-        raise ValueError(f"diversity must be a number from 0 to 1, got {diversity!r}")
-    if not 0.0 <= float(diversity) <= 1.0:
-        raise ValueError(f"diversity must be from 0 to 1, got {diversity!r}")
-    return float(diversity)
+_FORMER_DECLARATIONS = {
+    "supports_diversity": "diversity",
+    "supports_grouping": "grouping",
+    "supports_search_filter": "search_filter",
+}
+"""Class attributes of earlier releases, now fields of `StoreCapabilities`."""
 
 
 class VectorStoreBase(AsyncClosable, ABC):
@@ -47,7 +38,32 @@ class VectorStoreBase(AsyncClosable, ABC):
     it to the backend's native filter and never filter in Python after an unfiltered fetch.
     Higher scores are always better. `async with store:` opens it where a store needs
     opening, and closes it (`aclose()`) on the way out.
+
+    `capabilities` declares what the store offers beyond the minimal contract (see
+    `StoreCapabilities`); the knowledge base reads it and asks for nothing undeclared. The
+    defaults describe AgentScope's custom-store skeleton, so such a store works unchanged.
+    `archivist.rag.store.arguments` has the argument checks each method starts with.
     """
+
+    capabilities: ClassVar[StoreCapabilities] = StoreCapabilities()
+    """What this store class offers; override it as a class attribute."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Refuse a class whose declaration would be misread: `capabilities` of another type,
+        or the attributes stores declared with before `StoreCapabilities`."""
+        super().__init_subclass__(**kwargs)
+        declared = cls.__dict__.get("capabilities", StoreCapabilities())
+        if not isinstance(declared, StoreCapabilities):
+            raise TypeError(
+                f"{cls.__name__}.capabilities must be a StoreCapabilities, "
+                f"not {type(declared).__name__}"
+            )
+        for old, field in _FORMER_DECLARATIONS.items():
+            if old in cls.__dict__:
+                raise TypeError(
+                    f"{cls.__name__}.{old} is not read any more: declare "
+                    f"`capabilities = StoreCapabilities({field}=True)` instead"
+                )
 
     @abstractmethod
     async def create_collection(self, name: str, dimensions: int) -> None:
@@ -82,36 +98,43 @@ class VectorStoreBase(AsyncClosable, ABC):
         document_id: str,
         metadata_filter: MetadataFilter | None = None,
     ) -> None:
-        """Delete every chunk of `document_id` that also matches `metadata_filter`."""
+        """Delete every chunk of `document_id` that also matches `metadata_filter`.
+
+        Called with a `metadata_filter` only when `capabilities.scoped_delete` is declared, so
+        the minimal store's `delete` may take just `collection` and `document_id`.
+        """
 
     @abstractmethod
     async def search(
         self,
         collection: str,
-        query_vector: list[float],
+        query_vector: list[float] | None,
         top_k: int = 5,
         metadata_filter: MetadataFilter | None = None,
+        *,
+        query_text: str | None = None,
+        mode: SearchMode = "dense",
+        diversity: float | None = None,
+        max_per_document: int | None = None,
+        search_filter: SearchFilter | None = None,
     ) -> list[VectorSearchResult]:
-        """The `top_k` nearest chunks matching `metadata_filter`, best first.
+        """The `top_k` best chunks matching `metadata_filter`, best first.
 
-        Stores whose `search_modes` offer "sparse" or "hybrid" also take keyword arguments
-        `query_text: str` and `mode`, stores with `supports_diversity` a `diversity`
-        (maximal marginal relevance), stores with `supports_grouping` a `max_per_document`,
-        and stores with `supports_search_filter` a `search_filter` (a `SearchFilter`, applied
-        natively before ranking); they are never passed to stores that do not.
+        `mode` "dense" ranks by `query_vector`; "sparse" by BM25 of `query_text` (no vector
+        needed); "hybrid" fuses both. `diversity` (0..1) picks results by maximal marginal
+        relevance, `max_per_document` caps the chunks of one document, and `search_filter`
+        narrows the search natively before ranking.
+
+        The keyword arguments belong to the store's declared `capabilities`: a store declaring
+        any search capability takes them all (`StoreCapabilities.search_options`) and is given
+        `query_text` whenever the query has text; a store declaring none (the minimal store)
+        is only ever called with the first four, so its `search` may define just those.
         """
 
-    supports_diversity: bool = False
-    """Whether `search` takes `diversity` (results picked by maximal marginal relevance)."""
-    supports_grouping: bool = False
-    """Whether `search` takes `max_per_document` and then still returns `top_k` results
-    whenever that many documents match (grouped by the engine, or paged until full)."""
-    supports_search_filter: bool = False
-    """Whether `search` takes `search_filter` (paths, types, since, metadata ranges)."""
-
     async def search_modes(self, collection: str) -> tuple[SearchMode, ...]:
-        """The search modes `collection` supports; dense vectors only, unless overridden."""
-        return ("dense",)
+        """The search modes `collection` offers: by default every declared one; stores whose
+        older collections lack sparse vectors override this."""
+        return self.capabilities.ordered_modes()
 
     @abstractmethod
     async def list_documents(
@@ -147,8 +170,7 @@ class VectorStoreBase(AsyncClosable, ABC):
     ) -> list[Chunk]:
         """The chunks of `document_id` in `chunk_index` order, from `offset`, at most `limit`.
 
-        Not abstract, so a store that cannot page through chunks still loads; what needs
-        paging then fails with this error.
+        Stores declaring `capabilities.chunk_listing` implement it; the minimal store does not.
         """
         raise NotImplementedError(f"{type(self).__name__} does not implement list_chunks")
 
@@ -177,18 +199,34 @@ class VectorStoreBase(AsyncClosable, ABC):
         batches: AsyncIterable[list[VectorRecord]],
         metadata_filter: MetadataFilter | None = None,
     ) -> int:
-        """Make `batches` the whole content of `document_id`; returns the chunk count written.
+        """Make `batches` the whole content of `document_id` (within `metadata_filter`);
+        returns the chunk count written. Records of another document, outside the filter,
+        repeated or with a bad vector are refused, and the old version is left whole.
 
-        Stores that can should override this so the old version stays whole until every new
-        chunk is written (and the new one is removed if writing fails). This default deletes
-        first, so a failure part-way leaves the document partly written.
+        This default, built on `delete` and `insert`, first takes in and checks every batch,
+        holding the whole new version in memory, so a failing batch source or a bad record
+        leaves the old version untouched; then it deletes the old version and inserts the new
+        one (one replacement of a document at a time in this store object). A failure of the
+        store between those two steps loses the document: stores that can write the new
+        version beside the old override this and declare `capabilities.atomic_replace`.
         """
-        await delete_in_scope(self, collection, document_id, metadata_filter)
-        written = 0
+        scope = check_document_arguments(collection, document_id, metadata_filter)
+        require_scoped_delete(self, scope)
+        dimensions = await self.collection_dimensions(collection)
+        records: list[VectorRecord] = []
+        seen: set[tuple[str, int]] = set()
         async for batch in batches:
-            await self.insert(collection, batch)
-            written += len(batch)
-        return written
+            check_records(
+                batch, dimensions, document_id=document_id, metadata_filter=scope, seen=seen
+            )
+            if dimensions is None and batch:
+                dimensions = len(batch[0].vector)
+            records.extend(batch)
+        async with _replace_locks(self).hold((collection, document_id)):
+            await delete_in_scope(self, collection, document_id, scope)
+            if records:
+                await self.insert(collection, records)
+        return len(records)
 
     async def document_generations(
         self,
@@ -198,8 +236,7 @@ class VectorStoreBase(AsyncClosable, ABC):
     ) -> list[GenerationInfo]:
         """Every (document, write) within `metadata_filter` with the chunk indexes it holds.
 
-        Optional: used by `KnowledgeBase.verify`; stores that do not track writes raise
-        NotImplementedError.
+        Stores declaring `capabilities.generations` implement it, for `KnowledgeBase.verify`.
         """
         raise NotImplementedError(f"{type(self).__name__} does not track document generations")
 
@@ -211,9 +248,21 @@ class VectorStoreBase(AsyncClosable, ABC):
     ) -> list[GenerationInfo]:
         """Remove the leftovers of interrupted writes of `document_id`; returns what went.
 
-        Optional: used by `KnowledgeBase.repair`.
+        Stores declaring `capabilities.generations` implement it, for `KnowledgeBase.repair`.
         """
         raise NotImplementedError(f"{type(self).__name__} cannot repair documents")
+
+
+def require_scoped_delete(store: VectorStoreBase, metadata_filter: MetadataFilter | None) -> None:
+    """TypeError unless `store` can delete within `metadata_filter` (always, without one)."""
+    if metadata_filter is not None and not store.capabilities.scoped_delete:
+        name = type(store).__name__
+        raise TypeError(
+            f"{name}.delete has no metadata_filter parameter, so it cannot delete only "
+            f"within {metadata_filter}: a knowledge base with a metadata_filter cannot write "
+            f"or delete in it. Add `metadata_filter: dict | None = None` to {name}.delete and "
+            "declare `capabilities = StoreCapabilities(scoped_delete=True)`"
+        )
 
 
 async def delete_in_scope(
@@ -222,19 +271,21 @@ async def delete_in_scope(
     document_id: str,
     metadata_filter: MetadataFilter | None,
 ) -> None:
-    """Call `store.delete` as its signature allows: the filter only when there is one, by
-    keyword, so a store written as `delete(collection, document_id)` works unscoped; a scoped
-    delete on such a store is a TypeError rather than a delete outside the scope."""
+    """Delete `document_id` within `metadata_filter`, as the store's capabilities allow: the
+    filter only when there is one, by keyword; a scoped delete on a store without
+    `scoped_delete` is a TypeError rather than a delete outside the scope."""
     if metadata_filter is None:
         await store.delete(collection, document_id)
         return
-    parameters = inspect.signature(store.delete).parameters
-    takes_filter = "metadata_filter" in parameters or any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
-    )
-    if not takes_filter:
-        raise TypeError(
-            f"{type(store).__name__}.delete has no metadata_filter parameter, so it cannot "
-            f"delete only within {metadata_filter}; add `metadata_filter: dict | None = None`"
-        )
+    require_scoped_delete(store, metadata_filter)
     await store.delete(collection, document_id, metadata_filter=metadata_filter)
+
+
+def _replace_locks(store: VectorStoreBase) -> KeyedLocks:
+    """The per-document locks of the default `replace_document`, made on first use (a
+    subclass need not call the base's `__init__`)."""
+    locks = store.__dict__.get("_archivist_replace_locks")
+    if not isinstance(locks, KeyedLocks):
+        locks = KeyedLocks()
+        store.__dict__["_archivist_replace_locks"] = locks
+    return locks

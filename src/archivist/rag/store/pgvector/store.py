@@ -16,13 +16,15 @@ from psycopg.types.json import Jsonb
 from archivist.message import TextBlock
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
-from archivist.rag.store.base import (
+from archivist.rag.store.arguments import (
     SEARCH_MODES,
-    MetadataFilter,
     SearchMode,
-    VectorStoreBase,
-    check_search_mode,
+    check_chunk_page,
+    check_document_arguments,
+    check_search,
 )
+from archivist.rag.store.base import MetadataFilter, VectorStoreBase
+from archivist.rag.store.capabilities import StoreCapabilities
 from archivist.rag.store.generations import GenerationInfo, new_generation, repair_plan
 from archivist.rag.store.pgvector.filter import where_metadata
 from archivist.rag.store.pgvector.schema import (
@@ -45,10 +47,10 @@ from archivist.rag.store.qdrant.layout import (
 )
 from archivist.rag.store.qdrant.points import points_for
 from archivist.rag.store.qdrant.sparse import Bm25Encoder, TermCounts
+from archivist.rag.store.search_filter import SearchFilter
 from archivist.validation import (
     check_collection_name,
     check_document_id,
-    check_non_negative_int,
     check_positive_int,
     check_query_vector,
 )
@@ -92,6 +94,13 @@ class PgVectorStore(VectorStoreBase):
     Use it inside `async with store:`; it holds a pool of up to `max_connections` connections.
     """
 
+    capabilities = StoreCapabilities(
+        search_modes=frozenset(SEARCH_MODES),
+        scoped_delete=True,
+        chunk_listing=True,
+        atomic_replace=True,
+        generations=True,
+    )
     WRITE_BATCH = 256
     """Chunks per write transaction."""
     HYBRID_DEPTH = 100
@@ -460,9 +469,9 @@ class PgVectorStore(VectorStoreBase):
         generation, then drop the old one in one transaction; if anything fails, the new
         chunks are removed and the old version stays whole. A process killed part-way leaves
         the old version beside a partial new one, which `repair_document` removes."""
-        check_collection_name(collection)
-        check_document_id(document_id)
-        scope, scope_params = where_metadata(metadata_filter)
+        scope, scope_params = where_metadata(
+            check_document_arguments(collection, document_id, metadata_filter)
+        )
         found = await self._require(collection)
         seen: set[tuple[str, int]] = set()
         written = 0
@@ -506,9 +515,9 @@ class PgVectorStore(VectorStoreBase):
         document_id: str,
         metadata_filter: MetadataFilter | None = None,
     ) -> None:
-        check_collection_name(collection)
-        check_document_id(document_id)
-        scope, scope_params = where_metadata(metadata_filter)
+        scope, scope_params = where_metadata(
+            check_document_arguments(collection, document_id, metadata_filter)
+        )
         found = await self._collection(collection)
         if found is None:
             return
@@ -531,34 +540,43 @@ class PgVectorStore(VectorStoreBase):
         *,
         query_text: str | None = None,
         mode: SearchMode = "dense",
+        diversity: float | None = None,
+        max_per_document: int | None = None,
+        search_filter: SearchFilter | None = None,
     ) -> list[VectorSearchResult]:
         """The `top_k` best chunks within `metadata_filter`, by `mode`:
 
         "dense" ranks by `query_vector` (scores are similarities); "sparse" by BM25 of
         `query_text`; "hybrid" runs both and fuses them in one SQL statement (fused scores
         only order the results). Sparse and hybrid need a collection with BM25 terms.
+        `diversity`, `max_per_document` and `search_filter` are not offered (ValueError).
         """
-        check_collection_name(collection)
-        check_positive_int(top_k, "top_k")
-        check_search_mode(mode)
-        scope, scope_params = where_metadata(metadata_filter)
+        checked = check_search(
+            collection,
+            query_vector,
+            top_k,
+            metadata_filter,
+            query_text=query_text,
+            mode=mode,
+            diversity=diversity,
+            max_per_document=max_per_document,
+            search_filter=search_filter,
+        )
+        self.capabilities.refuse_undeclared(checked, type(self).__name__)
+        scope, scope_params = where_metadata(checked.metadata_filter)
         found = await self._collection(collection)
         if found is None:
             return []
         dense: list[float] | None = None
-        if mode != "sparse":
-            if query_vector is None:
-                raise ValueError(f"mode={mode!r} needs a query_vector")
+        if mode != "sparse" and query_vector is not None:
             dense = check_query_vector(query_vector, found.dimensions)
         terms: list[int] | None = None
-        if mode != "dense":
+        if mode != "dense" and query_text is not None:
             if not found.sparse:
                 raise ValueError(
                     f"collection {collection!r} has no BM25 terms, so mode={mode!r} cannot "
                     "run; search it with mode='dense', or rebuild it to get hybrid search"
                 )
-            if not isinstance(query_text, str) or not query_text.strip():
-                raise ValueError(f"mode={mode!r} needs a non-empty query_text")
             terms = self._bm25.query(query_text).indices
             if not terms:
                 if dense is None:
@@ -694,9 +712,9 @@ class PgVectorStore(VectorStoreBase):
     ) -> DocumentSummary | None:
         """One document's summary through the (document_id, chunk_index) index, whatever the
         size of the collection."""
-        check_collection_name(collection)
-        check_document_id(document_id)
-        scope, scope_params = where_metadata(metadata_filter)
+        scope, scope_params = where_metadata(
+            check_document_arguments(collection, document_id, metadata_filter)
+        )
         found = await self._collection(collection)
         if found is None:
             return None
@@ -723,11 +741,9 @@ class PgVectorStore(VectorStoreBase):
         limit: int = 30,
         metadata_filter: MetadataFilter | None = None,
     ) -> list[Chunk]:
-        check_collection_name(collection)
-        check_document_id(document_id)
-        check_non_negative_int(offset, "offset")
-        check_non_negative_int(limit, "limit")
-        scope, scope_params = where_metadata(metadata_filter)
+        scope, scope_params = where_metadata(
+            check_chunk_page(collection, document_id, offset, limit, metadata_filter)
+        )
         found = await self._collection(collection)
         if found is None or limit == 0:
             return []
@@ -794,9 +810,9 @@ class PgVectorStore(VectorStoreBase):
         Holds the document's lock, so a replace of it in flight in any process finishes first
         and is never mistaken for a leftover. See `generations.repair_plan` for what is kept.
         """
-        check_collection_name(collection)
-        check_document_id(document_id)
-        scope, scope_params = where_metadata(metadata_filter)
+        scope, scope_params = where_metadata(
+            check_document_arguments(collection, document_id, metadata_filter)
+        )
         found = await self._collection(collection)
         if found is None:
             return []

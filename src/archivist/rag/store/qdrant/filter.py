@@ -98,21 +98,3 @@ def metadata_matches(metadata_filter: Mapping[str, Any] | None) -> tuple[Conditi
         Absent(metadata_path(key)) if value is None else Match(metadata_path(key), value)
         for key, value in checked.items()
     )
-
-
-def satisfies(
-    metadata: Mapping[str, Any], metadata_filter: Mapping[str, FilterValue | None]
-) -> bool:
-    """Whether chunk `metadata` (about to be written) is inside `metadata_filter`, type-strictly;
-    a None in the filter wants the key absent (or null)."""
-    for key, wanted in metadata_filter.items():
-        if wanted is None:
-            if metadata.get(key) is not None:
-                return False
-            continue
-        if key not in metadata:
-            return False
-        value = metadata[key]
-        if type(value) is not type(wanted) or value != wanted:
-            return False
-    return True

@@ -30,6 +30,7 @@ from typing import Any
 
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord
+from archivist.rag.store.arguments import stored_metadata
 
 DOCUMENT_ID = "document_id"
 GENERATION = "generation"
@@ -57,8 +58,7 @@ def metadata_version(metadata: Mapping[str, Any]) -> str:
 
 def chunk_metadata(record: VectorRecord) -> dict[str, Any]:
     """The record's chunk metadata in the JSON form it is stored (and filtered) in."""
-    dumped: dict[str, Any] = record.chunk.model_dump(mode="json", include={"metadata"})
-    return dict(dumped["metadata"])
+    return stored_metadata(record)
 
 
 def payload(record: VectorRecord, generation: str, metadata: Mapping[str, Any]) -> dict[str, Any]:

@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from archivist.rag.record import VectorRecord
+from archivist.rag.store.arguments import check_records
 from archivist.rag.store.qdrant.backend import PointWrite
-from archivist.rag.store.qdrant.filter import satisfies
 from archivist.rag.store.qdrant.layout import (
     chunk_metadata,
     metadata_version,
     payload,
     point_id,
 )
-from archivist.validation import FilterValue, vector_problem
+from archivist.validation import FilterValue
 
 
 def points_for(
@@ -31,35 +31,19 @@ def points_for(
     Point ids derive from the generation, or with `stable_ids` from each chunk's metadata, so
     writing the same records again replaces them (see `layout.py`).
 
-    A record must hold a finite vector of `dimensions`, belong to `document_id` when one is given,
-    carry metadata inside `metadata_filter`, and not repeat a (document, chunk_index) already in
-    `seen` (which collects them across the batches of one write).
+    The records are checked first by `arguments.check_records` (vector, document, scope, and
+    no (document, chunk_index) already in `seen`, which collects them across one write).
     """
-    seen = set() if seen is None else seen
+    check_records(
+        records, dimensions, document_id=document_id, metadata_filter=metadata_filter, seen=seen
+    )
     points = []
-    for position, record in enumerate(records):
-        if not isinstance(record, VectorRecord):
-            raise ValueError(
-                f"records[{position}] is a {type(record).__name__}, not a VectorRecord"
-            )
-        chunk_index = record.chunk.chunk_index
-        named = f"records[{position}] (document {record.document_id!r}, chunk {chunk_index})"
-        problem = vector_problem(record.vector, dimensions)
-        if problem is not None:
-            raise ValueError(f"{named}: vector {problem}")
-        if document_id is not None and record.document_id != document_id:
-            raise ValueError(f"{named}: belongs to another document than {document_id!r}")
-        key = (record.document_id, chunk_index)
-        if key in seen:
-            raise ValueError(f"{named}: chunk_index {chunk_index} appears twice in one write")
-        seen.add(key)
+    for record in records:
         metadata = chunk_metadata(record)
-        if metadata_filter and not satisfies(metadata, metadata_filter):
-            raise ValueError(f"{named}: chunk metadata lies outside metadata_filter")
         version = metadata_version(metadata) if stable_ids else generation
         points.append(
             PointWrite(
-                point_id(record.document_id, version, chunk_index),
+                point_id(record.document_id, version, record.chunk.chunk_index),
                 record.vector,
                 payload(record, generation, metadata),
             )

@@ -14,16 +14,18 @@ from archivist._extras import require
 from archivist.message import TextBlock
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
-from archivist.rag.store.base import (
+from archivist.rag.store.arguments import (
     SEARCH_MODES,
-    MetadataFilter,
     SearchMode,
-    VectorStoreBase,
-    check_diversity,
-    check_search_mode,
+    check_chunk_page,
+    check_document_arguments,
+    check_search,
 )
+from archivist.rag.store.base import MetadataFilter, VectorStoreBase
+from archivist.rag.store.capabilities import StoreCapabilities
 from archivist.rag.store.file_lock import StoreLockedError
 from archivist.rag.store.generations import GenerationInfo, new_generation, repair_plan
+from archivist.rag.store.keyed_lock import KeyedLocks
 from archivist.rag.store.qdrant.backend import (
     FUSIONS,
     INTERNAL_INDEXES,
@@ -53,7 +55,6 @@ from archivist.rag.store.qdrant.filter import (
     metadata_matches,
     metadata_path,
 )
-from archivist.rag.store.qdrant.keyed_lock import KeyedLocks
 from archivist.rag.store.qdrant.layout import (
     CHUNK_INDEX,
     DOCUMENT_ID,
@@ -142,9 +143,17 @@ class QdrantStore(VectorStoreBase):
     """Points per engine write: bounds how long one write keeps the event loop."""
     SCROLL_PAGE = 1024
     """Points per page when reading many payloads."""
-    supports_diversity = True
-    supports_grouping = True
-    supports_search_filter = True
+    capabilities = StoreCapabilities(
+        search_modes=frozenset(SEARCH_MODES),
+        diversity=True,
+        grouping=True,
+        search_filter=True,
+        relevance=True,
+        scoped_delete=True,
+        chunk_listing=True,
+        atomic_replace=True,
+        generations=True,
+    )
     HYBRID_DEPTH = 100
     """Points each side of a hybrid search fetches before fusion (at least `top_k`): score
     fusion estimates each side's score distribution from these lists."""
@@ -463,9 +472,8 @@ class QdrantStore(VectorStoreBase):
         """Write `batches` as the whole of `document_id` (within `metadata_filter`), then drop the
         old version; if anything fails, the new chunks are removed and the old version stays whole.
         """
-        check_collection_name(collection)
-        check_document_id(document_id)
-        matches = metadata_matches(metadata_filter)
+        scope_filter = check_document_arguments(collection, document_id, metadata_filter)
+        matches = metadata_matches(scope_filter)
         params = await self._require(collection)
         scope = await self._indexed(collection, matches)
         seen: set[tuple[str, int]] = set()
@@ -481,7 +489,7 @@ class QdrantStore(VectorStoreBase):
                         params.dimensions,
                         generation,
                         document_id=document_id,
-                        metadata_filter=metadata_filter,
+                        metadata_filter=scope_filter,
                         seen=seen,
                     )
                     points = await self._with_bm25(collection, params, batch, points)
@@ -503,9 +511,9 @@ class QdrantStore(VectorStoreBase):
         document_id: str,
         metadata_filter: MetadataFilter | None = None,
     ) -> None:
-        check_collection_name(collection)
-        check_document_id(document_id)
-        matches = metadata_matches(metadata_filter)
+        matches = metadata_matches(
+            check_document_arguments(collection, document_id, metadata_filter)
+        )
         if await self._params_of(collection) is None:
             return
         scope = await self._indexed(collection, matches)
@@ -535,44 +543,39 @@ class QdrantStore(VectorStoreBase):
         order, each scored by its similarity to the query. With `max_per_document`, at most
         that many chunks of one document (the engine groups by document; without diversity).
         """
-        check_collection_name(collection)
-        check_positive_int(top_k, "top_k")
-        check_search_mode(mode)
-        check_diversity(diversity)
-        if diversity is not None and mode == "sparse":
-            raise ValueError("diversity needs dense vectors: use mode='dense' or 'hybrid'")
-        if max_per_document is not None:
-            check_positive_int(max_per_document, "max_per_document")
-            if diversity is not None:
-                raise ValueError("max_per_document cannot be combined with diversity")
-        matches = metadata_matches(metadata_filter)
-        if search_filter is not None and not isinstance(search_filter, SearchFilter):
-            raise TypeError("search_filter must be a SearchFilter")
+        checked = check_search(
+            collection,
+            query_vector,
+            top_k,
+            metadata_filter,
+            query_text=query_text,
+            mode=mode,
+            diversity=diversity,
+            max_per_document=max_per_document,
+            search_filter=search_filter,
+        )
+        matches = metadata_matches(checked.metadata_filter)
         params = await self._params_of(collection)
         if params is None:
             return []
         dense = None
-        if mode != "sparse":
-            if query_vector is None:
-                raise ValueError(f"mode={mode!r} needs a query_vector")
+        if mode != "sparse" and query_vector is not None:
             dense = check_query_vector(query_vector, params.dimensions)
         sparse = None
-        if mode != "dense":
+        if mode != "dense" and query_text is not None:
             if not params.sparse:
                 raise ValueError(
                     f"collection {collection!r} has no BM25 vectors, so mode={mode!r} cannot "
                     "run; search it with mode='dense', or rebuild it to get hybrid search"
                 )
-            if not isinstance(query_text, str) or not query_text.strip():
-                raise ValueError(f"mode={mode!r} needs a non-empty query_text")
             sparse = self._bm25.query(query_text)
             if not sparse.indices:
                 if dense is None:
                     return []  # no searchable term in the query
                 sparse = None
         scope = await self._indexed(collection, matches)
-        if search_filter is not None and not search_filter.is_empty:
-            narrowed = await self._narrowed(collection, scope, search_filter)
+        if checked.search_filter is not None:
+            narrowed = await self._narrowed(collection, scope, checked.search_filter)
             if narrowed is None:
                 return []
             scope = narrowed
@@ -705,9 +708,9 @@ class QdrantStore(VectorStoreBase):
     ) -> DocumentSummary | None:
         """One document's summary from two indexed lookups: its chunk count, and its lowest
         chunk's payload; the other documents are never read."""
-        check_collection_name(collection)
-        check_document_id(document_id)
-        matches = metadata_matches(metadata_filter)
+        matches = metadata_matches(
+            check_document_arguments(collection, document_id, metadata_filter)
+        )
         if await self._params_of(collection) is None:
             return None
         scope = (await self._indexed(collection, matches)).also(Match(DOCUMENT_ID, document_id))
@@ -726,11 +729,9 @@ class QdrantStore(VectorStoreBase):
         limit: int = 30,
         metadata_filter: MetadataFilter | None = None,
     ) -> list[Chunk]:
-        check_collection_name(collection)
-        check_document_id(document_id)
-        check_non_negative_int(offset, "offset")
-        check_non_negative_int(limit, "limit")
-        matches = metadata_matches(metadata_filter)
+        matches = metadata_matches(
+            check_chunk_page(collection, document_id, offset, limit, metadata_filter)
+        )
         if await self._params_of(collection) is None or limit == 0:
             return []
         scope = await self._indexed(collection, matches)
@@ -814,9 +815,9 @@ class QdrantStore(VectorStoreBase):
         Holds the document's lock, so a write of it in flight in this store finishes first and
         is never mistaken for a leftover. See `generations.repair_plan` for what is kept.
         """
-        check_collection_name(collection)
-        check_document_id(document_id)
-        matches = metadata_matches(metadata_filter)
+        matches = metadata_matches(
+            check_document_arguments(collection, document_id, metadata_filter)
+        )
         if await self._params_of(collection) is None:
             return []
         scope = (await self._indexed(collection, matches)).also(Match(DOCUMENT_ID, document_id))
