@@ -20,7 +20,12 @@ from archivist._closable import AsyncClosable
 from archivist._http.clock import SYSTEM_CLOCK, Clock
 from archivist._http.retry import RetryPolicy, call_with_retries, should_retry
 from archivist.credential.base import CredentialBase
-from archivist.embedding.errors import EmbeddingAPIError, EmbeddingError, TransientEmbeddingError
+from archivist.embedding.errors import (
+    EmbeddingAPIError,
+    EmbeddingError,
+    InvalidVectorError,
+    TransientEmbeddingError,
+)
 from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
 from archivist.embedding.tokenizer import ModelTokenizer
 from archivist.message import DataBlock, TextBlock
@@ -248,14 +253,19 @@ class EmbeddingModelBase(AsyncClosable, ABC):
     def _check_output(self, response: EmbeddingResponse, expected: int) -> None:
         """Reject a batch whose vectors are missing, mis-sized or not finite numbers."""
         if len(response.embeddings) != expected:
-            raise EmbeddingError(
-                f"{self.model}: returned {len(response.embeddings)} vectors for {expected} inputs"
+            miscount = f"returned {len(response.embeddings)} vectors for {expected} inputs"
+            raise InvalidVectorError(
+                f"{self.model}: {miscount}", model=self.model, problem=miscount
             )
         dimensions = self.dimensions
         for position, vector in enumerate(response.embeddings):
             problem = vector_problem(vector, dimensions)
             if problem is not None:
-                raise EmbeddingError(f"{self.model}: vector {position} of the batch {problem}")
+                raise InvalidVectorError(
+                    f"{self.model}: vector {position} of the batch {problem}",
+                    model=self.model,
+                    problem=problem,
+                )
 
     def _check_inputs(
         self, inputs: Sequence[EmbeddingInput], input_type: InputType
