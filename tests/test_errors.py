@@ -144,3 +144,24 @@ def test_errors_pickle_with_their_fields(error: ArchivistError) -> None:
     copy = pickle.loads(pickle.dumps(error))
     assert type(copy) is type(error) and str(copy) == str(error)
     assert copy.__dict__ == error.__dict__
+
+
+def test_no_module_reads_fields_back_out_of_an_error_message() -> None:
+    """A supplement to the tests above: the three message parsers that once stood for fields
+    (lock holder, unsupported type, server folders) are gone, and no new one appears."""
+    import re
+
+    import archivist
+
+    parsing = re.compile(
+        r"str\((exc|error|err|e)\)\s*\.\s*(split|rsplit|removeprefix|removesuffix|replace|"
+        r"partition|rpartition|startswith|endswith)|locked by \"|\(supported extensions\""
+    )
+    root = Path(archivist.__file__).parent
+    found = [
+        f"{path.relative_to(root)}:{number}"
+        for path in root.rglob("*.py")
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if parsing.search(line)
+    ]
+    assert found == []

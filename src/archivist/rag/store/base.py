@@ -8,6 +8,7 @@ from collections.abc import AsyncIterable
 from typing import Literal
 
 from archivist._closable import AsyncClosable
+from archivist.errors import InvalidArgumentError
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
 from archivist.rag.store.generations import GenerationInfo
@@ -23,7 +24,9 @@ def check_search_mode(mode: object) -> SearchMode:
     for name in SEARCH_MODES:
         if mode == name:
             return name
-    raise ValueError(f"mode must be one of {', '.join(SEARCH_MODES)}; got {mode!r}")
+    raise InvalidArgumentError(
+        f"mode must be one of {', '.join(SEARCH_MODES)}; got {mode!r}", argument="mode"
+    )
 
 
 def check_diversity(diversity: object) -> float | None:
@@ -31,9 +34,13 @@ def check_diversity(diversity: object) -> float | None:
     if diversity is None:
         return None
     if isinstance(diversity, bool) or not isinstance(diversity, int | float):
-        raise ValueError(f"diversity must be a number from 0 to 1, got {diversity!r}")
+        raise InvalidArgumentError(
+            f"diversity must be a number from 0 to 1, got {diversity!r}", argument="diversity"
+        )
     if not 0.0 <= float(diversity) <= 1.0:
-        raise ValueError(f"diversity must be from 0 to 1, got {diversity!r}")
+        raise InvalidArgumentError(
+            f"diversity must be from 0 to 1, got {diversity!r}", argument="diversity"
+        )
     return float(diversity)
 
 

@@ -13,6 +13,7 @@ from psycopg import AsyncConnection, OperationalError, errors, sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from archivist.errors import InvalidArgumentError
 from archivist.message import TextBlock
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
@@ -112,7 +113,9 @@ class PgVectorStore(VectorStoreBase):
         max_connections: int = 10,
     ) -> None:
         if not isinstance(url, str) or not url.strip():
-            raise ValueError(f"url must be a PostgreSQL connection string, got {url!r}")
+            raise InvalidArgumentError(
+                f"url must be a PostgreSQL connection string, got {url!r}", argument="url"
+            )
         self._url = url
         self._distance = check_distance(distance)
         self._prefix = check_prefix(table_prefix)
@@ -213,8 +216,9 @@ class PgVectorStore(VectorStoreBase):
     async def _require(self, name: str) -> _Collection:
         found = await self._collection(name)
         if found is None:
-            raise ValueError(
-                f"collection {name!r} does not exist; create it with create_collection"
+            raise InvalidArgumentError(
+                f"collection {name!r} does not exist; create it with create_collection",
+                argument="collection",
             )
         return found
 
@@ -224,7 +228,7 @@ class PgVectorStore(VectorStoreBase):
         check_collection_name(name)
         check_positive_int(dimensions, "dimensions")
         if not isinstance(sparse, bool):
-            raise ValueError(f"sparse must be a bool, got {sparse!r}")
+            raise InvalidArgumentError(f"sparse must be a bool, got {sparse!r}", argument="sparse")
         existing = await self._collection(name, fresh=True)
         if existing is None:
             async with self._transaction() as connection:
@@ -245,9 +249,10 @@ class PgVectorStore(VectorStoreBase):
                     )
             existing = await self._require(name)
         if existing.dimensions != dimensions:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"collection {name!r} exists with {existing.dimensions} dimensions, "
-                f"not dimensions={dimensions}"
+                f"not dimensions={dimensions}",
+                argument="dimensions",
             )
 
     async def delete_collection(self, name: str) -> None:
@@ -548,17 +553,22 @@ class PgVectorStore(VectorStoreBase):
         dense: list[float] | None = None
         if mode != "sparse":
             if query_vector is None:
-                raise ValueError(f"mode={mode!r} needs a query_vector")
+                raise InvalidArgumentError(
+                    f"mode={mode!r} needs a query_vector", argument="query_vector"
+                )
             dense = check_query_vector(query_vector, found.dimensions)
         terms: list[int] | None = None
         if mode != "dense":
             if not found.sparse:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"collection {collection!r} has no BM25 terms, so mode={mode!r} cannot "
-                    "run; search it with mode='dense', or rebuild it to get hybrid search"
+                    "run; search it with mode='dense', or rebuild it to get hybrid search",
+                    argument="mode",
                 )
             if not isinstance(query_text, str) or not query_text.strip():
-                raise ValueError(f"mode={mode!r} needs a non-empty query_text")
+                raise InvalidArgumentError(
+                    f"mode={mode!r} needs a non-empty query_text", argument="query_text"
+                )
             terms = self._bm25.query(query_text).indices
             if not terms:
                 if dense is None:
@@ -865,4 +875,6 @@ def _check_fusion(fusion: object) -> Fusion:
     for name in FUSIONS:
         if fusion == name:
             return name
-    raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}; got {fusion!r}")
+    raise InvalidArgumentError(
+        f"fusion must be one of {', '.join(FUSIONS)}; got {fusion!r}", argument="fusion"
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from archivist.errors import InvalidArgumentError
 from archivist.rag.record import VectorRecord
 from archivist.rag.store.qdrant.backend import PointWrite
 from archivist.rag.store.qdrant.filter import satisfies
@@ -39,23 +40,30 @@ def points_for(
     points = []
     for position, record in enumerate(records):
         if not isinstance(record, VectorRecord):
-            raise ValueError(
-                f"records[{position}] is a {type(record).__name__}, not a VectorRecord"
+            raise InvalidArgumentError(
+                f"records[{position}] is a {type(record).__name__}, not a VectorRecord",
+                argument="records",
             )
         chunk_index = record.chunk.chunk_index
         named = f"records[{position}] (document {record.document_id!r}, chunk {chunk_index})"
         problem = vector_problem(record.vector, dimensions)
         if problem is not None:
-            raise ValueError(f"{named}: vector {problem}")
+            raise InvalidArgumentError(f"{named}: vector {problem}", argument="records")
         if document_id is not None and record.document_id != document_id:
-            raise ValueError(f"{named}: belongs to another document than {document_id!r}")
+            raise InvalidArgumentError(
+                f"{named}: belongs to another document than {document_id!r}", argument="records"
+            )
         key = (record.document_id, chunk_index)
         if key in seen:
-            raise ValueError(f"{named}: chunk_index {chunk_index} appears twice in one write")
+            raise InvalidArgumentError(
+                f"{named}: chunk_index {chunk_index} appears twice in one write", argument="records"
+            )
         seen.add(key)
         metadata = chunk_metadata(record)
         if metadata_filter and not satisfies(metadata, metadata_filter):
-            raise ValueError(f"{named}: chunk metadata lies outside metadata_filter")
+            raise InvalidArgumentError(
+                f"{named}: chunk metadata lies outside metadata_filter", argument="records"
+            )
         version = metadata_version(metadata) if stable_ids else generation
         points.append(
             PointWrite(
