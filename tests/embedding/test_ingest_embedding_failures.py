@@ -20,7 +20,7 @@ from archivist.embedding import (
     OpenAIEmbeddingModel,
 )
 from archivist.embedding.base import BatchItem, InputType
-from archivist.errors import InvalidVectorError
+from archivist.errors import ConfigurationError, InvalidVectorError
 from archivist.rag import ApproxTokenChunker, KnowledgeBase, default_registry
 from archivist.rag.knowledge.ingest import HASH_KEY, Outcome, file_sha256, ingest_files
 from archivist.rag.store.qdrant import QdrantStore
@@ -179,3 +179,14 @@ async def test_a_failure_that_concerns_every_file_stops_the_run(
             await ingest(kb, files)
     assert raised.value.status == 401
     assert len(openai_stand_in.requests) == 1  # type: ignore[attr-defined]
+
+
+async def test_a_model_that_does_not_fit_the_collection_stops_the_run(
+    default_model: EmbeddingModelBase, tmp_path: Path
+) -> None:
+    files = write_notes(tmp_path, {"a.md": "Cats sleep.", "b.md": "Dogs walk."})
+    async with QdrantStore(location=":memory:") as store:
+        await store.create_collection("notes", 8)
+        with pytest.raises(ConfigurationError, match="8-d vectors") as raised:
+            await ingest(kb_over(default_model, store), files)
+    assert raised.value.setting == "embedding_model"

@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from archivist.errors import (
+    ConfigurationError,
     DocumentParseError,
     EmbeddingAPIError,
     InvalidVectorError,
@@ -175,8 +176,9 @@ file alike (key, model, quota, outage) and stop the run."""
 
 def _one_files_fault(exc: Exception) -> bool:
     """Whether `exc` concerns only the file being written: a bad vector for its text, or a
-    provider refusing its input (as opposed to a wrong key, a missing model, an outage)."""
-    if isinstance(exc, TransientEmbeddingError):
+    provider refusing its input (as opposed to a wrong key, a missing model, an outage, or
+    a model that does not fit the collection)."""
+    if isinstance(exc, TransientEmbeddingError | ConfigurationError):
         return False
     if isinstance(exc, EmbeddingAPIError):
         return exc.status in _REFUSED_INPUT
