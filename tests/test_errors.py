@@ -99,7 +99,9 @@ def test_the_registry_names_the_type_and_what_is_supported(tmp_path: Path) -> No
         default_registry().parser_for_path(movie)
     assert raised.value.path == str(movie) and raised.value.filename == "movie.mkv"
     assert ".pdf" in raised.value.supported and ".md" in raised.value.supported
-    assert str(tmp_path) not in raised.value.reason
+    assert raised.value.reason == "an unknown file type is not supported"
+    assert str(raised.value).startswith(f"{movie}: an unknown file type is not supported")
+    assert "(supported extensions: " in str(raised.value)
 
 
 def test_the_store_lock_names_its_holder(tmp_path: Path) -> None:

@@ -112,7 +112,8 @@ class FileError(ArchivistError):
 
 
 class UnsupportedFileTypeError(FileError, ValueError):
-    """No registered parser reads this file; `supported` lists the extensions that are read."""
+    """No registered parser reads this file; `supported` lists the extensions that are read
+    (the message names them after the `reason`)."""
 
     def __init__(
         self,
@@ -126,6 +127,8 @@ class UnsupportedFileTypeError(FileError, ValueError):
         super().__init__(reason, path=path, filename=filename)
         self.media_type = media_type
         self.supported = list(supported)
+        if self.supported:
+            self.args = (f"{self.args[0]} (supported extensions: {', '.join(self.supported)})",)
 
 
 class DocumentParseError(FileError, ValueError):

@@ -374,9 +374,7 @@ async def _parse_one(
         try:
             parser = registry.parser_for_path(resolved)
         except UnsupportedFileTypeError as exc:
-            what = f"media type {exc.media_type!r}" if exc.media_type else "an unknown file type"
-            reason = f"{what} is not supported"
-            return FileResult(str(path), Outcome.SKIPPED, document_id, error=reason, cause=exc)
+            return FileResult(str(path), Outcome.SKIPPED, document_id, error=exc.reason, cause=exc)
         chunks, count, text_count = await _count_chunks(
             parser, chunker, resolved, path.name, kb.write_batch_size
         )
@@ -444,9 +442,9 @@ async def _restream(
         if text_only and not isinstance(chunk.content, TextBlock):
             continue
         if index >= total:
-            raise DocumentParseError("the file changed while it was indexed", path=path)
+            raise DocumentParseError("the file changed while it was indexed", filename=name)
         chunk.chunk_index, chunk.total_chunks = index, total
         index += 1
         yield chunk
     if index != total:
-        raise DocumentParseError("the file changed while it was indexed", path=path)
+        raise DocumentParseError("the file changed while it was indexed", filename=name)

@@ -59,7 +59,7 @@ class ParserRegistry:
             what = f"media type {resolved!r}" if resolved else "an unknown file type"
             supported = self.supported_extensions()
             raise UnsupportedFileTypeError(
-                f"{what} is not supported (supported extensions: {', '.join(supported)})",
+                f"{what} is not supported",
                 path=filename,
                 media_type=resolved,
                 supported=supported,

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from archivist.embedding import EmbeddingModelBase, LocalEmbeddingModel
 from archivist.embedding.base import BatchItem, EmbeddingInput, InputType
 from archivist.embedding.response import EmbeddingResponse
+from archivist.errors import InvalidArgumentError
 from archivist.service.retrieval.query_batcher import QueryBatcher
 from archivist.service.retrieval.tenant_cache import TenantCachedEmbeddingModel
 
@@ -26,7 +27,9 @@ class SplitModel(EmbeddingModelBase):
         self, query_model: EmbeddingModelBase, document_model: EmbeddingModelBase, cache_dir: str
     ) -> None:
         if query_model.cache_identity != document_model.cache_identity:
-            raise ValueError("query_model and document_model must be the same model")
+            raise InvalidArgumentError(
+                "query_model and document_model must be the same model", argument="document_model"
+            )
         super().__init__(
             model=query_model.model,
             dimensions=query_model.dimensions,
