@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+from archivist.errors import ConfigurationError
+
 EXTRAS: dict[str, tuple[str, ...]] = {
     "service": ("fastapi", "sqlalchemy", "uvicorn", "prometheus_client"),
     "office": ("docx", "pptx", "openpyxl", "selectolax", "PIL"),
@@ -21,21 +23,23 @@ EXTRAS: dict[str, tuple[str, ...]] = {
 """Each extra and the modules it brings (what `require` is asked for)."""
 
 
-class MissingExtraError(ImportError, ValueError):
+class MissingExtraError(ConfigurationError, ImportError):
     """`purpose` needs a package of an extra that is not installed.
 
-    An ImportError (a module is missing) that is also a ValueError, so every caller that
-    treats a file it cannot read as that file's failure (indexing, uploads) treats this one
-    so too. `extra`, `module` and `purpose` say what is missing and what needed it.
+    A ConfigurationError (so a ValueError: every caller that treats a file it cannot read as
+    that file's failure treats this one so too) and an ImportError (a module is missing).
+    `extra`, `module` and `purpose` say what is missing and what needed it.
     """
 
     def __init__(self, extra: str, module: str, purpose: str) -> None:
+        super().__init__(
+            f"{purpose} needs the {extra} extra: pip install 'archivist[{extra}]'",
+            setting=f"archivist[{extra}]",
+        )
+        self.name = module
         self.extra = extra
         self.module = module
         self.purpose = purpose
-        super().__init__(
-            f"{purpose} needs the {extra} extra: pip install 'archivist[{extra}]'", name=module
-        )
 
     def __reduce__(self) -> tuple[type[MissingExtraError], tuple[str, str, str]]:
         return type(self), (self.extra, self.module, self.purpose)

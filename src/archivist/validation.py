@@ -1,10 +1,11 @@
 """The one set of input rules for ids, metadata filters, vectors and counts.
 
 The knowledge base, the vector stores and the embedding models all check with these functions,
-so a value one accepts the others accept too. Each failure is a ValueError (a TypeError for a
-value of the wrong kind) that names the argument. This module is public: authors of their own
-stores or models use it (and `archivist.rag.store.arguments`, which groups these checks per
-store method) to accept exactly what archivist's own accept.
+so a value one accepts the others accept too. Each failure is an `InvalidArgumentError` (a
+ValueError; a TypeError for a value of the wrong kind) whose `argument` names the argument.
+This module is public: authors of their own stores or models use it (and
+`archivist.rag.store.arguments`, which groups these checks per store method) to accept
+exactly what archivist's own accept.
 
 Rules:
 - document id: a str with at least one non-space character, used exactly as given (not stripped).
@@ -23,6 +24,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from archivist.errors import InvalidArgumentError
+
 FilterValue = str | int | bool
 MetadataFilter = dict[str, Any]
 """`{key: value}` equality on chunk metadata (str, bool, int, or None for "the key is absent")."""
@@ -35,9 +38,10 @@ _KEY_FORBIDDEN = ('"', "\\")
 def check_collection_name(name: object) -> str:
     """`name` if it is safe as a directory name (and as a Qdrant collection name)."""
     if not isinstance(name, str) or not _COLLECTION_NAME.fullmatch(name) or name in {".", ".."}:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"collection name {name!r} is invalid: use 1-255 letters, digits, '_', '.' or '-', "
-            "and not '.' or '..'"
+            "and not '.' or '..'",
+            argument="collection",
         )
     return name
 
@@ -45,21 +49,27 @@ def check_collection_name(name: object) -> str:
 def check_positive_int(value: object, argument: str) -> int:
     """`value` if it is an int (not a bool) above zero."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{argument} must be a positive int, got {value!r}")
+        raise InvalidArgumentError(
+            f"{argument} must be a positive int, got {value!r}", argument=argument
+        )
     return value
 
 
 def check_non_negative_int(value: object, argument: str) -> int:
     """`value` if it is an int (not a bool) of zero or more."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{argument} must be an int >= 0, got {value!r}")
+        raise InvalidArgumentError(
+            f"{argument} must be an int >= 0, got {value!r}", argument=argument
+        )
     return value
 
 
 def check_document_id(document_id: object) -> str:
     """`document_id`, unchanged, if it is a str with a non-space character."""
     if not isinstance(document_id, str) or not document_id.strip():
-        raise ValueError(f"document_id must be a non-empty str, got {document_id!r}")
+        raise InvalidArgumentError(
+            f"document_id must be a non-empty str, got {document_id!r}", argument="document_id"
+        )
     return document_id
 
 
@@ -72,16 +82,18 @@ def check_metadata_filter(metadata_filter: Mapping[str, Any] | None) -> Metadata
         raise TypeError(f"metadata_filter must be a dict, got {type(metadata_filter).__name__}")
     for key, value in metadata_filter.items():
         if not isinstance(key, str) or not key or any(c in key for c in _KEY_FORBIDDEN):
-            raise ValueError(
-                f"metadata_filter key {key!r} is invalid: use a non-empty str without '\"' or '\\'"
+            raise InvalidArgumentError(
+                f"metadata_filter key {key!r} is invalid: use a non-empty str without '\"' or '\\'",
+                argument="metadata_filter",
             )
         if value is not None and (
             not isinstance(value, str | int)
             or (isinstance(value, int) and not isinstance(value, bool) and value not in _INT64)
         ):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"metadata_filter[{key!r}] = {value!r} is not supported: "
-                "values must be str, bool, a 64-bit int or None (key absent)"
+                "values must be str, bool, a 64-bit int or None (key absent)",
+                argument="metadata_filter",
             )
     return dict(metadata_filter)
 
@@ -107,5 +119,5 @@ def check_query_vector(vector: Sequence[float], dimensions: int) -> list[float]:
     """`vector` as a list of floats if it fits a collection of `dimensions`."""
     problem = vector_problem(vector, dimensions)
     if problem is not None:
-        raise ValueError(f"query_vector {problem}")
+        raise InvalidArgumentError(f"query_vector {problem}", argument="query_vector")
     return [float(value) for value in vector]

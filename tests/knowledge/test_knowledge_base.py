@@ -6,6 +6,7 @@ import pytest
 from kb_helpers import CountingModel
 
 from archivist.embedding import EmbeddingModelBase, EmbeddingResponse, EmbeddingUsage
+from archivist.errors import InvalidVectorError
 from archivist.message import Base64Source, DataBlock, TextBlock
 from archivist.rag import ApproxTokenChunker, Chunk, KnowledgeBase, TextParser
 from archivist.rag.knowledge.knowledge_base import DocumentNotFoundError
@@ -207,8 +208,10 @@ async def test_bad_vectors_from_a_custom_embedder_write_nothing(
     embedder: EmbeddingModelBase, store: QdrantStore, mode: str
 ) -> None:
     kb = _kb(FailingModel(embedder, fail_on_call=1, mode=mode), store, write_batch_size=2)
-    with pytest.raises(ValueError, match="doc-x"):
+    with pytest.raises(InvalidVectorError, match="doc-x") as raised:
         await kb.insert_document(_chunks("text", n=4), document_id="doc-x")
+    assert not isinstance(raised.value, ValueError)  # the model's fault, not the caller's
+    assert raised.value.document_id == "doc-x" and raised.value.problem
     assert await kb.list_documents() == []
 
 
@@ -350,8 +353,9 @@ async def test_insert_documents_writes_each_document_whole_or_not_at_all(
 
     kb = _kb(FailingModel(embedder, fail_on_call=2, mode="nan"), store, write_batch_size=2)
     docs = [NewDocument(_chunks(f"doc {i}", n=2), document_id=f"d{i}") for i in range(3)]
-    with pytest.raises(ValueError, match="bad vector"):
+    with pytest.raises(InvalidVectorError, match="bad vector") as raised:
         await kb.insert_documents(docs)
+    assert (raised.value.document_id, raised.value.chunk_index) == ("d1", 1)
     # the batch before the bad vector is written whole; the failing one and later ones not
     assert {s.document_id: s.chunk_count for s in await kb.list_documents()} == {"d0": 2}
     assert (await kb.verify()).ok

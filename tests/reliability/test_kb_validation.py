@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from archivist.embedding import EmbeddingModelBase, EmbeddingResponse
-from archivist.embedding.errors import EmbeddingError
+from archivist.embedding.errors import EmbeddingError, InvalidVectorError
 from archivist.message import TextBlock
 from archivist.rag.document import Chunk
 from archivist.rag.knowledge.knowledge_base import DocumentNotFoundError, KnowledgeBase
@@ -136,7 +136,7 @@ async def test_wrong_vector_count_writes_nothing(store: QdrantStore) -> None:
             return EmbeddingResponse(embeddings=response.embeddings[:-1])
 
     kb = make_kb(store, Short(bypass_checks=True))
-    with pytest.raises(ValueError, match="returned 2 vectors for 3 chunks"):
+    with pytest.raises(InvalidVectorError, match="returned 2 vectors for 3 chunks"):
         await kb.insert_document(chunks(["a", "b", "c"]))
     assert await store.list_documents(COLLECTION) == []
 

@@ -17,6 +17,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from archivist._http.clock import Clock
 from archivist._text import one_line
+from archivist.errors import InvalidArgumentError
 from archivist.validation import check_non_negative_int
 
 if TYPE_CHECKING:  # a local model retries without ever loading an HTTP client
@@ -64,6 +65,15 @@ def retry_after_seconds(headers: httpx.Headers, now: float) -> float | None:
     return max(0.0, when.timestamp() - now)
 
 
+def check_delay(delay: object, argument: str) -> float:
+    """`delay` if it is a number of seconds >= 0, else an InvalidArgumentError naming it."""
+    if not isinstance(delay, int | float) or isinstance(delay, bool) or delay < 0:
+        raise InvalidArgumentError(
+            f"{argument} must be a number >= 0, got {delay!r}", argument=argument
+        )
+    return delay
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """How often to retry and how long to wait: the server's Retry-After when it gives one
@@ -75,12 +85,8 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         check_non_negative_int(self.max_retries, "max_retries")
-        for name, delay in (
-            ("retry_base_delay", self.base_delay),
-            ("retry_max_delay", self.max_delay),
-        ):
-            if not isinstance(delay, int | float) or isinstance(delay, bool) or delay < 0:
-                raise ValueError(f"{name} must be a number >= 0, got {delay!r}")
+        check_delay(self.base_delay, "retry_base_delay")
+        check_delay(self.max_delay, "retry_max_delay")
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         """Seconds before retry number `attempt` (0 = the first retry).

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from archivist.errors import InvalidArgumentError
+
 
 @dataclass(frozen=True)
 class SkippedPath:
@@ -27,7 +29,8 @@ class Walk:
 
 def walk_files(paths: Sequence[str]) -> Walk:
     """Every regular file named or under a named folder (following symbolic links to folders
-    once each), sorted, hidden entries left out; a named path that does not exist is an error."""
+    once each), sorted, hidden entries left out; a named path that does not exist is an
+    InvalidArgumentError (a bad command line)."""
     walk = Walk()
     for raw in paths:
         path = Path(raw)
@@ -36,11 +39,11 @@ def walk_files(paths: Sequence[str]) -> Walk:
         elif path.is_file():
             walk.files.append(path)
         elif path.is_symlink():
-            raise FileNotFoundError(f"{raw}: dangling symbolic link")
+            raise InvalidArgumentError(f"{raw}: dangling symbolic link", argument="PATH")
         elif path.exists():
-            raise FileNotFoundError(f"{raw}: not a regular file or folder")
+            raise InvalidArgumentError(f"{raw}: not a regular file or folder", argument="PATH")
         else:
-            raise FileNotFoundError(f"{raw}: no such file or folder")
+            raise InvalidArgumentError(f"{raw}: no such file or folder", argument="PATH")
     return walk
 
 

@@ -1,8 +1,9 @@
 """The `archivist` command line.
 
-Exit codes: 0 ok, 1 some files failed, 2 usage or configuration error, 3 a remote service
-(chat or embedding provider) failed, 130 interrupted, 70 internal error (a bug: rerun with
-`--debug` for the traceback).
+Exit codes follow the class of the error (`archivist.errors`), never its message: 0 ok,
+1 some files failed, 2 usage or configuration error, 3 a model (embedding or chat, remote or
+local) failed, 4 the store is unavailable (e.g. in use), 5 a file, folder or document cannot
+be used, 130 interrupted, 70 internal error (a bug: rerun with `--debug` for the traceback).
 """
 
 from __future__ import annotations
@@ -26,19 +27,30 @@ from archivist.cli.keys_command import add_keys_command
 from archivist.cli.mcp_command import add_mcp_command
 from archivist.cli.search_command import add_search_command, attach_query_values
 from archivist.cli.serve_command import add_serve_command
-from archivist.cli.session import CLIError
 from archivist.cli.worker_command import add_worker_command
+from archivist.errors import (
+    ChatModelError,
+    ConfigurationError,
+    DocumentNotFoundError,
+    EmbeddingError,
+    FileError,
+    InvalidArgumentError,
+    StoreError,
+)
 
 if TYPE_CHECKING:
     import httpx
 
 EXIT_OK, EXIT_FILES_FAILED, EXIT_USAGE, EXIT_REMOTE = 0, 1, 2, 3
+EXIT_STORE, EXIT_DATA = 4, 5
 EXIT_INTERRUPTED, EXIT_INTERNAL, EXIT_PIPE_CLOSED = 130, 70, 141
 EXIT_CODES = f"""exit codes:
   {EXIT_OK}    ok
   {EXIT_FILES_FAILED}    some files failed (index)
   {EXIT_USAGE}    usage or configuration error
-  {EXIT_REMOTE}    a remote service (chat or embedding provider) failed
+  {EXIT_REMOTE}    a model failed (embedding or chat; a provider or the local model)
+  {EXIT_STORE}    the store is unavailable (e.g. in use by another process)
+  {EXIT_DATA}    a file, folder or document cannot be used
   {EXIT_INTERRUPTED}  interrupted
   {EXIT_PIPE_CLOSED}  the reader of the output went away (e.g. `| head`)
   {EXIT_INTERNAL}   internal error (rerun with --debug and report it)
@@ -147,47 +159,56 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_PIPE_CLOSED
     except Exception as exc:
-        if isinstance(exc, _remote_errors()):
-            return _fail(EXIT_REMOTE, _remote_message(exc), debug)
-        if isinstance(exc, ImportError | CLIError | ValueError | OSError):
-            return _fail(EXIT_USAGE, str(exc), debug)
-        return _fail(
-            EXIT_INTERNAL,
-            f"internal error {type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
-            debug,
-        )
+        return _fail(exit_code_for(exc), _message_for(exc), debug)
     return code
 
 
-_REMOTE_ERRORS = (
-    ("archivist.model.errors", "ChatModelError"),
-    ("archivist.embedding.errors", "EmbeddingError"),
-    ("httpx", "HTTPError"),
+_EXIT_BY_CLASS: tuple[tuple[type[BaseException], int], ...] = (
+    (InvalidArgumentError, EXIT_USAGE),  # CLIError among them: the command line's own checks
+    (ConfigurationError, EXIT_USAGE),
+    (ImportError, EXIT_USAGE),  # an optional package (an extra) is not installed
+    (EmbeddingError, EXIT_REMOTE),
+    (ChatModelError, EXIT_REMOTE),
+    (StoreError, EXIT_STORE),
+    (DocumentNotFoundError, EXIT_DATA),
+    (FileError, EXIT_DATA),
+    (OSError, EXIT_DATA),
+    (ValueError, EXIT_DATA),  # a library's refusal of a value read from a file
 )
+"""The exit code of an error by its class, first match wins (see EXIT_CODES)."""
 
 
-def _remote_errors() -> tuple[type[BaseException], ...]:
-    """The classes of a remote failure (chat or embedding provider, HTTP) among the modules
-    this run loaded: a module the command never imported raised nothing, and importing it
-    here would cost every command its start-up time."""
-    found: list[type[BaseException]] = []
-    for module, name in _REMOTE_ERRORS:
-        loaded = sys.modules.get(module)
-        if loaded is not None:
-            found.append(getattr(loaded, name))
-    return tuple(found)
+def exit_code_for(exc: BaseException) -> int:
+    """The exit code of an error that ended a command, chosen by its class."""
+    http = sys.modules.get("httpx")  # loaded only by commands that talk to a provider
+    if http is not None and isinstance(exc, http.HTTPError):
+        return EXIT_REMOTE
+    for kind, code in _EXIT_BY_CLASS:
+        if isinstance(exc, kind):
+            return code
+    return EXIT_INTERNAL
+
+
+def _message_for(exc: BaseException) -> str:
+    """The one line printed for an error that ended a command."""
+    code = exit_code_for(exc)
+    if code == EXIT_REMOTE:
+        return _remote_message(exc)
+    if code == EXIT_INTERNAL:
+        return f"internal error {type(exc).__name__}: {exc} (rerun with --debug for the traceback)"
+    return str(exc)
 
 
 def _remote_message(exc: BaseException) -> str:
-    """What failed remotely, naming the host when httpx knows it."""
+    """What failed in a model or its provider, naming the host when httpx knows it."""
     http = sys.modules.get("httpx")
-    if http is None:
-        return f"remote service failed: {exc}"
-    if isinstance(exc, http.TimeoutException):
+    if http is not None and isinstance(exc, http.TimeoutException):
         return f"the remote service did not answer in time ({_where(exc)}); raise --timeout?"
-    if isinstance(exc, http.HTTPError):
+    if http is not None and isinstance(exc, http.HTTPError):
         return f"remote service failed ({_where(exc)}): {type(exc).__name__}: {exc}"
-    return f"remote service failed: {exc}"
+    if isinstance(exc, EmbeddingError):
+        return f"the embedding model failed: {exc}"
+    return f"the chat model failed: {exc}"
 
 
 def _where(exc: httpx.HTTPError) -> str:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from archivist.cli.home import KBRecord, cache_dir, default_store_dir, load_kbs, save_kb
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL
+from archivist.errors import InvalidArgumentError, StoreLockedError
 
 if TYPE_CHECKING:  # the heavy modules load inside the functions that use them
     from archivist.embedding import EmbeddingModelBase
@@ -36,8 +37,9 @@ DEFAULT_WAIT_SECONDS = 60.0
 DEFAULT_EMBEDDING_TIMEOUT = 30.0
 
 
-class CLIError(Exception):
-    """A problem to report to the user in one line, with exit code 2."""
+class CLIError(InvalidArgumentError):
+    """A bad command line (an option's value, a name, a path): reported in one line, with
+    exit code 2."""
 
 
 @dataclass
@@ -269,10 +271,10 @@ def settled_record(
 
 async def open_store(directory: Path, name: str, wait: float) -> QdrantStore:
     """The store at `directory`, entered; while another process holds it, wait up to `wait`
-    seconds with a message on stderr, then a CLIError."""
+    seconds with a message on stderr, then a StoreLockedError naming the knowledge base."""
     import asyncio
 
-    from archivist.rag.store.qdrant import QdrantStore, StoreLockedError
+    from archivist.rag.store.qdrant import QdrantStore
 
     deadline = time.monotonic() + max(0.0, wait)
     announced = False
@@ -281,11 +283,13 @@ async def open_store(directory: Path, name: str, wait: float) -> QdrantStore:
         try:
             return await store.__aenter__()
         except StoreLockedError as exc:
-            holder = str(exc).rsplit("locked by ", 1)[-1]
+            holder = exc.holder
             if time.monotonic() >= deadline:
-                raise CLIError(
-                    f"knowledge base {name!r} is in use ({holder}) and stayed so for "
-                    f"{wait:g} s; try again when it finishes or raise --wait"
+                raise StoreLockedError(
+                    exc.path,
+                    holder,
+                    message=f"knowledge base {name!r} is in use ({holder}) and stayed so for "
+                    f"{wait:g} s; try again when it finishes or raise --wait",
                 ) from None
             if not announced:
                 print(

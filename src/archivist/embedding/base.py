@@ -18,11 +18,17 @@ from pydantic import BaseModel, ConfigDict
 
 from archivist._closable import AsyncClosable
 from archivist._http.clock import SYSTEM_CLOCK, Clock
-from archivist._http.retry import RetryPolicy, call_with_retries, should_retry
+from archivist._http.retry import RetryPolicy, call_with_retries, check_delay, should_retry
 from archivist.credential.base import CredentialBase
-from archivist.embedding.errors import EmbeddingAPIError, EmbeddingError, TransientEmbeddingError
+from archivist.embedding.errors import (
+    EmbeddingAPIError,
+    EmbeddingError,
+    InvalidVectorError,
+    TransientEmbeddingError,
+)
 from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
 from archivist.embedding.tokenizer import ModelTokenizer
+from archivist.errors import InvalidArgumentError
 from archivist.message import DataBlock, TextBlock
 from archivist.validation import check_positive_int, vector_problem
 
@@ -84,7 +90,9 @@ class EmbeddingModelBase(AsyncClosable, ABC):
         backoff (the same as `retry_base_delay`); `dimensions` may also come from a
         `parameters.dimensions` field; `context_size` is the model's input limit in tokens."""
         if not isinstance(model, str) or not model:
-            raise ValueError(f"model must be a non-empty string, got {model!r}")
+            raise InvalidArgumentError(
+                f"model must be a non-empty string, got {model!r}", argument="model"
+            )
         resolved = parameters if parameters is not None else self.Parameters()
         if not isinstance(resolved, BaseModel):
             raise TypeError(f"parameters must be a pydantic model, got {type(resolved).__name__}")
@@ -101,13 +109,8 @@ class EmbeddingModelBase(AsyncClosable, ABC):
         check_positive_int(batch_size, "batch_size")
         check_positive_int(max_concurrency, "max_concurrency")
         if retry_delay is not None:
-            retry_base_delay = retry_delay
-        try:
-            RetryPolicy(max_retries, retry_base_delay, retry_max_delay)  # checks the settings
-        except ValueError as error:
-            if retry_delay is None:
-                raise
-            raise ValueError(str(error).replace("retry_base_delay", "retry_delay")) from None
+            retry_base_delay = check_delay(retry_delay, "retry_delay")
+        RetryPolicy(max_retries, retry_base_delay, retry_max_delay)  # checks the settings
         self.credential = credential
         self.model = model
         self._dimensions = dimensions
@@ -248,20 +251,28 @@ class EmbeddingModelBase(AsyncClosable, ABC):
     def _check_output(self, response: EmbeddingResponse, expected: int) -> None:
         """Reject a batch whose vectors are missing, mis-sized or not finite numbers."""
         if len(response.embeddings) != expected:
-            raise EmbeddingError(
-                f"{self.model}: returned {len(response.embeddings)} vectors for {expected} inputs"
+            miscount = f"returned {len(response.embeddings)} vectors for {expected} inputs"
+            raise InvalidVectorError(
+                f"{self.model}: {miscount}", model=self.model, problem=miscount
             )
         dimensions = self.dimensions
         for position, vector in enumerate(response.embeddings):
             problem = vector_problem(vector, dimensions)
             if problem is not None:
-                raise EmbeddingError(f"{self.model}: vector {position} of the batch {problem}")
+                raise InvalidVectorError(
+                    f"{self.model}: vector {position} of the batch {problem}",
+                    model=self.model,
+                    problem=problem,
+                )
 
     def _check_inputs(
         self, inputs: Sequence[EmbeddingInput], input_type: InputType
     ) -> list[BatchItem]:
         if input_type not in get_args(InputType):
-            raise ValueError(f"input_type must be 'query' or 'document', got {input_type!r}")
+            raise InvalidArgumentError(
+                f"input_type must be 'query' or 'document', got {input_type!r}",
+                argument="input_type",
+            )
         if isinstance(inputs, str | bytes) or not isinstance(inputs, Sequence):
             raise TypeError(
                 "inputs must be a sequence of str, TextBlock or DataBlock, "
@@ -275,8 +286,9 @@ class EmbeddingModelBase(AsyncClosable, ABC):
                 items.append(item.text)
             elif isinstance(item, DataBlock):
                 if not self.supports_multimodal:
-                    raise ValueError(
-                        f"inputs[{index}] is a DataBlock but {self.model} embeds text only"
+                    raise InvalidArgumentError(
+                        f"inputs[{index}] is a DataBlock but {self.model} embeds text only",
+                        argument="inputs",
                     )
                 items.append(item)
             else:

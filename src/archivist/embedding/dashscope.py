@@ -16,6 +16,7 @@ from archivist.embedding._http_errors import EmbeddingHttpErrors
 from archivist.embedding.base import BatchItem, EmbeddingInput, EmbeddingModelBase, InputType
 from archivist.embedding.errors import EmbeddingAPIError
 from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
+from archivist.errors import InvalidArgumentError
 from archivist.message import Base64Source
 
 TEXT_PATH = "/services/embeddings/text-embedding/text-embedding"
@@ -108,7 +109,9 @@ class DashScopeEmbeddingModel(EmbeddingModelBase):
                 try:
                     _content(item)
                 except ValueError as error:
-                    raise ValueError(f"inputs[{index}]: {error}") from None
+                    raise InvalidArgumentError(
+                        f"inputs[{index}]: {error}", argument="inputs"
+                    ) from None
         return items
 
     async def _embed_batch(
@@ -155,15 +158,17 @@ def _content(item: BatchItem) -> dict[str, str]:
     kind = source.media_type.split("/", 1)[0]
     key = _MEDIA_KEYS.get(kind)
     if key is None:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"DataBlock {item.name or item.id} has media type {source.media_type}; "
-            "DashScope embeds image/* and video/* only"
+            "DashScope embeds image/* and video/* only",
+            argument="inputs",
         )
     if isinstance(source, Base64Source):
         if key == "video":
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"DataBlock {item.name or item.id} is a base64 {source.media_type} video; "
-                "DashScope takes video by URL only: pass a URLSource"
+                "DashScope takes video by URL only: pass a URLSource",
+                argument="inputs",
             )
         return {key: f"data:{source.media_type};base64,{source.data}"}
     return {key: source.url}

@@ -21,6 +21,7 @@ from archivist.embedding.base import BatchItem, EmbeddingModelBase, InputType
 from archivist.embedding.errors import EmbeddingError
 from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
 from archivist.embedding.tokenizer import ModelTokenizer
+from archivist.errors import ConfigurationError, InvalidArgumentError
 from archivist.validation import check_positive_int
 
 logger = logging.getLogger(__name__)
@@ -101,9 +102,13 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
             if not path.is_file():
                 raise FileNotFoundError(f"{role}: no such file: {path}")
         if pooling not in ("mean", "cls"):
-            raise ValueError(f"pooling must be 'mean' or 'cls', got {pooling!r}")
+            raise InvalidArgumentError(
+                f"pooling must be 'mean' or 'cls', got {pooling!r}", argument="pooling"
+            )
         if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 2:
-            raise ValueError(f"max_length must be an integer >= 2, got {max_length!r}")
+            raise InvalidArgumentError(
+                f"max_length must be an integer >= 2, got {max_length!r}", argument="max_length"
+            )
         if token_budget is not None:
             check_positive_int(token_budget, "token_budget")
         if threads is not None:
@@ -191,8 +196,10 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
             if expected is not None:
                 actual = _file_sha256(path)
                 if actual != expected:
-                    raise ValueError(
-                        f"sha256 mismatch for {role} file {path}: expected {expected}, got {actual}"
+                    raise ConfigurationError(
+                        f"sha256 mismatch for {role} file {path}: "
+                        f"expected {expected}, got {actual}",
+                        setting="sha256",
                     )
         self._verified = True
 
@@ -225,30 +232,35 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         input_types: dict[str, type[np.integer[Any]]] = {}
         for node in session.get_inputs():
             if node.name not in _KNOWN_INPUTS:
-                raise ValueError(
+                raise ConfigurationError(
                     f"{self.model_path}: graph input {node.name!r} is not one of "
-                    f"{sorted(_KNOWN_INPUTS)}"
+                    f"{sorted(_KNOWN_INPUTS)}",
+                    setting="model_path",
                 )
             input_types[node.name] = _INT_TYPES.get(node.type, np.int64)
         if "input_ids" not in input_types:
-            raise ValueError(f"{self.model_path}: the graph has no 'input_ids' input")
+            raise ConfigurationError(
+                f"{self.model_path}: the graph has no 'input_ids' input", setting="model_path"
+            )
         outputs = {node.name: node for node in session.get_outputs()}
         output_name = next(
             (name for name in _TOKEN_OUTPUTS if name in outputs), session.get_outputs()[0].name
         )
         shape = outputs[output_name].shape
         if len(shape) not in (2, 3):
-            raise ValueError(
+            raise ConfigurationError(
                 f"{self.model_path}: output {output_name!r} has shape {shape}; "
-                "expected (batch, tokens, dim) or (batch, dim)"
+                "expected (batch, tokens, dim) or (batch, dim)",
+                setting="model_path",
             )
         runtime = _Runtime(tokenizer, session, input_types, output_name, pad_id)
         last = shape[-1]
         if self._dimensions is None:
             self._dimensions = last if isinstance(last, int) else self._probe(runtime)
         elif isinstance(last, int) and last != self._dimensions:
-            raise ValueError(
-                f"dimensions={self._dimensions} but {self.model_path} outputs {last}-d vectors"
+            raise ConfigurationError(
+                f"dimensions={self._dimensions} but {self.model_path} outputs {last}-d vectors",
+                setting="dimensions",
             )
         return runtime
 
@@ -421,11 +433,17 @@ def _check_digests(sha256: Mapping[str, str] | None) -> dict[str, str]:
         raise TypeError(f"sha256 must be a mapping, got {type(sha256).__name__}")
     unknown = set(sha256) - {"model", "tokenizer"}
     if unknown:
-        raise ValueError(f"sha256 keys must be 'model' and/or 'tokenizer', got {sorted(unknown)}")
+        raise InvalidArgumentError(
+            f"sha256 keys must be 'model' and/or 'tokenizer', got {sorted(unknown)}",
+            argument="sha256",
+        )
     digests: dict[str, str] = {}
     for role, digest in sha256.items():
         if not isinstance(digest, str) or len(digest) != 64:
-            raise ValueError(f"sha256[{role!r}] must be a 64-character hex digest, got {digest!r}")
+            raise InvalidArgumentError(
+                f"sha256[{role!r}] must be a 64-character hex digest, got {digest!r}",
+                argument="sha256",
+            )
         digests[role] = digest.lower()
     return digests
 

@@ -14,6 +14,7 @@ from archivist.embedding import _wire
 from archivist.embedding._http_errors import EmbeddingHttpErrors
 from archivist.embedding.base import BatchItem, EmbeddingModelBase, InputType
 from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
+from archivist.errors import InvalidArgumentError
 
 
 class OpenAIEmbeddingModel(EmbeddingModelBase):
@@ -65,7 +66,10 @@ class OpenAIEmbeddingModel(EmbeddingModelBase):
         )
         self.credential = credential if credential is not None else OpenAICredential()
         if base_url is not None and not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
+            raise InvalidArgumentError(
+                f"base_url must start with http:// or https://, got {base_url!r}",
+                argument="base_url",
+            )
         self.base_url = (base_url or self.credential.base_url).rstrip("/")
         self.send_dimensions = send_dimensions
         self.query_prefix = query_prefix

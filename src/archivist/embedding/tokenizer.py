@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from tokenizers import Tokenizer
 
+from archivist.errors import InvalidArgumentError
+
 
 class ModelTokenizer:
     """Token spans and unknown-token share of texts, as the embedding model will see them.
@@ -18,7 +20,10 @@ class ModelTokenizer:
         self._tokenizer = tokenizer
         overhead = len(tokenizer.encode(document_prefix, add_special_tokens=True).ids)
         if overhead >= max_length:
-            raise ValueError(f"the document prefix fills the model's {max_length} input tokens")
+            raise InvalidArgumentError(
+                f"the document prefix fills the model's {max_length} input tokens",
+                argument="document_prefix",
+            )
         self._max_tokens = max_length - overhead
         unknown = getattr(tokenizer.model, "unk_token", None)
         self._unknown_id = tokenizer.token_to_id(unknown) if isinstance(unknown, str) else None

@@ -24,6 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 
+from archivist.errors import ArchivistError
 from archivist.mcp.config import HttpMCPConfig, StdioMCPConfig
 from archivist.message import Base64Source, DataBlock, TextBlock
 from archivist.tool import ToolBase
@@ -32,7 +33,7 @@ _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 _NOT_IN_NAME = re.compile(r"[^A-Za-z0-9_-]")
 
 
-class MCPToolError(RuntimeError):
+class MCPToolError(ArchivistError, RuntimeError):
     """The MCP server answered a tool call with an error result; the message is its text."""
 
 

@@ -22,6 +22,7 @@ from mcp.server.lowlevel.server import Server
 from pydantic import BaseModel, ConfigDict
 
 from archivist import __version__
+from archivist.errors import InvalidArgumentError
 from archivist.message import DataBlock, TextBlock
 from archivist.middleware.rag import RAGMiddleware, SearchKnowledgeTool
 from archivist.middleware.retrieval import Retrieval
@@ -248,7 +249,7 @@ async def search(
             middleware = _middleware(searchable, top_k)
             tool = await _agentic_tool(middleware)
             blocks = await tool(**arguments)
-    except ValueError as exc:  # the tool's own check of its arguments
+    except InvalidArgumentError as exc:  # the tool's own check of its arguments
         return _error(str(exc))
     except Exception as exc:  # e.g. a store that stayed locked: the caller may try again
         logger.warning("search_knowledge failed: %s: %s", type(exc).__name__, exc)

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from archivist.errors import InvalidArgumentError
 from archivist.event import HintBlockEvent
 from archivist.message import DataBlock, HintBlock, Msg, TextBlock
 from archivist.middleware.base import MiddlewareBase
@@ -57,8 +58,9 @@ class RAGMiddleware(MiddlewareBase):
         def _one_placeholder(cls, value: str) -> str:
             count = value.count("{context}")
             if count != 1:
-                raise ValueError(
-                    f"hint_template must hold exactly one '{{context}}' placeholder, found {count}"
+                raise InvalidArgumentError(
+                    f"hint_template must hold exactly one '{{context}}' placeholder, found {count}",
+                    argument="hint_template",
                 )
             return value
 
@@ -70,17 +72,24 @@ class RAGMiddleware(MiddlewareBase):
         knowledge_bases: Sequence[KnowledgeBase] | None = None,
     ) -> None:
         if knowledges is not None and knowledge_bases is not None:
-            raise ValueError("pass knowledges= or knowledge_bases=, not both")
+            raise InvalidArgumentError(
+                "pass knowledges= or knowledge_bases=, not both", argument="knowledge_bases"
+            )
         kbs = list(knowledges if knowledges is not None else knowledge_bases or [])
         if not kbs:
-            raise ValueError("RAGMiddleware needs at least one KnowledgeBase")
+            raise InvalidArgumentError(
+                "RAGMiddleware needs at least one KnowledgeBase", argument="knowledge_bases"
+            )
         for index, kb in enumerate(kbs):
             if not isinstance(kb, KnowledgeBase):
                 raise TypeError(f"knowledges[{index}] is not a KnowledgeBase")
         names = [kb.name for kb in kbs]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
-            raise ValueError(f"knowledge base names must be unique; repeated: {duplicates}")
+            raise InvalidArgumentError(
+                f"knowledge base names must be unique; repeated: {duplicates}",
+                argument="knowledge_bases",
+            )
         self.knowledges = kbs
         self.parameters = parameters or self.Parameters()
         self._state_key = f"rag-hint:{id(self)}"
@@ -98,10 +107,11 @@ class RAGMiddleware(MiddlewareBase):
         if knowledge_bases:
             unknown = sorted(set(knowledge_bases) - {kb.name for kb in self.knowledges})
             if unknown:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"unknown knowledge base(s) {unknown}; available: "
                     f"{[kb.name for kb in self.knowledges]}. Search again naming only "
-                    "available ones, or leave knowledge_bases out to search them all."
+                    "available ones, or leave knowledge_bases out to search them all.",
+                    argument="knowledge_bases",
                 )
             chosen = [kb for kb in self.knowledges if kb.name in knowledge_bases]
         return await search_and_fuse(
@@ -232,14 +242,16 @@ class SearchKnowledgeTool(ToolBase):
     async def __call__(self, **kwargs: Any) -> Any:
         query = kwargs.get("query")
         if not isinstance(query, str) or not query.strip():
-            raise ValueError("query must be a non-empty string")
+            raise InvalidArgumentError("query must be a non-empty string", argument="query")
         context = kwargs.get("context")
         if context is not None and (
             isinstance(context, bool)
             or not isinstance(context, int)
             or not 0 <= context <= MAX_CONTEXT
         ):
-            raise ValueError(f"context must be a whole number from 0 to {MAX_CONTEXT}")
+            raise InvalidArgumentError(
+                f"context must be a whole number from 0 to {MAX_CONTEXT}", argument="context"
+            )
         retrieval = await self._middleware.retrieve(
             [query], kwargs.get("knowledge_bases"), context=context
         )

@@ -2,14 +2,17 @@
 
 Every non-2xx answer carries `type`, `title`, `status` and `detail`; a 422 adds `errors`
 (one entry per invalid field). Routers keep raising `HTTPException(status, detail)`: the
-handlers installed here turn it, validation errors and any unexpected exception into that
-shape, and the OpenAPI document is rewritten to say so.
+handlers installed here turn it, validation errors, the library's errors (`archivist.errors`,
+their status chosen by class) and any unexpected exception into that shape, and the OpenAPI
+document is rewritten to say so. A detail is built from an error's fields, never from a
+message that may hold the server's folders (a file is named by `filename`, not `path`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from typing import Any
@@ -22,6 +25,19 @@ from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
 from starlette.routing import BaseRoute, Match
 from starlette.types import Send
 
+from archivist.errors import (
+    ArchivistError,
+    ChatModelError,
+    ConfigurationError,
+    DocumentNotFoundError,
+    EmbeddingError,
+    FileError,
+    InvalidArgumentError,
+    StoreError,
+    StoreLockedError,
+    TransientEmbeddingError,
+    UnsupportedFileTypeError,
+)
 from archivist.service.schemas import Problem
 
 PROBLEM_JSON = "application/problem+json"
@@ -137,10 +153,63 @@ async def _server_error(request: Request, exc: Exception) -> Response:
     return problem_response(500, "internal error; the service log has the details")
 
 
+_STATUS_BY_CLASS: tuple[tuple[type[ArchivistError], int], ...] = (
+    (DocumentNotFoundError, 404),
+    (UnsupportedFileTypeError, 415),
+    (FileError, 422),
+    (InvalidArgumentError, 422),
+    (StoreError, 503),  # e.g. a store another process holds: try again
+    (TransientEmbeddingError, 503),
+    (EmbeddingError, 502),  # the model (or its provider) failed, not the request
+    (ChatModelError, 502),
+    (ConfigurationError, 500),
+)
+"""The status of a library error that reaches a route, by class (first match wins)."""
+
+
+def status_for(error: ArchivistError) -> int:
+    """The HTTP status of a library error, chosen by its class."""
+    return next((status for kind, status in _STATUS_BY_CLASS if isinstance(error, kind)), 500)
+
+
+def public_detail(error: BaseException) -> str:
+    """What a client may read about `error`: built from its fields, so a server path never
+    shows (a file is named by its `filename`; a store's location and holder stay out)."""
+    if isinstance(error, FileError):
+        return f"{error.filename}: {error.reason}" if error.filename else error.reason
+    if isinstance(error, DocumentNotFoundError):
+        return f"no document {error.document_id!r}" if error.document_id else "no such document"
+    if isinstance(error, StoreLockedError):
+        return "the knowledge base is busy; try again shortly"
+    if isinstance(error, StoreError | ConfigurationError):
+        return f"{type(error).__name__}; the service log has the details"
+    if isinstance(error, InvalidArgumentError | EmbeddingError | ChatModelError):
+        return str(error)  # the caller's own values, the model's name and its provider's words
+    if isinstance(error, OSError):
+        name = os.path.basename(os.fsdecode(error.filename)) if error.filename else None
+        what = error.strerror or type(error).__name__
+        return f"{name}: {what}" if name else what
+    return f"{type(error).__name__}; the service log has the details"
+
+
+async def _archivist_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ArchivistError)
+    status = status_for(exc)
+    if status >= 500:
+        logger.error(
+            "%s on %s %s", type(exc).__name__, request.method, request.url.path, exc_info=exc
+        )
+    headers = {}
+    if isinstance(exc, TransientEmbeddingError) and exc.retry_after is not None:
+        headers["Retry-After"] = str(max(1, round(exc.retry_after)))
+    return problem_response(status, public_detail(exc), headers)
+
+
 def install_problem_handlers(app: FastAPI) -> None:
     """Route every error through the problem shape and document it in `/openapi.json`."""
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(ArchivistError, _archivist_error)
     app.add_exception_handler(Exception, _server_error)
     app.openapi = _problem_openapi(app, app.openapi)  # type: ignore[method-assign]
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
+from archivist.errors import InvalidArgumentError
 from archivist.tool.json_schema import schema_errors
 
 
-class ToolArgumentError(ValueError):
+class ToolArgumentError(InvalidArgumentError):
     """The model's arguments do not fit the tool's schema; each problem names its argument."""
 
     def __init__(self, tool_name: str, problems: list[str]) -> None:

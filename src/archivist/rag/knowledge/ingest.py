@@ -27,6 +27,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from archivist.errors import (
+    ConfigurationError,
+    DocumentParseError,
+    EmbeddingAPIError,
+    InvalidVectorError,
+    TransientEmbeddingError,
+)
 from archivist.message import TextBlock
 from archivist.rag.chunker.base import ChunkerBase
 from archivist.rag.document import Chunk
@@ -67,6 +74,9 @@ class FileResult:
     document_id: str | None = None
     chunks: int = 0
     error: str | None = None
+    cause: Exception | None = field(default=None, repr=False, compare=False)
+    """The exception behind a FAILED (or type-SKIPPED) file, for callers that render it
+    from its fields (e.g. a service that must not show its own folders)."""
 
 
 @dataclass
@@ -154,6 +164,27 @@ def compression_of(path: Path) -> str | None:
     return next((name for magic, name in _MAGIC.items() if head.startswith(magic)), None)
 
 
+_FILE_FAILURES = (ValueError, OSError, InvalidVectorError, EmbeddingAPIError)
+"""What may fail one file and not the run (`_one_files_fault` decides): its bytes or name
+(parsing, reading), a value it makes the library refuse, or what the embedding model does
+with its text."""
+
+_REFUSED_INPUT = frozenset({400, 413, 422})
+"""Provider statuses that refuse this request's input; 401/403/404/429 and 5xx concern every
+file alike (key, model, quota, outage) and stop the run."""
+
+
+def _one_files_fault(exc: Exception) -> bool:
+    """Whether `exc` concerns only the file being written: a bad vector for its text, or a
+    provider refusing its input (as opposed to a wrong key, a missing model, an outage, or
+    a model that does not fit the collection)."""
+    if isinstance(exc, TransientEmbeddingError | ConfigurationError):
+        return False
+    if isinstance(exc, EmbeddingAPIError):
+        return exc.status in _REFUSED_INPUT
+    return True
+
+
 ProgressCallback = Callable[[FileResult], None]
 ChunkProgress = Callable[[str, int, int], None]
 """`on_chunks(path, chunks_written, total_chunks)`: progress within one file."""
@@ -173,6 +204,12 @@ async def ingest_files(
     on_write: Callable[[int, int], None] | None = None,
 ) -> IngestReport:
     """Index `files` into `kb` incrementally; one file's failure never stops the others.
+
+    A file fails alone (FAILED, with the reason and `cause`) when it cannot be read or
+    parsed, when the library refuses a value it yields, or when the embedding model refuses
+    its text or returns a bad vector for it; what was stored before stays whole. An
+    embedding failure that concerns every file (a wrong key, a missing model, an outage
+    after retries) stops the run.
 
     A file of a type no parser reads is SKIPPED with the reason; one that was indexed before
     and now is empty or fails has its old version removed (REMOVED) unless `keep_stale`.
@@ -278,7 +315,9 @@ class _Parsed:
         return FileResult(str(self.path), self.outcome, self.document_id, chunks=self.count)
 
     def failed(self, exc: Exception) -> FileResult:
-        return FileResult(str(self.path), Outcome.FAILED, self.document_id, error=str(exc))
+        return FileResult(
+            str(self.path), Outcome.FAILED, self.document_id, error=str(exc), cause=exc
+        )
 
 
 async def _write(
@@ -297,7 +336,9 @@ async def _write(
     try:
         await kb.insert_documents([p.document() for p in window], on_progress=progress)
         return [p.done() for p in window]
-    except (ValueError, OSError) as exc:
+    except _FILE_FAILURES as exc:
+        if not _one_files_fault(exc):
+            raise
         if len(window) == 1:
             return [window[0].failed(exc)]
     results = []
@@ -333,8 +374,7 @@ async def _parse_one(
         try:
             parser = registry.parser_for_path(resolved)
         except UnsupportedFileTypeError as exc:
-            reason = str(exc).removeprefix(f"{resolved}: ").split(" (supported extensions")[0]
-            return FileResult(str(path), Outcome.SKIPPED, document_id, error=reason)
+            return FileResult(str(path), Outcome.SKIPPED, document_id, error=exc.reason, cause=exc)
         chunks, count, text_count = await _count_chunks(
             parser, chunker, resolved, path.name, kb.write_batch_size
         )
@@ -343,7 +383,7 @@ async def _parse_one(
                 str(path), Outcome.SKIPPED, document_id, error="empty: no text to index"
             )
     except (ValueError, OSError) as exc:
-        return FileResult(str(path), Outcome.FAILED, document_id, error=str(exc))
+        return FileResult(str(path), Outcome.FAILED, document_id, error=str(exc), cause=exc)
     if not kb.embedding_model.supports_multimodal and not text_count:
         return FileResult(
             str(path),
@@ -396,15 +436,15 @@ async def _restream(
     parser: ParserBase, chunker: ChunkerBase, path: Path, name: str, total: int, text_only: bool
 ) -> AsyncIterator[Chunk]:
     """A large file's chunks again, numbered with their `total` (DataBlocks dropped for a
-    text-only model); the file changing in between is a ValueError."""
+    text-only model); the file changing in between is a DocumentParseError."""
     index = 0
     async for chunk in chunker.chunk_stream(parser.stream_sections(str(path), name)):
         if text_only and not isinstance(chunk.content, TextBlock):
             continue
         if index >= total:
-            raise ValueError(f"{name}: the file changed while it was indexed")
+            raise DocumentParseError("the file changed while it was indexed", filename=name)
         chunk.chunk_index, chunk.total_chunks = index, total
         index += 1
         yield chunk
     if index != total:
-        raise ValueError(f"{name}: the file changed while it was indexed")
+        raise DocumentParseError("the file changed while it was indexed", filename=name)

@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from archivist.errors import ConfigurationError, DocumentNotFoundError, InvalidArgumentError
 from archivist.rag.document import Chunk
 from archivist.rag.knowledge import integrity, query_cache
 from archivist.rag.knowledge.integrity import IncompleteDocument, RepairReport, VerifyReport
@@ -48,10 +49,6 @@ __all__ = [
 ]
 
 
-class DocumentNotFoundError(LookupError):
-    """No document with this id exists inside the handle's scope."""
-
-
 class KnowledgeBase:
     """A named, described knowledge base over `collection` in `vector_store`.
 
@@ -73,9 +70,11 @@ class KnowledgeBase:
         write_batch_size: int = 256,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
-            raise ValueError("name must be a non-empty string")
+            raise InvalidArgumentError("name must be a non-empty string", argument="name")
         if not isinstance(collection, str) or not collection:
-            raise ValueError("collection must be a non-empty string")
+            raise InvalidArgumentError(
+                "collection must be a non-empty string", argument="collection"
+            )
         if not isinstance(vector_store, VectorStoreBase):
             raise TypeError("vector_store must be a VectorStoreBase")
         check_positive_int(write_batch_size, "write_batch_size")
@@ -108,10 +107,11 @@ class KnowledgeBase:
             if await self.vector_store.has_collection(self.collection):
                 existing = await self.vector_store.collection_dimensions(self.collection)
                 if existing is not None and existing != dimensions:
-                    raise ValueError(
+                    raise ConfigurationError(
                         f"collection {self.collection!r} holds {existing}-d vectors but "
                         f"{self.embedding_model.model!r} makes {dimensions}-d vectors; use "
-                        f"another collection or the model the collection was built with"
+                        f"another collection or the model the collection was built with",
+                        setting="embedding_model",
                     )
             else:
                 await self.vector_store.create_collection(self.collection, dimensions)
@@ -232,7 +232,9 @@ class KnowledgeBase:
         require_scoped_delete(self.vector_store, self.metadata_filter)
         if await self.get_document(document_id) is None:
             raise DocumentNotFoundError(
-                f"no document {document_id!r} in knowledge base {self.name!r}"
+                f"no document {document_id!r} in knowledge base {self.name!r}",
+                document_id=document_id,
+                knowledge_base=self.name,
             )
         await delete_in_scope(self.vector_store, self.collection, document_id, self.metadata_filter)
 

@@ -20,6 +20,8 @@ from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar
 
 from cachetools import TTLCache
 
+from archivist.errors import InvalidArgumentError
+
 V = TypeVar("V")
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -89,7 +91,7 @@ class QueryCache(Generic[V]):
         self, *, ttl: float, maxsize: int = 1024, sizeof: Callable[[V], int] | None = None
     ) -> None:
         if not ttl > 0:
-            raise ValueError(f"ttl must be above 0 seconds, got {ttl!r}")
+            raise InvalidArgumentError(f"ttl must be above 0 seconds, got {ttl!r}", argument="ttl")
         self.ttl = ttl
         measure = None if sizeof is None else (lambda entry: sizeof(entry[1]))
         self._entries: TTLCache[Hashable, tuple[int, V]] = TTLCache(

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
 
+from archivist.errors import InvalidArgumentError
 from archivist.message import DataBlock, TextBlock
 from archivist.rag.knowledge.context import MAX_CONTEXT, merged_windows
 from archivist.rag.knowledge.notices import logger
@@ -71,21 +72,30 @@ class Searcher:
         store = self._target.vector_store
         check_positive_int(top_k, "top_k")
         if score_threshold is not None and not math.isfinite(score_threshold):
-            raise ValueError(f"score_threshold must be finite, got {score_threshold!r}")
+            raise InvalidArgumentError(
+                f"score_threshold must be finite, got {score_threshold!r}",
+                argument="score_threshold",
+            )
         if max_per_document is not None:
             check_positive_int(max_per_document, "max_per_document")
         check_diversity(diversity)
         if diversity is not None and not store.capabilities.diversity:
-            raise ValueError(f"{type(store).__name__} does not support diversity (MMR) search")
+            raise InvalidArgumentError(
+                f"{type(store).__name__} does not support diversity (MMR) search",
+                argument="diversity",
+            )
         narrowing = self._check_search_filter(search_filter)
         min_relevance = check_min_relevance(min_relevance)
         check_non_negative_int(context, "context")
         if context > MAX_CONTEXT:
-            raise ValueError(f"context must be at most {MAX_CONTEXT}, got {context}")
+            raise InvalidArgumentError(
+                f"context must be at most {MAX_CONTEXT}, got {context}", argument="context"
+            )
         if context and not store.capabilities.chunk_listing:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{type(store).__name__} cannot list chunks (it does not declare "
-                "chunk_listing), so search context is not available"
+                "chunk_listing), so search context is not available",
+                argument="context",
             )
         usable = self._usable_queries(queries)
         if not usable:
@@ -145,11 +155,12 @@ class Searcher:
         if mode is not None:
             check_search_mode(mode)
             if mode not in supported:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"knowledge base {target.name!r} (collection {target.collection!r}) "
                     f"supports only {', '.join(supported)} search; rebuild it (`archivist "
                     f"index PATH --kb {target.name} --rebuild`, or insert into a new "
-                    f"collection) to get {mode} search"
+                    f"collection) to get {mode} search",
+                    argument="mode",
                 )
             return mode
         if "hybrid" not in supported:
@@ -245,14 +256,17 @@ class Searcher:
             try:
                 search_filter = SearchFilter.model_validate(dict(search_filter))
             except ValidationError as error:
-                raise ValueError(f"search_filter: {_first_error(error)}") from None
+                raise InvalidArgumentError(
+                    f"search_filter: {_first_error(error)}", argument="search_filter"
+                ) from None
         if search_filter.is_empty:
             return None
         store = self._target.vector_store
         if not store.capabilities.search_filter:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{type(store).__name__} does not support search filters "
-                "(paths, types, since, where)"
+                "(paths, types, since, where)",
+                argument="search_filter",
             )
         return search_filter
 

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Se
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from archivist.errors import InvalidArgumentError, InvalidVectorError
 from archivist.message import DataBlock
 from archivist.rag.document import Chunk
 from archivist.rag.knowledge.notices import SKIPPED_DATA_BLOCKS, SKIPPED_DATA_DOCUMENT, logger
@@ -74,7 +75,9 @@ class DocumentWriter:
                 else check_document_id(document.document_id)
             )
             if document_id in ids:
-                raise ValueError(f"documents[{index}]: document_id {document_id!r} repeats")
+                raise InvalidArgumentError(
+                    f"documents[{index}]: document_id {document_id!r} repeats", argument="documents"
+                )
             ids.append(document_id)
             if not isinstance(document.chunks, Sequence) and isinstance(
                 document.chunks, AsyncIterable
@@ -174,18 +177,20 @@ class DocumentWriter:
                     f"not {type(chunk).__name__}"
                 )
             if isinstance(chunk.content, DataBlock) and not model.supports_multimodal:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"document {document_id!r}: chunk {expected} is a DataBlock and "
                     f"{model.model!r} is text-only (a streamed document cannot "
-                    "be renumbered; filter DataBlocks out before streaming)"
+                    "be renumbered; filter DataBlocks out before streaming)",
+                    argument="chunks",
                 )
             total = chunk.total_chunks if total is None else total
             if chunk.chunk_index != expected or chunk.total_chunks != total:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"document {document_id!r}: streamed chunks must come numbered "
                     f"0..N-1 in order with one total_chunks N; chunk {expected} has "
                     f"chunk_index {chunk.chunk_index} and total_chunks {chunk.total_chunks} "
-                    f"(first said {total})"
+                    f"(first said {total})",
+                    argument="chunks",
                 )
             prepared = self._stamped(chunk, base, f"chunks[{expected}].metadata")
             if len(sample) < SAMPLE_CHUNKS:
@@ -195,11 +200,14 @@ class DocumentWriter:
             expected += 1
             yield prepared
         if expected == 0:
-            raise ValueError(f"document {document_id!r}: chunks is empty, nothing to insert")
+            raise InvalidArgumentError(
+                f"document {document_id!r}: chunks is empty, nothing to insert", argument="chunks"
+            )
         if expected != total:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"document {document_id!r}: the stream ended after {expected} chunks but "
-                f"they said total_chunks={total}"
+                f"they said total_chunks={total}",
+                argument="chunks",
             )
         if len(sample) < SAMPLE_CHUNKS:
             self._warnings.check(sample, document_id)
@@ -215,7 +223,9 @@ class DocumentWriter:
         if isinstance(chunks, Chunk) or not isinstance(chunks, Sequence):
             raise TypeError("chunks must be a list of Chunk")
         if not chunks:
-            raise ValueError(f"document {document_id!r}: chunks is empty, nothing to insert")
+            raise InvalidArgumentError(
+                f"document {document_id!r}: chunks is empty, nothing to insert", argument="chunks"
+            )
         base = dict(document_metadata or {})
         _check_json("document_metadata", base)
         model = self._target.embedding_model
@@ -237,9 +247,10 @@ class DocumentWriter:
                 extra={SKIPPED_DATA_DOCUMENT: document_id, SKIPPED_DATA_BLOCKS: skipped},
             )
         if not kept:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"document {document_id!r}: no chunk that {model.model!r} "
-                f"can embed (all {skipped} are DataBlocks and the model is text-only)"
+                f"can embed (all {skipped} are DataBlocks and the model is text-only)",
+                argument="chunks",
             )
         _check_numbering(chunks, document_id)
         if skipped:
@@ -264,17 +275,24 @@ class DocumentWriter:
         response = await model([chunk.content for _, chunk in pairs], input_type="document")
         if len(response.embeddings) != len(pairs):
             ids = sorted({document_id for document_id, _ in pairs})
-            raise ValueError(
-                f"{model.model!r} returned {len(response.embeddings)} "
-                f"vectors for {len(pairs)} chunks of document(s) {ids}"
+            miscount = f"returned {len(response.embeddings)} vectors for {len(pairs)} chunks"
+            raise InvalidVectorError(
+                f"{model.model!r} {miscount} of document(s) {ids}",
+                model=model.model,
+                problem=miscount,
+                document_id=ids[0] if len(ids) == 1 else None,
             )
         records = []
         for (document_id, chunk), vector in zip(pairs, response.embeddings, strict=True):
             problem = vector_problem(vector, dimensions)
             if problem is not None:
-                raise ValueError(
+                raise InvalidVectorError(
                     f"{model.model!r} returned a bad vector for chunk "
-                    f"{chunk.chunk_index} of document {document_id!r}: it {problem}"
+                    f"{chunk.chunk_index} of document {document_id!r}: it {problem}",
+                    model=model.model,
+                    problem=problem,
+                    document_id=document_id,
+                    chunk_index=chunk.chunk_index,
                 )
             records.append(VectorRecord(vector=vector, document_id=document_id, chunk=chunk))
         return records
@@ -307,11 +325,12 @@ def _check_numbering(chunks: Sequence[Chunk], document_id: str) -> None:
     indexes = sorted(c.chunk_index for c in numbered)
     totals = sorted({c.total_chunks for c in numbered})
     if indexes != list(range(len(numbered))) or totals != [len(numbered)]:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"document {document_id!r}: chunks must be numbered chunk_index 0..{len(chunks) - 1} "
             f"once each with total_chunks={len(chunks)} (as chunkers number them); got "
             f"chunk_index {indexes[:10]}{'...' if len(indexes) > 10 else ''} and "
-            f"total_chunks {totals[:5]}"
+            f"total_chunks {totals[:5]}",
+            argument="chunks",
         )
 
 
@@ -321,14 +340,17 @@ def _check_json(what: str, value: dict[str, Any]) -> None:
     found = _non_string_key(value)
     if found is not None:
         (bad_key,) = found
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{what} has the key {bad_key!r} ({type(bad_key).__name__}): JSON object keys "
-            "must be str (a JSON round trip would turn it into a string)"
+            "must be str (a JSON round trip would turn it into a string)",
+            argument=what,
         )
     try:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{what} is not JSON-serialisable: {exc}") from exc
+        raise InvalidArgumentError(
+            f"{what} is not JSON-serialisable: {exc}", argument=what
+        ) from exc
 
 
 def _non_string_key(value: object) -> tuple[object] | None:

@@ -6,10 +6,12 @@ import io
 import zipfile
 from dataclasses import dataclass
 
+from archivist.errors import DocumentParseError
+
 _MIB = 1024 * 1024
 
 
-class ArchiveTooLargeError(ValueError):
+class ArchiveTooLargeError(DocumentParseError):
     """An Office archive is over its parser's size limits (a zip bomb?); names the file."""
 
 
@@ -31,13 +33,14 @@ class ArchiveLimits:
 def zip_members(data: bytes, filename: str, kind: str) -> list[str]:
     """Member names of the zip `data`; not a zip or an unreadable directory → ValueError."""
     if not zipfile.is_zipfile(io.BytesIO(data)):
-        raise ValueError(f"{filename}: not a {kind} file (not a zip archive)")
+        raise DocumentParseError(f"not a {kind} file (not a zip archive)", filename=filename)
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             return archive.namelist()
     except Exception as exc:  # BadZipFile, NotImplementedError (zip version), ...
-        raise ValueError(
-            f"{filename}: not a valid {kind} file: {type(exc).__name__}: {exc}"
+        raise DocumentParseError(
+            f"not a valid {kind} file: {type(exc).__name__}: {exc}",
+            filename=filename,
         ) from exc
 
 
@@ -49,28 +52,32 @@ def check_archive(data: bytes, filename: str, kind: str, limits: ArchiveLimits) 
         members = archive.infolist()
     if len(members) > limits.max_parts:
         raise ArchiveTooLargeError(
-            f"{filename}: the {kind} archive has {len(members):,} parts, over the "
-            f"limit of {limits.max_parts:,}"
+            f"the {kind} archive has {len(members):,} parts, over the "
+            f"limit of {limits.max_parts:,}",
+            filename=filename,
         )
     total = 0
     for member in members:
         size = member.file_size
         if size > limits.max_part_size:
             raise ArchiveTooLargeError(
-                f"{filename}: part {member.filename!r} inflates to {size:,} bytes, over the "
-                f"{limits.max_part_size:,}-byte limit per part (a zip bomb?)"
+                f"part {member.filename!r} inflates to {size:,} bytes, over the "
+                f"{limits.max_part_size:,}-byte limit per part (a zip bomb?)",
+                filename=filename,
             )
         ratio = size / max(member.compress_size, 1)
         if size > limits.ratio_check_min_size and ratio > limits.max_compression_ratio:
             raise ArchiveTooLargeError(
-                f"{filename}: part {member.filename!r} is compressed {ratio:,.0f}:1, over "
-                f"the {limits.max_compression_ratio:,.0f}:1 limit (a zip bomb?)"
+                f"part {member.filename!r} is compressed {ratio:,.0f}:1, over "
+                f"the {limits.max_compression_ratio:,.0f}:1 limit (a zip bomb?)",
+                filename=filename,
             )
         total += size
         if total > limits.max_total_size:
             raise ArchiveTooLargeError(
-                f"{filename}: the {kind} archive inflates to over {limits.max_total_size:,} "
-                f"bytes in total (a zip bomb?)"
+                f"the {kind} archive inflates to over {limits.max_total_size:,} "
+                f"bytes in total (a zip bomb?)",
+                filename=filename,
             )
     _refuse_dtds(data, filename, kind)
     return names
@@ -91,12 +98,13 @@ def _refuse_dtds(data: bytes, filename: str, kind: str) -> None:
                 with archive.open(member) as part:
                     head = part.read(_PROLOG_BYTES)
             except Exception as exc:  # bad CRC, unsupported compression, truncated data
-                raise ValueError(
-                    f"{filename}: {kind} part {member.filename!r} is unreadable: "
-                    f"{type(exc).__name__}: {exc}"
+                raise DocumentParseError(
+                    f"{kind} part {member.filename!r} is unreadable: {type(exc).__name__}: {exc}",
+                    filename=filename,
                 ) from exc
             if b"<!DOCTYPE" in head or b"<!ENTITY" in head:
-                raise ValueError(
-                    f"{filename}: {kind} part {member.filename!r} declares a DTD or XML "
-                    f"entities, which Office files never do (an entity attack?)"
+                raise DocumentParseError(
+                    f"{kind} part {member.filename!r} declares a DTD or XML "
+                    f"entities, which Office files never do (an entity attack?)",
+                    filename=filename,
                 )

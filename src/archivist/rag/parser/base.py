@@ -8,6 +8,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from typing import ClassVar
 
+from archivist.errors import DocumentParseError
 from archivist.rag.document import Section
 
 # Our own table for the built-in types: the stdlib `mimetypes` table varies by system.
@@ -85,5 +86,5 @@ def read_binary(file: bytes | str | os.PathLike[str], filename: str) -> bytes:
     else:
         raise TypeError(f"{filename}: file must be bytes or a path, not {type(file).__name__}")
     if not data:
-        raise ValueError(f"{filename}: the file is empty")
+        raise DocumentParseError("the file is empty", filename=filename)
     return data

@@ -7,6 +7,8 @@ import re
 
 from charset_normalizer import from_bytes
 
+from archivist.errors import DocumentParseError
+
 # Byte-order marks, longest first (the UTF-32 LE mark starts with the UTF-16 LE one).
 _BOMS: tuple[tuple[bytes, str], ...] = (
     (codecs.BOM_UTF32_LE, "utf-32-le"),
@@ -88,9 +90,10 @@ def decode_text(data: bytes, filename: str, encoding: str = "utf-8", detect: boo
         try:
             return data[skip:].decode(name)
         except UnicodeDecodeError as exc:
-            raise ValueError(
-                f"{filename}: the file starts with a {name.upper()} byte-order mark but is "
-                f"not valid {name.upper()} at byte {exc.start + skip}"
+            raise DocumentParseError(
+                f"the file starts with a {name.upper()} byte-order mark but is "
+                f"not valid {name.upper()} at byte {exc.start + skip}",
+                filename=filename,
             ) from exc
     try:
         return data.decode(encoding)
@@ -99,12 +102,15 @@ def decode_text(data: bytes, filename: str, encoding: str = "utf-8", detect: boo
     _refuse_undetectable(data, filename, encoding, first_error, detect)
     text = _western(data) or _detected(data)
     if text is None:
-        raise ValueError(
-            f"{filename}: not valid {encoding} at byte {first_error.start} and no other text "
-            f"encoding fits (a binary file, or mixed encodings?)"
+        raise DocumentParseError(
+            f"not valid {encoding} at byte {first_error.start} and no other text "
+            f"encoding fits (a binary file, or mixed encodings?)",
+            filename=filename,
         )
     if len(_CONTROL.findall(text[:DETECTION_SAMPLE])) > max(8, len(text[:DETECTION_SAMPLE]) // 100):
-        raise ValueError(f"{filename}: the file holds control characters (a binary file?)")
+        raise DocumentParseError(
+            "the file holds control characters (a binary file?)", filename=filename
+        )
     return text
 
 
@@ -115,16 +121,17 @@ def _refuse_undetectable(
     a known binary format, NUL bytes, damaged UTF-8, or detection turned off."""
     for magic, what in _BINARY_MAGIC:
         if data.startswith(magic):
-            raise ValueError(f"{filename}: the file is {what}, not text")
+            raise DocumentParseError(f"the file is {what}, not text", filename=filename)
     if b"\x00" in data:
-        raise ValueError(
-            f"{filename}: the file holds NUL bytes (a binary file, or UTF-16/32 without a "
-            f"byte-order mark?)"
+        raise DocumentParseError(
+            "the file holds NUL bytes (a binary file, or UTF-16/32 without a byte-order mark?)",
+            filename=filename,
         )
     if not detect or _damaged_utf8(data):
-        raise ValueError(
-            f"{filename}: cannot decode as {encoding} at byte {first_error.start} "
-            f"(a damaged file, or pass TextParser(encoding=...))"
+        raise DocumentParseError(
+            f"cannot decode as {encoding} at byte {first_error.start} "
+            f"(a damaged file, or pass TextParser(encoding=...))",
+            filename=filename,
         ) from first_error
 
 
@@ -146,9 +153,10 @@ def stream_encoding(
         return "cp1252", 0
     match = from_bytes(head[:DETECTION_SAMPLE], cp_isolation=list(DETECTABLE_ENCODINGS)).best()
     if match is None:
-        raise ValueError(
-            f"{filename}: not valid {encoding} at byte {first_error.start} and no other text "
-            f"encoding fits (a binary file, or mixed encodings?)"
+        raise DocumentParseError(
+            f"not valid {encoding} at byte {first_error.start} and no other text "
+            f"encoding fits (a binary file, or mixed encodings?)",
+            filename=filename,
         )
     return match.encoding, 0
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar, Literal
 
 from archivist._extras import require
+from archivist.errors import DocumentParseError, InvalidArgumentError
 from archivist.message import TextBlock
 from archivist.rag.document import Section
 from archivist.rag.parser.archive import ArchiveLimits, check_archive
@@ -71,7 +72,10 @@ class ExcelParser(ParserBase):
         max_rows_per_section: int = 100,
     ) -> None:
         if table_format not in ("markdown", "json"):
-            raise ValueError(f"table_format must be 'markdown' or 'json', not {table_format!r}")
+            raise InvalidArgumentError(
+                f"table_format must be 'markdown' or 'json', not {table_format!r}",
+                argument="table_format",
+            )
         check_positive_int(max_rows_per_section, "max_rows_per_section")
         self.include_sheet_names = include_sheet_names
         self.include_cell_coordinates = include_cell_coordinates
@@ -84,7 +88,7 @@ class ExcelParser(ParserBase):
         data = read_binary(file, filename)
         sections = await asyncio.to_thread(lambda: list(self.iter_sections(data, filename)))
         if not sections:
-            raise ValueError(f"{filename}: the workbook has no filled cells")
+            raise DocumentParseError("the workbook has no filled cells", filename=filename)
         return sections
 
     def iter_sections(self, data: bytes, filename: str) -> Iterator[Section]:
@@ -94,20 +98,24 @@ class ExcelParser(ParserBase):
 
         names = check_archive(data, filename, "XLSX", self.archive_limits)
         if not any(name.startswith("xl/") for name in names):
-            raise ValueError(f"{filename}: not an XLSX workbook (no xl/ part in the archive)")
+            raise DocumentParseError(
+                "not an XLSX workbook (no xl/ part in the archive)", filename=filename
+            )
         try:
             workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
         except Exception as exc:  # openpyxl raises many types for broken packages
-            raise ValueError(f"{filename}: corrupt XLSX: {type(exc).__name__}: {exc}") from exc
+            raise DocumentParseError(
+                f"corrupt XLSX: {type(exc).__name__}: {exc}", filename=filename
+            ) from exc
         try:
             pictures = _pictures_by_sheet(data, filename) if self.include_image else {}
             for sheet in workbook.worksheets:
                 try:
                     yield from self._sheet_sections(sheet, filename)
                 except Exception as exc:
-                    raise ValueError(
-                        f"{filename}: sheet {sheet.title!r} is unreadable: "
-                        f"{type(exc).__name__}: {exc}"
+                    raise DocumentParseError(
+                        f"sheet {sheet.title!r} is unreadable: {type(exc).__name__}: {exc}",
+                        filename=filename,
                     ) from exc
                 yield from pictures.get(sheet.title, [])
         finally:

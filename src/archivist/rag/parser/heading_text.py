@@ -6,6 +6,7 @@ import asyncio
 from abc import abstractmethod
 from typing import ClassVar
 
+from archivist.errors import DocumentParseError, InvalidArgumentError
 from archivist.rag.document import Section
 from archivist.rag.parser.base import ParserBase
 from archivist.rag.parser.text import read_text
@@ -20,7 +21,10 @@ class HeadingTextParser(ParserBase):
 
     def __init__(self, max_heading_level: int = 6, encoding: str = "utf-8") -> None:
         if not 1 <= max_heading_level <= 6:
-            raise ValueError(f"max_heading_level must be 1–6, not {max_heading_level!r}")
+            raise InvalidArgumentError(
+                f"max_heading_level must be 1–6, not {max_heading_level!r}",
+                argument="max_heading_level",
+            )
         "".encode(encoding)  # unknown codec → LookupError now
         self.max_heading_level = max_heading_level
         self.encoding = encoding
@@ -29,7 +33,7 @@ class HeadingTextParser(ParserBase):
         text = self.read(file, filename)
         sections = await asyncio.to_thread(self.parse_text, text, filename)
         if not sections:
-            raise ValueError(f"{filename}: {self.empty_message}")
+            raise DocumentParseError(f"{self.empty_message}", filename=filename)
         return sections
 
     def read(self, file: bytes | str, filename: str) -> str:

@@ -8,6 +8,7 @@ import re
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from archivist._extras import require
+from archivist.errors import DocumentParseError
 from archivist.rag.document import Section
 from archivist.rag.parser.base import read_binary
 from archivist.rag.parser.encoding import decode_text
@@ -351,15 +352,16 @@ class HTMLParser(HeadingTextParser):
         from selectolax.lexbor import LexborHTMLParser
 
         if "\x00" in html:
-            raise ValueError(f"{filename}: the page holds NUL bytes (a binary file?)")
+            raise DocumentParseError("the page holds NUL bytes (a binary file?)", filename=filename)
         if nesting_depth(html) > MAX_NESTING:
-            raise ValueError(
-                f"{filename}: elements nest over {MAX_NESTING:,} deep (a malformed page?)"
+            raise DocumentParseError(
+                f"elements nest over {MAX_NESTING:,} deep (a malformed page?)",
+                filename=filename,
             )
         try:
             tree = LexborHTMLParser(html)
         except Exception as exc:  # selectolax raises for input it cannot build a tree from
-            raise ValueError(f"{filename}: unreadable HTML: {exc}") from exc
+            raise DocumentParseError(f"unreadable HTML: {exc}", filename=filename) from exc
         title_node = tree.css_first("head > title")  # not an <svg> <title> in the body
         title = _SPACES.sub(" ", title_node.text()).strip() if title_node is not None else ""
         root, is_body = _main_root(tree)

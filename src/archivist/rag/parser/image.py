@@ -10,6 +10,7 @@ import warnings
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from archivist._extras import require
+from archivist.errors import DocumentParseError
 from archivist.message import Base64Source, DataBlock
 from archivist.rag.document import Section
 from archivist.rag.parser.base import ParserBase, read_binary
@@ -61,27 +62,31 @@ def _verify(data: bytes, filename: str) -> None:
         except _Refused:
             raise
         except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
-            raise ValueError(f"{filename}: image too large (decompression bomb?): {exc}") from exc
+            raise DocumentParseError(
+                f"image too large (decompression bomb?): {exc}", filename=filename
+            ) from exc
         except UnidentifiedImageError as exc:
-            raise ValueError(f"{filename}: corrupt image: unreadable image header") from exc
+            raise DocumentParseError(
+                "corrupt image: unreadable image header", filename=filename
+            ) from exc
         except MemoryError as exc:
-            raise ValueError(f"{filename}: image too large to decode") from exc
+            raise DocumentParseError("image too large to decode", filename=filename) from exc
         except Exception as exc:  # Pillow raises OSError, SyntaxError, ... for broken files
-            raise ValueError(f"{filename}: corrupt image: {exc}") from exc
+            raise DocumentParseError(f"corrupt image: {exc}", filename=filename) from exc
 
 
-class _Refused(ValueError):
+class _Refused(DocumentParseError):
     """Our own verdict on an image (already names the file); Pillow's ValueErrors do not."""
 
 
 def _check_size(image: Image.Image, filename: str) -> None:
     width, height = image.size
     if width <= 0 or height <= 0:
-        raise _Refused(f"{filename}: image has no pixels ({width}x{height})")
+        raise _Refused(f"image has no pixels ({width}x{height})", filename=filename)
     if width * height > MAX_IMAGE_PIXELS:
         raise _Refused(
-            f"{filename}: image is {width}x{height} pixels, over the "
-            f"{MAX_IMAGE_PIXELS:,}-pixel limit"
+            f"image is {width}x{height} pixels, over the {MAX_IMAGE_PIXELS:,}-pixel limit",
+            filename=filename,
         )
 
 
@@ -104,8 +109,9 @@ class ImageParser(ParserBase):
         data = read_binary(file, filename)
         media_type = sniff_image_type(data)
         if media_type is None:
-            raise ValueError(
-                f"{filename}: not a supported image (expected PNG, JPEG, GIF, BMP or WEBP bytes)"
+            raise DocumentParseError(
+                "not a supported image (expected PNG, JPEG, GIF, BMP or WEBP bytes)",
+                filename=filename,
             )
         await asyncio.to_thread(_verify, data, filename)
         block = DataBlock(

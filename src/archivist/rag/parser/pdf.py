@@ -9,6 +9,7 @@ from typing import ClassVar
 
 import pypdfium2 as pdfium
 
+from archivist.errors import DocumentParseError
 from archivist.message import TextBlock
 from archivist.rag.document import Section
 from archivist.rag.parser.base import ParserBase, read_binary
@@ -31,8 +32,9 @@ class PDFParser(ParserBase):
         data = read_binary(file, filename)
         sections = await asyncio.to_thread(lambda: list(self.iter_sections(data, filename)))
         if not sections:
-            raise ValueError(
-                f"{filename}: the PDF has no extractable text (scanned pages need OCR first)"
+            raise DocumentParseError(
+                "the PDF has no extractable text (scanned pages need OCR first)",
+                filename=filename,
             )
         return sections
 
@@ -53,21 +55,22 @@ class PDFParser(ParserBase):
         finally:
             await asyncio.to_thread(pages.close)
         if not found:
-            raise ValueError(
-                f"{filename}: the PDF has no extractable text (scanned pages need OCR first)"
+            raise DocumentParseError(
+                "the PDF has no extractable text (scanned pages need OCR first)",
+                filename=filename,
             )
 
     def iter_sections(self, data: bytes, filename: str) -> Generator[Section, None, None]:
         """Yield the Sections of PDF `data` page by page (synchronous, holds one page)."""
         if b"%PDF-" not in data[:1024]:
-            raise ValueError(f"{filename}: not a PDF file (no %PDF- header)")
+            raise DocumentParseError("not a PDF file (no %PDF- header)", filename=filename)
         with PDFIUM_LOCK:
             document = self._open(data, filename)
             try:
                 page_count = len(document)
             except pdfium.PdfiumError as exc:
                 document.close()
-                raise ValueError(f"{filename}: unreadable PDF: {exc}") from exc
+                raise DocumentParseError(f"unreadable PDF: {exc}", filename=filename) from exc
         try:
             for index in range(page_count):
                 with PDFIUM_LOCK:
@@ -89,15 +92,21 @@ class PDFParser(ParserBase):
         except pdfium.PdfiumError as exc:
             reason = str(exc)
             if "password" in reason.lower():
-                raise ValueError(f"{filename}: the PDF is encrypted (password required)") from exc
-            raise ValueError(f"{filename}: corrupt or unsupported PDF: {reason}") from exc
+                raise DocumentParseError(
+                    "the PDF is encrypted (password required)", filename=filename
+                ) from exc
+            raise DocumentParseError(
+                f"corrupt or unsupported PDF: {reason}", filename=filename
+            ) from exc
 
     @staticmethod
     def _page_text(document: pdfium.PdfDocument, index: int, filename: str) -> str:
         try:
             page = document[index]
         except pdfium.PdfiumError as exc:
-            raise ValueError(f"{filename}: page {index + 1} is unreadable: {exc}") from exc
+            raise DocumentParseError(
+                f"page {index + 1} is unreadable: {exc}", filename=filename
+            ) from exc
         try:
             textpage = page.get_textpage()
             try:
@@ -105,7 +114,9 @@ class PDFParser(ParserBase):
             finally:
                 textpage.close()
         except pdfium.PdfiumError as exc:
-            raise ValueError(f"{filename}: text of page {index + 1} is unreadable: {exc}") from exc
+            raise DocumentParseError(
+                f"text of page {index + 1} is unreadable: {exc}", filename=filename
+            ) from exc
         finally:
             page.close()
         text: str = raw.replace("\r\n", "\n").replace("\r", "\n").replace("\x02", "")

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar, Literal
 
 from archivist._extras import require
+from archivist.errors import DocumentParseError, InvalidArgumentError
 from archivist.message import TextBlock
 from archivist.rag.document import Section
 from archivist.rag.parser.archive import ArchiveLimits, check_archive
@@ -62,7 +63,10 @@ class PPTParser(ParserBase):
         max_compression_ratio: float | None = None,
     ) -> None:
         if table_format not in ("markdown", "json"):
-            raise ValueError(f"table_format must be 'markdown' or 'json', not {table_format!r}")
+            raise InvalidArgumentError(
+                f"table_format must be 'markdown' or 'json', not {table_format!r}",
+                argument="table_format",
+            )
         if max_parts is not None:
             self.max_parts = max_parts
         if max_part_size is not None:
@@ -82,7 +86,7 @@ class PPTParser(ParserBase):
         data = read_binary(file, filename)
         sections = await asyncio.to_thread(self._parse_bytes, data, filename)
         if not sections:
-            raise ValueError(f"{filename}: the deck has no text, tables or pictures")
+            raise DocumentParseError("the deck has no text, tables or pictures", filename=filename)
         return sections
 
     def _open(self, data: bytes, filename: str) -> Any:
@@ -100,9 +104,13 @@ class PPTParser(ParserBase):
         try:
             return Presentation(io.BytesIO(data))
         except (PackageNotFoundError, KeyError, zipfile.BadZipFile) as exc:
-            raise ValueError(f"{filename}: not a valid PPTX presentation: {exc}") from exc
+            raise DocumentParseError(
+                f"not a valid PPTX presentation: {exc}", filename=filename
+            ) from exc
         except Exception as exc:  # python-pptx/lxml raise many types for broken parts
-            raise ValueError(f"{filename}: corrupt PPTX: {type(exc).__name__}: {exc}") from exc
+            raise DocumentParseError(
+                f"corrupt PPTX: {type(exc).__name__}: {exc}", filename=filename
+            ) from exc
 
     def _parse_bytes(self, data: bytes, filename: str) -> list[Section]:
         presentation = self._open(data, filename)
@@ -111,7 +119,9 @@ class PPTParser(ParserBase):
             for number, slide in enumerate(presentation.slides, start=1):
                 sections.extend(self._slide_sections(slide, number, filename))
         except Exception as exc:
-            raise ValueError(f"{filename}: corrupt PPTX: {type(exc).__name__}: {exc}") from exc
+            raise DocumentParseError(
+                f"corrupt PPTX: {type(exc).__name__}: {exc}", filename=filename
+            ) from exc
         return sections
 
     def _slide_sections(self, slide: Any, number: int, filename: str) -> Iterator[Section]:

@@ -8,6 +8,7 @@ import zipfile
 from collections.abc import Callable
 from pathlib import PurePath
 
+from archivist.errors import UnsupportedFileTypeError as UnsupportedFileTypeError
 from archivist.rag.parser.base import ParserBase, extensions_for
 from archivist.rag.parser.excel import XLSX_MEDIA_TYPE, ExcelParser
 from archivist.rag.parser.html import HTMLParser
@@ -18,10 +19,6 @@ from archivist.rag.parser.ppt import PPTX_MEDIA_TYPE, PPTParser
 from archivist.rag.parser.rst import RSTParser
 from archivist.rag.parser.text import TextParser
 from archivist.rag.parser.word import DOCX_MEDIA_TYPE, WordParser
-
-
-class UnsupportedFileTypeError(ValueError):
-    """No registered parser reads this file."""
 
 
 class ParserRegistry:
@@ -60,9 +57,12 @@ class ParserRegistry:
         resolved = media_type or self.media_type_for(filename, head)
         if resolved is None or resolved not in self._factories:
             what = f"media type {resolved!r}" if resolved else "an unknown file type"
+            supported = self.supported_extensions()
             raise UnsupportedFileTypeError(
-                f"{filename}: {what} is not supported "
-                f"(supported extensions: {', '.join(self.supported_extensions())})"
+                f"{what} is not supported",
+                path=filename,
+                media_type=resolved,
+                supported=supported,
             )
         return self._factories[resolved]()
 

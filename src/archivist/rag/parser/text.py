@@ -7,6 +7,7 @@ import os
 from collections.abc import AsyncIterator
 from typing import ClassVar
 
+from archivist.errors import DocumentParseError
 from archivist.message import TextBlock
 from archivist.rag.document import Section
 from archivist.rag.parser.base import ParserBase, read_binary
@@ -30,8 +31,9 @@ def _check_encodable(text: str, filename: str) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise ValueError(
-            f"{filename}: the text holds an invalid character (lone surrogate) at index {exc.start}"
+        raise DocumentParseError(
+            f"the text holds an invalid character (lone surrogate) at index {exc.start}",
+            filename=filename,
         ) from exc
 
 
@@ -82,11 +84,14 @@ class TextParser(ParserBase):
                 try:
                     text = decoder.decode(block, final=final)
                 except UnicodeDecodeError as exc:
-                    raise ValueError(
-                        f"{filename}: not valid {encoding} near byte {offset + exc.start}"
+                    raise DocumentParseError(
+                        f"not valid {encoding} near byte {offset + exc.start}",
+                        filename=filename,
                     ) from exc
                 if "\x00" in text:
-                    raise ValueError(f"{filename}: the text holds NUL bytes (a binary file?)")
+                    raise DocumentParseError(
+                        "the text holds NUL bytes (a binary file?)", filename=filename
+                    )
                 if first and text.startswith("\ufeff"):
                     text = text[1:]
                 seen_text = seen_text or bool(text.strip())
@@ -103,7 +108,7 @@ class TextParser(ParserBase):
                 offset += len(block)
                 block = fh.read(STREAM_BLOCK)
         if not seen_text:
-            raise ValueError(f"{filename}: the file holds no text")
+            raise DocumentParseError("the file holds no text", filename=filename)
 
 
 def read_text(
@@ -119,7 +124,7 @@ def read_text(
     if text.startswith("\ufeff"):
         text = text[1:]
     if not text.strip():
-        raise ValueError(f"{filename}: the file holds no text")
+        raise DocumentParseError("the file holds no text", filename=filename)
     if "\x00" in text:
-        raise ValueError(f"{filename}: the text holds NUL bytes (a binary file?)")
+        raise DocumentParseError("the text holds NUL bytes (a binary file?)", filename=filename)
     return text

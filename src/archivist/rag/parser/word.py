@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar, Literal
 
 from archivist._extras import require
+from archivist.errors import DocumentParseError, InvalidArgumentError
 from archivist.rag.document import Section
 from archivist.rag.parser.archive import ArchiveLimits, check_archive
 from archivist.rag.parser.base import ParserBase, read_binary
@@ -78,7 +79,10 @@ class WordParser(ParserBase):
         table_format: Literal["markdown", "json"] = "markdown",
     ) -> None:
         if table_format not in ("markdown", "json"):
-            raise ValueError(f"table_format must be 'markdown' or 'json', not {table_format!r}")
+            raise InvalidArgumentError(
+                f"table_format must be 'markdown' or 'json', not {table_format!r}",
+                argument="table_format",
+            )
         self.include_image = include_image
         self.separate_table = separate_table
         self.table_format = table_format
@@ -88,7 +92,9 @@ class WordParser(ParserBase):
         data = read_binary(file, filename)
         sections = await asyncio.to_thread(self._parse_bytes, data, filename)
         if not sections:
-            raise ValueError(f"{filename}: the document has no text, tables or pictures")
+            raise DocumentParseError(
+                "the document has no text, tables or pictures", filename=filename
+            )
         return sections
 
     def _parse_bytes(self, data: bytes, filename: str) -> list[Section]:
@@ -96,13 +102,17 @@ class WordParser(ParserBase):
 
         names = check_archive(data, filename, "DOCX", self.archive_limits)
         if not any(name.startswith("word/") for name in names):
-            raise ValueError(f"{filename}: not a DOCX document (no word/ part in the archive)")
+            raise DocumentParseError(
+                "not a DOCX document (no word/ part in the archive)", filename=filename
+            )
         try:
             document = Document(io.BytesIO(data))
             title = (document.core_properties.title or "").strip()
             blocks = list(self._blocks(document, filename))
         except Exception as exc:  # python-docx/lxml raise many types for broken parts
-            raise ValueError(f"{filename}: corrupt DOCX: {type(exc).__name__}: {exc}") from exc
+            raise DocumentParseError(
+                f"corrupt DOCX: {type(exc).__name__}: {exc}", filename=filename
+            ) from exc
         metadata: dict[str, Any] = {"title": title} if title else {}
         return sections_by_heading(blocks, filename, metadata)
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from archivist.errors import InvalidArgumentError
 from archivist.rag.record import VectorRecord
 from archivist.rag.store.search_filter import SearchFilter
 from archivist.validation import (
@@ -34,7 +35,9 @@ def check_search_mode(mode: object) -> SearchMode:
     for name in SEARCH_MODES:
         if mode == name:
             return name
-    raise ValueError(f"mode must be one of {', '.join(SEARCH_MODES)}; got {mode!r}")
+    raise InvalidArgumentError(
+        f"mode must be one of {', '.join(SEARCH_MODES)}; got {mode!r}", argument="mode"
+    )
 
 
 def check_diversity(diversity: object) -> float | None:
@@ -42,9 +45,13 @@ def check_diversity(diversity: object) -> float | None:
     if diversity is None:
         return None
     if isinstance(diversity, bool) or not isinstance(diversity, int | float):
-        raise ValueError(f"diversity must be a number from 0 to 1, got {diversity!r}")
+        raise InvalidArgumentError(
+            f"diversity must be a number from 0 to 1, got {diversity!r}", argument="diversity"
+        )
     if not 0.0 <= float(diversity) <= 1.0:
-        raise ValueError(f"diversity must be from 0 to 1, got {diversity!r}")
+        raise InvalidArgumentError(
+            f"diversity must be from 0 to 1, got {diversity!r}", argument="diversity"
+        )
     return float(diversity)
 
 
@@ -86,18 +93,24 @@ def check_search(
     chosen = check_search_mode(mode)
     checked_diversity = check_diversity(diversity)
     if checked_diversity is not None and chosen == "sparse":
-        raise ValueError("diversity needs dense vectors: use mode='dense' or 'hybrid'")
+        raise InvalidArgumentError(
+            "diversity needs dense vectors: use mode='dense' or 'hybrid'", argument="diversity"
+        )
     per_document = None
     if max_per_document is not None:
         per_document = check_positive_int(max_per_document, "max_per_document")
         if checked_diversity is not None:
-            raise ValueError("max_per_document cannot be combined with diversity")
+            raise InvalidArgumentError(
+                "max_per_document cannot be combined with diversity", argument="max_per_document"
+            )
     if search_filter is not None and not isinstance(search_filter, SearchFilter):
         raise TypeError("search_filter must be a SearchFilter")
     if chosen != "sparse" and query_vector is None:
-        raise ValueError(f"mode={chosen!r} needs a query_vector")
+        raise InvalidArgumentError(f"mode={chosen!r} needs a query_vector", argument="query_vector")
     if chosen != "dense" and (not isinstance(query_text, str) or not query_text.strip()):
-        raise ValueError(f"mode={chosen!r} needs a non-empty query_text")
+        raise InvalidArgumentError(
+            f"mode={chosen!r} needs a non-empty query_text", argument="query_text"
+        )
     return SearchArguments(
         collection=name,
         top_k=count,
@@ -169,8 +182,9 @@ def check_records(
     seen = set() if seen is None else seen
     for position, record in enumerate(records):
         if not isinstance(record, VectorRecord):
-            raise ValueError(
-                f"records[{position}] is a {type(record).__name__}, not a VectorRecord"
+            raise InvalidArgumentError(
+                f"records[{position}] is a {type(record).__name__}, not a VectorRecord",
+                argument="records",
             )
         if dimensions is None:
             dimensions = len(record.vector)
@@ -178,15 +192,21 @@ def check_records(
         named = f"records[{position}] (document {record.document_id!r}, chunk {chunk_index})"
         problem = vector_problem(record.vector, dimensions)
         if problem is not None:
-            raise ValueError(f"{named}: vector {problem}")
+            raise InvalidArgumentError(f"{named}: vector {problem}", argument="records")
         if document_id is not None and record.document_id != document_id:
-            raise ValueError(f"{named}: belongs to another document than {document_id!r}")
+            raise InvalidArgumentError(
+                f"{named}: belongs to another document than {document_id!r}", argument="records"
+            )
         key = (record.document_id, chunk_index)
         if key in seen:
-            raise ValueError(f"{named}: chunk_index {chunk_index} appears twice in one write")
+            raise InvalidArgumentError(
+                f"{named}: chunk_index {chunk_index} appears twice in one write", argument="records"
+            )
         seen.add(key)
         if metadata_filter and not matches_filter(stored_metadata(record), metadata_filter):
-            raise ValueError(f"{named}: chunk metadata lies outside metadata_filter")
+            raise InvalidArgumentError(
+                f"{named}: chunk metadata lies outside metadata_filter", argument="records"
+            )
 
 
 def stored_metadata(record: VectorRecord) -> dict[str, Any]:

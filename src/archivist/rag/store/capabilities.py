@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from archivist.errors import InvalidArgumentError
 from archivist.rag.store.arguments import SEARCH_MODES, SearchArguments, SearchMode
 
 
@@ -70,14 +71,23 @@ class StoreCapabilities(BaseModel):
     def refuse_undeclared(self, arguments: SearchArguments, store: str) -> None:
         """ValueError naming `store` if `arguments` ask for a search option not declared."""
         asked = (
-            (arguments.mode not in self.search_modes, f"{arguments.mode} search"),
-            (arguments.diversity is not None and not self.diversity, "diversity (MMR) search"),
-            (arguments.max_per_document is not None and not self.grouping, "max_per_document"),
+            (arguments.mode not in self.search_modes, f"{arguments.mode} search", "mode"),
+            (
+                arguments.diversity is not None and not self.diversity,
+                "diversity (MMR) search",
+                "diversity",
+            ),
+            (
+                arguments.max_per_document is not None and not self.grouping,
+                "max_per_document",
+                "max_per_document",
+            ),
             (
                 arguments.search_filter is not None and not self.search_filter,
                 "search filters (paths, types, since, where)",
+                "search_filter",
             ),
         )
-        for missing, what in asked:
+        for missing, what, argument in asked:
             if missing:
-                raise ValueError(f"{store} does not support {what}")
+                raise InvalidArgumentError(f"{store} does not support {what}", argument=argument)

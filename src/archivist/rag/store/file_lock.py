@@ -7,12 +7,10 @@ import sys
 from pathlib import Path
 from typing import IO
 
+from archivist.errors import StoreLockedError as StoreLockedError
+
 if sys.platform != "win32":
     import fcntl
-
-
-class StoreLockedError(RuntimeError):
-    """Another process (or another open store in this one) holds the store directory."""
 
 
 class StoreLock:
@@ -39,9 +37,7 @@ class StoreLock:
             handle.seek(0)
             holder = handle.read().strip() or "unknown"
             handle.close()
-            raise StoreLockedError(
-                f"store at {self._directory} is locked by PID {holder}"
-            ) from None
+            raise StoreLockedError(self._directory, f"PID {holder}") from None
         handle.seek(0)
         handle.truncate()
         handle.write(str(os.getpid()))

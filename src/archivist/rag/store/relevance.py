@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import math
 
+from archivist.errors import InvalidArgumentError
+
 BOTH = (11.85, 2.17, -7.71)
 """(similarity weight, coverage weight, bias) with both signals."""
 SIMILARITY_ONLY = (13.99, -7.99)
@@ -54,7 +56,9 @@ def check_min_relevance(value: object) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise ValueError(f"min_relevance must be a number from 0 to 1, got {value!r}")
+        raise InvalidArgumentError(
+            f"min_relevance must be a number from 0 to 1, got {value!r}", argument="min_relevance"
+        )
     return float(value)
 
 

@@ -8,6 +8,7 @@ ingested files derive from (scope, path), so two scopes never share a document i
 
 from __future__ import annotations
 
+from archivist.errors import InvalidArgumentError
 from archivist.rag.store.base import MetadataFilter
 
 TENANT_KEY = "tenant_id"
@@ -16,5 +17,7 @@ TENANT_KEY = "tenant_id"
 def tenant_scope(tenant: str | None) -> MetadataFilter:
     """The metadata filter of `tenant`'s scope; None is the "no tenant" scope."""
     if tenant is not None and (not isinstance(tenant, str) or not tenant.strip()):
-        raise ValueError(f"tenant must be a non-empty string or None, got {tenant!r}")
+        raise InvalidArgumentError(
+            f"tenant must be a non-empty string or None, got {tenant!r}", argument="tenant"
+        )
     return {TENANT_KEY: tenant}

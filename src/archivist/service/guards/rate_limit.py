@@ -12,6 +12,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+from archivist.errors import InvalidArgumentError
+
 
 @dataclass
 class _Bucket:
@@ -24,7 +26,9 @@ class RateLimiter:
 
     def __init__(self, rate: float, burst: int) -> None:
         if rate <= 0 or burst < 1:
-            raise ValueError(f"rate must be > 0 and burst >= 1, got {rate}, {burst}")
+            raise InvalidArgumentError(
+                f"rate must be > 0 and burst >= 1, got {rate}, {burst}", argument="rate"
+            )
         self.rate = rate
         self.burst = burst
         self._buckets: dict[str, _Bucket] = {}

@@ -26,6 +26,7 @@ from archivist.rag.knowledge.ingest import Outcome, document_id_for, ingest_file
 from archivist.rag.store.base import VectorStoreBase
 from archivist.service.indexing import jobs
 from archivist.service.indexing.jobs import ClaimedJob
+from archivist.service.problems import public_detail
 from archivist.service.retrieval.kb_profiles import KBProfiles
 from archivist.service.retrieval.tenant_cache import PRIORITY, TENANT
 from archivist.service.retrieval.vectors import kb_handle
@@ -139,7 +140,7 @@ class Indexer:
                 status, count, error = await self._index(job)
             except Exception as exc:
                 logger.exception("indexing %s failed", document.id)
-                status, count, error = Status.FAILED, 0, f"{type(exc).__name__}: {exc}"
+                status, count, error = Status.FAILED, 0, public_detail(exc)
             seconds = time.perf_counter() - started
             kept = await asyncio.to_thread(jobs.finish, self.engine, job, status, count, error)
             if self.observe is not None:
@@ -172,7 +173,9 @@ class Indexer:
         if result.outcome is Outcome.UNCHANGED:
             summary = await kb.get_document(job.document.id)
             return Status.READY, 0 if summary is None else summary.chunk_count, None
-        return Status.FAILED, 0, _public_error(result.error, path)
+        if result.cause is not None:
+            return Status.FAILED, 0, public_detail(result.cause)
+        return Status.FAILED, 0, result.error or "indexing failed"  # ingest's own words
 
     async def _renew_leases(self) -> None:
         while True:
@@ -202,9 +205,3 @@ async def _fetched(files: FileStore, key: str) -> AsyncIterator[Path | None]:
         yield path
     finally:
         await asyncio.to_thread(held.__exit__, None, None, None)
-
-
-def _public_error(error: str | None, path: Path) -> str:
-    """The error without the server's folder names."""
-    text = error or "indexing failed"
-    return text.replace(str(path.resolve().parent) + "/", "").replace(str(path.parent) + "/", "")

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from archivist.embedding import EmbeddingModelBase, LocalEmbeddingModel
 from archivist.embedding.base import BatchItem, EmbeddingInput, InputType
 from archivist.embedding.response import EmbeddingResponse
+from archivist.errors import InvalidArgumentError
 from archivist.service.retrieval.query_batcher import QueryBatcher
 from archivist.service.retrieval.tenant_cache import TenantCachedEmbeddingModel
 
@@ -34,7 +35,9 @@ class SplitModel(EmbeddingModelBase):
         observe: EmbeddingObserver | None = None,
     ) -> None:
         if query_model.cache_identity != document_model.cache_identity:
-            raise ValueError("query_model and document_model must be the same model")
+            raise InvalidArgumentError(
+                "query_model and document_model must be the same model", argument="document_model"
+            )
         super().__init__(
             model=query_model.model,
             dimensions=query_model.dimensions,

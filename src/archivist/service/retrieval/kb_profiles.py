@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from archivist.embedding import EmbeddingModelBase
 from archivist.embedding.registry import list_embedding_models
+from archivist.errors import InvalidArgumentError
 from archivist.rag import ChunkerBase
 from archivist.rag.chunker import chunker_for
 from archivist.service.indexing.offload import ThreadedChunker
@@ -72,9 +73,10 @@ class KBProfiles:
             return model
         available = list_embedding_models()
         if name not in available:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"embedding_model {name!r} is not available here; choose one of: "
-                f"{', '.join(sorted({*available, self.settings.embedding_model}))}"
+                f"{', '.join(sorted({*available, self.settings.embedding_model}))}",
+                argument="embedding_model",
             )
         loaded = self._load(name)
         with self._lock:

@@ -28,6 +28,8 @@ from sqlalchemy import (
     make_url,
 )
 
+from archivist.errors import ConfigurationError
+
 metadata = MetaData()
 
 api_keys = Table(
@@ -156,8 +158,9 @@ def make_engine(url: str) -> Engine:
             parsed = parsed.set(drivername="postgresql+psycopg")
         engine = create_engine(parsed, pool_size=10, max_overflow=20, pool_pre_ping=True)
     else:
-        raise ValueError(
-            f"database URL {url!r}: use sqlite:///PATH or postgresql://USER@HOST:PORT/DB"
+        raise ConfigurationError(
+            f"database URL {url!r}: use sqlite:///PATH or postgresql://USER@HOST:PORT/DB",
+            setting="database_url",
         )
     metadata.create_all(engine)
     return engine

@@ -22,6 +22,7 @@ from cachetools import TTLCache
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import Engine, insert, select, update
 
+from archivist.errors import InvalidArgumentError
 from archivist.service.storage.database import api_keys, reading, writing
 
 KEY_PREFIX = "ak"
@@ -59,7 +60,9 @@ def hash_key(key: str) -> str:
 def check_tenant(tenant: str) -> str:
     """A tenant name: letters, digits, `_ . -`, up to 64 characters."""
     if not isinstance(tenant, str) or not TENANT_PATTERN.match(tenant):
-        raise ValueError(f"invalid tenant name {tenant!r} (letters, digits, _ . -; max 64)")
+        raise InvalidArgumentError(
+            f"invalid tenant name {tenant!r} (letters, digits, _ . -; max 64)", argument="tenant"
+        )
     return tenant
 
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 from psycopg import sql
 
+from archivist.errors import InvalidArgumentError
+
 DISTANCE_OPERATORS = {
     "Cosine": ("<=>", "vector_cosine_ops"),
     "Dot": ("<#>", "vector_ip_ops"),
@@ -38,8 +40,9 @@ def check_prefix(prefix: object) -> str:
         or not prefix[0].isalpha()
         or not all(c.islower() or c.isdigit() or c == "_" for c in prefix)
     ):
-        raise ValueError(
-            f"table_prefix must be 1-24 lower-case letters, digits or '_', got {prefix!r}"
+        raise InvalidArgumentError(
+            f"table_prefix must be 1-24 lower-case letters, digits or '_', got {prefix!r}",
+            argument="table_prefix",
         )
     return prefix
 

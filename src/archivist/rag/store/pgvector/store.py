@@ -13,6 +13,7 @@ from psycopg import AsyncConnection, OperationalError, errors, sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from archivist.errors import InvalidArgumentError
 from archivist.message import TextBlock
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
@@ -121,7 +122,9 @@ class PgVectorStore(VectorStoreBase):
         max_connections: int = 10,
     ) -> None:
         if not isinstance(url, str) or not url.strip():
-            raise ValueError(f"url must be a PostgreSQL connection string, got {url!r}")
+            raise InvalidArgumentError(
+                f"url must be a PostgreSQL connection string, got {url!r}", argument="url"
+            )
         self._url = url
         self._distance = check_distance(distance)
         self._prefix = check_prefix(table_prefix)
@@ -222,8 +225,9 @@ class PgVectorStore(VectorStoreBase):
     async def _require(self, name: str) -> _Collection:
         found = await self._collection(name)
         if found is None:
-            raise ValueError(
-                f"collection {name!r} does not exist; create it with create_collection"
+            raise InvalidArgumentError(
+                f"collection {name!r} does not exist; create it with create_collection",
+                argument="collection",
             )
         return found
 
@@ -233,7 +237,7 @@ class PgVectorStore(VectorStoreBase):
         check_collection_name(name)
         check_positive_int(dimensions, "dimensions")
         if not isinstance(sparse, bool):
-            raise ValueError(f"sparse must be a bool, got {sparse!r}")
+            raise InvalidArgumentError(f"sparse must be a bool, got {sparse!r}", argument="sparse")
         existing = await self._collection(name, fresh=True)
         if existing is None:
             async with self._transaction() as connection:
@@ -254,9 +258,10 @@ class PgVectorStore(VectorStoreBase):
                     )
             existing = await self._require(name)
         if existing.dimensions != dimensions:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"collection {name!r} exists with {existing.dimensions} dimensions, "
-                f"not dimensions={dimensions}"
+                f"not dimensions={dimensions}",
+                argument="dimensions",
             )
 
     async def delete_collection(self, name: str) -> None:
@@ -573,9 +578,10 @@ class PgVectorStore(VectorStoreBase):
         terms: list[int] | None = None
         if mode != "dense" and query_text is not None:
             if not found.sparse:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"collection {collection!r} has no BM25 terms, so mode={mode!r} cannot "
-                    "run; search it with mode='dense', or rebuild it to get hybrid search"
+                    "run; search it with mode='dense', or rebuild it to get hybrid search",
+                    argument="mode",
                 )
             terms = self._bm25.query(query_text).indices
             if not terms:
@@ -881,4 +887,6 @@ def _check_fusion(fusion: object) -> Fusion:
     for name in FUSIONS:
         if fusion == name:
             return name
-    raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}; got {fusion!r}")
+    raise InvalidArgumentError(
+        f"fusion must be one of {', '.join(FUSIONS)}; got {fusion!r}", argument="fusion"
+    )

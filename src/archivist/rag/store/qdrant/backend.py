@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from archivist.errors import InvalidArgumentError
 from archivist.rag.store.qdrant.filter import IndexKind, Where
 from archivist.rag.store.qdrant.layout import CHUNK_INDEX, DOCUMENT_ID, GENERATION
 from archivist.rag.store.qdrant.sparse import Bm25Stats, SparseVector
@@ -30,7 +31,9 @@ def check_distance(distance: object) -> str:
         for name in DISTANCES:
             if name.lower() == distance.lower():
                 return name
-    raise ValueError(f"distance must be one of {', '.join(DISTANCES)}; got {distance!r}")
+    raise InvalidArgumentError(
+        f"distance must be one of {', '.join(DISTANCES)}; got {distance!r}", argument="distance"
+    )
 
 
 def higher_is_better(distance: str, raw_score: float) -> float:

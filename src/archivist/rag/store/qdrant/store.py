@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from archivist._extras import require
+from archivist.errors import InvalidArgumentError
 from archivist.message import TextBlock
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
@@ -179,8 +180,9 @@ class QdrantStore(VectorStoreBase):
             if value is not None
         ]
         if len(given) != 1:
-            raise ValueError(
-                f"give exactly one of location, url or path; got {', '.join(given) or 'none'}"
+            raise InvalidArgumentError(
+                f"give exactly one of location, url or path; got {', '.join(given) or 'none'}",
+                argument="location",
             )
         if auto_optimize_threshold is not None:
             check_positive_int(auto_optimize_threshold, "auto_optimize_threshold")
@@ -191,12 +193,15 @@ class QdrantStore(VectorStoreBase):
             if isinstance(location, str) and location.startswith(("http://", "https://")):
                 url = location
             elif location != ":memory:":
-                raise ValueError(
-                    f"location must be ':memory:' or an http(s):// URL, got {location!r}"
+                raise InvalidArgumentError(
+                    f"location must be ':memory:' or an http(s):// URL, got {location!r}",
+                    argument="location",
                 )
         if url is None:
             if api_key is not None or client_kwargs is not None:
-                raise ValueError("api_key and client_kwargs apply only to a url store")
+                raise InvalidArgumentError(
+                    "api_key and client_kwargs apply only to a url store", argument="api_key"
+                )
             directory = None if path is None else Path(path)
             engine = EdgeBackend(
                 directory, segment_points, auto_optimize_threshold is not None, layout
@@ -204,7 +209,9 @@ class QdrantStore(VectorStoreBase):
             self._setup(distance, engine)
             return
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise ValueError(f"url must be an http(s):// URL, got {url!r}")
+            raise InvalidArgumentError(
+                f"url must be an http(s):// URL, got {url!r}", argument="url"
+            )
         require("server", "qdrant_client", "QdrantStore(url=...)")
         address, options = url, dict(client_kwargs or {})
 
@@ -277,8 +284,9 @@ class QdrantStore(VectorStoreBase):
     async def _require(self, name: str) -> CollectionParams:
         params = await self._params_of(name)
         if params is None:
-            raise ValueError(
-                f"collection {name!r} does not exist; create it with create_collection"
+            raise InvalidArgumentError(
+                f"collection {name!r} does not exist; create it with create_collection",
+                argument="collection",
             )
         return params
 
@@ -344,7 +352,7 @@ class QdrantStore(VectorStoreBase):
         check_collection_name(name)
         check_positive_int(dimensions, "dimensions")
         if not isinstance(sparse, bool):
-            raise ValueError(f"sparse must be a bool, got {sparse!r}")
+            raise InvalidArgumentError(f"sparse must be a bool, got {sparse!r}", argument="sparse")
         backend = self._open()
         async with self._collections_lock:
             existing = await self._params_of(name)
@@ -361,9 +369,10 @@ class QdrantStore(VectorStoreBase):
                     self._params[name] = params
                     return
             if existing.dimensions != dimensions:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"collection {name!r} exists with {existing.dimensions} dimensions, "
-                    f"not dimensions={dimensions}"
+                    f"not dimensions={dimensions}",
+                    argument="dimensions",
                 )
 
     async def delete_collection(self, name: str) -> None:
@@ -564,9 +573,10 @@ class QdrantStore(VectorStoreBase):
         sparse = None
         if mode != "dense" and query_text is not None:
             if not params.sparse:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"collection {collection!r} has no BM25 vectors, so mode={mode!r} cannot "
-                    "run; search it with mode='dense', or rebuild it to get hybrid search"
+                    "run; search it with mode='dense', or rebuild it to get hybrid search",
+                    argument="mode",
                 )
             sparse = self._bm25.query(query_text)
             if not sparse.indices:
@@ -852,18 +862,26 @@ def _check_fusion(fusion: object) -> Fusion:
     for name in FUSIONS:
         if fusion == name:
             return name
-    raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}; got {fusion!r}")
+    raise InvalidArgumentError(
+        f"fusion must be one of {', '.join(FUSIONS)}; got {fusion!r}", argument="fusion"
+    )
 
 
 def _layout(quantization: object, tenant_key: object, tenants_only: object) -> StoreLayout:
     if quantization is not None and quantization != "int8":
-        raise ValueError(f"quantization must be 'int8' or None; got {quantization!r}")
+        raise InvalidArgumentError(
+            f"quantization must be 'int8' or None; got {quantization!r}", argument="quantization"
+        )
     if tenant_key is not None and (not isinstance(tenant_key, str) or not tenant_key):
-        raise ValueError(f"tenant_key must be a metadata key or None; got {tenant_key!r}")
+        raise InvalidArgumentError(
+            f"tenant_key must be a metadata key or None; got {tenant_key!r}", argument="tenant_key"
+        )
     if not isinstance(tenants_only, bool):
-        raise ValueError(f"tenants_only must be a bool; got {tenants_only!r}")
+        raise InvalidArgumentError(
+            f"tenants_only must be a bool; got {tenants_only!r}", argument="tenants_only"
+        )
     if tenants_only and tenant_key is None:
-        raise ValueError("tenants_only needs a tenant_key")
+        raise InvalidArgumentError("tenants_only needs a tenant_key", argument="tenants_only")
     return StoreLayout(
         quantization="int8" if quantization is not None else None,
         tenant_key=None if tenant_key is None else metadata_path(tenant_key),

@@ -7,6 +7,7 @@ from typing import Any
 
 from qdrant_client import AsyncQdrantClient, models
 
+from archivist.errors import InvalidArgumentError
 from archivist.rag.store.qdrant.backend import (
     INTERNAL_INDEXES,
     CollectionParams,
@@ -118,8 +119,10 @@ class ClientBackend(QdrantBackend):
         info = await self.client.get_collection(name)
         vectors = info.config.params.vectors
         if not isinstance(vectors, models.VectorParams):
-            raise ValueError(
-                f"collection {name!r} uses named vectors; QdrantStore needs a single unnamed vector"
+            raise InvalidArgumentError(
+                f"collection {name!r} uses named vectors; "
+                "QdrantStore needs a single unnamed vector",
+                argument="collection",
             )
         self._indexes.setdefault(name, set()).update(info.payload_schema)
         sparse = SPARSE_VECTOR in (info.config.params.sparse_vectors or {})

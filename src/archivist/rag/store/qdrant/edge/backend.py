@@ -20,6 +20,7 @@ from typing import Any
 
 import qdrant_edge as edge
 
+from archivist.errors import InvalidArgumentError
 from archivist.rag.store.file_lock import StoreLock
 from archivist.rag.store.qdrant.backend import (
     INTERNAL_INDEXES,
@@ -103,7 +104,9 @@ class EdgeBackend(QdrantBackend):
         try:
             return self._collections[name]
         except KeyError:
-            raise ValueError(f"collection {name!r} does not exist") from None
+            raise InvalidArgumentError(
+                f"collection {name!r} does not exist", argument="collection"
+            ) from None
 
     async def collection_params(self, name: str) -> CollectionParams | None:
         collection = self._collections.get(name)
