@@ -15,21 +15,20 @@ whole view is compared and `verify()` must report nothing incomplete.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import random
-from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from archivist.embedding import EmbeddingModelBase, EmbeddingResponse
 from archivist.message import TextBlock
 from archivist.rag.document import Chunk
 from archivist.rag.knowledge.knowledge_base import DocumentNotFoundError, KnowledgeBase
 from archivist.rag.store.qdrant import QdrantStore
+from archivist.testing.embedding import HashEmbeddingModel
 
 SEED = int(os.environ.get("ARCHIVIST_ISOLATION_SEED", "7"))
 STEPS = int(os.environ.get("ARCHIVIST_ISOLATION_STEPS", "10000"))
@@ -40,23 +39,10 @@ TENANTS: list[Any] = ["1", 1, True, "0", 0, False, "a", None]
 DOCUMENT_IDS = [f"doc-{i}" for i in range(8)]
 
 
-class HashEmbedder(EmbeddingModelBase):
-    """A custom embedder on the library's public `EmbeddingModelBase`: a text's vector is a
-    hash of it (deterministic, offline, instant), so equal texts score 1.0 against each other."""
-
-    def __init__(self) -> None:
-        super().__init__(model="hash-embedder", dimensions=DIMENSIONS, batch_size=1000)
-
-    async def _embed_batch(self, batch: Sequence[Any], input_type: Any) -> EmbeddingResponse:
-        return EmbeddingResponse(
-            embeddings=[
-                [
-                    (b - 127.5) / 128
-                    for b in hashlib.blake2b(str(t).encode(), digest_size=16).digest()
-                ]
-                for t in batch
-            ]
-        )
+# Only equal texts are alike (each text hashed whole), so a leak shows as a perfect match.
+HashEmbedder = partial(
+    HashEmbeddingModel, DIMENSIONS, model="hash-embedder", whole_text=True, lowercase=False
+)
 
 
 @dataclass
