@@ -11,6 +11,7 @@ chunks, listed documents, NotFound for ids outside its scope; every 500 steps ev
 whole view is compared and `verify()` must report nothing incomplete.
 
 `ARCHIVIST_ISOLATION_SEED` / `ARCHIVIST_ISOLATION_STEPS` change the walk (defaults 7 / 10,000).
+The fast test set walks a tenth of the steps; the full walk is marked `heavy`.
 """
 
 from __future__ import annotations
@@ -241,9 +242,17 @@ async def walk(store_factory: Any, label: str, steps: int, reopen_at: int | None
     return state
 
 
-async def test_isolation_random_walk_in_memory() -> None:
+# The fast set walks a tenth of the way; the full walk is heavy (CI runs it).
+WALKS = [
+    pytest.param(STEPS // 10, id="short"),
+    pytest.param(STEPS, id="full", marks=pytest.mark.heavy),
+]
+
+
+@pytest.mark.parametrize("steps", WALKS)
+async def test_isolation_random_walk_in_memory(steps: int) -> None:
     store = QdrantStore(location=":memory:", auto_optimize_threshold=None)  # re-enterable
-    await walk(lambda: store, "memory", STEPS, reopen_at=STEPS // 2)
+    await walk(lambda: store, "memory", steps, reopen_at=steps // 2)
 
 
 class _Reopenable:
@@ -256,5 +265,6 @@ class _Reopenable:
         return QdrantStore(path=self.path, auto_optimize_threshold=None)
 
 
-async def test_isolation_random_walk_on_disk(tmp_path: Path) -> None:
-    await walk(_Reopenable(tmp_path / "store"), "path", STEPS, reopen_at=STEPS // 2)
+@pytest.mark.parametrize("steps", WALKS)
+async def test_isolation_random_walk_on_disk(tmp_path: Path, steps: int) -> None:
+    await walk(_Reopenable(tmp_path / "store"), "path", steps, reopen_at=steps // 2)
