@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +19,7 @@ from archivist.testing.hybrid_store import DiversitySearchConformance, HybridSea
 from archivist.testing.search_store import GroupingConformance, SearchFilterConformance
 from archivist.testing.store import DIMENSIONS, VectorStoreConformance, record, texts, unit
 
-
-@pytest.fixture
-async def store() -> AsyncIterator[QdrantStore]:
-    async with QdrantStore(location=":memory:") as opened:
-        yield opened
+# `store`: the in-memory Qdrant Edge store of the archivist.testing.fixtures plugin.
 
 
 class TestQdrantEdgeMemory(
