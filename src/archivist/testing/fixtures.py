@@ -19,12 +19,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import pytest
 
-from archivist.rag.store.qdrant import QdrantStore
 from archivist.testing.embedding import HashEmbeddingModel
+
+if TYPE_CHECKING:  # imported when a store is opened: loading the plugin stays cheap
+    from archivist.rag.store.qdrant import QdrantStore
 
 StoreKind: TypeAlias = Literal["edge-memory", "edge-path", "client-local"]
 STORE_KINDS: tuple[StoreKind, ...] = ("edge-memory", "edge-path", "client-local")
@@ -41,6 +43,8 @@ async def open_store(
     `edge-path` persists under `directory / "store"`; `client-local` opens an in-memory
     `AsyncQdrantClient` and closes it after the store.
     """
+    from archivist.rag.store.qdrant import QdrantStore
+
     if kind == "client-local":
         from qdrant_client import AsyncQdrantClient
 
