@@ -126,6 +126,7 @@ async def test_a_write_that_fills_a_segment_indexes_that_segment_and_no_other() 
         assert (hit.document_id, hit.chunk.chunk_index) == ("t43", 21)
 
 
+@pytest.mark.heavy  # 24,000 points: a full segment plus some, indexed by optimize()
 async def test_optimize_indexes_the_filled_segments_and_keeps_every_point() -> None:
     dimensions = 32  # the default segment of 20,000 points, small enough to build quickly
     vectors = clustered(24_000, dimensions)
@@ -146,6 +147,7 @@ async def test_optimize_indexes_the_filled_segments_and_keeps_every_point() -> N
         assert sum(s.chunk_count for s in await store.list_documents("big")) == 24_000
 
 
+@pytest.mark.heavy  # the size is the point
 async def test_list_documents_is_exact_over_a_hundred_thousand_points() -> None:
     rng = np.random.default_rng(3)
     vectors = rng.standard_normal((100_000, DIMENSIONS)).astype(np.float32)
