@@ -1,11 +1,12 @@
-# Two entry points: `make demo` (the main job) and `make test` (the whole suite).
+# Two entry points: `make demo` (the main job) and `make test` (the fast test set: every test
+# not marked `heavy`). `make test-heavy` runs the heavy ones, `make test-all` both (CI runs both).
 # Each creates .venv and installs what it needs on first use.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench bench-quick clean
+.PHONY: demo test test-heavy test-all lint bench bench-quick clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,8 +18,17 @@ demo: $(STAMP)
 	$(BIN)/archivist index samples --kb samples
 	$(BIN)/archivist search "How are tenants kept apart?" --kb samples -k 3
 
+# Test files are spread over two worker processes whole (`loadfile`): a file's session
+# servers and its shared setup stay in one process.
+PYTEST_WORKERS ?= 2
+
 test: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -m "not heavy" -n $(PYTEST_WORKERS) --dist loadfile
+
+test-heavy: $(STAMP)
+	$(BIN)/pytest -m heavy
+
+test-all: test test-heavy
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -1,6 +1,5 @@
 """RAGMiddleware end to end: real KBs (offline model, Qdrant Edge), a scripted chat model."""
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -26,12 +25,6 @@ SPACE = [("rockets.md", {}, "Rockets reach orbit by burning fuel in stages.")]
 @pytest.fixture(scope="module")
 def embedder() -> EmbeddingModelBase:
     return LocalEmbeddingModel()
-
-
-@pytest.fixture
-async def store() -> AsyncIterator[QdrantStore]:
-    async with QdrantStore(location=":memory:") as opened:
-        yield opened
 
 
 async def _make_kb(

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import run
 
 from archivist.cli.main import main
 
@@ -15,10 +16,9 @@ SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("ARCHIVIST_HOME", str(tmp_path / "home"))
+def home(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("COLUMNS", "400")  # rich wraps tables at 80 columns when not a tty
-    return tmp_path / "home"
+    return home
 
 
 @pytest.fixture
@@ -28,12 +28,6 @@ def corpus(tmp_path: Path) -> Path:
     (folder / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
     (folder / ".hidden.md").write_text("never indexed")
     return folder
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def index_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, object]]:

@@ -10,31 +10,14 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_helpers import run
 
-from archivist.cli.main import main
 from archivist.cli.progress import PeriodicProgress, duration
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 PANDA = (
     "大熊猫是中国特有的动物，主要生活在四川、陕西和甘肃的山区。它们以竹子为食，每天要吃很多竹子。"
 )
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("ARCHIVIST_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("COLUMNS", "80")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path / "home"
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:
-        code = int(exit_.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 PROGRESS = re.compile(r"^archivist: indexing \d+/(\d+) files, [\d,]+ chunks, [\d.]+s(: .+)?$")

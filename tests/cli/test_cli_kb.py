@@ -6,26 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
+from cli_helpers import run
 
-from archivist.cli.main import main
 from archivist.message import TextBlock
 from archivist.rag.document import Chunk
 from archivist.rag.record import VectorRecord
 from archivist.rag.store.qdrant import QdrantStore
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("ARCHIVIST_HOME", str(tmp_path / "home"))
-    return tmp_path / "home"
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def summary(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, int]:

@@ -9,30 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import run
 from hypothesis import given
 from hypothesis import strategies as st
 
-from archivist.cli.main import main
 from archivist.cli.output import display_width, wrap
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("ARCHIVIST_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("COLUMNS", "80")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path / "home"
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:  # argparse: usage errors, --help, --version
-        code = int(exit_.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_ls_and_search_never_wrap_ids_or_paths_at_80_columns(

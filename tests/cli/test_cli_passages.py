@@ -13,14 +13,6 @@ from archivist.cli.main import main
 from archivist.cli.output import display_width, text_lines
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("ARCHIVIST_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("COLUMNS", "80")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path / "home"
-
-
 def test_text_lines_keeps_tables_lists_and_code() -> None:
     text = (
         "## Stock\nProse that is long enough to wrap across more than one line at forty columns.\n"

@@ -5,26 +5,9 @@ import json
 from pathlib import Path
 
 import pytest
+from cli_helpers import run
 
-from archivist.cli.main import main
 from archivist.cli.search_command import attach_query_values
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("ARCHIVIST_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("COLUMNS", "80")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path / "home"
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:  # argparse: usage errors and --help
-        code = int(exit_.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_queries_that_start_with_a_dash(

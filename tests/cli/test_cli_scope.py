@@ -4,21 +4,13 @@ import json
 from pathlib import Path
 
 import pytest
-
-from archivist.cli.main import main
+from cli_helpers import run
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("ARCHIVIST_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("COLUMNS", "400")
-    return tmp_path / "home"
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+def home(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("COLUMNS", "400")  # rich wraps tables at 80 columns when not a tty
+    return home
 
 
 def index(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, object]]:

@@ -106,6 +106,9 @@ def _run(python: Path | str, script: Path) -> dict[str, Any]:
     return result
 
 
+# heavy: the first run installs AgentScope 2.0.11 into a second venv (about two minutes from
+# the package index on a clean clone), and each scenario runs two interpreters.
+@pytest.mark.heavy
 @pytest.mark.parametrize(
     "scenario", sorted(p.stem for p in SCENARIOS.glob("*.py") if not p.stem.startswith("_"))
 )

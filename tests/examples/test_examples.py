@@ -7,22 +7,21 @@ of the examples are also called directly, for the branches taken only with an AP
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import subprocess
 import sys
-from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from archivist.embedding import EmbeddingModelBase, EmbeddingResponse
 from archivist.embedding.dashscope import DashScopeEmbeddingModel
 from archivist.message import DataBlock
 from archivist.model import OpenAIChatModel, ScriptedChatModel
 from archivist.rag import ImageParser, QdrantStore
+from archivist.testing.embedding import HashEmbeddingModel
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.py") if not p.stem.startswith("_"))
@@ -221,21 +220,8 @@ def test_each_example_says_what_it_shows_and_how_to_run_it() -> None:
 # -- branches taken only with an API key ------------------------------------------------------
 
 
-class FakeMultimodalModel(EmbeddingModelBase):
-    """Deterministic vectors for text and images, standing in for a multimodal provider."""
-
-    def __init__(self) -> None:
-        super().__init__(model="fake-multimodal", dimensions=16, supports_multimodal=True)
-
-    async def _embed_batch(
-        self, batch: Sequence[str | DataBlock], input_type: str
-    ) -> EmbeddingResponse:
-        vectors = []
-        for item in batch:
-            raw = item.encode() if isinstance(item, str) else item.source.model_dump_json().encode()
-            digest = hashlib.sha256(raw).digest()
-            vectors.append([byte / 255 - 0.5 for byte in digest[:16]])
-        return EmbeddingResponse(embeddings=vectors)
+# Deterministic vectors for text and images, standing in for a multimodal provider.
+FakeMultimodalModel = partial(HashEmbeddingModel, 16, model="fake-multimodal", multimodal=True)
 
 
 async def test_multimodal_branch_indexes_and_finds_images(

@@ -6,19 +6,18 @@ Its methods keep the page's exact signatures: `delete(collection, document_id)` 
 
 from __future__ import annotations
 
-import hashlib
 import math
+from functools import partial
 from typing import Any
 
 import pytest
 
-from archivist.embedding import EmbeddingModelBase
-from archivist.embedding.response import EmbeddingResponse
 from archivist.message import TextBlock
 from archivist.rag import Chunk, KnowledgeBase
 from archivist.rag.knowledge.knowledge_base import DocumentNotFoundError, NewDocument
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
 from archivist.rag.store.base import VectorStoreBase
+from archivist.testing.embedding import HashEmbeddingModel
 
 
 class MyVectorStore(VectorStoreBase):
@@ -96,20 +95,8 @@ def _cosine(a: list[float], b: list[float]) -> float:
     return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
 
 
-class HashEmbedding(EmbeddingModelBase):
-    """Bag of hashed words: texts sharing words have close vectors."""
-
-    def __init__(self) -> None:
-        super().__init__(model="hash-words", dimensions=32)
-
-    async def _call_api(self, inputs: list[Any]) -> EmbeddingResponse:
-        vectors = []
-        for text in inputs:
-            vector = [0.01] * 32
-            for word in str(text).lower().split():
-                vector[hashlib.sha256(word.encode()).digest()[0] % 32] += 1.0
-            vectors.append(vector)
-        return EmbeddingResponse(embeddings=vectors)
+# Bag of hashed words: texts sharing words have close vectors.
+HashEmbedding = partial(HashEmbeddingModel, 32, model="hash-words")
 
 
 def chunks(text: str, source: str) -> list[Chunk]:

@@ -24,6 +24,7 @@ from archivist.rag.chunker import EstimatedTokenizer, TokenChunker
 from archivist.rag.knowledge.ingest import Outcome, ingest_files
 from archivist.rag.parser import text as text_module
 from archivist.rag.store.qdrant import QdrantStore
+from archivist.testing.embedding import HashEmbeddingModel
 from factories import make_pdf
 
 _TEXT = "\n\n".join(
@@ -145,6 +146,7 @@ async def test_ingest_stores_a_streamed_file_exactly_as_the_list_path_chunks_it(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     embedder: EmbeddingModelBase,
+    hash_model: HashEmbeddingModel,
     store: QdrantStore,
 ) -> None:
     monkeypatch.setattr(text_module, "STREAM_FROM", 0)
@@ -153,7 +155,7 @@ async def test_ingest_stores_a_streamed_file_exactly_as_the_list_path_chunks_it(
     path.write_text(_TEXT)
     chunker = TokenChunker(embedder.chunk_tokenizer(), 64, 8)
     expected = await chunker.chunk(await TextParser().parse(str(path), "big.txt"))
-    counting = CountingModel(embedder)
+    counting = CountingModel(hash_model)  # chunks by the real tokenizer, vectors by hashing
     kb = KnowledgeBase("kb", "d", counting, store, "c", write_batch_size=16)
     report = await ingest_files(kb, [path], registry=default_registry(), chunker=chunker)
     assert [r.outcome for r in report.results] == [Outcome.INDEXED]
@@ -182,18 +184,19 @@ async def test_a_stream_cut_short_leaves_the_old_version_whole(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     embedder: EmbeddingModelBase,
+    hash_model: HashEmbeddingModel,
     store: QdrantStore,
 ) -> None:
     monkeypatch.setattr(text_module, "STREAM_FROM", 0)
     path = tmp_path / "big.txt"
     path.write_text(_TEXT)
     chunker = TokenChunker(embedder.chunk_tokenizer(), 64, 8)
-    kb = KnowledgeBase("kb", "d", embedder, store, "c", write_batch_size=16)
+    kb = KnowledgeBase("kb", "d", hash_model, store, "c", write_batch_size=16)
     first = await ingest_files(kb, [path], registry=default_registry(), chunker=chunker)
     document_id = first.results[0].document_id or ""
     old = _shape(await kb.list_chunks(document_id, limit=10_000))
     path.write_text(_TEXT.replace("volumes", "books"))
-    failing = KnowledgeBase("kb", "d", _FailAfter(embedder, 3), store, "c", write_batch_size=16)
+    failing = KnowledgeBase("kb", "d", _FailAfter(hash_model, 3), store, "c", write_batch_size=16)
     second = await ingest_files(failing, [path], registry=default_registry(), chunker=chunker)
     assert second.results[0].outcome is Outcome.FAILED
     assert "mid-stream" in (second.results[0].error or "")

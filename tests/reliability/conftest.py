@@ -1,4 +1,5 @@
-"""Shared setup of the reliability tests: a hard per-test time limit and the `heavy` marker."""
+"""Shared setup of the reliability tests: a hard per-test time limit (not for `heavy` tests,
+which pyproject.toml declares)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,6 @@ sys.path.insert(0, str(Path(__file__).parent))  # malformed.py
 # A test that runs this long is hung (a C library holding the GIL, a thread that never
 # returns): dump every thread's stack and end the run rather than stall CI.
 HARD_TIMEOUT_SECONDS = 300
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "heavy: slow reliability tests (run by .ci/run)")
 
 
 @pytest.fixture(autouse=True)

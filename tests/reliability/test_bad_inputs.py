@@ -252,6 +252,7 @@ def _check_windows(text: str, pieces: list[str], budget_bytes: int) -> None:
     assert pos >= len(text.rstrip())
 
 
+@pytest.mark.heavy  # the size is the point; the ten-megabyte cases run in the fast set
 async def test_hundred_megabyte_single_line(tmp_path: Path) -> None:
     """A valid 100 MB text with no line break: parses and chunks in bounded time."""
     # Numbered so that every window occurs once in the text and its place can be checked.

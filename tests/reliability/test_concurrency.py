@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import random
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,11 +20,12 @@ from typing import Any
 
 import pytest
 
-from archivist.embedding import EmbeddingModelBase, EmbeddingResponse
+from archivist.embedding import EmbeddingResponse
 from archivist.message import TextBlock
 from archivist.rag.document import Chunk
 from archivist.rag.knowledge.knowledge_base import DocumentNotFoundError, KnowledgeBase
 from archivist.rag.store.qdrant import QdrantStore
+from archivist.testing.embedding import HashEmbeddingModel
 
 DIMENSIONS = 16
 TASKS = 50
@@ -33,27 +33,21 @@ OPS_PER_TASK = 40
 SHARED_IDS = [f"shared-{i}" for i in range(4)]
 
 
-class YieldingHashEmbedder(EmbeddingModelBase):
-    """A custom embedder on the library's public `EmbeddingModelBase`: vectors are hashes of
-    the texts; every batch yields to the event loop a random number of times first, so
-    concurrent tasks interleave in the middle of each other's writes."""
+class YieldingHashEmbedder(HashEmbeddingModel):
+    """The shared hash embedder (each text hashed whole); every batch yields to the event loop a
+    random number of times first, so concurrent tasks interleave in the middle of each other's
+    writes."""
 
     def __init__(self, seed: int = 0) -> None:
-        super().__init__(model="hash-embedder", dimensions=DIMENSIONS, batch_size=2)
+        super().__init__(
+            DIMENSIONS, model="hash-embedder", whole_text=True, lowercase=False, batch_size=2
+        )
         self.rng = random.Random(seed)
 
     async def _embed_batch(self, batch: Sequence[Any], input_type: Any) -> EmbeddingResponse:
         for _ in range(self.rng.randint(0, 3)):
             await asyncio.sleep(0)
-        return EmbeddingResponse(
-            embeddings=[
-                [
-                    (b - 127.5) / 128
-                    for b in hashlib.blake2b(str(t).encode(), digest_size=16).digest()
-                ]
-                for t in batch
-            ]
-        )
+        return await super()._embed_batch(batch, input_type)
 
 
 def version_texts(document_id: str, version: int, count: int) -> list[str]:

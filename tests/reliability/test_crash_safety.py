@@ -36,31 +36,28 @@ TRIALS = int(os.environ.get("ARCHIVIST_CRASH_TRIALS", "24"))
 SEED = int(os.environ.get("ARCHIVIST_CRASH_SEED", "11"))
 
 INGEST = r'''
-import asyncio, hashlib, sys
-from archivist.embedding import EmbeddingModelBase, EmbeddingResponse
+import asyncio, sys
 from archivist.message import TextBlock
 from archivist.rag.document import Chunk
 from archivist.rag.knowledge.knowledge_base import KnowledgeBase, NewDocument
 from archivist.rag.store.qdrant import QdrantStore
+from archivist.testing.embedding import HashEmbeddingModel
 
 DIMENSIONS = 16
 
 
-class SlowHashEmbedder(EmbeddingModelBase):
-    """A custom embedder on the library's public EmbeddingModelBase: vectors are hashes of the
-    texts; each batch takes a moment and is reported, so a kill can land between writes."""
+class SlowHashEmbedder(HashEmbeddingModel):
+    """The shared hash embedder (each text hashed whole); each batch takes a moment and is
+    reported, so a kill can land between writes."""
 
     def __init__(self, progress):
-        super().__init__(model="hash-embedder", dimensions=DIMENSIONS, batch_size=1000)
+        super().__init__(DIMENSIONS, model="hash-embedder", whole_text=True, lowercase=False)
         self.progress = progress
 
     async def _embed_batch(self, batch, input_type):
         self.progress()
         await asyncio.sleep(0.002)
-        return EmbeddingResponse(embeddings=[
-            [(b - 127.5) / 128 for b in hashlib.blake2b(t.encode(), digest_size=16).digest()]
-            for t in batch
-        ])
+        return await super()._embed_batch(batch, input_type)
 
 
 def texts(document_id, version):

@@ -7,7 +7,6 @@ embedder stands in for the offline model.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -20,32 +19,24 @@ from archivist.message import TextBlock
 from archivist.rag.document import Chunk
 from archivist.rag.knowledge.knowledge_base import DocumentNotFoundError, KnowledgeBase
 from archivist.rag.store.qdrant import QdrantStore
+from archivist.testing.embedding import HashEmbeddingModel
 
 DIMENSIONS = 16
 COLLECTION = "docs"
 
 
-def hash_vector(text: str, dimensions: int = DIMENSIONS) -> list[float]:
-    digest = hashlib.blake2b(text.encode(), digest_size=dimensions).digest()
-    return [(b - 127.5) / 128 for b in digest]
-
-
-class HashEmbedder(EmbeddingModelBase):
-    """A custom embedder built on the library's public `EmbeddingModelBase`: each text maps to
-    a vector by hashing it (deterministic, offline, instant). `poison(text, vector)` makes one
+class HashEmbedder(HashEmbeddingModel):
+    """The shared hash embedder (each text hashed whole). `poison(text, vector)` makes one
     text return a given (bad) vector; `bypass_checks` skips the base class's output checks
     (a custom model overriding `__call__`), so the KnowledgeBase's own checks are exercised."""
 
     def __init__(self, bypass_checks: bool = False) -> None:
-        super().__init__(model="hash-embedder", dimensions=DIMENSIONS, batch_size=1000)
+        super().__init__(DIMENSIONS, model="hash-embedder", whole_text=True, lowercase=False)
         self.bypass_checks = bypass_checks
         self.poisoned: dict[str, list[float]] = {}
 
-    def vector(self, text: str) -> list[float]:
-        return self.poisoned.get(text, hash_vector(text))
-
-    async def _embed_batch(self, batch: Sequence[Any], input_type: Any) -> EmbeddingResponse:
-        return EmbeddingResponse(embeddings=[self.vector(str(item)) for item in batch])
+    def vector(self, item: Any) -> list[float]:
+        return self.poisoned.get(item, super().vector(item))
 
     async def __call__(  # type: ignore[override]
         self, inputs: Sequence[Any], input_type: Any = "document"

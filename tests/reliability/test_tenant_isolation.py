@@ -11,25 +11,25 @@ chunks, listed documents, NotFound for ids outside its scope; every 500 steps ev
 whole view is compared and `verify()` must report nothing incomplete.
 
 `ARCHIVIST_ISOLATION_SEED` / `ARCHIVIST_ISOLATION_STEPS` change the walk (defaults 7 / 10,000).
+The fast test set walks a tenth of the steps; the full walk is marked `heavy`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import random
-from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from archivist.embedding import EmbeddingModelBase, EmbeddingResponse
 from archivist.message import TextBlock
 from archivist.rag.document import Chunk
 from archivist.rag.knowledge.knowledge_base import DocumentNotFoundError, KnowledgeBase
 from archivist.rag.store.qdrant import QdrantStore
+from archivist.testing.embedding import HashEmbeddingModel
 
 SEED = int(os.environ.get("ARCHIVIST_ISOLATION_SEED", "7"))
 STEPS = int(os.environ.get("ARCHIVIST_ISOLATION_STEPS", "10000"))
@@ -40,23 +40,10 @@ TENANTS: list[Any] = ["1", 1, True, "0", 0, False, "a", None]
 DOCUMENT_IDS = [f"doc-{i}" for i in range(8)]
 
 
-class HashEmbedder(EmbeddingModelBase):
-    """A custom embedder on the library's public `EmbeddingModelBase`: a text's vector is a
-    hash of it (deterministic, offline, instant), so equal texts score 1.0 against each other."""
-
-    def __init__(self) -> None:
-        super().__init__(model="hash-embedder", dimensions=DIMENSIONS, batch_size=1000)
-
-    async def _embed_batch(self, batch: Sequence[Any], input_type: Any) -> EmbeddingResponse:
-        return EmbeddingResponse(
-            embeddings=[
-                [
-                    (b - 127.5) / 128
-                    for b in hashlib.blake2b(str(t).encode(), digest_size=16).digest()
-                ]
-                for t in batch
-            ]
-        )
+# Only equal texts are alike (each text hashed whole), so a leak shows as a perfect match.
+HashEmbedder = partial(
+    HashEmbeddingModel, DIMENSIONS, model="hash-embedder", whole_text=True, lowercase=False
+)
 
 
 @dataclass
@@ -255,9 +242,17 @@ async def walk(store_factory: Any, label: str, steps: int, reopen_at: int | None
     return state
 
 
-async def test_isolation_random_walk_in_memory() -> None:
+# The fast set walks a tenth of the way; the full walk is heavy (CI runs it).
+WALKS = [
+    pytest.param(STEPS // 10, id="short"),
+    pytest.param(STEPS, id="full", marks=pytest.mark.heavy),
+]
+
+
+@pytest.mark.parametrize("steps", WALKS)
+async def test_isolation_random_walk_in_memory(steps: int) -> None:
     store = QdrantStore(location=":memory:", auto_optimize_threshold=None)  # re-enterable
-    await walk(lambda: store, "memory", STEPS, reopen_at=STEPS // 2)
+    await walk(lambda: store, "memory", steps, reopen_at=steps // 2)
 
 
 class _Reopenable:
@@ -270,5 +265,6 @@ class _Reopenable:
         return QdrantStore(path=self.path, auto_optimize_threshold=None)
 
 
-async def test_isolation_random_walk_on_disk(tmp_path: Path) -> None:
-    await walk(_Reopenable(tmp_path / "store"), "path", STEPS, reopen_at=STEPS // 2)
+@pytest.mark.parametrize("steps", WALKS)
+async def test_isolation_random_walk_on_disk(tmp_path: Path, steps: int) -> None:
+    await walk(_Reopenable(tmp_path / "store"), "path", steps, reopen_at=steps // 2)

@@ -15,13 +15,21 @@ from service_helpers import client, wait_final
 
 SCHEMATHESIS = shutil.which("schemathesis", path=str(Path(sys.executable).parent))
 MAX_EXAMPLES = 10
-"""Per operation and phase: a bounded run here; CI runs more (ARCHIVIST_FUZZ_EXAMPLES)."""
+"""Per operation and phase: a bounded run in the fast set; the heavy run takes
+ARCHIVIST_FUZZ_EXAMPLES (default 100)."""
+RUNS = [
+    pytest.param(MAX_EXAMPLES, id="quick"),
+    pytest.param(
+        int(os.environ.get("ARCHIVIST_FUZZ_EXAMPLES", "100")), id="long", marks=pytest.mark.heavy
+    ),
+]
 
 pytestmark = pytest.mark.skipif(SCHEMATHESIS is None, reason="schemathesis is not installed")
 
 
-def run_schemathesis(url: str, config: Path, *headers: str) -> subprocess.CompletedProcess[str]:
-    examples = os.environ.get("ARCHIVIST_FUZZ_EXAMPLES", str(MAX_EXAMPLES))
+def run_schemathesis(
+    url: str, config: Path, examples: int, *headers: str
+) -> subprocess.CompletedProcess[str]:
     command = [
         str(SCHEMATHESIS),
         "--config-file",
@@ -38,7 +46,7 @@ def run_schemathesis(url: str, config: Path, *headers: str) -> subprocess.Comple
         "--phases",
         "examples,coverage,fuzzing",
         "--max-examples",
-        examples,
+        str(examples),
         "--seed",
         "18",
         "--no-color",
@@ -52,9 +60,10 @@ def run_schemathesis(url: str, config: Path, *headers: str) -> subprocess.Comple
     )
 
 
+@pytest.mark.parametrize("examples", RUNS)
 @pytest.mark.parametrize("with_key", [True, False], ids=["valid-key", "no-key"])
 def test_schemathesis_finds_no_server_error_and_no_schema_violation(
-    service, tmp_path: Path, with_key: bool
+    service, tmp_path: Path, with_key: bool, examples: int
 ) -> None:
     key = service.keys["initech"]
     with client(service.url, key) as http:
@@ -74,6 +83,6 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(
         + f'parameters = {{ "path.name" = "fuzz", "path.document_id" = "{doc}" }}\n'
     )
     headers = [f"Authorization: Bearer {key}"] if with_key else []
-    result = run_schemathesis(service.url, config, *headers)
+    result = run_schemathesis(service.url, config, examples, *headers)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     assert "Tested: " in result.stdout

@@ -60,10 +60,11 @@ def test_claim_finish_in_order(engine: Engine) -> None:
 
 def test_an_expired_lease_is_claimed_again_and_gives_up_after_max_attempts(engine: Engine) -> None:
     kb, (doc,) = queue(engine, 1)
-    held = jobs.claim(engine, "dead-worker", 0.05, 2)
+    # a lease long enough that a loaded machine reaches the next claim within it
+    held = jobs.claim(engine, "dead-worker", 2.0, 2)
     assert held is not None
     assert jobs.claim(engine, "w2", 60, 2) is None  # leased
-    time.sleep(0.1)
+    time.sleep(2.1)
     again = jobs.claim(engine, "w2", 0.05, 2)
     assert again is not None and again.document.id == doc and again.attempt == 2
     time.sleep(0.1)

@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from qdrant_client import AsyncQdrantClient
 
 from archivist.rag.store.qdrant import QdrantStore
+from archivist.testing.fixtures import STORE_KINDS, open_store
 from archivist.testing.store import DIMENSIONS, batches, record, unit
 
 pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect in the local Qdrant")
@@ -17,16 +17,9 @@ pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect i
 NO_TENANT = {"tenant": None}
 
 
-@pytest.fixture(params=["edge-memory", "edge-path", "client-local"])
+@pytest.fixture(params=STORE_KINDS)
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[QdrantStore]:
-    if request.param == "client-local":
-        client = AsyncQdrantClient(location=":memory:")
-        async with QdrantStore.from_client(client) as opened:
-            yield opened
-        await client.close()
-        return
-    location = {"location": ":memory:"} if request.param == "edge-memory" else {"path": tmp_path}
-    async with QdrantStore(**location) as opened:  # type: ignore[arg-type]
+    async with open_store(request.param, tmp_path) as opened:
         yield opened
 
 

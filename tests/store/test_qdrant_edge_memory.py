@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +34,7 @@ from archivist.testing.store import (
     unit,
 )
 
-
-@pytest.fixture
-async def store() -> AsyncIterator[QdrantStore]:
-    async with QdrantStore(location=":memory:") as opened:
-        yield opened
+# `store`: the in-memory Qdrant Edge store of the archivist.testing.fixtures plugin.
 
 
 class TestQdrantEdgeMemory(
@@ -156,6 +151,7 @@ async def test_a_write_that_fills_a_segment_indexes_that_segment_and_no_other() 
         assert (hit.document_id, hit.chunk.chunk_index) == ("t43", 21)
 
 
+@pytest.mark.heavy  # 24,000 points: a full segment plus some, indexed by optimize()
 async def test_optimize_indexes_the_filled_segments_and_keeps_every_point() -> None:
     dimensions = 32  # the default segment of 20,000 points, small enough to build quickly
     vectors = clustered(24_000, dimensions)
@@ -176,6 +172,7 @@ async def test_optimize_indexes_the_filled_segments_and_keeps_every_point() -> N
         assert sum(s.chunk_count for s in await store.list_documents("big")) == 24_000
 
 
+@pytest.mark.heavy  # the size is the point
 async def test_list_documents_is_exact_over_a_hundred_thousand_points() -> None:
     rng = np.random.default_rng(3)
     vectors = rng.standard_normal((100_000, DIMENSIONS)).astype(np.float32)

@@ -15,6 +15,7 @@ from test_qdrant_edge_memory import clustered, edge_info, vector_records
 
 from archivist.rag.store.file_lock import StoreLockedError
 from archivist.rag.store.qdrant import QdrantStore
+from archivist.testing.fixtures import open_store
 from archivist.testing.hybrid_store import DiversityTests, HybridSearchTests
 from archivist.testing.store import (
     DIMENSIONS,
@@ -30,7 +31,7 @@ from archivist.testing.store import (
 
 @pytest.fixture
 async def store(tmp_path: Path) -> AsyncIterator[QdrantStore]:
-    async with QdrantStore(path=tmp_path / "store") as opened:
+    async with open_store("edge-path", tmp_path) as opened:
         yield opened
 
 
