@@ -13,11 +13,10 @@ from archivist.rag.store.search_filter import Range, SearchFilter
 from archivist.rag.store.tenant import TENANT_KEY
 from archivist.service.storage.catalog import DocumentRecord, KBRecord, Status
 from archivist.service.storage.sessions_store import ChatRole, Citation, SessionRecord
+from archivist.validation import KB_NAME_PATTERN
 
 SERVICE_KEYS = frozenset({PATH_KEY, HASH_KEY, PIPELINE_KEY, TENANT_KEY})
 """Chunk metadata the service keeps for itself: never exposed, never searched by."""
-
-KB_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
 
 def iso(timestamp: float) -> str:

@@ -26,6 +26,7 @@ from archivist.rag.store.base import (
 from archivist.rag.store.search_filter import SearchFilter
 from archivist.validation import (
     check_document_id,
+    check_limit,
     check_metadata_filter,
     check_non_negative_int,
     check_positive_int,
@@ -217,7 +218,7 @@ class KnowledgeBase:
         """A page of `document_id`'s chunks in `chunk_index` order."""
         document_id = check_document_id(document_id)
         check_non_negative_int(offset, "offset")
-        check_positive_int(limit, "limit")
+        check_limit(limit)
         await self.ensure_collection()
         return await self.vector_store.list_chunks(
             self.collection, document_id, offset, limit, self.metadata_filter

@@ -48,6 +48,7 @@ from archivist.rag.store.qdrant.sparse import Bm25Encoder, TermCounts
 from archivist.validation import (
     check_collection_name,
     check_document_id,
+    check_limit,
     check_non_negative_int,
     check_positive_int,
     check_query_vector,
@@ -726,7 +727,7 @@ class PgVectorStore(VectorStoreBase):
         check_collection_name(collection)
         check_document_id(document_id)
         check_non_negative_int(offset, "offset")
-        check_non_negative_int(limit, "limit")
+        check_limit(limit)
         scope, scope_params = where_metadata(metadata_filter)
         found = await self._collection(collection)
         if found is None or limit == 0:

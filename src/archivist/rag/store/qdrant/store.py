@@ -76,6 +76,7 @@ from archivist.rag.store.search_filter import (
 from archivist.validation import (
     check_collection_name,
     check_document_id,
+    check_limit,
     check_non_negative_int,
     check_positive_int,
     check_query_vector,
@@ -727,7 +728,7 @@ class QdrantStore(VectorStoreBase):
         check_collection_name(collection)
         check_document_id(document_id)
         check_non_negative_int(offset, "offset")
-        check_non_negative_int(limit, "limit")
+        check_limit(limit)
         matches = metadata_matches(metadata_filter)
         if await self._params_of(collection) is None or limit == 0:
             return []
