@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import os
 import threading
@@ -21,6 +20,7 @@ from archivist.embedding.base import BatchItem, EmbeddingModelBase, InputType
 from archivist.embedding.errors import EmbeddingError
 from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
 from archivist.embedding.tokenizer import ModelTokenizer
+from archivist.file_digest import file_sha256
 from archivist.validation import check_positive_int
 
 logger = logging.getLogger(__name__)
@@ -189,7 +189,7 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         for role, path in (("model", self.model_path), ("tokenizer", self.tokenizer_path)):
             expected = self.sha256.get(role)
             if expected is not None:
-                actual = _file_sha256(path)
+                actual = file_sha256(path)
                 if actual != expected:
                     raise ValueError(
                         f"sha256 mismatch for {role} file {path}: expected {expected}, got {actual}"
@@ -428,11 +428,6 @@ def _check_digests(sha256: Mapping[str, str] | None) -> dict[str, str]:
             raise ValueError(f"sha256[{role!r}] must be a 64-character hex digest, got {digest!r}")
         digests[role] = digest.lower()
     return digests
-
-
-def _file_sha256(path: Path) -> str:
-    with path.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def _default_name(model_path: Path) -> str:

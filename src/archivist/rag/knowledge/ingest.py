@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from archivist.file_digest import file_sha256 as file_sha256
 from archivist.message import TextBlock
 from archivist.rag.chunker.base import ChunkerBase
 from archivist.rag.document import Chunk
@@ -110,15 +111,6 @@ def scoped_handle(kb: KnowledgeBase) -> KnowledgeBase:
         tenant_scope(None),
         write_batch_size=kb.write_batch_size,
     )
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 of a file's bytes, read in blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def pipeline_fingerprint(chunker: ChunkerBase, kb: KnowledgeBase) -> str:
