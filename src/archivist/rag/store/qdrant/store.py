@@ -23,6 +23,7 @@ from archivist.rag.store.base import (
 )
 from archivist.rag.store.file_lock import StoreLockedError
 from archivist.rag.store.generations import GenerationInfo, new_generation, repair_plan
+from archivist.rag.store.keyed_lock import KeyedLocks
 from archivist.rag.store.qdrant.backend import (
     FUSIONS,
     INTERNAL_INDEXES,
@@ -52,7 +53,6 @@ from archivist.rag.store.qdrant.filter import (
     metadata_matches,
     metadata_path,
 )
-from archivist.rag.store.qdrant.keyed_lock import KeyedLocks
 from archivist.rag.store.qdrant.layout import (
     CHUNK_INDEX,
     DOCUMENT_ID,
