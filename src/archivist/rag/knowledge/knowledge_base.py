@@ -167,9 +167,15 @@ class KnowledgeBase:
         search_filter: SearchFilter | Mapping[str, Any] | None = None,
         context: int = 0,
         min_relevance: float | None = None,
+        collapse_duplicates: bool = True,
     ) -> list[VectorSearchResult]:
         """Best chunks for `queries`, each searched on its own, then thresholded, deduplicated
         by (document, chunk), sorted by score and cut to `top_k`.
+
+        Hits of the same text (white space aside) from different places, such as one file
+        indexed under two paths, come back as one hit, the best-scored copy, whose `also_in`
+        lists the others; `top_k` distinct texts still come back when that many match (deeper
+        pages are fetched). `collapse_duplicates=False` returns every copy as its own hit.
 
         `mode` is "hybrid" (dense vectors and BM25 fused in the store), "dense" or "sparse";
         by default hybrid where the collection supports it, and dense when `score_threshold`
@@ -199,6 +205,7 @@ class KnowledgeBase:
             search_filter=search_filter,
             context=context,
             min_relevance=min_relevance,
+            collapse_duplicates=collapse_duplicates,
         )
 
     async def list_documents(self) -> list[DocumentSummary]:
