@@ -39,6 +39,8 @@ async def test_one_file_under_two_paths_is_one_hit_naming_both(
     assert copy.document_id != hits[0].document_id
     assert copy.score <= hits[0].score
     assert hits[1].also_in == []
+    [only] = await kb.search("How do herons catch fish?", top_k=1)
+    assert len(only.also_in) == 1  # the copy ranked just past top_k is still named
 
     every = await kb.search("How do herons catch fish?", top_k=2, collapse_duplicates=False)
     assert [h.chunk.content.text for h in every] == [HERONS, HERONS]  # type: ignore[union-attr]

@@ -34,6 +34,9 @@ Query = str | TextBlock | DataBlock
 
 COLLAPSE_FANOUT = 4
 """Candidates fetched per result slot when results are collapsed per document."""
+COPIES_MARGIN = 4
+"""Candidates fetched beyond `top_k` when copies of one text are collapsed: copies score alike
+and rank side by side, so those of the last hits are listed in `also_in` too."""
 
 
 class SearchTarget(Protocol):
@@ -92,6 +95,8 @@ class Searcher:
         chosen = await self._search_mode(mode, score_threshold)
         grouped = max_per_document is not None and diversity is None and store.supports_grouping
         depth = top_k if max_per_document is None or grouped else top_k * COLLAPSE_FANOUT
+        if collapse_duplicates:
+            depth += COPIES_MARGIN
         while True:
             hits_per_query = await self._run_queries(
                 usable,
