@@ -304,8 +304,9 @@ async def test_datablock_chunks_are_skipped_for_text_only_models(
     doc = await kb.insert_document(chunks)
     stored = await kb.list_chunks(doc)
     assert [(c.chunk_index, c.total_chunks) for c in stored] == [(0, 2), (1, 2)]
+    lone = chunks[1].model_copy(update={"chunk_index": 0, "total_chunks": 1})
     with pytest.raises(ValueError, match="text-only"):
-        await kb.insert_document([chunks[1]])
+        await kb.insert_document([lone])
 
 
 async def test_bad_arguments_are_clear_errors_and_write_nothing(
