@@ -1,5 +1,6 @@
 """Search planning: which mode each query runs in, what the store is asked, and how the hits
-of several queries are merged, thresholded, collapsed per document and given context."""
+of several queries are merged, thresholded, collapsed (copies of one text, then per document)
+and given context."""
 
 from __future__ import annotations
 
