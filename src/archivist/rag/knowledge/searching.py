@@ -35,9 +35,10 @@ Query = str | TextBlock | DataBlock
 
 COLLAPSE_FANOUT = 4
 """Candidates fetched per result slot when results are collapsed per document."""
-COPIES_MARGIN = 4
-"""Candidates fetched beyond `top_k` when copies of one text are collapsed: copies score alike
-and rank side by side, so those of the last hits are listed in `also_in` too."""
+COPIES_FANOUT = 2
+"""Candidates fetched per result slot (at least) when copies of one text are collapsed: a
+text held twice (two checkouts, a copied folder) still fills `top_k` in one round, and copies,
+which score alike and rank side by side, are named in `also_in` even for the last hits."""
 
 
 class SearchTarget(Protocol):
@@ -97,7 +98,7 @@ class Searcher:
         grouped = max_per_document is not None and diversity is None and store.supports_grouping
         depth = top_k if max_per_document is None or grouped else top_k * COLLAPSE_FANOUT
         if collapse_duplicates:
-            depth += COPIES_MARGIN
+            depth = max(depth, top_k * COPIES_FANOUT)
         while True:
             hits_per_query = await self._run_queries(
                 usable,
