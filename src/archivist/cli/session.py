@@ -18,7 +18,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archivist import validation
 from archivist.cli.home import KBRecord, cache_dir, default_store_dir, load_kbs, save_kb
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL
 
@@ -218,8 +217,10 @@ def kb_store_dir(store_dir: Path, name: str) -> Path:
 def check_kb_name(name: str) -> None:
     """A CLIError unless `name` is a valid knowledge base name (`archivist.validation`'s rule,
     which the service applies too)."""
+    from archivist.validation import check_kb_name as library_rule
+
     try:
-        validation.check_kb_name(name)
+        library_rule(name)
     except ValueError as exc:
         raise CLIError(str(exc)) from None
 
