@@ -14,6 +14,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# The demo keeps its store and embedding cache inside this checkout, so two checkouts never mix.
+demo: export ARCHIVIST_HOME = $(CURDIR)/.demo
 demo: $(STAMP)
 	$(BIN)/archivist index samples --kb samples
 	$(BIN)/archivist search "How are tenants kept apart?" --kb samples -k 3
@@ -43,4 +45,4 @@ bench-quick: $(STAMP)
 	$(BIN)/python benchmarks/run_suite.py --quick
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .demo .pytest_cache .mypy_cache .ruff_cache

@@ -100,6 +100,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
             "archivist.atomic_file",
             "archivist.credential",
             "archivist.errors",
+            "archivist.file_digest",
             "archivist.message",
             "archivist.validation",
         ),

@@ -13,6 +13,9 @@ Rules:
   a non-empty str without '"' or '\\' (a '.' is part of the key, not a path into nested
   values); a value is a str, a bool, a 64-bit int, or None for "the key is absent".
 - vector: exactly the collection's number of dimensions, every value a finite int or float.
+- page size (`limit`): an int from 0 (an empty page) up to the caller's maximum, if it has one.
+- knowledge base name: 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit
+  (`KB_NAME_PATTERN`; the CLI and the service both name knowledge bases by it).
 - collection name: 1-255 letters, digits, '_', '.' or '-', and not '.' or '..' (it names a
   directory).
 """
@@ -30,6 +33,9 @@ FilterValue = str | int | bool
 MetadataFilter = dict[str, Any]
 """`{key: value}` equality on chunk metadata (str, bool, int, or None for "the key is absent")."""
 
+KB_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+"""A knowledge base name, anchored for JSON Schema (whose patterns search) and matched whole."""
+_KB_NAME = re.compile(KB_NAME_PATTERN)
 _COLLECTION_NAME = re.compile(r"[A-Za-z0-9_.-]{1,255}")
 _INT64 = range(-(2**63), 2**63)
 _KEY_FORBIDDEN = ('"', "\\")
@@ -42,6 +48,16 @@ def check_collection_name(name: object) -> str:
             f"collection name {name!r} is invalid: use 1-255 letters, digits, '_', '.' or '-', "
             "and not '.' or '..'",
             argument="collection",
+        )
+    return name
+
+
+def check_kb_name(name: object) -> str:
+    """`name` if it is a valid knowledge base name (`KB_NAME_PATTERN`, matched whole)."""
+    if not isinstance(name, str) or not _KB_NAME.fullmatch(name):
+        raise ValueError(
+            f"invalid knowledge base name {name!r} (1-64 letters, digits, _ . -; "
+            "starting with a letter or digit)"
         )
     return name
 
@@ -61,6 +77,20 @@ def check_non_negative_int(value: object, argument: str) -> int:
         raise InvalidArgumentError(
             f"{argument} must be an int >= 0, got {value!r}", argument=argument
         )
+    return value
+
+
+def check_limit(value: object, argument: str = "limit", maximum: int | None = None) -> int:
+    """`value` if it is an int (not a bool) from 0 (an empty page) to `maximum` (unbounded when
+    None): the one page-size rule of the knowledge base, the stores and the service."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < 0
+        or (maximum is not None and value > maximum)
+    ):
+        bound = ">= 0" if maximum is None else f"from 0 to {maximum}"
+        raise ValueError(f"{argument} must be an int {bound}, got {value!r}")
     return value
 
 

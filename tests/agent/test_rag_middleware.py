@@ -434,3 +434,17 @@ async def test_static_mode_inserts_nothing_when_no_passage_is_relevant(
     assert await ask(static, "What is the capital city of Peru?") == 0
     keep_all = RAGMiddleware.Parameters(mode="static", min_relevance=None)
     assert await ask(keep_all, "What is the capital city of Peru?") == 1
+
+
+async def test_a_passage_in_two_files_is_shown_once_citing_both(
+    embedder: EmbeddingModelBase, store: QdrantStore
+) -> None:
+    copies = [*PETS, ("cats-copy.pdf", {"page": 7}, PETS[0][2])]
+    kb = await _make_kb(embedder, store, "pets", copies)
+    middleware = RAGMiddleware(knowledges=[kb])
+    retrieval = await middleware.retrieve(["How long do cats sleep?"])
+    cats = [h for h in retrieval.hits if "Cats sleep" in h.result.chunk.content.text]  # type: ignore[union-attr]
+    assert len(cats) == 1
+    label = cats[0].citation()
+    assert "cats.pdf, page 2, chunk 0" in label and "cats-copy.pdf, page 7, chunk 0" in label
+    assert "also in" in label

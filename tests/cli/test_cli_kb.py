@@ -12,6 +12,7 @@ from archivist.message import TextBlock
 from archivist.rag.document import Chunk
 from archivist.rag.record import VectorRecord
 from archivist.rag.store.qdrant import QdrantStore
+from archivist.validation import check_kb_name
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 
@@ -98,3 +99,21 @@ def test_verify_and_repair_commands(home: Path, capsys: pytest.CaptureFixture[st
     code, out, _ = run(capsys, "repair", "--kb", "k")
     assert code == 0 and "removed half" in out and "every document is whole" in out
     assert run(capsys, "verify", "--kb", "k")[0] == 0
+
+
+@pytest.mark.parametrize(
+    "name", ["kb", "A.b_c-9", "k" * 64, "k" * 65, "-kb", ".kb", "kb\n", "kb/x", "kb x", "é"]
+)
+def test_kb_names_follow_the_library_rule(
+    home: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """The CLI refuses exactly the names `check_kb_name` (the service's rule) refuses, with
+    its message."""
+    code, _, err = run(capsys, "search", "anything", f"--kb={name}")
+    assert code == 2
+    try:
+        check_kb_name(name)
+    except ValueError as exc:
+        assert str(exc) in err
+    else:
+        assert "unknown knowledge base" in err

@@ -105,3 +105,25 @@ def test_context_shows_the_neighbouring_chunks(
     with pytest.raises(SystemExit):
         main(["search", "x", "--context", "11"])
     assert "--context" in capsys.readouterr().err
+
+
+def test_a_file_under_two_paths_is_one_hit_listing_the_other(
+    indexed: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    copy = indexed / "mirror" / "tar.txt"
+    copy.parent.mkdir()
+    copy.write_bytes((indexed / "notes" / "tar.txt").read_bytes())
+    assert main(["index", str(indexed), "--json"]) == 0
+    capsys.readouterr()
+    monkeypatch.chdir(indexed)
+    assert main(["search", "extracting keeps permissions", "-k", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("Notes on tar") == 1
+    assert "also in mirror/tar.txt  chunk 0" in out or "also in notes/tar.txt  chunk 0" in out
+    assert main(["search", "extracting keeps permissions", "-k", "2", "--json"]) == 0
+    [first, second] = json.loads(capsys.readouterr().out)
+    paths = {first["path"], first["also_in"][0]["path"]}
+    assert paths == {str(copy.resolve()), str((indexed / "notes" / "tar.txt").resolve())}
+    assert second["text"] != first["text"]
+    assert main(["search", "extracting keeps permissions", "-k", "2", "--all-copies"]) == 0
+    assert capsys.readouterr().out.count("Notes on tar") == 2

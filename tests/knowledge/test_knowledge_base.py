@@ -11,6 +11,7 @@ from archivist.message import Base64Source, DataBlock, TextBlock
 from archivist.rag import ApproxTokenChunker, Chunk, KnowledgeBase, TextParser
 from archivist.rag.knowledge.knowledge_base import DocumentNotFoundError
 from archivist.rag.store.qdrant import QdrantStore
+from archivist.validation import check_limit
 
 FACTS = {
     "cats.md": "Cats sleep twelve to sixteen hours per day, mostly during daylight.",
@@ -229,6 +230,25 @@ async def test_large_documents_are_embedded_in_bounded_batches(
     assert [c.chunk_index for c in page] == list(range(290, 300))
 
 
+@pytest.mark.parametrize("limit", [-1, 1.5, None, True, "3"])
+async def test_page_limit_is_one_rule_for_the_knowledge_base_and_the_store(
+    embedder: EmbeddingModelBase, store: QdrantStore, limit: object
+) -> None:
+    """`list_chunks` takes 0 (an empty page) up; the handle and the store refuse a bad
+    `limit` with the one message of `check_limit`."""
+    kb = _kb(embedder, store)
+    await kb.insert_document(_chunks("short line", n=3), document_id="d")
+    assert await kb.list_chunks("d", limit=0) == []
+    assert await store.list_chunks(kb.collection, "d", limit=0) == []
+    with pytest.raises(ValueError) as rule:
+        check_limit(limit)
+    with pytest.raises(ValueError) as by_kb:
+        await kb.list_chunks("d", limit=limit)  # type: ignore[arg-type]
+    with pytest.raises(ValueError) as by_store:
+        await store.list_chunks(kb.collection, "d", limit=limit)  # type: ignore[arg-type]
+    assert str(by_kb.value) == str(by_store.value) == str(rule.value)
+
+
 async def test_metadata_precedence_and_caller_chunks_untouched(
     embedder: EmbeddingModelBase, store: QdrantStore
 ) -> None:
@@ -287,8 +307,9 @@ async def test_datablock_chunks_are_skipped_for_text_only_models(
     doc = await kb.insert_document(chunks)
     stored = await kb.list_chunks(doc)
     assert [(c.chunk_index, c.total_chunks) for c in stored] == [(0, 2), (1, 2)]
+    lone = chunks[1].model_copy(update={"chunk_index": 0, "total_chunks": 1})
     with pytest.raises(ValueError, match="text-only"):
-        await kb.insert_document([chunks[1]])
+        await kb.insert_document([lone])
 
 
 async def test_bad_arguments_are_clear_errors_and_write_nothing(

@@ -218,7 +218,7 @@ async def test_a_stream_whose_count_is_wrong_writes_nothing_new(
         yield _chunk("new 0", 0, 2)
         yield _chunk("new 2", 2, 2)
 
-    with pytest.raises(ValueError, match="ended after 3 chunks but they said total_chunks=5"):
+    with pytest.raises(ValueError, match="ended after 3 chunks but said total_chunks=5"):
         await kb.insert_documents([NewDocument(short(), "doc")])
     with pytest.raises(ValueError, match="numbered 0..N-1"):
         await kb.insert_document(misnumbered(), "doc")
@@ -228,3 +228,65 @@ async def test_a_stream_whose_count_is_wrong_writes_nothing_new(
 
 def _chunk(text: str, index: int, total: int) -> Chunk:
     return Chunk(content=TextBlock(text=text), source="s", chunk_index=index, total_chunks=total)
+
+
+def _texts(chunks: list[Chunk]) -> list[tuple[int, int, str]]:
+    return [
+        (c.chunk_index, c.total_chunks, c.content.text if isinstance(c.content, TextBlock) else "")
+        for c in chunks
+    ]
+
+
+async def test_a_listed_and_a_streamed_file_leave_out_pictures_alike(
+    embedder: EmbeddingModelBase, store: QdrantStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One DataBlock rule for both paths of `ingest_files`: a text-only model's pictures are
+    left out before numbering and reported once, whether the file is written as a list or
+    (more chunks than a batch) as a stream."""
+    deck = Path(__file__).resolve().parents[2] / "samples" / "archivist-architecture.pptx"
+    stored: list[list[tuple[int, int, str]]] = []
+    reported: list[list[int]] = []
+    for collection, batch in (("listed", 64), ("streamed", 2)):
+        kb = KnowledgeBase("kb", "d", embedder, store, collection, write_batch_size=batch)
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="archivist.rag.knowledge"):
+            report = await ingest_files(
+                kb, [deck], registry=default_registry(), chunker=ApproxTokenChunker(64, 8)
+            )
+        [result] = report.results
+        assert result.outcome is Outcome.INDEXED, result
+        chunks = await kb.list_chunks(result.document_id or "", limit=1000)
+        assert result.chunks == len(chunks)
+        stored.append(_texts(chunks))
+        reported.append([getattr(r, "skipped_data_blocks", 0) for r in caplog.records])
+        assert (await kb.verify()).ok
+    assert stored[0] == stored[1]
+    assert len(stored[0]) > 2  # the streamed run did stream
+    assert [i for i, _, _ in stored[0]] == list(range(len(stored[0])))
+    assert reported[0] == reported[1] == [1]  # the deck's one picture
+
+
+async def test_lists_and_streams_are_held_to_one_numbering_rule(
+    embedder: EmbeddingModelBase, store: QdrantStore
+) -> None:
+    kb = KnowledgeBase("kb", "d", embedder, store, "c")
+    bad_numberings = [
+        [(0, 3), (2, 3), (1, 3)],  # out of order
+        [(0, 2), (0, 2)],  # an index twice
+        [(0, 2), (1, 3)],  # two totals
+        [(0, 3), (1, 3)],  # fewer than said
+        [(1, 2), (2, 2)],  # not from 0
+    ]
+    for numbering in bad_numberings:
+        chunks = [_chunk(f"part {i}", i, total) for i, total in numbering]
+
+        async def stream(chunks: list[Chunk] = chunks) -> AsyncIterator[Chunk]:
+            for chunk in chunks:
+                yield chunk
+
+        with pytest.raises(ValueError, match="numbered 0..N-1 in order") as listed:
+            await kb.insert_document(chunks, "doc")
+        with pytest.raises(ValueError) as streamed:
+            await kb.insert_document(stream(), "doc")
+        assert str(listed.value) == str(streamed.value), numbering
+    assert not await kb.list_documents()

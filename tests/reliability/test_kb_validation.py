@@ -324,12 +324,13 @@ async def test_unknown_document_ids(store: QdrantStore) -> None:
     ]
 
 
-@pytest.mark.parametrize("offset, limit", [(-1, 5), (0, 0), (0, -3)])
+@pytest.mark.parametrize("offset, limit", [(-1, 5), (0, -1), (0, -3)])
 async def test_bad_pages_are_clear_errors(store: QdrantStore, offset: int, limit: int) -> None:
     kb = make_kb(store)
     await kb.insert_document(chunks(["x"]), document_id="doc")
     with pytest.raises(ValueError, match="offset|limit"):
         await kb.list_chunks("doc", offset=offset, limit=limit)
+    assert await kb.list_chunks("doc", limit=0) == []  # an empty page, as the stores give
 
 
 @pytest.mark.parametrize(

@@ -238,3 +238,27 @@ def test_search_filters_and_per_document_cap(service) -> None:
         ):
             response = http.post(search, json={**body, **bad})
             assert response.status_code == 422, (bad, response.text)
+
+
+def test_the_same_file_uploaded_twice_is_one_hit_naming_both(service) -> None:
+    with client(service.url, service.keys["acme"]) as http:
+        assert http.post("/v1/knowledge-bases", json={"name": "twice"}).status_code == 201
+        text = b"Quinces ripen late in autumn and turn golden before they are picked."
+        files = [
+            ("files", ("quince.txt", text, "text/plain")),
+            ("files", ("copy-of-quince.txt", text, "text/plain")),
+            ("files", ("pears.txt", b"Pears are picked unripe and ripen indoors.", "text/plain")),
+        ]
+        items = http.post("/v1/knowledge-bases/twice/documents", files=files).json()["items"]
+        docs = wait_final(http, "twice", [i["id"] for i in items])
+        assert {d["status"] for d in docs} == {"ready"}, docs
+        search = "/v1/knowledge-bases/twice/search"
+        body = {"query": "When do quinces ripen?", "top_k": 2}
+        hits = http.post(search, json=body).json()["hits"]
+        assert [h["filename"] for h in hits][1:] == ["pears.txt"]
+        [copy] = hits[0]["also_in"]
+        assert {hits[0]["filename"], copy["filename"]} == {"quince.txt", "copy-of-quince.txt"}
+        assert copy["citation"] == f"{copy['filename']}, chunk 0"
+        every = http.post(search, json={**body, "collapse_duplicates": False}).json()["hits"]
+        assert sorted(h["filename"] for h in every) == ["copy-of-quince.txt", "quince.txt"]
+        assert all(h["also_in"] == [] for h in every)

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from service_helpers import client, wait_final
+
+import archivist.service
+from archivist.service.routers.documents import MAX_CHUNK_PAGE
+from archivist.validation import KB_NAME_PATTERN, check_kb_name, check_limit
 
 TEXT = b"A short note about archived invoices.\n"
 
@@ -127,8 +133,49 @@ def test_bad_search_and_paging_are_422(http) -> None:
     ).json()["items"][0]["id"]
     chunks = f"/v1/knowledge-bases/inbox/documents/{uploaded}/chunks"
     assert http.get(chunks, params={"offset": -1}).status_code == 422
-    assert http.get(chunks, params={"limit": 0}).status_code == 422
+    assert http.get(chunks, params={"limit": -1}).status_code == 422
     assert http.get(chunks, params={"limit": "all"}).status_code == 422
+
+
+def test_chunk_page_limit_is_the_library_rule(http) -> None:
+    """The service's page size is `check_limit` with its maximum: the same values pass, and a
+    refusal says what the knowledge base and the stores say."""
+    uploaded = http.post(
+        "/v1/knowledge-bases/inbox/documents", files={"files": ("q.txt", TEXT, "text/plain")}
+    ).json()["items"][0]["id"]
+    wait_final(http, "inbox", [uploaded])
+    chunks = f"/v1/knowledge-bases/inbox/documents/{uploaded}/chunks"
+    assert http.get(chunks, params={"limit": 0}).json()["items"] == []
+    assert len(http.get(chunks, params={"limit": MAX_CHUNK_PAGE}).json()["items"]) == 1
+    for bad in (-1, MAX_CHUNK_PAGE + 1):
+        with pytest.raises(ValueError) as refused:
+            check_limit(bad, maximum=MAX_CHUNK_PAGE)
+        response = http.get(chunks, params={"limit": bad})
+        assert response.status_code == 422
+        assert str(refused.value) in response.json()["detail"]
+    schema = http.get("/openapi.json").json()["paths"][
+        "/v1/knowledge-bases/{name}/documents/{document_id}/chunks"
+    ]["get"]["parameters"]
+    [limit] = [p for p in schema if p["name"] == "limit"]
+    assert (limit["schema"]["minimum"], limit["schema"]["maximum"]) == (0, MAX_CHUNK_PAGE)
+
+
+NAMES = ["kb", "A.b_c-9", "k" * 64, "k" * 65, "-kb", ".kb", "kb\n", "kb/x", "kb x", "", "é"]
+
+
+def test_kb_names_follow_the_library_rule(http) -> None:
+    """The service accepts exactly the names `check_kb_name` (the CLI's rule) accepts."""
+    for name in NAMES:
+        try:
+            check_kb_name(name)
+            valid = True
+        except ValueError:
+            valid = False
+        response = http.post("/v1/knowledge-bases", json={"name": name})
+        assert (response.status_code == 201) is valid, (name, response.text)
+        assert response.status_code in (201, 422)
+        if valid:
+            assert http.delete(f"/v1/knowledge-bases/{name}").status_code == 204
 
 
 def test_hostile_filenames_are_neutralised(http, service) -> None:
@@ -160,3 +207,10 @@ def test_hostile_filenames_are_neutralised(http, service) -> None:
     ids = [item["id"] for item in response.json()["items"]]
     docs = wait_final(http, "inbox", ids)
     assert {d["status"] for d in docs} == {"ready"}
+
+
+def test_the_web_page_checks_kb_names_by_the_library_pattern() -> None:
+    """The page's form field carries `KB_NAME_PATTERN` (HTML anchors it and needs '-' escaped)."""
+    page = (Path(archivist.service.__file__).parent / "static" / "index.html").read_text()
+    [pattern] = re.findall(r'id="kb-name"[^>]*pattern="([^"]+)"', page)
+    assert f"^{pattern.replace(chr(92) + '-', '-')}$" == KB_NAME_PATTERN

@@ -11,6 +11,7 @@ from postgres_server import fresh_database
 
 from archivist.embedding import LocalEmbeddingModel
 from archivist.rag import ApproxTokenChunker, QdrantStore, default_registry
+from archivist.rag.store.keyed_lock import KeyedLocks
 from archivist.service import ServiceSettings
 from archivist.service.indexing.indexer import Indexer
 from archivist.service.indexing.uploads import IncomingFile, store_uploads
@@ -18,7 +19,6 @@ from archivist.service.retrieval.vectors import kb_handle, tenant_scope
 from archivist.service.storage import catalog
 from archivist.service.storage.catalog import Status
 from archivist.service.storage.database import make_engine
-from archivist.service.storage.locks import DocumentLocks
 
 
 def texts(prefix: str, count: int) -> list[IncomingFile]:
@@ -50,7 +50,7 @@ async def test_two_replicas_share_the_queue_and_take_over(
     chunker = ApproxTokenChunker(chunk_size=64, overlap=8)
     async with QdrantStore(path=tmp_path / "qdrant") as store:  # stands in for --qdrant-url
         replicas = [
-            Indexer(settings, engine, store, model, registry, chunker, DocumentLocks())
+            Indexer(settings, engine, store, model, registry, chunker, KeyedLocks())
             for engine in engines
         ]
         kb = catalog.create_kb(engines[0], "tenant", "shared", "")

@@ -152,11 +152,9 @@ class RunSummary:
 
     @property
     def chunks(self) -> int:
-        """Chunks written in this run (pictures a text-only model skipped left out)."""
-        pictures = self.written(self.notices.skipped_pictures)
-        return sum(r.chunks for r in self.report.results) - sum(
-            self.notices.skipped_pictures[doc] for doc in pictures
-        )
+        """Chunks written in this run (a file's count leaves out the pictures a text-only model
+        skips)."""
+        return sum(r.chunks for r in self.report.results)
 
     @property
     def files(self) -> int:

@@ -82,6 +82,12 @@ def add_search_command(commands: Any) -> None:
         metavar="N",
         help="show each passage with N chunks before and after it (overlapping ones merged)",
     )
+    cmd.add_argument(
+        "--all-copies",
+        action="store_true",
+        help="show each copy of a passage found in several files as its own hit "
+        "(default: one hit that lists the other files)",
+    )
     narrow = cmd.add_argument_group("filters (applied before ranking; repeat an option for any of)")
     narrow.add_argument(
         "--path",
@@ -240,6 +246,16 @@ def hit_json(rank: int, hit: VectorSearchResult) -> dict[str, Any]:
             "last_chunk": hit.context[-1].chunk_index,
             "text": context_text(hit),
         },
+        "also_in": [
+            {
+                "document_id": copy.document_id,
+                "source": copy.source,
+                "path": copy.metadata.get("path"),
+                "chunk_index": copy.chunk_index,
+                "score": round(copy.score, 6),
+            }
+            for copy in hit.also_in
+        ],
     }
 
 
@@ -258,6 +274,7 @@ async def run_search(args: argparse.Namespace) -> int:
             search_filter=search_filter,
             context=args.context,
             min_relevance=args.min_relevance,
+            collapse_duplicates=not args.all_copies,
         )
         if not hits and not await session.kb.list_documents():
             raise CLIError(
@@ -272,6 +289,8 @@ async def run_search(args: argparse.Namespace) -> int:
     for rank, hit in enumerate(hits, 1):
         print()
         print(hit_header(rank, hit))
+        for line in copy_lines(hit):
+            print(line)
         for line in passage_lines(hit, width):
             print(line)
     return 0
@@ -289,6 +308,16 @@ def hit_header(rank: int, hit: VectorSearchResult) -> str:
     if hit.context and len(hit.context) > 1:
         parts.append(f"(with {hit.context[0].chunk_index}-{hit.context[-1].chunk_index})")
     return "  ".join(p for p in parts if p)
+
+
+def copy_lines(hit: VectorSearchResult, indent: str = "    ") -> list[str]:
+    """`also in PATH  chunk N`, one line per other place holding the hit's text (paths whole)."""
+    lines = []
+    for copy in hit.also_in:
+        path = copy.metadata.get("path")
+        where = display_path(path) if isinstance(path, str) else copy.source
+        lines.append(f"{indent}also in {where}  chunk {copy.chunk_index}")
+    return lines
 
 
 def passage_lines(hit: VectorSearchResult, width: int, indent: str = "    ") -> list[str]:

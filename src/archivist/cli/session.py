@@ -10,7 +10,6 @@ each other. A store made before this layout (`STORE/collections/NAME`) is used w
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -29,7 +28,6 @@ if TYPE_CHECKING:  # the heavy modules load inside the functions that use them
     from archivist.rag.chunker import TokenChunker
     from archivist.rag.store.qdrant import QdrantStore
 
-_KB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # 256 approximate tokens mostly fit the default model's 256-token input (on SciFact ~5%
 # of chunks still exceed it; the embedder truncates those and reports it).
 DEFAULT_OVERLAP = 32
@@ -219,9 +217,14 @@ def kb_store_dir(store_dir: Path, name: str) -> Path:
 
 
 def check_kb_name(name: str) -> None:
-    """A CLIError unless `name` is a valid knowledge base name."""
-    if not _KB_NAME.match(name):
-        raise CLIError(f"invalid knowledge base name {name!r} (letters, digits, _ . -)")
+    """A CLIError unless `name` is a valid knowledge base name (`archivist.validation`'s rule,
+    which the service applies too)."""
+    from archivist.validation import check_kb_name as library_rule
+
+    try:
+        library_rule(name)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
 
 
 def settled_record(

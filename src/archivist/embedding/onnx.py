@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import os
 import threading
@@ -22,6 +21,7 @@ from archivist.embedding.errors import EmbeddingError
 from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
 from archivist.embedding.tokenizer import ModelTokenizer
 from archivist.errors import ConfigurationError, InvalidArgumentError
+from archivist.file_digest import file_sha256
 from archivist.validation import check_positive_int
 
 logger = logging.getLogger(__name__)
@@ -194,7 +194,7 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         for role, path in (("model", self.model_path), ("tokenizer", self.tokenizer_path)):
             expected = self.sha256.get(role)
             if expected is not None:
-                actual = _file_sha256(path)
+                actual = file_sha256(path)
                 if actual != expected:
                     raise ConfigurationError(
                         f"sha256 mismatch for {role} file {path}: "
@@ -446,11 +446,6 @@ def _check_digests(sha256: Mapping[str, str] | None) -> dict[str, str]:
             )
         digests[role] = digest.lower()
     return digests
-
-
-def _file_sha256(path: Path) -> str:
-    with path.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def _default_name(model_path: Path) -> str:

@@ -180,8 +180,12 @@ async def rank_documents(
     for query in queries:
         scores: dict[str, float] = {}
         started = time.perf_counter()
-        hits = await kb.search(
-            query.text, top_k=depth, mode=mode, max_per_document=max_per_document
+        hits = await kb.search(  # every copy: judgments name documents, not texts
+            query.text,
+            top_k=depth,
+            mode=mode,
+            max_per_document=max_per_document,
+            collapse_duplicates=False,
         )
         if latencies is not None:
             latencies.append(time.perf_counter() - started)

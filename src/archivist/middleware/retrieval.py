@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from archivist.message import DataBlock, TextBlock
-from archivist.rag.knowledge.citation import citation
+from archivist.rag.knowledge.citation import citation, copy_citation
 from archivist.rag.knowledge.context import context_text
 from archivist.rag.knowledge.knowledge_base import KnowledgeBase, Query
+from archivist.rag.knowledge.searching import same_text_key
 from archivist.rag.record import VectorSearchResult
 
 # Reciprocal-rank-fusion constant (Cormack et al. 2009): damps the weight of top ranks.
@@ -32,6 +32,8 @@ class Hit:
         window = self.result.context
         if window and len(window) > 1:
             label += f" (with chunks {window[0].chunk_index}-{window[-1].chunk_index})"
+        if self.result.also_in:
+            label += "; also in " + "; ".join(copy_citation(c) for c in self.result.also_in)
         return label
 
 
@@ -42,15 +44,6 @@ class Retrieval:
     hits: list[Hit] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)
     searched: list[str] = field(default_factory=list)
-
-
-def _content_key(result: VectorSearchResult) -> str:
-    content = result.chunk.content
-    if isinstance(content, TextBlock):
-        raw = " ".join(content.text.split()).encode()
-    else:
-        raw = content.source.model_dump_json().encode()
-    return hashlib.sha256(raw).hexdigest()
 
 
 async def search_and_fuse(
@@ -88,7 +81,7 @@ async def search_and_fuse(
             continue
         for rank, result in enumerate(outcome, start=1):
             score = 1.0 / (RRF_K + rank)
-            key = _content_key(result)
+            key = same_text_key(result)
             if key in fused:
                 kept = fused[key]
                 fused[key] = Hit(kept.knowledge_base, kept.result, kept.fused_score + score)

@@ -33,7 +33,12 @@ if TYPE_CHECKING:
         WordParser,
         default_registry,
     )
-    from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
+    from archivist.rag.record import (
+        DocumentSummary,
+        DuplicateSource,
+        VectorRecord,
+        VectorSearchResult,
+    )
     from archivist.rag.store import VectorStoreBase
     from archivist.rag.store.pgvector import PgVectorStore
     from archivist.rag.store.qdrant import QdrantStore, StoreLockedError
@@ -64,7 +69,7 @@ _MODULES = {
         "WordParser",
         "default_registry",
     ],
-    "record": ["DocumentSummary", "VectorRecord", "VectorSearchResult"],
+    "record": ["DocumentSummary", "DuplicateSource", "VectorRecord", "VectorSearchResult"],
     "store": ["VectorStoreBase"],
     "store.pgvector": ["PgVectorStore"],
     "store.qdrant": ["QdrantStore", "StoreLockedError"],
@@ -80,6 +85,7 @@ __all__ = [
     "ChunkerBase",
     "DocumentNotFoundError",
     "DocumentSummary",
+    "DuplicateSource",
     "ExcelParser",
     "HTMLParser",
     "ImageParser",

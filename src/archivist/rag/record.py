@@ -19,6 +19,18 @@ class VectorRecord(BaseModel):
     chunk: Chunk
 
 
+class DuplicateSource(BaseModel):
+    """Another place holding the very text of a hit (see `VectorSearchResult.also_in`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    document_id: str
+    source: str
+    chunk_index: int
+    score: float
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
 class VectorSearchResult(BaseModel):
     """A stored chunk found by a search; higher `score` is always better."""
 
@@ -35,6 +47,10 @@ class VectorSearchResult(BaseModel):
     """With `KnowledgeBase.search(..., context=N)`: the chunks from N before to N after the
     hit's, in order, the hit's included (hits of one document whose windows overlap or touch
     are merged into the better one's)."""
+    also_in: list[DuplicateSource] = Field(default_factory=list)
+    """With `KnowledgeBase.search(..., collapse_duplicates=True)` (the default): the other
+    documents or chunks whose text is this hit's (ignoring white space), found by the same
+    search, best first; the hit itself is the best-scored copy."""
 
 
 class DocumentSummary(BaseModel):

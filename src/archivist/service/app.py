@@ -13,6 +13,7 @@ from starlette.routing import Route
 from archivist.embedding import EmbeddingModelBase
 from archivist.rag import default_registry
 from archivist.rag.chunker import chunker_for
+from archivist.rag.store.keyed_lock import KeyedLocks
 from archivist.service.chat import configured_chat_model
 from archivist.service.dependencies import ServiceState
 from archivist.service.guards.auth_gate import AuthGate
@@ -38,7 +39,6 @@ from archivist.service.routers import (
 from archivist.service.schemas import UNAUTHORIZED
 from archivist.service.settings import ServiceSettings
 from archivist.service.storage.database import make_engine
-from archivist.service.storage.locks import DocumentLocks
 from archivist.service.storage.private_files import make_private
 from archivist.service.telemetry.metrics import ServiceMetrics, metrics_route
 from archivist.service.telemetry.requests import RequestTelemetry
@@ -86,7 +86,7 @@ def create_app(
             chunker_for(model.chunk_tokenizer(), settings.chunk_size, settings.overlap)
         )
         profiles = kb_profiles(settings, model, observe_embedding)
-        locks = DocumentLocks()
+        locks = KeyedLocks()
         chat_model = configured_chat_model(settings)
         try:
             async with open_store(settings) as store:

@@ -14,6 +14,7 @@ from archivist.embedding import EmbeddingModelBase
 from archivist.model import ChatModelBase
 from archivist.rag import KnowledgeBase, ParserRegistry
 from archivist.rag.store.base import VectorStoreBase
+from archivist.rag.store.keyed_lock import KeyedLocks
 from archivist.service.guards.auth_gate import TENANT_STATE
 from archivist.service.indexing.indexer import Indexer
 from archivist.service.retrieval.kb_profiles import KBProfiles
@@ -23,7 +24,6 @@ from archivist.service.storage import catalog, sessions_store
 from archivist.service.storage.catalog import DocumentRecord, KBRecord
 from archivist.service.storage.file_store import FileStore
 from archivist.service.storage.keys import cached_tenant_for_key, tenant_for_key
-from archivist.service.storage.locks import DocumentLocks
 from archivist.service.storage.sessions_store import SessionRecord
 
 
@@ -37,7 +37,7 @@ class ServiceState:
     model: EmbeddingModelBase
     registry: ParserRegistry
     indexer: Indexer
-    locks: DocumentLocks
+    locks: KeyedLocks
     chat_model: ChatModelBase | None = None
     """The OpenAI-compatible chat server answers come from; None when not configured."""
     profiles: KBProfiles | None = None

@@ -13,11 +13,10 @@ from archivist.rag.store.search_filter import Range, SearchFilter
 from archivist.rag.store.tenant import TENANT_KEY
 from archivist.service.storage.catalog import DocumentRecord, KBRecord, Status
 from archivist.service.storage.sessions_store import ChatRole, Citation, SessionRecord
+from archivist.validation import KB_NAME_PATTERN
 
 SERVICE_KEYS = frozenset({PATH_KEY, HASH_KEY, PIPELINE_KEY, TENANT_KEY})
 """Chunk metadata the service keeps for itself: never exposed, never searched by."""
-
-KB_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
 
 def iso(timestamp: float) -> str:
@@ -183,6 +182,9 @@ class SearchRequest(BaseModel):
     """Only documents uploaded (or changed) on or after this date or time."""
     where: dict[str, str | int | bool | Range | None] = Field(default={}, max_length=20)
     """Chunk metadata equality, or number/date bounds: `{"page": {"gte": 3}}`."""
+    collapse_duplicates: bool = True
+    """One hit per text: copies of a hit's text in other documents are listed in its
+    `also_in` instead of filling slots of their own."""
 
     @model_validator(mode="after")
     def _filter_is_valid(self) -> SearchRequest:
@@ -209,6 +211,16 @@ class HitContext(BaseModel):
     text: str | None
 
 
+class HitCopy(BaseModel):
+    """Another document chunk holding a hit's very text (white space aside)."""
+
+    document_id: str
+    filename: str
+    chunk_index: int
+    score: float
+    citation: str
+
+
 class Hit(BaseModel):
     """One search result with where it comes from."""
 
@@ -224,6 +236,8 @@ class Hit(BaseModel):
     metadata: dict[str, Any]
     context: HitContext | None = None
     """With `context` in the request: the hit's neighbouring chunks."""
+    also_in: list[HitCopy] = []
+    """The other documents holding this text (with `collapse_duplicates`), best first."""
 
 
 class SearchResponse(BaseModel):

@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -34,10 +34,11 @@ from archivist.errors import (
     InvalidVectorError,
     TransientEmbeddingError,
 )
-from archivist.message import TextBlock
+from archivist.file_digest import file_sha256 as file_sha256
 from archivist.rag.chunker.base import ChunkerBase
 from archivist.rag.document import Chunk
 from archivist.rag.knowledge.knowledge_base import KnowledgeBase, NewDocument
+from archivist.rag.knowledge.writing import left_out, report_left_out
 from archivist.rag.parser.base import ParserBase
 from archivist.rag.parser.registry import ParserRegistry, UnsupportedFileTypeError
 from archivist.rag.record import DocumentSummary
@@ -46,6 +47,9 @@ from archivist.rag.store.search_filter import INDEXED_AT_KEY as INDEXED_AT_KEY
 from archivist.rag.store.search_filter import MODIFIED_KEY
 from archivist.rag.store.search_filter import PATH_KEY as PATH_KEY
 from archivist.rag.store.tenant import tenant_scope
+
+if TYPE_CHECKING:
+    from archivist.embedding import EmbeddingModelBase
 
 _ID_NAMESPACE = uuid.UUID("6f1d4c0e-3a57-4f0b-9a43-7d7e1c9b2a10")
 HASH_KEY = "content_sha256"
@@ -120,15 +124,6 @@ def scoped_handle(kb: KnowledgeBase) -> KnowledgeBase:
         tenant_scope(None),
         write_batch_size=kb.write_batch_size,
     )
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 of a file's bytes, read in blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def pipeline_fingerprint(chunker: ChunkerBase, kb: KnowledgeBase) -> str:
@@ -375,22 +370,25 @@ async def _parse_one(
             parser = registry.parser_for_path(resolved)
         except UnsupportedFileTypeError as exc:
             return FileResult(str(path), Outcome.SKIPPED, document_id, error=exc.reason, cause=exc)
-        chunks, count, text_count = await _count_chunks(
-            parser, chunker, resolved, path.name, kb.write_batch_size
+        model = kb.embedding_model
+        chunks, count, dropped = await _count_chunks(
+            parser, chunker, resolved, path.name, kb.write_batch_size, model
         )
-        if not count:
+        if not count and not dropped:
             return FileResult(
                 str(path), Outcome.SKIPPED, document_id, error="empty: no text to index"
             )
     except (ValueError, OSError) as exc:
         return FileResult(str(path), Outcome.FAILED, document_id, error=str(exc), cause=exc)
-    if not kb.embedding_model.supports_multimodal and not text_count:
+    if not count:
         return FileResult(
             str(path),
             Outcome.SKIPPED,
             document_id,
             error=f"{kb.embedding_model.model} is text-only and the file holds no text",
         )
+    if dropped:
+        report_left_out(document_id, dropped, model)
     metadata = {
         PATH_KEY: str(resolved),
         HASH_KEY: digest,
@@ -403,25 +401,47 @@ async def _parse_one(
     outcome = Outcome.UPDATED if before is not None else Outcome.INDEXED
     if chunks is not None:
         return _Parsed(path, document_id, outcome, count, metadata, chunks=chunks)
-    text_only = not kb.embedding_model.supports_multimodal
-    total = text_count if text_only else count
 
     def restream() -> AsyncIterator[Chunk]:
-        return _restream(parser, chunker, resolved, path.name, total, text_only)
+        return _restream(parser, chunker, resolved, path.name, count, model)
 
-    return _Parsed(path, document_id, outcome, total, metadata, restream=restream)
+    return _Parsed(path, document_id, outcome, count, metadata, restream=restream)
+
+
+async def _embedded_chunks(
+    parser: ParserBase, chunker: ChunkerBase, path: Path, name: str, model: EmbeddingModelBase
+) -> AsyncIterator[Chunk | None]:
+    """A file's chunks as a stream, the DataBlock rule (`left_out`) applied before they are
+    numbered: the chunks `model` embeds, numbered 0.. in order (`total_chunks` left for the
+    caller), and None in place of each chunk left out."""
+    index = 0
+    async for chunk in chunker.chunk_stream(parser.stream_sections(str(path), name)):
+        if left_out(model, chunk):
+            yield None
+            continue
+        chunk.chunk_index = index
+        index += 1
+        yield chunk
 
 
 async def _count_chunks(
-    parser: ParserBase, chunker: ChunkerBase, path: Path, name: str, keep: int
+    parser: ParserBase,
+    chunker: ChunkerBase,
+    path: Path,
+    name: str,
+    keep: int,
+    model: EmbeddingModelBase,
 ) -> tuple[list[Chunk] | None, int, int]:
-    """Chunk a file as a stream: (its chunks if fewer than `keep`, else None; how many; how
-    many are text). A large file's chunks are counted and dropped: it is never held whole."""
+    """Chunk a file as a stream: (its chunks if fewer than `keep`, else None; how many `model`
+    embeds; how many it leaves out). A large file's chunks are counted and dropped: it is never
+    held whole."""
     kept: list[Chunk] | None = []
-    count = text_count = 0
-    async for chunk in chunker.chunk_stream(parser.stream_sections(str(path), name)):
+    count = dropped = 0
+    async for chunk in _embedded_chunks(parser, chunker, path, name, model):
+        if chunk is None:
+            dropped += 1
+            continue
         count += 1
-        text_count += isinstance(chunk.content, TextBlock)
         if kept is not None:
             kept.append(chunk)
             if len(kept) >= keep:
@@ -429,22 +449,27 @@ async def _count_chunks(
     if kept is not None:
         for chunk in kept:
             chunk.total_chunks = count
-    return kept, count, text_count
+    return kept, count, dropped
 
 
 async def _restream(
-    parser: ParserBase, chunker: ChunkerBase, path: Path, name: str, total: int, text_only: bool
+    parser: ParserBase,
+    chunker: ChunkerBase,
+    path: Path,
+    name: str,
+    total: int,
+    model: EmbeddingModelBase,
 ) -> AsyncIterator[Chunk]:
-    """A large file's chunks again, numbered with their `total` (DataBlocks dropped for a
-    text-only model); the file changing in between is a DocumentParseError."""
-    index = 0
-    async for chunk in chunker.chunk_stream(parser.stream_sections(str(path), name)):
-        if text_only and not isinstance(chunk.content, TextBlock):
+    """A large file's chunks again, numbered as the counting pass numbered them, with their
+    `total`; the file changing in between is a DocumentParseError."""
+    seen = 0
+    async for chunk in _embedded_chunks(parser, chunker, path, name, model):
+        if chunk is None:
             continue
-        if index >= total:
+        if chunk.chunk_index >= total:
             raise DocumentParseError("the file changed while it was indexed", filename=name)
-        chunk.chunk_index, chunk.total_chunks = index, total
-        index += 1
+        chunk.total_chunks = total
+        seen += 1
         yield chunk
-    if index != total:
+    if seen != total:
         raise DocumentParseError("the file changed while it was indexed", filename=name)

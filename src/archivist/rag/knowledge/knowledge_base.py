@@ -28,6 +28,7 @@ from archivist.rag.store.base import (
 from archivist.rag.store.search_filter import SearchFilter
 from archivist.validation import (
     check_document_id,
+    check_limit,
     check_metadata_filter,
     check_non_negative_int,
     check_positive_int,
@@ -167,9 +168,15 @@ class KnowledgeBase:
         search_filter: SearchFilter | Mapping[str, Any] | None = None,
         context: int = 0,
         min_relevance: float | None = None,
+        collapse_duplicates: bool = True,
     ) -> list[VectorSearchResult]:
         """Best chunks for `queries`, each searched on its own, then thresholded, deduplicated
         by (document, chunk), sorted by score and cut to `top_k`.
+
+        Hits of the same text (white space aside) from different places, such as one file
+        indexed under two paths, come back as one hit, the best-scored copy, whose `also_in`
+        lists the others; `top_k` distinct texts still come back when that many match (deeper
+        pages are fetched). `collapse_duplicates=False` returns every copy as its own hit.
 
         `mode` is "hybrid" (dense vectors and BM25 fused in the store), "dense" or "sparse";
         by default hybrid where the collection supports it, and dense when `score_threshold`
@@ -199,6 +206,7 @@ class KnowledgeBase:
             search_filter=search_filter,
             context=context,
             min_relevance=min_relevance,
+            collapse_duplicates=collapse_duplicates,
         )
 
     async def list_documents(self) -> list[DocumentSummary]:
@@ -218,7 +226,7 @@ class KnowledgeBase:
         """A page of `document_id`'s chunks in `chunk_index` order."""
         document_id = check_document_id(document_id)
         check_non_negative_int(offset, "offset")
-        check_positive_int(limit, "limit")
+        check_limit(limit)
         self._require(self.vector_store.capabilities.chunk_listing, "chunk_listing", "list chunks")
         await self.ensure_collection()
         return await self.vector_store.list_chunks(

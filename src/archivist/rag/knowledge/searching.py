@@ -1,9 +1,11 @@
 """Search planning: which mode each query runs in, what the store is asked, and how the hits
-of several queries are merged, thresholded, collapsed per document and given context."""
+of several queries are merged, thresholded, collapsed (copies of one text, then per document)
+and given context."""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -15,7 +17,7 @@ from archivist.message import DataBlock, TextBlock
 from archivist.rag.knowledge.context import MAX_CONTEXT, merged_windows
 from archivist.rag.knowledge.notices import logger
 from archivist.rag.knowledge.vocabulary import unreadable
-from archivist.rag.record import VectorSearchResult
+from archivist.rag.record import DuplicateSource, VectorSearchResult
 from archivist.rag.store.base import (
     MetadataFilter,
     SearchMode,
@@ -34,6 +36,10 @@ Query = str | TextBlock | DataBlock
 
 COLLAPSE_FANOUT = 4
 """Candidates fetched per result slot when results are collapsed per document."""
+COPIES_FANOUT = 2
+"""Candidates fetched per result slot (at least) when copies of one text are collapsed: a
+text held twice (two checkouts, a copied folder) still fills `top_k` in one round, and copies,
+which score alike and rank side by side, are named in `also_in` even for the last hits."""
 
 
 class SearchTarget(Protocol):
@@ -67,6 +73,7 @@ class Searcher:
         search_filter: SearchFilter | Mapping[str, Any] | None,
         context: int,
         min_relevance: float | None,
+        collapse_duplicates: bool = True,
     ) -> list[VectorSearchResult]:
         """See `KnowledgeBase.search`."""
         store = self._target.vector_store
@@ -104,6 +111,8 @@ class Searcher:
         chosen = await self._search_mode(mode, score_threshold)
         grouped = max_per_document is not None and diversity is None and store.capabilities.grouping
         depth = top_k if max_per_document is None or grouped else top_k * COLLAPSE_FANOUT
+        if collapse_duplicates:
+            depth = max(depth, top_k * COPIES_FANOUT)
         while True:
             hits_per_query = await self._run_queries(
                 usable,
@@ -115,12 +124,17 @@ class Searcher:
                 search_filter=narrowing,
             )
             ranked = merge(hits_per_query, score_threshold, diversity, min_relevance)
-            if max_per_document is None:
-                break
-            ranked = collapse(ranked, max_per_document)
-            # A store that cannot group: fetch deeper until full or out of candidates.
+            if collapse_duplicates:
+                ranked = collapse_same_text(ranked)
+            if max_per_document is not None:
+                ranked = collapse(ranked, max_per_document)
+            # Fewer than top_k left after collapsing (copies of one text, or a store that
+            # cannot group): fetch deeper until full or out of candidates.
+            deeper = any(hit.also_in for hit in ranked) or (
+                max_per_document is not None and not grouped
+            )
             exhausted = all(len(hits) < depth for hits in hits_per_query)
-            if grouped or len(ranked) >= top_k or exhausted:
+            if not deeper or len(ranked) >= top_k or exhausted:
                 break
             depth *= COLLAPSE_FANOUT
         if context:
@@ -326,6 +340,41 @@ def collapse(ranked: list[VectorSearchResult], per_document: int) -> list[Vector
             seen[hit.document_id] = seen.get(hit.document_id, 0) + 1
             kept.append(hit)
     return kept
+
+
+def same_text_key(hit: VectorSearchResult) -> str:
+    """What makes two hits copies: the sha256 of the chunk's text with white space runs folded
+    (of a DataBlock, of its content as JSON)."""
+    content = hit.chunk.content
+    if isinstance(content, TextBlock):
+        folded = " ".join(content.text.split())
+        return hashlib.sha256(f"text\n{folded}".encode("utf-8", "surrogatepass")).hexdigest()
+    return hashlib.sha256(f"data\n{content.model_dump_json()}".encode()).hexdigest()
+
+
+def collapse_same_text(ranked: list[VectorSearchResult]) -> list[VectorSearchResult]:
+    """`ranked` with one hit per text, in order: the first (best) copy of each, listing the
+    others in `also_in`."""
+    kept: dict[str, VectorSearchResult] = {}
+    others: dict[str, list[DuplicateSource]] = {}
+    for hit in ranked:
+        key = same_text_key(hit)
+        if key not in kept:
+            kept[key] = hit
+            continue
+        others.setdefault(key, []).append(
+            DuplicateSource(
+                document_id=hit.document_id,
+                source=hit.chunk.source,
+                chunk_index=hit.chunk.chunk_index,
+                score=hit.score,
+                metadata=hit.chunk.metadata,
+            )
+        )
+    return [
+        hit.model_copy(update={"also_in": [*hit.also_in, *others[key]]}) if key in others else hit
+        for key, hit in kept.items()
+    ]
 
 
 def _first_error(error: ValidationError) -> str:

@@ -48,6 +48,66 @@ class WriteTarget(Protocol):
     async def ensure_collection(self) -> None: ...
 
 
+def left_out(model: EmbeddingModelBase, chunk: Chunk) -> bool:
+    """The DataBlock rule: a text-only model leaves a DataBlock chunk out of the document
+    (before the chunks are numbered: what is stored is numbered 0..M-1 over what it embeds)."""
+    return isinstance(chunk.content, DataBlock) and not model.supports_multimodal
+
+
+def report_left_out(document_id: str, count: int, model: EmbeddingModelBase) -> None:
+    """The one warning that `count` DataBlock chunks of a document were left out, with the
+    attributes `archivist index` gathers into one note."""
+    logger.warning(
+        "document %r: skipped %d DataBlock chunk(s): %s is text-only",
+        document_id,
+        count,
+        model.model,
+        extra={SKIPPED_DATA_DOCUMENT: document_id, SKIPPED_DATA_BLOCKS: count},
+    )
+
+
+class Numbering:
+    """The one numbering rule for a document's chunks, listed or streamed, checked as they
+    come: `chunk_index` 0..N-1 in order, each with the same `total_chunks` N, and N of them.
+    Chunkers number chunks so, and `verify` checks a stored document against it."""
+
+    def __init__(self, document_id: str) -> None:
+        self.document_id = document_id
+        self.count = 0
+        """Chunks seen so far."""
+        self._total: int | None = None
+
+    def see(self, chunk: Chunk) -> None:
+        """Check the next chunk's numbering."""
+        total = chunk.total_chunks if self._total is None else self._total
+        self._total = total
+        if chunk.chunk_index != self.count or chunk.total_chunks != total:
+            raise InvalidArgumentError(
+                self._problem(
+                    f"chunk {self.count} has chunk_index {chunk.chunk_index} and total_chunks "
+                    f"{chunk.total_chunks} (the first said {total})"
+                ),
+                argument="chunks",
+            )
+        self.count += 1
+
+    def end(self) -> None:
+        """Check that as many chunks came as they said."""
+        if self.count != self._total:
+            raise InvalidArgumentError(
+                self._problem(
+                    f"they ended after {self.count} chunks but said total_chunks={self._total}"
+                ),
+                argument="chunks",
+            )
+
+    def _problem(self, detail: str) -> str:
+        return (
+            f"document {self.document_id!r}: chunks must come numbered 0..N-1 in order "
+            f"(chunk_index), all with total_chunks N, as chunkers number them; {detail}"
+        )
+
+
 class DocumentWriter:
     """Writes documents into `target`'s collection (see `KnowledgeBase.insert_documents`)."""
 
@@ -162,53 +222,44 @@ class DocumentWriter:
         document_metadata: dict[str, Any] | None,
         document_id: str,
     ) -> AsyncIterator[Chunk]:
-        """`chunks` stamped as `_prepared` does, checked as they come: numbered 0..N-1 in
-        order, all with the same `total_chunks` N, and exactly N of them."""
+        """`chunks` stamped as `_prepared` does and checked as they come by the one numbering
+        rule (`Numbering`).
+
+        A text-only model's DataBlock is left out of a list (`_prepared`), which is then
+        renumbered; a stream's numbering is final (its first records are written before its
+        end is seen), so there the DataBlock is an error: drop DataBlocks before numbering
+        the stream, as `ingest_files` does (`left_out`)."""
         base = dict(document_metadata or {})
         _check_json("document_metadata", base)
         model = self._target.embedding_model
-        expected = 0
-        total: int | None = None
+        numbering = Numbering(document_id)
         sample: list[Chunk] = []
         async for chunk in chunks:
+            position = numbering.count
             if not isinstance(chunk, Chunk):
                 raise TypeError(
-                    f"document {document_id!r}: chunk {expected} must be a Chunk, "
+                    f"document {document_id!r}: chunk {position} must be a Chunk, "
                     f"not {type(chunk).__name__}"
                 )
-            if isinstance(chunk.content, DataBlock) and not model.supports_multimodal:
+            if left_out(model, chunk):
                 raise InvalidArgumentError(
-                    f"document {document_id!r}: chunk {expected} is a DataBlock and "
+                    f"document {document_id!r}: chunk {position} is a DataBlock and "
                     f"{model.model!r} is text-only (a streamed document cannot "
-                    "be renumbered; filter DataBlocks out before streaming)",
+                    "be renumbered; filter DataBlocks out before numbering the stream)",
                     argument="chunks",
                 )
-            total = chunk.total_chunks if total is None else total
-            if chunk.chunk_index != expected or chunk.total_chunks != total:
-                raise InvalidArgumentError(
-                    f"document {document_id!r}: streamed chunks must come numbered "
-                    f"0..N-1 in order with one total_chunks N; chunk {expected} has "
-                    f"chunk_index {chunk.chunk_index} and total_chunks {chunk.total_chunks} "
-                    f"(first said {total})",
-                    argument="chunks",
-                )
-            prepared = self._stamped(chunk, base, f"chunks[{expected}].metadata")
+            numbering.see(chunk)
+            prepared = self._stamped(chunk, base, f"chunks[{position}].metadata")
             if len(sample) < SAMPLE_CHUNKS:
                 sample.append(prepared)
                 if len(sample) == SAMPLE_CHUNKS:
                     self._warnings.check(sample, document_id)
-            expected += 1
             yield prepared
-        if expected == 0:
+        if numbering.count == 0:
             raise InvalidArgumentError(
                 f"document {document_id!r}: chunks is empty, nothing to insert", argument="chunks"
             )
-        if expected != total:
-            raise InvalidArgumentError(
-                f"document {document_id!r}: the stream ended after {expected} chunks but "
-                f"they said total_chunks={total}",
-                argument="chunks",
-            )
+        numbering.end()
         if len(sample) < SAMPLE_CHUNKS:
             self._warnings.check(sample, document_id)
 
@@ -218,8 +269,9 @@ class DocumentWriter:
         document_metadata: dict[str, Any] | None,
         document_id: str,
     ) -> list[Chunk]:
-        """Copies of `chunks` stamped with their metadata; a text-only model's DataBlock
-        chunks are skipped (logged) and the rest renumbered."""
+        """Copies of `chunks` stamped with their metadata, numbered as `Numbering` says; a
+        text-only model's DataBlock chunks are left out (`left_out`, reported by
+        `report_left_out`) and the rest renumbered in order."""
         if isinstance(chunks, Chunk) or not isinstance(chunks, Sequence):
             raise TypeError("chunks must be a list of Chunk")
         if not chunks:
@@ -229,31 +281,24 @@ class DocumentWriter:
         base = dict(document_metadata or {})
         _check_json("document_metadata", base)
         model = self._target.embedding_model
+        numbering = Numbering(document_id)
         kept: list[Chunk] = []
-        skipped = 0
         for index, chunk in enumerate(chunks):
             if not isinstance(chunk, Chunk):
                 raise TypeError(f"chunks[{index}] must be a Chunk, not {type(chunk).__name__}")
-            if isinstance(chunk.content, DataBlock) and not model.supports_multimodal:
-                skipped += 1
-                continue
-            kept.append(self._stamped(chunk, base, f"chunks[{index}].metadata"))
-        if skipped:
-            logger.warning(
-                "document %r: skipped %d DataBlock chunk(s): %s is text-only",
-                document_id,
-                skipped,
-                model.model,
-                extra={SKIPPED_DATA_DOCUMENT: document_id, SKIPPED_DATA_BLOCKS: skipped},
-            )
+            numbering.see(chunk)
+            if not left_out(model, chunk):
+                kept.append(self._stamped(chunk, base, f"chunks[{index}].metadata"))
+        numbering.end()
+        skipped = len(chunks) - len(kept)
         if not kept:
             raise InvalidArgumentError(
                 f"document {document_id!r}: no chunk that {model.model!r} "
                 f"can embed (all {skipped} are DataBlocks and the model is text-only)",
                 argument="chunks",
             )
-        _check_numbering(chunks, document_id)
         if skipped:
+            report_left_out(document_id, skipped, model)
             for index, chunk in enumerate(kept):
                 chunk.chunk_index, chunk.total_chunks = index, len(kept)
         return kept
@@ -316,22 +361,6 @@ async def _documents(
 async def _aiter(chunks: list[Chunk]) -> AsyncIterator[Chunk]:
     for chunk in chunks:
         yield chunk
-
-
-def _check_numbering(chunks: Sequence[Chunk], document_id: str) -> None:
-    """Chunks must number themselves 0..N-1 once each with total_chunks = N, as chunkers do:
-    that is what `verify` checks a stored document against."""
-    numbered = [c for c in chunks if isinstance(c, Chunk)]
-    indexes = sorted(c.chunk_index for c in numbered)
-    totals = sorted({c.total_chunks for c in numbered})
-    if indexes != list(range(len(numbered))) or totals != [len(numbered)]:
-        raise InvalidArgumentError(
-            f"document {document_id!r}: chunks must be numbered chunk_index 0..{len(chunks) - 1} "
-            f"once each with total_chunks={len(chunks)} (as chunkers number them); got "
-            f"chunk_index {indexes[:10]}{'...' if len(indexes) > 10 else ''} and "
-            f"total_chunks {totals[:5]}",
-            argument="chunks",
-        )
 
 
 def _check_json(what: str, value: dict[str, Any]) -> None:

@@ -19,6 +19,7 @@ from archivist.validation import (
     MetadataFilter,
     check_collection_name,
     check_document_id,
+    check_limit,
     check_metadata_filter,
     check_non_negative_int,
     check_positive_int,
@@ -144,7 +145,7 @@ def check_chunk_page(
     is allowed and reads nothing)."""
     scope = check_document_arguments(collection, document_id, metadata_filter)
     check_non_negative_int(offset, "offset")
-    check_non_negative_int(limit, "limit")
+    check_limit(limit)
     return scope
 
 

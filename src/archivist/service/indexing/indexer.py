@@ -24,6 +24,7 @@ from archivist.embedding import EmbeddingModelBase
 from archivist.rag import ChunkerBase, DocumentNotFoundError, ParserRegistry
 from archivist.rag.knowledge.ingest import Outcome, document_id_for, ingest_files
 from archivist.rag.store.base import VectorStoreBase
+from archivist.rag.store.keyed_lock import KeyedLocks
 from archivist.service.indexing import jobs
 from archivist.service.indexing.jobs import ClaimedJob
 from archivist.service.problems import public_detail
@@ -34,7 +35,6 @@ from archivist.service.settings import ServiceSettings
 from archivist.service.storage import catalog
 from archivist.service.storage.catalog import Status
 from archivist.service.storage.file_store import FileStore, open_file_store
-from archivist.service.storage.locks import DocumentLocks
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ class Indexer:
         model: EmbeddingModelBase,
         registry: ParserRegistry,
         chunker: ChunkerBase,
-        locks: DocumentLocks,
+        locks: KeyedLocks,
         profiles: KBProfiles | None = None,
         observe: IndexObserver | None = None,
     ) -> None:

@@ -9,12 +9,12 @@ from contextlib import asynccontextmanager
 from archivist.embedding import EmbeddingModelBase
 from archivist.rag import default_registry
 from archivist.rag.chunker import chunker_for
+from archivist.rag.store.keyed_lock import KeyedLocks
 from archivist.service.app import default_model, kb_profiles
 from archivist.service.indexing.indexer import Indexer
 from archivist.service.retrieval.vectors import open_store
 from archivist.service.settings import ServiceSettings
 from archivist.service.storage.database import make_engine
-from archivist.service.storage.locks import DocumentLocks
 from archivist.service.storage.private_files import make_private
 from archivist.service.telemetry.metrics import ServiceMetrics
 
@@ -42,7 +42,7 @@ async def running_indexer(
                 model,
                 default_registry(),
                 chunker,
-                DocumentLocks(),
+                KeyedLocks(),
                 profiles=kb_profiles(settings, model, observe),
                 observe=metrics.observe_document if metrics is not None else None,
             )

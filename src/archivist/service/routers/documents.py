@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, File, HTTPException, Query, Response, UploadFile, status
 from fastapi.responses import StreamingResponse
+from pydantic import AfterValidator
 
 from archivist.message import TextBlock
 from archivist.rag import DocumentNotFoundError
@@ -31,9 +32,27 @@ from archivist.service.schemas import (
 )
 from archivist.service.storage import catalog
 from archivist.service.storage.file_store import DOWNLOAD_BLOCK, FileStore
+from archivist.validation import check_limit
 
 MAX_OFFSET = 2**31 - 1
 """Largest chunk offset accepted (beyond any document's chunk count; stores take 32 bits)."""
+MAX_CHUNK_PAGE = 500
+"""Most chunks one page of `GET .../chunks` returns: a bounded response for any document."""
+
+
+def _chunk_page_limit(value: int) -> int:
+    return check_limit(value, maximum=MAX_CHUNK_PAGE)
+
+
+ChunkPageLimit = Annotated[
+    int,
+    AfterValidator(_chunk_page_limit),
+    Query(
+        description=f"chunks per page, 0 to {MAX_CHUNK_PAGE}",
+        json_schema_extra={"minimum": 0, "maximum": MAX_CHUNK_PAGE},
+    ),
+]
+"""The page size: `archivist.validation.check_limit` with the service's maximum."""
 
 router = APIRouter(prefix="/v1/knowledge-bases/{name}/documents", tags=["documents"])
 
@@ -128,7 +147,7 @@ async def list_chunks(
     kb: KB,
     state: State,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
-    limit: Annotated[int, Query(ge=1, le=500)] = 30,
+    limit: ChunkPageLimit = 30,
 ) -> ChunkPage:
     """A page of the document's stored chunks in order."""
     handle = await state.handle(kb)

@@ -9,13 +9,14 @@ from fastapi import APIRouter, Request, Response
 from archivist.message import TextBlock
 from archivist.rag import VectorSearchResult
 from archivist.rag.knowledge import query_cache
-from archivist.rag.knowledge.citation import citation
+from archivist.rag.knowledge.citation import citation, copy_citation
 from archivist.rag.knowledge.context import context_text
 from archivist.service.dependencies import KB, ServiceState, State
 from archivist.service.schemas import (
     SERVICE_KEYS,
     Hit,
     HitContext,
+    HitCopy,
     Problem,
     SearchRequest,
     SearchResponse,
@@ -52,6 +53,16 @@ def hit_of(result: VectorSearchResult) -> Hit:
             last_chunk=result.context[-1].chunk_index,
             text=context_text(result),
         ),
+        also_in=[
+            HitCopy(
+                document_id=copy.document_id,
+                filename=copy.source,
+                chunk_index=copy.chunk_index,
+                score=copy.score,
+                citation=copy_citation(copy),
+            )
+            for copy in result.also_in
+        ],
     )
 
 
@@ -90,6 +101,7 @@ async def search(body: SearchRequest, kb: KB, state: State, request: Request) ->
         search_filter=body.search_filter(),
         context=body.context,
         min_relevance=body.min_relevance,
+        collapse_duplicates=body.collapse_duplicates,
     )
     # Serialised once here: FastAPI would validate the model again and encode it slower.
     answer = SearchResponse(hits=[hit_of(result) for result in results]).model_dump_json()
