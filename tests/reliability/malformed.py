@@ -114,11 +114,20 @@ def _pdf_cases(rng: random.Random) -> list[Case]:
         {1, 4, 5, 8, 9, 15, 16, trailer_end - 1, trailer_end - 10}
         | {int(trailer_end * i / 40) for i in range(1, 40)}
     )
-    for off in offsets:
-        add(f"pdf-truncated-{off}", "pdf-truncated", pdf[:off])
+    # Ids name the cut's position in the list, not its byte offset: a generated file's size
+    # may differ by a byte between processes (timestamps), and pytest-xdist workers must
+    # collect the same ids.
+    for number, off in enumerate(offsets):
+        add(f"pdf-truncated-{number:02d}", "pdf-truncated", pdf[:off])
     # Cut after the trailer: every object is there, so the text must come back whole.
-    for off in (trailer_end + 2, len(pdf) - 6, len(pdf) - 1):
-        add(f"pdf-truncated-tail-{off}", "pdf-truncated", pdf[:off], None, texts=tuple(PDF_PAGES))
+    for number, off in enumerate((trailer_end + 2, len(pdf) - 6, len(pdf) - 1)):
+        add(
+            f"pdf-truncated-tail-{number}",
+            "pdf-truncated",
+            pdf[:off],
+            None,
+            texts=tuple(PDF_PAGES),
+        )
 
     for i, password in enumerate(["secret", "ünïcode-pässword", "x" * 32]):
         add(
@@ -456,7 +465,7 @@ def _pptx_cases(rng: random.Random) -> list[Case]:
     # Damaged archives.
     for frac in (0.05, 0.25, 0.5, 0.75, 0.95, 0.999):
         cut = int(len(deck) * frac)
-        add(f"pptx-truncated-{cut}", "pptx-truncated", _const(deck[:cut]))
+        add(f"pptx-truncated-{frac}", "pptx-truncated", _const(deck[:cut]))
     add(
         "pptx-crc-mismatch",
         "pptx-truncated",
@@ -593,7 +602,7 @@ def _image_cases(rng: random.Random) -> list[Case]:
         for frac in (0.02, 0.2, 0.5, 0.8, 0.97):
             cut = max(1, int(len(data) * frac))
             add(
-                f"img-truncated-{fmt.lower()}-{cut}",
+                f"img-truncated-{fmt.lower()}-{frac}",
                 "image-truncated",
                 f"trunc-{cut}.{ext[fmt]}",
                 _const(data[:cut]),
@@ -889,7 +898,7 @@ def _office_cases(rng: random.Random) -> list[Case]:
         add("intact", "intact", _const(data), None, texts)
         for frac in (0.05, 0.3, 0.6, 0.9, 0.999):
             cut = int(len(data) * frac)
-            add(f"truncated-{cut}", "truncated", _const(data[:cut]))
+            add(f"truncated-{frac}", "truncated", _const(data[:cut]))
         add("crc-mismatch", "truncated", lambda data=data, main=main: _corrupt_member(data, main))
         add("random", "truncated", _const(b"PK\x03\x04" + rng.randbytes(3000)))
         for name in ("[Content_Types].xml", main):
