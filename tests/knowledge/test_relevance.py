@@ -11,6 +11,7 @@ from archivist.rag import KnowledgeBase
 from archivist.rag.document import Chunk
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.rag.store.relevance import DEFAULT_MIN_RELEVANCE, relevance
+from archivist.testing.fixtures import StoreKind, open_store
 
 FACTS = {
     "pandas": "Giant pandas live in the bamboo forests of Sichuan and eat bamboo most of the day.",
@@ -77,3 +78,23 @@ def test_relevance_grows_with_each_signal_and_needs_one() -> None:
     assert relevance(0.2, 0.5) < relevance(0.6, 0.5) < relevance(0.6, 0.9)  # type: ignore[operator]
     assert relevance(None, 0.2) < relevance(None, 0.9)  # type: ignore[operator]
     assert relevance(0.2, None) < relevance(0.7, None)  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("kind", ["edge-memory", "client-local"])
+async def test_a_fused_hit_has_the_relevance_of_its_dense_and_lexical_evidence(
+    embedder: EmbeddingModelBase, kind: StoreKind
+) -> None:
+    """A hybrid hit's relevance is computed from its own cosine similarity and the query
+    terms its text holds: the same value a dense search gives that chunk, and lower for a
+    chunk holding fewer of the query's words."""
+    async with open_store(kind) as store:
+        kb = await _kb(embedder, store)
+        question = "what do giant pandas eat in the bamboo forests"
+        fused = {h.document_id: h.relevance for h in await kb.search(question, top_k=6)}
+        dense = {
+            h.document_id: h.relevance for h in await kb.search(question, top_k=6, mode="dense")
+        }
+        assert set(fused) == set(dense)
+        for document_id, value in fused.items():
+            assert value == pytest.approx(dense[document_id], abs=1e-6), document_id
+        assert fused["pandas"] > fused["rockets"]  # type: ignore[operator]

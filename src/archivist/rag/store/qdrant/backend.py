@@ -102,14 +102,19 @@ class SearchRequest:
     point naming them exactly counts the lexical evidence twice against the dense side's."""
     lower_first: bool = False
     """Whether lower scores rank first (dense search by a distance such as Euclid)."""
+    with_vectors: bool = False
+    """Whether each hit comes back with its stored dense vector and its BM25 term ids."""
 
 
 @dataclass(frozen=True)
 class ScoredPoint:
-    """One search result as the engine scores it."""
+    """One search result as the engine scores it; `vector` (the stored dense vector) and
+    `terms` (the BM25 term ids it was indexed with) only when the request asked for them."""
 
     score: float
     payload: dict[str, Any]
+    vector: list[float] | None = None
+    terms: frozenset[int] | None = None
 
 
 class QdrantBackend(ABC):

@@ -10,6 +10,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
+import numpy as np
+
 from archivist._extras import require
 from archivist.errors import InvalidArgumentError
 from archivist.message import TextBlock
@@ -600,48 +602,24 @@ class QdrantStore(VectorStoreBase):
             group_size=max_per_document,
             exact=self._bm25.exact(query_text or "") if sparse and dense else None,
             lower_first=sparse is None and higher_is_better(params.distance, 1.0) < 0,
+            # Relevance needs each hit's cosine similarity and its BM25 terms: read from the
+            # stored vectors that come back with the hits, not by a second query or re-tokenizing.
+            with_vectors=bool(query_text and params.sparse) or _fused_cosine(params, dense, sparse),
         )
         hits = await self._open().search(collection, request)
         by_distance = sparse is None or diversity is not None
-        similarities = await self._similarities(collection, params, scope, dense, hits, sparse)
         query_terms = await self._known_terms(collection, params, scope, query_text)
+        similarities = _similarities(params, dense, sparse, hits)
         return [
             VectorSearchResult(
                 score=higher_is_better(params.distance, hit.score) if by_distance else hit.score,
                 document_id=hit.payload[DOCUMENT_ID],
                 chunk=chunk,
-                relevance=relevance(similarity, self._coverage(query_terms, chunk)),
+                relevance=relevance(similarity, _coverage(query_terms, chunk, hit)),
             )
             for hit, similarity in zip(hits, similarities, strict=True)
             for chunk in (chunk_from(hit.payload),)
         ]
-
-    async def _similarities(
-        self,
-        collection: str,
-        params: CollectionParams,
-        scope: Where,
-        dense: list[float] | None,
-        hits: list[ScoredPoint],
-        sparse: SparseVector | None,
-    ) -> list[float | None]:
-        """The cosine similarity of each hit to the query vector (None without one, or for
-        distances other than Cosine); for fused hits, one more dense query limited to them."""
-        if dense is None or params.distance != "Cosine" or not hits:
-            return [None] * len(hits)
-        if sparse is None:
-            return [hit.score for hit in hits]
-        documents = tuple(sorted({str(hit.payload[DOCUMENT_ID]) for hit in hits}))
-        indexes = tuple(sorted({int(hit.payload[CHUNK_INDEX]) for hit in hits}))
-        request = SearchRequest(
-            limit=len(documents) * len(indexes),
-            where=scope.also(AnyOf(DOCUMENT_ID, documents), AnyOf(CHUNK_INDEX, indexes)),
-            dense=dense,
-        )
-        scored = {
-            _point_key(p.payload): p.score for p in await self._open().search(collection, request)
-        }
-        return [scored.get(_point_key(hit.payload)) for hit in hits]
 
     async def _known_terms(
         self, collection: str, params: CollectionParams, scope: Where, query_text: str | None
@@ -655,14 +633,6 @@ class QdrantStore(VectorStoreBase):
         if not terms:
             return set()
         return await self._open().present_terms(collection, scope, terms)
-
-    def _coverage(self, query_terms: set[int], chunk: Chunk) -> float | None:
-        """The share of the query's known BM25 terms the chunk's text holds (None for no
-        text or no known term)."""
-        if not query_terms or not isinstance(chunk.content, TextBlock):
-            return None
-        found = self._bm25.count(chunk.content.text).counts
-        return sum(term in found for term in query_terms) / len(query_terms)
 
     async def known_query_terms(
         self, collection: str, query_text: str, metadata_filter: MetadataFilter | None = None
@@ -840,8 +810,44 @@ class QdrantStore(VectorStoreBase):
         return remove
 
 
-def _point_key(payload: Mapping[str, Any]) -> tuple[str, int, str]:
-    return (str(payload[DOCUMENT_ID]), int(payload[CHUNK_INDEX]), str(payload.get(GENERATION)))
+def _fused_cosine(
+    params: CollectionParams, dense: list[float] | None, sparse: SparseVector | None
+) -> bool:
+    """Whether hits come back with fused scores but need their cosine similarity beside."""
+    return dense is not None and sparse is not None and params.distance == "Cosine"
+
+
+def _similarities(
+    params: CollectionParams,
+    dense: list[float] | None,
+    sparse: SparseVector | None,
+    hits: Sequence[ScoredPoint],
+) -> list[float | None]:
+    """Each hit's cosine similarity to the query vector (None without one, or for distances
+    other than Cosine): its own score for a dense search, computed from the stored vectors
+    for a fused one."""
+    if dense is None or params.distance != "Cosine":
+        return [None] * len(hits)
+    if sparse is None:
+        return [hit.score for hit in hits]
+    query = np.asarray(dense, dtype=np.float64)
+    query /= np.linalg.norm(query) or 1.0
+    stored = [hit.vector for hit in hits if hit.vector is not None]
+    if not stored:
+        return [None] * len(hits)
+    matrix = np.asarray(stored, dtype=np.float64)
+    norms = np.linalg.norm(matrix, axis=1)
+    scores = iter((matrix @ query / np.where(norms > 0, norms, 1.0)).tolist())
+    return [next(scores) if hit.vector is not None else None for hit in hits]
+
+
+def _coverage(query_terms: set[int], chunk: Chunk, hit: ScoredPoint) -> float | None:
+    """The share of the query's known BM25 terms among those the hit was indexed with (None
+    for no text or no known term)."""
+    if not query_terms or not isinstance(chunk.content, TextBlock):
+        return None
+    found = hit.terms or frozenset()
+    return len(query_terms & found) / len(query_terms)
 
 
 def _between(key: str, wanted: Range) -> Between:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from qdrant_client import AsyncQdrantClient, models
 
@@ -249,10 +249,11 @@ class ClientBackend(QdrantBackend):
                 group_size=request.group_size,
                 query_filter=condition,
                 with_payload=True,
+                with_vectors=request.with_vectors,
             )
             points = [point for group in grouped.groups for point in group.hits]
             points.sort(key=lambda point: point.score, reverse=not request.lower_first)
-            return [ScoredPoint(p.score, p.payload or {}) for p in points[: request.limit]]
+            return [_scored(point) for point in points[: request.limit]]
         response = await self.client.query_points(
             name,
             query=query,
@@ -261,8 +262,9 @@ class ClientBackend(QdrantBackend):
             limit=request.limit,
             query_filter=condition,
             with_payload=True,
+            with_vectors=request.with_vectors,
         )
-        return [ScoredPoint(point.score, point.payload or {}) for point in response.points]
+        return [_scored(point) for point in response.points]
 
     async def present_terms(self, name: str, where: Where, terms: Sequence[int]) -> set[int]:
         condition = _filter(where)
@@ -329,3 +331,20 @@ class ClientBackend(QdrantBackend):
 
     async def optimize(self, name: str) -> None:
         """Nothing to do: a Qdrant server builds its indexes in the background on its own."""
+
+
+def _scored(point: models.ScoredPoint) -> ScoredPoint:
+    """Our hit of the client's: the dense vector and BM25 term ids when they were asked for."""
+    vector = point.vector
+    if isinstance(vector, dict):
+        dense = vector.get("")
+        sparse = vector.get(SPARSE_VECTOR)
+        return ScoredPoint(
+            point.score,
+            point.payload or {},
+            cast(list[float], dense) if isinstance(dense, list) else None,
+            frozenset(sparse.indices) if isinstance(sparse, models.SparseVector) else frozenset(),
+        )
+    if isinstance(vector, list) and vector and isinstance(vector[0], float):
+        return ScoredPoint(point.score, point.payload or {}, vector)
+    return ScoredPoint(point.score, point.payload or {})
