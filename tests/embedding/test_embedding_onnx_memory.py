@@ -42,6 +42,10 @@ def shapes(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[int, int]]]:
     yield RecordingSession.shapes
 
 
+SPLIT: dict[str, Any] = {"fold_constants": False, "query_fold_constants": True, "query_threads": 1}
+"""The default model's split: a lean document session and a folded query session."""
+
+
 def model_like(default: OnnxEmbeddingModel, **settings: Any) -> OnnxEmbeddingModel:
     return OnnxEmbeddingModel(
         default.model_path, default.tokenizer_path, max_length=default.max_length, **settings
@@ -136,6 +140,12 @@ async def test_queries_run_on_a_folded_session_built_only_when_a_query_comes(
     assert model._query_runtime is None
     document_runtime = model._runtime
     assert document_runtime is not None
+    assert model.query_session_after == 8
+    # the first eight queries run on the document session: no build for a one-query process
+    for text in TEXTS[:8]:
+        await model([text], input_type="query")
+    assert RecordingSession.disabled == [["ConstantFolding"]]
+    assert model._query_runtime is None
     queries = await model(TEXTS[:6], input_type="query")
     assert RecordingSession.disabled == [["ConstantFolding"], []]
     assert model._query_runtime is not None
@@ -150,15 +160,40 @@ async def test_queries_run_on_a_folded_session_built_only_when_a_query_comes(
     assert len(RecordingSession.disabled) == 2  # no session is built twice
 
 
-async def test_a_search_only_process_never_builds_the_document_session(
+async def test_a_one_query_process_builds_only_the_lean_session(
     shapes: list[tuple[int, int]],
 ) -> None:
     model = LocalEmbeddingModel()
     assert isinstance(model, OnnxEmbeddingModel)
     model.chunk_tokenizer()  # what opening a knowledge base asks for
     await model(["one query"], input_type="query")
-    assert RecordingSession.disabled == [[]]
+    assert RecordingSession.disabled == [["ConstantFolding"]]
+    assert model._query_runtime is None
+
+
+async def test_a_search_only_process_keeps_one_session(
+    default_model: OnnxEmbeddingModel, shapes: list[tuple[int, int]]
+) -> None:
+    model = model_like(default_model, **SPLIT, query_session_after=0)
+    model.chunk_tokenizer()
+    await model(["one query"], input_type="query")
+    assert RecordingSession.disabled == [[]]  # built on the first query, no lean session
     assert model._runtime is None
+    await model(TEXTS[:8], input_type="query")
+    assert len(RecordingSession.disabled) == 1
+
+
+async def test_a_batch_counts_every_query_it_holds(
+    default_model: OnnxEmbeddingModel, shapes: list[tuple[int, int]]
+) -> None:
+    model = model_like(default_model, **SPLIT, query_session_after=4)
+    await model(TEXTS[:4], input_type="query")
+    assert model._query_runtime is None
+    await model(TEXTS[:1], input_type="query")
+    assert model._query_runtime is not None and model._runtime is None
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="query_session_after"):
+            model_like(default_model, **SPLIT, query_session_after=bad)
 
 
 async def test_alike_settings_share_one_session(

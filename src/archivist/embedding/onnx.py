@@ -22,7 +22,7 @@ from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
 from archivist.embedding.tokenizer import ModelTokenizer
 from archivist.errors import ConfigurationError, InvalidArgumentError
 from archivist.file_digest import file_sha256
-from archivist.validation import check_positive_int
+from archivist.validation import check_non_negative_int, check_positive_int
 
 logger = logging.getLogger(__name__)
 
@@ -68,9 +68,11 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
     Queries and documents may run on differently tuned sessions: `fold_constants` and
     `threads` set the document session, `query_fold_constants` and `query_threads` (default:
     the document settings) the query session. Where they differ, the query session is a
-    second session over the same file and tokenizer, built on the first query, so a process
-    that only ingests never pays for it; from then on documents run on it too and the
-    document session is released, so no process holds both.
+    second session over the same file and tokenizer, built once `query_session_after`
+    queries were answered on the document session, so a process that only ingests never pays
+    for it and one that answers a single query (a CLI call) does not pay a build that costs
+    more than the query; from then on documents run on it too and the document session is
+    released, so no process holds both.
     """
 
     def __init__(
@@ -92,6 +94,7 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         threads: int | None = None,
         query_fold_constants: bool | None = None,
         query_threads: int | None = None,
+        query_session_after: int = 0,
     ) -> None:
         self.model_path = Path(model_path)
         self.tokenizer_path = Path(tokenizer_path)
@@ -115,6 +118,7 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
             check_positive_int(threads, "threads")
         if query_threads is not None:
             check_positive_int(query_threads, "query_threads")
+        check_non_negative_int(query_session_after, "query_session_after")
         self.sha256 = _check_digests(sha256)
         super().__init__(
             model=model or _default_name(self.model_path),
@@ -136,6 +140,8 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
             fold_constants if query_fold_constants is None else query_fold_constants
         )
         self.query_threads = query_threads or self.threads
+        self.query_session_after = query_session_after
+        self._queries_answered = 0
         self._tokenizer: tuple[Tokenizer, int] | None = None
         self._verified = False
         self._runtime: _Runtime | None = None
@@ -160,18 +166,27 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         or the query session once that exists (two resident sessions cost more memory than
         the query session's working memory for documents)."""
         with self._load_lock:
-            if self._query_runtime is not None:
-                return self._query_runtime
-            if self._runtime is None:
-                self._runtime = self._build_runtime(self.fold_constants, self.threads)
-            return self._runtime
+            return self._document_runtime()
 
-    def _load_query(self) -> _Runtime:
-        """The query session: the document session itself when both are tuned alike."""
+    def _document_runtime(self) -> _Runtime:
+        """`_load`'s session; callers hold the lock."""
+        if self._query_runtime is not None:
+            return self._query_runtime
+        if self._runtime is None:
+            self._runtime = self._build_runtime(self.fold_constants, self.threads)
+        return self._runtime
+
+    def _load_query(self, queries: int) -> _Runtime:
+        """The session a run of `queries` queries goes to: the document session for the first
+        `query_session_after` queries (and always when both are tuned alike), then the query
+        session."""
         if self._query_settings_shared:
             return self._load()
         with self._load_lock:
             if self._query_runtime is None:
+                if self._queries_answered < self.query_session_after:
+                    self._queries_answered += queries
+                    return self._document_runtime()
                 self._query_runtime = self._build_runtime(
                     self.query_fold_constants, self.query_threads
                 )
@@ -341,7 +356,7 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
     def _embed_sync(
         self, texts: list[str], input_type: InputType = "document"
     ) -> EmbeddingResponse:
-        runtime = self._load_query() if input_type == "query" else self._load()
+        runtime = self._load_query(len(texts)) if input_type == "query" else self._load()
         vectors, tokens, truncated = self._run(runtime, runtime.tokenizer.encode_batch(texts))
         return EmbeddingResponse(
             embeddings=vectors.tolist(),
@@ -350,7 +365,7 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
 
     def _embed_queries_sync(self, texts: list[str]) -> EmbeddingResponse:
         """Every query on the query session, batched by token length like documents."""
-        runtime = self._load_query()
+        runtime = self._load_query(len(texts))
         encodings = runtime.tokenizer.encode_batch(texts)
         plan = plan_by_length([len(e.ids) for e in encodings], self.batch_size, self.token_budget)
         vectors = np.empty((len(texts), self.dimensions), dtype=np.float32)
