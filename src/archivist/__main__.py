@@ -1,7 +1,5 @@
 """`python -m archivist` runs the command line."""
 
-import sys
+from archivist.cli.main import run
 
-from archivist.cli.main import main
-
-sys.exit(main())
+run()

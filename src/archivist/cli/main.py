@@ -9,11 +9,12 @@ be used, 130 interrupted, 70 internal error (a bug: rerun with `--debug` for the
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from archivist import __version__
 from archivist._text import one_line
@@ -139,8 +140,20 @@ def _fail(code: int, message: str, debug: bool) -> int:
     return code
 
 
+def run() -> NoReturn:
+    """Entry point of the console script and `python -m archivist`: `main`, then exit.
+
+    What the command left alive is frozen out of the garbage collector first, so the
+    interpreter's shutdown does not collect and destruct it (the model session among it)
+    just before the OS frees it all anyway; everything that must be written was flushed and
+    closed inside `main`."""
+    code = main()
+    gc.freeze()
+    sys.exit(code)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the console script; returns the process exit code."""
+    """Run the command `argv` (default: the process arguments); returns the exit code."""
     args = build_parser().parse_args(  # --version and --help exit here
         attach_query_values(list(sys.argv[1:] if argv is None else argv))
     )
