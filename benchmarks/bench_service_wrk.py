@@ -186,7 +186,9 @@ def main() -> int:
                         ("files", (f"{doc_id}.txt", text.encode(), "text/plain"))
                         for doc_id, text in corpus[start : start + 50]
                     ]
-                    http.post(f"/v1/knowledge-bases/{KB}/documents", files=files).raise_for_status()
+                    answer = http.post(f"/v1/knowledge-bases/{KB}/documents", files=files)
+                    if answer.is_error:
+                        raise SystemExit(f"upload failed: {answer.status_code} {answer.text}")
                 while True:
                     items = http.get(f"/v1/knowledge-bases/{KB}/documents").json()["items"]
                     if all(d["status"] in ("ready", "failed") for d in items):

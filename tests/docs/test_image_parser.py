@@ -5,6 +5,7 @@ import pytest
 
 from archivist.message import DataBlock
 from archivist.rag import ImageParser
+from archivist.rag.parser.image import sniff_image_type
 from factories import make_image
 
 
@@ -29,6 +30,14 @@ async def test_each_format_is_sniffed_from_bytes(fmt: str, media_type: str) -> N
     assert base64.b64decode(block.source.data) == data  # type: ignore[union-attr]
     assert sections[0].metadata == {"media_type": media_type}
     assert sections[0].source == "picture.dat"
+
+
+@pytest.mark.parametrize(
+    "text", [b"BMI-1 is overexpressed in a variety of cancers", b"BMW and BMX riders\n" * 3]
+)
+def test_text_that_starts_like_a_bmp_is_not_an_image(text: bytes) -> None:
+    assert sniff_image_type(text) is None
+    assert sniff_image_type(make_image("BMP")) == "image/bmp"
 
 
 async def test_path_is_read_from_disk(tmp_path: Path) -> None:

@@ -86,6 +86,16 @@ def test_unsupported_type_is_415_listing_supported_ones(http) -> None:
     assert "tool.exe" in detail and ".pdf" in detail and ".txt" in detail
 
 
+def test_text_that_starts_like_an_image_signature_is_accepted_as_text(http) -> None:
+    text = b"BMI-1 Autoantibody as a New Potential Biomarker for Cervical Carcinoma\n" * 4
+    assert http.post("/v1/knowledge-bases", json={"name": "signatures"}).status_code == 201
+    response = http.post(
+        "/v1/knowledge-bases/signatures/documents",
+        files={"files": ("bmi1.txt", text, "text/plain")},
+    )
+    assert response.status_code == 202, response.text
+
+
 def test_empty_file_is_422(http) -> None:
     response = http.post(
         "/v1/knowledge-bases/inbox/documents",

@@ -24,6 +24,10 @@ logger = logging.getLogger(__name__)
 MAX_IMAGE_PIXELS = 100_000_000
 
 
+_BMP_INFO_SIZES = frozenset({12, 16, 40, 52, 56, 64, 108, 124})
+"""The sizes of the BMP info headers (OS/2 and Windows versions) that follow the file header."""
+
+
 def sniff_image_type(data: bytes) -> str | None:
     """The media type of image `data` from its magic bytes, or None if not a known image."""
     if data.startswith(b"\x89PNG\r\n\x1a\n"):
@@ -32,8 +36,8 @@ def sniff_image_type(data: bytes) -> str | None:
         return "image/jpeg"
     if data.startswith((b"GIF87a", b"GIF89a")):
         return "image/gif"
-    if data.startswith(b"BM") and len(data) >= 26:
-        return "image/bmp"
+    if data.startswith(b"BM") and int.from_bytes(data[14:18], "little") in _BMP_INFO_SIZES:
+        return "image/bmp"  # "BM" alone starts plenty of text ("BMI-1 is ..."): check the header
     if data.startswith(b"RIFF") and data[8:12] == b"WEBP":
         return "image/webp"
     return None
