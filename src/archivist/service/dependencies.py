@@ -64,8 +64,9 @@ class ServiceState:
         return kb_handle(kb, self.store, model)
 
 
-def get_state(request: Request) -> ServiceState:
-    """The state the app's lifespan opened."""
+async def get_state(request: Request) -> ServiceState:
+    """The state the app's lifespan opened (async: FastAPI runs a plain function dependency
+    in its thread pool, a thread hop per request for an attribute read)."""
     state: ServiceState = request.app.state.service
     return state
 
@@ -87,7 +88,7 @@ async def get_tenant(
             "missing API key: send Authorization: Bearer KEY",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    engine = get_state(request).engine
+    engine = (await get_state(request)).engine
     tenant = cached_tenant_for_key(engine, credentials.credentials)
     if tenant is None:
         tenant = await asyncio.to_thread(tenant_for_key, engine, credentials.credentials)
