@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 from postgres_server import postgres_bin, postgres_server
 from service_helpers import new_key, running_service
+from sqlalchemy import Engine
 
 from archivist.service import ServiceSettings
+from archivist.service.storage.database import make_engine, metadata
 
 
 @dataclass
@@ -40,3 +42,15 @@ def postgres_url() -> Iterator[str]:
         pytest.skip("PostgreSQL is not installed here (apt-get install -y postgresql)")
     with postgres_server() as url:
         yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    """The service's database with its tables: SQLite in `tmp_path`, or PostgreSQL."""
+    if request.param == "sqlite":
+        made = make_engine(f"sqlite:///{tmp_path / 'service.db'}")
+    else:
+        made = make_engine(request.getfixturevalue("postgres_url"))
+    yield made
+    metadata.drop_all(made)
+    made.dispose()

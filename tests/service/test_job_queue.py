@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
 from sqlalchemy import Engine, select
 
 from archivist.service.indexing import jobs
@@ -15,19 +12,6 @@ from archivist.service.storage import catalog
 from archivist.service.storage.catalog import NewUpload, Status
 from archivist.service.storage.database import jobs as jobs_table
 from archivist.service.storage.database import make_engine, reading
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    if request.param == "sqlite":
-        made = make_engine(f"sqlite:///{tmp_path / 'service.db'}")
-    else:
-        made = make_engine(request.getfixturevalue("postgres_url"))
-    yield made
-    from archivist.service.storage.database import metadata
-
-    metadata.drop_all(made)
-    made.dispose()
 
 
 def queue(engine: Engine, count: int, tenant: str = "t") -> tuple[catalog.KBRecord, list[str]]:

@@ -2,15 +2,17 @@
 
 Defaults apply to every tenant; `ServiceSettings.tenant_quotas` overrides them for named
 tenants. An upload or a new knowledge base that would cross a quota is refused with 403
-and a message naming the quota, the use and the limit; nothing is stored.
+and a message naming the quota, the use and the limit; nothing is stored. The checks run on
+a connection: the catalog runs them again inside the write they allow, under the tenant's
+lock, so concurrent uploads cannot pass one check each and together cross the quota.
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Connection, func, select
 
-from archivist.service.storage.database import documents, knowledge_bases, reading
+from archivist.service.storage.database import documents, knowledge_bases
 
 
 class Quota(BaseModel):
@@ -28,12 +30,9 @@ class QuotaExceeded(Exception):
     """An operation would take the tenant over a quota; the message says which."""
 
 
-def check_new_kb(engine: Engine, tenant: str, quota: Quota) -> None:
+def check_new_kb(db: Connection, tenant: str, quota: Quota) -> None:
     """Raise QuotaExceeded if `tenant` may not create another knowledge base."""
-    with reading(engine) as db:
-        count = db.execute(
-            select(func.count()).where(knowledge_bases.c.tenant == tenant)
-        ).scalar_one()
+    count = db.execute(select(func.count()).where(knowledge_bases.c.tenant == tenant)).scalar_one()
     if count + 1 > quota.knowledge_bases:
         raise QuotaExceeded(
             f"quota: {tenant} has {count} knowledge bases, the limit is "
@@ -41,14 +40,13 @@ def check_new_kb(engine: Engine, tenant: str, quota: Quota) -> None:
         )
 
 
-def check_new_documents(engine: Engine, tenant: str, quota: Quota, files: int, size: int) -> None:
+def check_new_documents(db: Connection, tenant: str, quota: Quota, files: int, size: int) -> None:
     """Raise QuotaExceeded if `tenant` may not store `files` more files of `size` bytes."""
-    with reading(engine) as db:
-        count, stored = db.execute(
-            select(func.count(), func.coalesce(func.sum(documents.c.size), 0)).where(
-                documents.c.tenant == tenant
-            )
-        ).one()
+    count, stored = db.execute(
+        select(func.count(), func.coalesce(func.sum(documents.c.size), 0)).where(
+            documents.c.tenant == tenant
+        )
+    ).one()
     if count + files > quota.documents:
         raise QuotaExceeded(
             f"quota: {tenant} has {count} documents, the limit is {quota.documents}; "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator
 from pathlib import PurePosixPath
 from typing import Annotated, Any
@@ -12,6 +13,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, File, HTTPException, Query, Response, UploadFile, status
 from fastapi.responses import StreamingResponse
 from pydantic import AfterValidator
+from sqlalchemy import Engine
 
 from archivist.message import TextBlock
 from archivist.rag import DocumentNotFoundError
@@ -31,6 +33,7 @@ from archivist.service.schemas import (
     UploadItem,
 )
 from archivist.service.storage import catalog
+from archivist.service.storage.database import reading
 from archivist.service.storage.file_store import DOWNLOAD_BLOCK, FileStore
 from archivist.validation import check_limit
 
@@ -95,26 +98,35 @@ async def upload_documents(
         )
     except UploadRejected as exc:
         raise HTTPException(exc.status, str(exc)) from None
+    quota = functools.partial(
+        quotas.check_new_documents,
+        tenant=kb.tenant,
+        quota=state.settings.quota_for(kb.tenant),
+        files=len(uploads),
+        size=sum(upload.size for upload in uploads),
+    )
+    keys = [upload.path for upload in uploads]
     try:
-        await asyncio.to_thread(
-            quotas.check_new_documents,
-            state.engine,
-            kb.tenant,
-            state.settings.quota_for(kb.tenant),
-            len(uploads),
-            sum(upload.size for upload in uploads),
-        )
-    except quotas.QuotaExceeded as exc:
-        for upload in uploads:
-            folder = str(PurePosixPath(upload.path).parent)
-            await asyncio.to_thread(state.files.delete_folder, folder)
-        raise HTTPException(status.HTTP_403_FORBIDDEN, str(exc)) from None
-    await asyncio.to_thread(_save_all, state.files, [upload.path for upload in uploads])
-    records = await asyncio.to_thread(catalog.add_documents, state.engine, kb, uploads)
+        # Checked before the files go to the file store (no upload to S3 that is refused
+        # anyway), then again, atomically, in the transaction that records them.
+        await asyncio.to_thread(_check, state.engine, quota)
+        await asyncio.to_thread(_save_all, state.files, keys)
+        records = await asyncio.to_thread(catalog.add_documents, state.engine, kb, uploads, quota)
+    except BaseException as exc:
+        await asyncio.to_thread(_delete_all, state.files, keys)
+        if isinstance(exc, quotas.QuotaExceeded):
+            raise HTTPException(status.HTTP_403_FORBIDDEN, str(exc)) from None
+        raise
     state.indexer.notify()
     return UploadAccepted(
         items=[UploadItem(id=r.id, filename=r.filename, status=r.status) for r in records]
     )
+
+
+def _check(engine: Engine, check: catalog.Check) -> None:
+    """Run `check` on the database as it is now."""
+    with reading(engine) as db:
+        check(db)
 
 
 def _save_all(files: FileStore, keys: list[str]) -> None:
@@ -123,9 +135,14 @@ def _save_all(files: FileStore, keys: list[str]) -> None:
         for key in keys:
             files.save(key)
     except BaseException:
-        for key in keys:
-            files.delete_folder(str(PurePosixPath(key).parent))
+        _delete_all(files, keys)
         raise
+
+
+def _delete_all(files: FileStore, keys: list[str]) -> None:
+    """Remove every received upload, wherever it is (received or in the file store)."""
+    for key in keys:
+        files.delete_folder(str(PurePosixPath(key).parent))
 
 
 @router.get("", responses=_NOT_FOUND)

@@ -4,6 +4,7 @@ knowledge bases, and the status of many documents in one call."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Response, status
@@ -59,21 +60,23 @@ async def create_knowledge_base(
             await asyncio.to_thread(state.profiles.chunker_for, chosen)
         except ValueError as exc:
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
+    quota = functools.partial(
+        quotas.check_new_kb, tenant=tenant, quota=state.settings.quota_for(tenant)
+    )
     try:
-        await asyncio.to_thread(
-            quotas.check_new_kb, state.engine, tenant, state.settings.quota_for(tenant)
+        kb = await asyncio.to_thread(
+            functools.partial(
+                catalog.create_kb,
+                state.engine,
+                tenant,
+                body.name,
+                body.description,
+                check=quota,
+                **(chosen.model_dump() if chosen is not None else {}),
+            )
         )
     except quotas.QuotaExceeded as exc:
         raise HTTPException(status.HTTP_403_FORBIDDEN, str(exc)) from None
-    try:
-        kb = await asyncio.to_thread(
-            catalog.create_kb,
-            state.engine,
-            tenant,
-            body.name,
-            body.description,
-            **(chosen.model_dump() if chosen is not None else {}),
-        )
     except KBExistsError as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
     handle = await state.handle(kb)

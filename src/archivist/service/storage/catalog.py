@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import Engine, delete, func, insert, select, update
+from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from archivist.service.storage.database import (
@@ -16,9 +17,13 @@ from archivist.service.storage.database import (
     jobs,
     kb_settings,
     knowledge_bases,
+    lock_tenant,
     reading,
     writing,
 )
+
+Check = Callable[[Connection], None]
+"""A check run inside a write transaction before it writes; it refuses by raising."""
 
 
 class Status(StrEnum):
@@ -103,9 +108,11 @@ def create_kb(
     embedding_model: str | None = None,
     chunk_size: int | None = None,
     overlap: int | None = None,
+    check: Check | None = None,
 ) -> KBRecord:
     """Record a new knowledge base with a fresh collection name (no tenant text in it) and,
-    when `embedding_model` is given, how it indexes."""
+    when `embedding_model` is given, how it indexes; `check` (a quota) runs first in the same
+    transaction under the tenant's lock and may refuse it."""
     kb_id = uuid.uuid4().hex
     record = KBRecord(
         id=kb_id,
@@ -120,6 +127,9 @@ def create_kb(
     )
     try:
         with writing(engine) as db:
+            if check is not None:
+                lock_tenant(db, tenant)
+                check(db)
             db.execute(
                 insert(knowledge_bases).values(
                     **record.model_dump(exclude={"document_count", *_SETTINGS})
@@ -236,8 +246,11 @@ def delete_kb(engine: Engine, kb_id: str) -> list[DocumentRecord]:
     return [_document(row) for row in rows]
 
 
-def add_documents(engine: Engine, kb: KBRecord, uploads: list[NewUpload]) -> list[DocumentRecord]:
-    """Record uploads and queue one indexing job each, in one transaction."""
+def add_documents(
+    engine: Engine, kb: KBRecord, uploads: list[NewUpload], check: Check | None = None
+) -> list[DocumentRecord]:
+    """Record uploads and queue one indexing job each, in one transaction; `check` (a quota)
+    runs first in that transaction under the tenant's lock and may refuse them all."""
     now = time.time()
     records = [
         DocumentRecord(
@@ -253,6 +266,9 @@ def add_documents(engine: Engine, kb: KBRecord, uploads: list[NewUpload]) -> lis
         for upload in uploads
     ]
     with writing(engine) as db:
+        if check is not None:
+            lock_tenant(db, kb.tenant)
+            check(db)
         for record in records:
             db.execute(insert(documents).values(**record.model_dump()))
             db.execute(

@@ -26,6 +26,7 @@ from sqlalchemy import (
     create_engine,
     event,
     make_url,
+    text,
 )
 
 from archivist.errors import ConfigurationError
@@ -188,6 +189,19 @@ def writing(engine: Engine) -> Iterator[Connection]:
     """A write transaction (committed on success, rolled back on error)."""
     with engine.connect().execution_options(write=True) as connection, connection.begin():
         yield connection
+
+
+def lock_tenant(db: Connection, tenant: str) -> None:
+    """Hold `tenant`'s write lock until `db`'s transaction ends, so a check of the tenant's
+    totals and the write it allows are one step for every process on the database.
+
+    PostgreSQL: a transaction-level advisory lock on the tenant's name. SQLite: nothing to
+    do, since write transactions (`BEGIN IMMEDIATE`) already run one at a time."""
+    if db.dialect.name == "postgresql":
+        db.execute(
+            text("SELECT pg_advisory_xact_lock(hashtextextended(:tenant, 0))"),
+            {"tenant": tenant},
+        )
 
 
 @contextmanager
