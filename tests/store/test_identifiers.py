@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from archivist.rag.store.qdrant.sparse import Bm25Encoder, identifiers
+from archivist.rag.store.qdrant.sparse import _IDENTIFIER, _TRAILING, Bm25Encoder, identifiers
 
 
 @pytest.mark.parametrize(
@@ -44,3 +46,44 @@ def test_a_query_without_identifiers_has_no_exact_list() -> None:
     assert exact is not None and len(exact.indices) == 1
     assert set(exact.indices) <= set(encoder.query("what does --strip-components do").indices)
     assert set(exact.indices) <= set(encoder.count("tar --strip-components=2").counts)
+
+
+def _on_the_whole_text(text: str) -> list[str]:
+    """The definition: the pattern run over the whole text, with the same trimming rules."""
+    found = []
+    for match in _IDENTIFIER.finditer(text):
+        token = match.group(0).rstrip(_TRAILING)
+        if len(token) >= 3 and any(c.isalpha() for c in token):
+            found.append(token.lower())
+    return found
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(
+                [
+                    "os.path.join",
+                    "--strip-components",
+                    "getElementById",
+                    "E0425",
+                    "0x80070005",
+                    "~/.config/x",
+                    "snake_case",
+                    "std::vector",
+                    "Hello",
+                    "cat",
+                    "IL-6",
+                    "mRNAs",
+                    "HTTP",
+                    "2024",
+                ]
+            ),
+            st.text(alphabet="aZx09_-./~:>+=()[],;'\"`é中 \t\n", max_size=12),
+        ),
+        max_size=12,
+    ).map(" ".join)
+)
+def test_word_by_word_finds_what_the_pattern_finds_on_the_whole_text(text: str) -> None:
+    assert identifiers(text) == _on_the_whole_text(text)

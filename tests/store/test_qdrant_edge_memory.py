@@ -218,6 +218,37 @@ async def test_a_bulk_insert_lets_other_tasks_run_between_its_batches() -> None:
     assert during >= 2_000 // QdrantStore.WRITE_BATCH
 
 
+async def test_other_tasks_run_while_a_write_counts_its_bm25_terms() -> None:
+    """The BM25 counting of a write's texts is the write's largest piece of work: it runs
+    beside the event loop, which keeps serving other tasks meanwhile."""
+    ticks = 0
+    seen: list[int] = []
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    prose = " ".join(f"word{n % 97} and text" for n in range(150))
+    async with QdrantStore(location=":memory:", auto_optimize_threshold=None) as store:
+        await store.create_collection("docs", DIMENSIONS)
+        count = store._bm25.count
+
+        def counting(text: str) -> Any:
+            seen.append(ticks)
+            return count(text)
+
+        store._bm25.count = counting  # type: ignore[method-assign]
+        ticker = asyncio.create_task(tick())
+        await asyncio.sleep(0)
+        records = [record("d", n, unit(n % DIMENSIONS), text=prose) for n in range(600)]
+        await store.insert("docs", records)
+        ticker.cancel()
+    assert len(seen) == 600
+    assert seen[-1] > seen[0]  # the loop ran between the first and the last count
+
+
 def quantized_segments(store: QdrantStore, collection: str) -> tuple[int, int]:
     """(segments with an HNSW graph, those of them holding int8 copies of the vectors)."""
     manifest = edge_collection(store, collection).shard.snapshot_manifest()

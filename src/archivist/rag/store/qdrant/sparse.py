@@ -62,17 +62,34 @@ _IDENTIFIER = re.compile(
 _TRAILING = ".,:;!?)]}'\"="
 
 
+_EDGES = ".,;:!?()[]{}'\"`"
+"""Punctuation around a word in prose; stripped only to tell plain words apart quickly."""
+
+
 def identifiers(text: str) -> list[str]:
     """The tokens of `text` shaped like names in code or on a command line (see the module
     doc), lowercased. Hyphenated words and mixed-case terms of prose ("T-cell", "IL-6",
-    "mRNAs") are not: the word tokenizer's parts serve them."""
+    "mRNAs") are not: the word tokenizer's parts serve them.
+
+    No identifier spans white space, so the pattern runs on each white-space-separated word
+    that could hold one; plain words and numbers (most of any prose) are skipped first."""
     found = []
-    for match in _IDENTIFIER.finditer(text):
-        token = match.group(0).rstrip(_TRAILING)
-        if len(token) < 3 or not any(c.isalpha() for c in token):
+    for word in text.split():
+        if _plain(word.strip(_EDGES)):
             continue
-        found.append(token.lower())
+        for match in _IDENTIFIER.finditer(word):
+            token = match.group(0).rstrip(_TRAILING)
+            if len(token) < 3 or not any(c.isalpha() for c in token):
+                continue
+            found.append(token.lower())
     return found
+
+
+def _plain(core: str) -> bool:
+    """Whether `core` is a number or a word in one case, or capitalised: no identifier."""
+    if core.isdigit():
+        return True
+    return core.isalpha() and (core.islower() or core.isupper() or core[1:].islower())
 
 
 def identifier_terms(text: str) -> Counter[int]:

@@ -142,7 +142,7 @@ class QdrantStore(VectorStoreBase):
     Use it inside `async with store:`, from one event loop.
     """
 
-    WRITE_BATCH = 256
+    WRITE_BATCH = 64
     """Points per engine write: bounds how long one write keeps the event loop."""
     SCROLL_PAGE = 1024
     """Points per page when reading many payloads."""
@@ -436,15 +436,12 @@ class QdrantStore(VectorStoreBase):
         """`points` with the BM25 vector of each text chunk, when the collection has them.
 
         Term weights use the collection's running average chunk length, this write included.
+        The texts are counted in a worker thread, so a large batch does not hold up the event
+        loop (the counting takes the GIL in short steps, and the loop gets its turns).
         """
         if not params.sparse:
             return points
-        counts: list[TermCounts | None] = [
-            self._bm25.count(record.chunk.content.text)
-            if isinstance(record.chunk.content, TextBlock)
-            else None
-            for record in records
-        ]
+        counts = await asyncio.to_thread(self._count_terms, records)
         counted = [terms for terms in counts if terms is not None and terms.length]
         if not counted:
             return points
@@ -459,6 +456,15 @@ class QdrantStore(VectorStoreBase):
             if terms is not None and terms.length
             else point
             for point, terms in zip(points, counts, strict=True)
+        ]
+
+    def _count_terms(self, records: Sequence[VectorRecord]) -> list[TermCounts | None]:
+        """The BM25 term counts of each text chunk (None for other chunks)."""
+        return [
+            self._bm25.count(record.chunk.content.text)
+            if isinstance(record.chunk.content, TextBlock)
+            else None
+            for record in records
         ]
 
     async def _upsert(self, collection: str, points: list[PointWrite]) -> None:
