@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import TYPE_CHECKING, Any
 
 from archivist._extras import EXTRAS, require
@@ -12,6 +13,9 @@ from archivist.cli.session import CLIError, add_chunking_arguments
 
 if TYPE_CHECKING:
     from archivist.service import ServiceSettings
+
+SWITCH_INTERVAL = 0.001
+"""Seconds a thread may hold the GIL before the service's event loop may take it."""
 
 
 def add_serve_command(commands: Any) -> None:
@@ -224,5 +228,9 @@ async def run_serve(args: argparse.Namespace) -> int:
         **log_options,
         **uvicorn_options(settings),
     )
+    # Worker threads parse, chunk and count while the event loop answers requests: a
+    # shorter switch interval than CPython's 5 ms hands the GIL back to the loop sooner
+    # (benchmarks/bench_service_security.py, latency part).
+    sys.setswitchinterval(SWITCH_INTERVAL)
     await uvicorn.Server(config).serve()
     return 0
