@@ -8,7 +8,7 @@ is measured exactly) goes through, in order:
 2. cache: tenant A indexes a file, then tenant B the same bytes (no cross-tenant hit);
 3. fairness: tenant B's one file on an idle service, then behind tenant A's backlog;
 4. latency: `/healthz` and search p50/p99 idle, then while the worst small files index
-   (one-line 2 MB and 4 MB CSVs, a 50 MB text file) for a fixed window.
+   (one-line 2 MB and 4 MB CSVs, a 49 MB text file, a 200,000-page PDF) for a fixed window.
 
     .venv/bin/python benchmarks/bench_service_security.py            # about 6 minutes
     .venv/bin/python benchmarks/bench_service_security.py --quick    # about 3 minutes
@@ -292,6 +292,45 @@ def fairness(a: httpx.Client, b: httpx.Client, backlog: int) -> dict[str, Any]:
     return result
 
 
+def many_page_pdf(pages: int, text_every: int) -> bytes:
+    """A PDF of `pages` pages, a line of text on every `text_every`-th and nothing on the rest,
+    written by hand: each empty page is one small object (the page tree's box and font are
+    inherited), so 200,000 pages fit in ~15 MB."""
+    objects: dict[int, bytes] = {
+        1: b"<< /Type /Catalog /Pages 2 0 R >>",
+        3: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    }
+    kids = []
+    number = 4
+    for index in range(pages):
+        page = number
+        number += 1
+        if index % text_every == 0:
+            line = f"Chapter {index // text_every}: page {index + 1} records the harbour tolls."
+            stream = f"BT /F1 11 Tf 50 800 Td ({line}) Tj ET".encode()
+            objects[number] = b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream)
+            objects[page] = b"<< /Type /Page /Parent 2 0 R /Contents %d 0 R >>" % number
+            number += 1
+        else:
+            objects[page] = b"<< /Type /Page /Parent 2 0 R >>"
+        kids.append(b"%d 0 R" % page)
+    objects[2] = (
+        b"<< /Type /Pages /MediaBox [0 0 595 842] /Resources << /Font << /F1 3 0 R >> >> "
+        b"/Count %d /Kids [%s] >>" % (pages, b" ".join(kids))
+    )
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = {}
+    for key in sorted(objects):
+        offsets[key] = len(out)
+        out += b"%d 0 obj\n%s\nendobj\n" % (key, objects[key])
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (number)
+    for key in range(1, number):
+        out += b"%010d 00000 n \n" % offsets[key]
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (number, xref)
+    return bytes(out)
+
+
 def latency(a: httpx.Client, window: float) -> dict[str, Any]:
     """`/healthz` and search latency idle, then while the worst small files index."""
     time_to_ready(a, "probe", "probe.txt", text(200, "probe"))
@@ -300,6 +339,7 @@ def latency(a: httpx.Client, window: float) -> dict[str, Any]:
         ("one-line-2mb.csv", b"b," * 1_000_000 + b"\n"),
         ("one-line-4mb.csv", b"b," * 2_000_000 + b"\n"),
         ("big-50mb.txt", text(50 * MB // 80, "big")[: 49 * MB]),
+        ("pages-200000.pdf", many_page_pdf(200_000, 1000)),
     ]
     for name, data in worst:
         a.post(
