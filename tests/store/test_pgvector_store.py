@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
 
 import pytest
 
@@ -65,13 +64,6 @@ class TestPgVectorStore(
 ):
     """Every conformance mixin of what the store declares (not diversity, grouping, search
     filters or relevance) on PostgreSQL."""
-
-    async def test_identifiers_match_as_wholes(self, store: Any) -> None:
-        pytest.skip(
-            "PgVectorStore indexes whole identifiers (the Qdrant store's tokenizer) and finds "
-            "them in sparse mode, but its hybrid SQL does not add the identifier-only list "
-            "that keeps dense look-alikes from burying an exact match"
-        )
 
 
 async def test_two_store_objects_share_one_database(pg_url: str, prefix: str) -> None:

@@ -589,6 +589,9 @@ class PgVectorStore(VectorStoreBase):
                     return []  # no searchable term in the query
                 terms = None
         depth = max(top_k, self.HYBRID_DEPTH) if dense is not None and terms is not None else top_k
+        # The query's whole identifiers, fused as a third list (as the Qdrant store does): a
+        # chunk naming them exactly counts the lexical evidence twice against dense look-alikes.
+        whole = self._bm25.exact(query_text or "") if dense is not None and terms else None
         operator, _ = DISTANCE_OPERATORS[found.distance]
         tables = found.tables
         parts: dict[str, sql.Composable] = {
@@ -629,18 +632,25 @@ class PgVectorStore(VectorStoreBase):
             elif dense is None:
                 ranked, params = sparse_sql, sparse_params
             else:
+                sides = [("dense", dense_sql, dense_params), ("sparse", sparse_sql, sparse_params)]
+                if whole is not None:
+                    sides.append(
+                        ("exact", sparse_sql, [collection, whole.indices, *sparse_params[2:]])
+                    )
                 ranked = sql.SQL(
-                    "WITH dense AS ({dense}), sparse AS ({sparse}), "
-                    "both_sides AS ({dense_norm} UNION ALL {sparse_norm}) "
-                    "SELECT id, sum(score) AS score FROM both_sides GROUP BY id "
+                    "WITH {lists}, all_sides AS ({normalised}) "
+                    "SELECT id, sum(score) AS score FROM all_sides GROUP BY id "
                     "ORDER BY score DESC, id LIMIT %s"
                 ).format(
-                    dense=dense_sql,
-                    sparse=sparse_sql,
-                    dense_norm=_normalised("dense", self._fusion),
-                    sparse_norm=_normalised("sparse", self._fusion),
+                    lists=sql.SQL(", ").join(
+                        sql.SQL("{} AS ({})").format(sql.Identifier(name), statement)
+                        for name, statement, _ in sides
+                    ),
+                    normalised=sql.SQL(" UNION ALL ").join(
+                        _normalised(name, self._fusion) for name, _, _ in sides
+                    ),
                 )
-                params = [*dense_params, *sparse_params, top_k]
+                params = [*(value for _, _, side in sides for value in side), top_k]
             statement = sql.SQL(
                 "SELECT {columns}, r.score FROM ({ranked}) r JOIN {chunks} c ON c.id = r.id "
                 "ORDER BY r.score DESC, r.id"
