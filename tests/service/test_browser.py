@@ -194,3 +194,41 @@ def test_uploaded_html_and_xml_never_run_in_the_page(service, tmp_path: Path) ->
             sync_api.expect(page.locator("#documents-error")).to_have_text("")
         finally:
             browser.close()
+
+
+def test_the_api_docs_render_offline_under_the_pages_policy(service) -> None:
+    """`/docs` shows every operation with Swagger UI from the service itself: nothing is
+    fetched from another origin and the Content-Security-Policy blocks nothing."""
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            problems: list[str] = []
+            origins: set[str] = set()
+            page.on(
+                "console",
+                lambda message: problems.append(message.text) if message.type == "error" else None,
+            )
+            page.on("request", lambda request: origins.add(request.url.split("/")[2]))
+            page.on(
+                "response",
+                lambda answer: (
+                    problems.append(f"{answer.status} {answer.url}")
+                    if answer.status >= 400
+                    else None
+                ),
+            )
+            response = page.goto(service.url + "/docs")
+            assert response is not None and response.ok
+            assert "script-src 'self'" in response.headers["content-security-policy"]
+            sync_api.expect(page.locator(".opblock").first).to_be_visible(timeout=20_000)
+            paths = page.locator(".opblock-summary-path").all_inner_texts()
+            assert any(
+                "/v1/knowledge-bases/{name}/search" in p.replace("\u200b", "") for p in paths
+            )
+            page.click("button.authorize")
+            sync_api.expect(page.locator(".auth-container input")).to_be_visible()
+            assert problems == []
+            assert origins == {service.url.split("/")[2]}
+        finally:
+            browser.close()

@@ -9,6 +9,7 @@ from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 
 from archivist.service.routers import (
+    api_docs,
     documents,
     health,
     knowledge_bases,
@@ -18,7 +19,7 @@ from archivist.service.routers import (
     supported_types,
 )
 
-ROUTERS = (health, page, knowledge_bases, documents, search, supported_types, sessions)
+ROUTERS = (health, page, api_docs, knowledge_bases, documents, search, supported_types, sessions)
 
 
 def _calls(dependant: Dependant) -> list[object]:
@@ -40,8 +41,7 @@ def test_no_route_hops_to_a_thread_to_resolve_its_dependencies() -> None:
         for route in routes
         for call in _calls(route.dependant)
         if not (
-            inspect.iscoroutinefunction(call)
-            or inspect.iscoroutinefunction(type(call).__call__)
+            inspect.iscoroutinefunction(call) or inspect.iscoroutinefunction(type(call).__call__)
         )
     }
     assert sync == set()

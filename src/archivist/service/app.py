@@ -28,6 +28,7 @@ from archivist.service.retrieval.embedding import EmbeddingObserver, service_mod
 from archivist.service.retrieval.kb_profiles import KBProfiles
 from archivist.service.retrieval.vectors import open_store
 from archivist.service.routers import (
+    api_docs,
     documents,
     health,
     knowledge_bases,
@@ -128,6 +129,8 @@ def create_app(
         summary="Tenant-scoped knowledge bases: upload files, watch them index, search them.",
         version="1",
         lifespan=lifespan,
+        docs_url=None,  # served by routers/api_docs.py, offline and under the CSP
+        redoc_url=None,
     )
     app.add_middleware(
         BodyLimits, upload_bytes=settings.max_upload_bytes, json_bytes=settings.max_json_bytes
@@ -143,11 +146,12 @@ def create_app(
     app.add_middleware(SecurityHeaders)  # on every answer, 401 and 413 too
     app.add_middleware(RequestTelemetry, metrics=metrics)  # outermost: ids and timing of all
     install_problem_handlers(app)
-    for module in (health, page):
+    for module in (health, page, api_docs):
         app.include_router(module.router)
     for module in (knowledge_bases, documents, search, supported_types, sessions):
         app.include_router(module.router, responses=UNAUTHORIZED)
     app.mount("/static", StaticFiles(directory=page.STATIC_DIR), name="static")
+    app.mount("/docs-assets", StaticFiles(directory=api_docs.swagger_ui_dir()), name="docs-assets")
     mcp = mcp_app(lambda: app.state.service)
     app.router.routes.append(Route(MCP_PATH, mcp, include_in_schema=False))
     if metrics is not None:  # open like /healthz; `--no-metrics` turns it off
