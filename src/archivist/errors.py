@@ -23,6 +23,10 @@ the error is raised, so nothing has to read them back out of the message:
         ├── ChatModelAPIError                   status_code, code, error_type, retry_after
         ├── ChatModelConnectionError
         └── ChatModelResponseError
+
+The service's own refusals hang from the same tree: `QuotaExceeded` (`quota`),
+`UploadRejected` (`status`), `KBExistsError` (an InvalidArgumentError), `FileStoreError` (a
+ConfigurationError) and `UploadTypeError` (an UnsupportedFileTypeError).
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import Connection, func, select
 
+from archivist.errors import ArchivistError
 from archivist.service.storage.database import documents, knowledge_bases
 
 
@@ -26,8 +27,13 @@ class Quota(BaseModel):
     """Total size of the tenant's stored uploads."""
 
 
-class QuotaExceeded(Exception):
-    """An operation would take the tenant over a quota; the message says which."""
+class QuotaExceeded(ArchivistError):
+    """An operation would take the tenant over a quota; `quota` names it (a field of
+    `Quota`) and the message says the use and the limit."""
+
+    def __init__(self, message: str, *, quota: str) -> None:
+        super().__init__(message)
+        self.quota = quota
 
 
 def check_new_kb(db: Connection, tenant: str, quota: Quota) -> None:
@@ -36,7 +42,8 @@ def check_new_kb(db: Connection, tenant: str, quota: Quota) -> None:
     if count + 1 > quota.knowledge_bases:
         raise QuotaExceeded(
             f"quota: {tenant} has {count} knowledge bases, the limit is "
-            f"{quota.knowledge_bases}; delete one or ask the operator to raise the quota"
+            f"{quota.knowledge_bases}; delete one or ask the operator to raise the quota",
+            quota="knowledge_bases",
         )
 
 
@@ -50,10 +57,12 @@ def check_new_documents(db: Connection, tenant: str, quota: Quota, files: int, s
     if count + files > quota.documents:
         raise QuotaExceeded(
             f"quota: {tenant} has {count} documents, the limit is {quota.documents}; "
-            "delete some or ask the operator to raise the quota"
+            "delete some or ask the operator to raise the quota",
+            quota="documents",
         )
     if stored + size > quota.storage_bytes:
         raise QuotaExceeded(
             f"quota: {tenant} stores {stored} bytes and this upload adds {size}, the limit "
-            f"is {quota.storage_bytes}; delete some documents or ask the operator"
+            f"is {quota.storage_bytes}; delete some documents or ask the operator",
+            quota="storage_bytes",
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path, PurePath
 
+from archivist.errors import UnsupportedFileTypeError
 from archivist.rag.parser.image import sniff_image_type
 from archivist.rag.parser.registry import ParserRegistry, sniff_media_type
 
@@ -25,8 +26,8 @@ BINARY_SIGNATURES: tuple[tuple[bytes, str], ...] = (
 """Starts of files that are never text, whatever their extension says."""
 
 
-class UploadTypeError(ValueError):
-    """The file's type is not accepted; the message names the file, the reason and the fix."""
+class UploadTypeError(UnsupportedFileTypeError):
+    """The upload's type is not accepted; the message names the file, the reason and the fix."""
 
 
 def accepted_extensions(registry: ParserRegistry, multimodal: bool) -> list[str]:
@@ -48,14 +49,15 @@ def check_upload_type(
     media_type = registry.media_type_for("x" + ext) if ext else None
     if media_type is not None and media_type.startswith("image/") and not multimodal:
         raise UploadTypeError(
-            f"{name}: images cannot be indexed: the embedding model {model} reads text only. "
+            f"images cannot be indexed: the embedding model {model} reads text only. "
             "Upload the image's text instead (e.g. OCR it to .txt), or run the service with "
-            "a multimodal --embedding-model"
+            "a multimodal --embedding-model",
+            filename=name,
+            media_type=media_type,
         )
     if media_type is None or ext not in accepted:
         raise UploadTypeError(
-            f"{name}: unsupported file type {ext or '(no extension)'}; "
-            f"supported extensions: {', '.join(accepted)}"
+            f"unsupported file type {ext or '(no extension)'}", filename=name, supported=accepted
         )
     with open(path, "rb") as fh:
         head = fh.read(4096)
@@ -63,8 +65,10 @@ def check_upload_type(
     if not _matches(media_type, found, head):
         what = found or "not of that type"
         raise UploadTypeError(
-            f"{name}: the content does not match its extension {ext} ({what}); "
-            "give the file its real extension"
+            f"the content does not match its extension {ext} ({what}); "
+            "give the file its real extension",
+            filename=name,
+            media_type=media_type,
         )
     return media_type
 

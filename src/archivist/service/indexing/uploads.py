@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
+from archivist.errors import ArchivistError
 from archivist.rag.knowledge.ingest import document_id_for
 from archivist.rag.parser.registry import ParserRegistry
 from archivist.rag.store.base import MetadataFilter
@@ -23,7 +24,7 @@ _INVISIBLE = frozenset({"Cf", "Cs", "Co", "Cn"})
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f/\\:*?\"<>|]")
 
 
-class UploadRejected(ValueError):
+class UploadRejected(ArchivistError, ValueError):
     """An upload that cannot be accepted; `status` is the HTTP status to answer with."""
 
     def __init__(self, status: int, message: str) -> None:

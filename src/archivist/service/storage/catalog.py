@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from archivist.errors import InvalidArgumentError
 from archivist.service.storage.database import (
     documents,
     jobs,
@@ -84,8 +85,11 @@ class NewUpload(BaseModel):
     size: int
 
 
-class KBExistsError(ValueError):
+class KBExistsError(InvalidArgumentError):
     """The tenant already has a knowledge base of that name."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, argument="name")
 
 
 def _kb(row: Any) -> KBRecord:

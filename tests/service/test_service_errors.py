@@ -1,0 +1,53 @@
+"""The service's own refusals belong to the one error tree, with their stdlib bases and
+the fields a caller needs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from archivist.errors import (
+    ArchivistError,
+    ConfigurationError,
+    InvalidArgumentError,
+    UnsupportedFileTypeError,
+)
+from archivist.rag.parser.registry import default_registry
+from archivist.service.guards.quotas import QuotaExceeded
+from archivist.service.guards.upload_types import UploadTypeError, check_upload_type
+from archivist.service.indexing.uploads import UploadRejected
+from archivist.service.storage.catalog import KBExistsError
+from archivist.service.storage.file_store import FileStoreError, open_file_store
+
+
+@pytest.mark.parametrize(
+    ("error", "bases"),
+    [
+        (QuotaExceeded, (ArchivistError,)),
+        (UploadRejected, (ArchivistError, ValueError)),
+        (KBExistsError, (InvalidArgumentError, ValueError)),
+        (FileStoreError, (ConfigurationError, ValueError)),
+        (UploadTypeError, (UnsupportedFileTypeError, ValueError)),
+    ],
+)
+def test_each_service_error_is_in_the_tree(error: type, bases: tuple[type, ...]) -> None:
+    assert all(issubclass(error, base) for base in bases)
+
+
+def test_an_upload_of_the_wrong_type_names_the_file_and_what_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "upload"
+    path.write_bytes(b"MZ\x90\x00binary")
+    with pytest.raises(UploadTypeError) as raised:
+        check_upload_type("tool.exe", path, default_registry(), False, "m")
+    assert raised.value.filename == "tool.exe" and ".txt" in raised.value.supported
+    assert str(raised.value).startswith("tool.exe: unsupported file type .exe")
+    path.write_bytes(b"%PDF-1.4 not text")
+    with pytest.raises(UploadTypeError, match=r"^notes\.txt: the content does not match"):
+        check_upload_type("notes.txt", path, default_registry(), False, "m")
+
+
+def test_a_bad_files_url_names_the_setting(tmp_path: Path) -> None:
+    with pytest.raises(FileStoreError) as raised:
+        open_file_store("ftp://example/x", tmp_path)
+    assert raised.value.setting == "files_url"
