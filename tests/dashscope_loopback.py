@@ -63,7 +63,10 @@ def dashscope_loopback(model: EmbeddingModelBase) -> Iterator[tuple[str, list[di
             return
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() returns at the loop's next poll: the default 0.5 s would idle every test
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+    )
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/api/v1", requests

@@ -54,7 +54,10 @@ class _OpenAIChatStandIn(BaseHTTPRequestHandler):
 def chat_server() -> Iterator[str]:
     _OpenAIChatStandIn.requests = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), _OpenAIChatStandIn)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() returns at the loop's next poll: the default 0.5 s would idle every test
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+    )
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
     server.shutdown()

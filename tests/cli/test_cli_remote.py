@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from archivist.cli.main import main
+from archivist.model import openai_model
+from fake_clock import FakeClock
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 
@@ -24,10 +26,21 @@ def indexed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    """The chat model's retry waits, recorded instead of slept (the attempts stay real)."""
+    fake = FakeClock()
+    monkeypatch.setattr(openai_model, "SYSTEM_CLOCK", fake)
+    return fake
+
+
 def serve(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() returns at the loop's next poll: the default 0.5 s would idle every test
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+    )
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
     server.shutdown()
@@ -74,7 +87,10 @@ def error_lines(err: str) -> list[str]:
 
 
 def test_a_closed_port_is_one_line_and_exit_3_after_announced_retries(
-    indexed: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    indexed: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    clock: FakeClock,
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     code, out, err = ask(capsys, f"http://127.0.0.1:{closed_port()}/v1")
@@ -83,6 +99,7 @@ def test_a_closed_port_is_one_line_and_exit_3_after_announced_retries(
     [line] = error_lines(err)
     assert "could not reach" in line
     assert "retrying in" in err and "(attempt 2/4)" in err and "(attempt 4/4)" in err
+    assert len(clock.sleeps) == 3
 
 
 def test_an_html_error_page_is_one_short_line(
@@ -98,7 +115,10 @@ def test_an_html_error_page_is_one_short_line(
 
 
 def test_a_server_that_never_answers_times_out_per_timeout(
-    indexed: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    indexed: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    clock: FakeClock,
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     for base_url in serve(_NeverAnswers):
@@ -106,7 +126,7 @@ def test_a_server_that_never_answers_times_out_per_timeout(
         assert code == 3
         [line] = error_lines(err)
         assert "ReadTimeout" in line
-        assert err.count("retrying in") == 3
+        assert err.count("retrying in") == 3 and len(clock.sleeps) == 3
 
 
 def test_debug_shows_the_traceback(

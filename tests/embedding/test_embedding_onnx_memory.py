@@ -14,7 +14,7 @@ from archivist.embedding import LocalEmbeddingModel, OnnxEmbeddingModel
 from archivist.embedding.onnx import plan_by_length
 
 # Texts of very different token lengths, in no particular order.
-TEXTS = [f"item {i}: " + "several filler words " * ((i * 13) % 40) for i in range(40)]
+TEXTS = [f"item {i}: " + "several filler words " * ((i * 13) % 40) for i in range(20)]
 
 
 class RecordingSession(ort.InferenceSession):  # type: ignore[misc]

@@ -32,7 +32,7 @@ _TEXT = "\n\n".join(
     + ("数据库索引与检索。" * (i % 3))
     + " ".join(f"word{i}x{j}" for j in range(i % 40))
     + ("Supercalifragilisticexpialidocious" * (i % 5))
-    for i in range(120)
+    for i in range(60)
 )
 
 

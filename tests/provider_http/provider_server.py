@@ -137,7 +137,10 @@ def _vector(text: str) -> list[float]:
 def provider_server() -> Iterator[ProviderServer]:
     """A running `ProviderServer`, shut down afterwards."""
     server = ProviderServer()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() returns at the loop's next poll: the default 0.5 s would idle every test
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+    )
     thread.start()
     try:
         yield server

@@ -325,6 +325,10 @@ ATHERIS_TARGET = textwrap.dedent(
 )
 
 
+ATHERIS_QUICK_RUNS = 500
+"""Inputs of the fast set's coverage-guided run; the heavy run takes 2000."""
+
+
 def _peak_rss_mb() -> int:
     """This process's peak resident memory in MiB (Linux reports KiB)."""
     import resource
@@ -332,8 +336,15 @@ def _peak_rss_mb() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
 
 
-def test_atheris_bounded(tmp_path: Path) -> None:
-    """A short coverage-guided run (2000 inputs, 120 s at most); skipped without atheris."""
+@pytest.mark.parametrize(
+    "runs",
+    [
+        pytest.param(ATHERIS_QUICK_RUNS, id="quick"),
+        pytest.param(2000, id="long", marks=pytest.mark.heavy),
+    ],
+)
+def test_atheris_bounded(tmp_path: Path, runs: int) -> None:
+    """A short coverage-guided run (`runs` inputs, 120 s at most); skipped without atheris."""
     pytest.importorskip("atheris")
     seeds = tmp_path / "seeds"
     seeds.mkdir()
@@ -350,7 +361,7 @@ def test_atheris_bounded(tmp_path: Path) -> None:
             str(target),
             str(corpus_dir),
             str(seeds),
-            "-runs=2000",
+            f"-runs={runs}",
             "-max_total_time=120",
             "-max_len=65536",
             # libFuzzer reads the peak RSS, which Linux carries over from this (pytest)
