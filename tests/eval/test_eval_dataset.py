@@ -4,9 +4,9 @@ import json
 from pathlib import Path
 
 import pytest
+from beir_files import DOCS, write_beir
 
 from archivist.eval import CorpusDocument, load_beir, load_qrels
-from conftest import DOCS, write_beir
 
 SCIFACT = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "scifact"
 
