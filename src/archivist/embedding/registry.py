@@ -92,14 +92,13 @@ def minilm_int8(**overrides: Any) -> OnnxEmbeddingModel:
         # Documents: folding would store float copies of the int8 weights, so a process that
         # only ingests stays lean. Queries: a second session, built on the first query, with
         # the copies folded in, since unfolded each run re-casts every weight and that fixed
-        # cost dominates a run of one short query; on one thread, since a query run is too
-        # small for intra-op threads to pay for their synchronisation, and the other cores
-        # stay free for the caller (benchmarks/bench_query_speed.py). Building that session
-        # costs about what eight query runs on the lean one cost, so the first eight queries
-        # run there: a CLI search answers its one query without paying for the build.
+        # cost dominates a run of one short query; on every core, like documents: one query
+        # takes about as long either way, and batches of queries (a busy service) run far
+        # faster (benchmarks/bench_query_speed.py, bench_service_wrk.py). Building that
+        # session costs about what eight query runs on the lean one cost, so the first eight
+        # queries run there: a CLI search answers its one query without paying for the build.
         "fold_constants": False,
         "query_fold_constants": True,
-        "query_threads": 1,
         "query_session_after": 8,
         "sha256": {"model": MINILM_MODEL_SHA256, "tokenizer": MINILM_TOKENIZER_SHA256},
     }
