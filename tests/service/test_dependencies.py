@@ -8,18 +8,7 @@ import inspect
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 
-from archivist.service.routers import (
-    api_docs,
-    documents,
-    health,
-    knowledge_bases,
-    page,
-    search,
-    sessions,
-    supported_types,
-)
-
-ROUTERS = (health, page, api_docs, knowledge_bases, documents, search, supported_types, sessions)
+from archivist.service.app import KEYED_ROUTERS, OPEN_ROUTERS
 
 
 def _calls(dependant: Dependant) -> list[object]:
@@ -33,7 +22,10 @@ def _calls(dependant: Dependant) -> list[object]:
 
 def test_no_route_hops_to_a_thread_to_resolve_its_dependencies() -> None:
     routes = [
-        route for module in ROUTERS for route in module.router.routes if isinstance(route, APIRoute)
+        route
+        for module in (*OPEN_ROUTERS, *KEYED_ROUTERS)
+        for route in module.router.routes
+        if isinstance(route, APIRoute)
     ]
     assert any(route.path.endswith("/search") for route in routes)
     sync = {

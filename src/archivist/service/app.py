@@ -70,6 +70,12 @@ def kb_profiles(
     )
 
 
+OPEN_ROUTERS = (health, page, api_docs)
+"""Routers served without a key: health, the web page and the API docs."""
+KEYED_ROUTERS = (knowledge_bases, documents, search, supported_types, sessions)
+"""Routers of the `/v1` API: every call needs a key."""
+
+
 def create_app(
     settings: ServiceSettings, *, embedding_model: EmbeddingModelBase | None = None
 ) -> FastAPI:
@@ -146,9 +152,9 @@ def create_app(
     app.add_middleware(SecurityHeaders)  # on every answer, 401 and 413 too
     app.add_middleware(RequestTelemetry, metrics=metrics)  # outermost: ids and timing of all
     install_problem_handlers(app)
-    for module in (health, page, api_docs):
+    for module in OPEN_ROUTERS:
         app.include_router(module.router)
-    for module in (knowledge_bases, documents, search, supported_types, sessions):
+    for module in KEYED_ROUTERS:
         app.include_router(module.router, responses=UNAUTHORIZED)
     app.mount("/static", StaticFiles(directory=page.STATIC_DIR), name="static")
     app.mount("/docs-assets", StaticFiles(directory=api_docs.swagger_ui_dir()), name="docs-assets")

@@ -10,7 +10,7 @@ from typing import Any, Literal
 from archivist.errors import InvalidArgumentError
 from archivist.rag.store.qdrant.filter import IndexKind, Where
 from archivist.rag.store.qdrant.layout import CHUNK_INDEX, DOCUMENT_ID, GENERATION
-from archivist.rag.store.qdrant.sparse import Bm25Stats, SparseVector
+from archivist.rag.store.qdrant.sparse import SPARSE_VECTOR, Bm25Stats, SparseVector
 
 Fusion = Literal["dbsf", "rrf"]
 FUSIONS: tuple[Fusion, ...] = ("dbsf", "rrf")
@@ -115,6 +115,24 @@ class ScoredPoint:
     payload: dict[str, Any]
     vector: list[float] | None = None
     terms: frozenset[int] | None = None
+
+    @classmethod
+    def of(cls, score: float, payload: dict[str, Any] | None, vectors: object) -> ScoredPoint:
+        """A hit from an engine's point, whichever client returned it: `vectors` is its named
+        vectors (the dense one under "" and the BM25 one, whose term ids are kept), the dense
+        vector alone, or None when they were not asked for."""
+        if isinstance(vectors, dict):
+            dense = vectors.get("")
+            indices = getattr(vectors.get(SPARSE_VECTOR), "indices", None)
+            return cls(
+                score,
+                payload or {},
+                dense if isinstance(dense, list) else None,
+                frozenset(indices) if indices is not None else frozenset(),
+            )
+        if isinstance(vectors, list) and vectors and isinstance(vectors[0], float):
+            return cls(score, payload or {}, vectors)
+        return cls(score, payload or {})
 
 
 class QdrantBackend(ABC):

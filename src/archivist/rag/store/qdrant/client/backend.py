@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 from qdrant_client import AsyncQdrantClient, models
 
@@ -253,7 +253,10 @@ class ClientBackend(QdrantBackend):
             )
             points = [point for group in grouped.groups for point in group.hits]
             points.sort(key=lambda point: point.score, reverse=not request.lower_first)
-            return [_scored(point) for point in points[: request.limit]]
+            return [
+                ScoredPoint.of(point.score, point.payload, point.vector)
+                for point in points[: request.limit]
+            ]
         response = await self.client.query_points(
             name,
             query=query,
@@ -264,7 +267,9 @@ class ClientBackend(QdrantBackend):
             with_payload=True,
             with_vectors=request.with_vectors,
         )
-        return [_scored(point) for point in response.points]
+        return [
+            ScoredPoint.of(point.score, point.payload, point.vector) for point in response.points
+        ]
 
     async def present_terms(self, name: str, where: Where, terms: Sequence[int]) -> set[int]:
         condition = _filter(where)
@@ -331,20 +336,3 @@ class ClientBackend(QdrantBackend):
 
     async def optimize(self, name: str) -> None:
         """Nothing to do: a Qdrant server builds its indexes in the background on its own."""
-
-
-def _scored(point: models.ScoredPoint) -> ScoredPoint:
-    """Our hit of the client's: the dense vector and BM25 term ids when they were asked for."""
-    vector = point.vector
-    if isinstance(vector, dict):
-        dense = vector.get("")
-        sparse = vector.get(SPARSE_VECTOR)
-        return ScoredPoint(
-            point.score,
-            point.payload or {},
-            cast(list[float], dense) if isinstance(dense, list) else None,
-            frozenset(sparse.indices) if isinstance(sparse, models.SparseVector) else frozenset(),
-        )
-    if isinstance(vector, list) and vector and isinstance(vector[0], float):
-        return ScoredPoint(point.score, point.payload or {}, vector)
-    return ScoredPoint(point.score, point.payload or {})

@@ -16,7 +16,7 @@ import uuid
 import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import qdrant_edge as edge
 
@@ -244,7 +244,10 @@ class EdgeBackend(QdrantBackend):
             with_payload=True,
             with_vector=request.with_vectors,
         )
-        return [_scored(point) for point in self._get(name).shard.query(query)]
+        return [
+            ScoredPoint.of(point.score, point.payload, point.vector)
+            for point in self._get(name).shard.query(query)
+        ]
 
     async def present_terms(self, name: str, where: Where, terms: Sequence[int]) -> set[int]:
         condition = edge_filter(where)
@@ -314,23 +317,6 @@ class EdgeBackend(QdrantBackend):
 
     async def optimize(self, name: str) -> None:
         self._get(name).optimize()
-
-
-def _scored(point: edge.ScoredPoint) -> ScoredPoint:
-    """Our hit of Edge's: the dense vector and BM25 term ids when they were asked for."""
-    vector = point.vector
-    if isinstance(vector, dict):
-        dense = vector.get("")
-        sparse = vector.get(SPARSE_VECTOR)
-        return ScoredPoint(
-            point.score,
-            point.payload or {},
-            cast(list[float], dense) if isinstance(dense, list) else None,
-            frozenset(sparse.indices) if isinstance(sparse, edge.SparseVector) else frozenset(),
-        )
-    if isinstance(vector, list) and vector and isinstance(vector[0], float):
-        return ScoredPoint(point.score, point.payload or {}, vector)
-    return ScoredPoint(point.score, point.payload or {})
 
 
 def _sparse(vector: SparseVector) -> edge.SparseVector:
