@@ -90,13 +90,13 @@ def minilm_int8(**overrides: Any) -> OnnxEmbeddingModel:
         "batch_size": 32,
         "token_budget": 1024,
         # Documents: folding would store float copies of the int8 weights, so a process that
-        # only ingests stays lean. Queries: a second session, built on the first query, with
-        # the copies folded in, since unfolded each run re-casts every weight and that fixed
-        # cost dominates a run of one short query; on every core, like documents: one query
-        # takes about as long either way, and batches of queries (a busy service) run far
-        # faster (benchmarks/bench_query_speed.py, bench_service_wrk.py). Building that
-        # session costs about what eight query runs on the lean one cost, so the first eight
-        # queries run there: a CLI search answers its one query without paying for the build.
+        # only ingests stays lean. Queries: a second session with the copies folded in, since
+        # unfolded each run re-casts every weight and that fixed cost dominates a run of one
+        # short query; on every core, like documents: one query takes about as long either
+        # way, and batches of queries (a busy service) run far faster
+        # (benchmarks/bench_query_speed.py, bench_service_wrk.py). Building that session
+        # costs about what eight query runs on the lean one cost, so the first eight queries
+        # run there: a CLI search answers its one query without paying for the build.
         "fold_constants": False,
         "query_fold_constants": True,
         "query_session_after": 8,

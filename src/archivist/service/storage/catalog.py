@@ -27,6 +27,13 @@ Check = Callable[[Connection], None]
 """A check run inside a write transaction before it writes; it refuses by raising."""
 
 
+def _check_for(db: Connection, tenant: str, check: Check | None) -> None:
+    """Run `check` under `tenant`'s write lock, so it sees every write before this one."""
+    if check is not None:
+        lock_tenant(db, tenant)
+        check(db)
+
+
 class Status(StrEnum):
     """Where a document is on its way into the knowledge base."""
 
@@ -131,9 +138,7 @@ def create_kb(
     )
     try:
         with writing(engine) as db:
-            if check is not None:
-                lock_tenant(db, tenant)
-                check(db)
+            _check_for(db, tenant, check)
             db.execute(
                 insert(knowledge_bases).values(
                     **record.model_dump(exclude={"document_count", *_SETTINGS})
@@ -270,9 +275,7 @@ def add_documents(
         for upload in uploads
     ]
     with writing(engine) as db:
-        if check is not None:
-            lock_tenant(db, kb.tenant)
-            check(db)
+        _check_for(db, kb.tenant, check)
         for record in records:
             db.execute(insert(documents).values(**record.model_dump()))
             db.execute(
