@@ -35,6 +35,7 @@ SCIFACT = Path(
 # name -> LocalEmbeddingModel overrides; "default" is what LocalEmbeddingModel() does.
 SETTINGS: dict[str, dict[str, Any]] = {
     "default": {},
+    "no spinning": {"allow_spinning": False},
     "query folded, 1 thread": {"query_threads": 1},
     "all folded, 1 thread": {"fold_constants": True, "threads": 1},
     "all unfolded (issue 14)": {

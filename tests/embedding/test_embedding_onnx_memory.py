@@ -129,6 +129,17 @@ def test_the_default_model_bounds_its_working_memory() -> None:
     assert session.get_session_options().enable_mem_pattern is False
 
 
+def test_the_default_model_s_threads_sleep_between_runs() -> None:
+    model, spinning = LocalEmbeddingModel(), LocalEmbeddingModel(allow_spinning=True)
+    assert isinstance(model, OnnxEmbeddingModel) and isinstance(spinning, OnnxEmbeddingModel)
+    options = model._load().session.get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    with pytest.raises(Exception, match="allow_spinning"):  # unset: onnxruntime's default, spin
+        spinning._load().session.get_session_options().get_session_config_entry(
+            "session.intra_op.allow_spinning"
+        )
+
+
 async def test_queries_run_on_a_folded_session_built_only_when_a_query_comes(
     shapes: list[tuple[int, int]],
 ) -> None:

@@ -73,6 +73,10 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
     for it and one that answers a single query (a CLI call) does not pay a build that costs
     more than the query; from then on documents run on it too and the document session is
     released, so no process holds both.
+
+    `allow_spinning=False` makes onnxruntime's intra-op threads sleep between runs instead of
+    busy-waiting for the next one, so an idle model leaves its cores to the rest of the
+    process and to other processes.
     """
 
     def __init__(
@@ -95,6 +99,7 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         query_fold_constants: bool | None = None,
         query_threads: int | None = None,
         query_session_after: int = 0,
+        allow_spinning: bool = True,
     ) -> None:
         self.model_path = Path(model_path)
         self.tokenizer_path = Path(tokenizer_path)
@@ -141,6 +146,7 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         )
         self.query_threads = query_threads or self.threads
         self.query_session_after = query_session_after
+        self.allow_spinning = allow_spinning
         self._queries_answered = 0
         self._tokenizer: tuple[Tokenizer, int] | None = None
         self._verified = False
@@ -235,6 +241,8 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        if not self.allow_spinning:
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         # A memory pattern is planned and kept per input shape; batch shapes vary with every
         # call, so the patterns only add up.
         options.enable_mem_pattern = False

@@ -100,6 +100,9 @@ def minilm_int8(**overrides: Any) -> OnnxEmbeddingModel:
         "fold_constants": False,
         "query_fold_constants": True,
         "query_session_after": 8,
+        # Between runs the intra-op threads sleep instead of spinning: a busy-waiting idle
+        # model takes the cores from the event loop, the parsers and other processes.
+        "allow_spinning": False,
         "sha256": {"model": MINILM_MODEL_SHA256, "tokenizer": MINILM_TOKENIZER_SHA256},
     }
     settings.update(overrides)
