@@ -23,12 +23,18 @@ demo: $(STAMP)
 # Test files are spread over two worker processes whole (`loadfile`): a file's session
 # servers and its shared setup stay in one process.
 PYTEST_WORKERS ?= 2
+# The tests' temporary files (stores, databases, uploads) live in memory where the machine
+# has /dev/shm: the suite creates and fsyncs thousands of small stores, and on a disk the
+# fsyncs alone took a third of its time. The directory is removed when the run ends.
+TEST_TMP ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm)
+in_test_tmp = dir=$$(mktemp -d $(if $(TEST_TMP),-p $(TEST_TMP)) archivist-tests.XXXXXX) \
+	&& TMPDIR=$$dir $(1); status=$$?; rm -rf "$$dir"; exit $$status
 
 test: $(STAMP)
-	$(BIN)/pytest -m "not heavy" -n $(PYTEST_WORKERS) --dist loadfile
+	$(call in_test_tmp,$(BIN)/pytest -m "not heavy" -n $(PYTEST_WORKERS) --dist loadfile)
 
 test-heavy: $(STAMP)
-	$(BIN)/pytest -m heavy
+	$(call in_test_tmp,$(BIN)/pytest -m heavy)
 
 test-all: test test-heavy
 
