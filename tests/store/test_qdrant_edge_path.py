@@ -153,3 +153,28 @@ async def test_a_collection_reopened_takes_the_segment_size_it_is_opened_with(
     async with QdrantStore(path=tmp_path, auto_optimize_threshold=1_000) as store:
         await store.insert("docs", records[-1:])  # the segment is over 1,000 points: indexed
         assert edge_info(store, "docs") == (1_500, 1_500)
+
+
+def wal_bytes(store: QdrantStore, collection: str) -> int:
+    """Bytes in the write-ahead log of `collection`'s live shard."""
+    shard = store._engine._get(collection).shard_dir  # type: ignore[attr-defined]
+    return sum(f.stat().st_size for f in (shard / "wal").iterdir())
+
+
+async def test_the_write_ahead_log_stays_short_however_much_is_written(tmp_path: Path) -> None:
+    # The engine truncates its log only on a flush; the store flushes after indexing a segment.
+    blob = "x" * 16_384  # metadata, so the log grows fast while BM25 has little to count
+    async with QdrantStore(path=tmp_path, auto_optimize_threshold=200) as store:
+        await store.create_collection("docs", DIMENSIONS)
+        sizes = []
+        for batch in range(40):  # 8,000 points, about 130 MB through the log
+            await store.insert(
+                "docs", [record(f"d{batch}", n, unit(n % 4), blob=blob) for n in range(200)]
+            )
+            sizes.append(wal_bytes(store, "docs"))
+    # Flat once the first segments were indexed: a few of the engine's 32 MiB log files, where
+    # unflushed it grew by one every tenth batch (to 160 MiB here).
+    assert sizes[-1] <= sizes[len(sizes) // 2] + 2**16 <= 3 * 32 * 2**20 + 2**17
+    async with QdrantStore(path=tmp_path) as store:  # what the log no longer holds is on disk
+        counts = {s.document_id: s.chunk_count for s in await store.list_documents("docs")}
+        assert counts == {f"d{batch}": 200 for batch in range(40)}

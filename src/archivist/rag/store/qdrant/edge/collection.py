@@ -96,8 +96,16 @@ class EdgeCollection:
         save_meta(self.directory, self.meta)
 
     def optimize(self) -> bool:
-        """Index every segment that grew past the segment size; True if one was."""
-        return self.shard.optimize()
+        """Index every segment that grew past the segment size; True if one was.
+
+        A shard that indexed a segment is flushed: the engine truncates its write-ahead log
+        only on a flush, and the vector pages the writes touched stay resident until then, so
+        without it a long-running store's log and memory grow with everything ever written.
+        """
+        indexed = self.shard.optimize()
+        if indexed:
+            self.shard.flush()
+        return indexed
 
     def close(self) -> None:
         """Flush and close the shard if it is open."""
