@@ -21,9 +21,16 @@ BINARY_SIGNATURES: tuple[tuple[bytes, str], ...] = (
     (b"\x7fELF", "an ELF executable"),
     (b"\x1f\x8b", "gzip data"),
     (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
-    (b"Rar!", "a RAR archive"),
+    (b"Rar!\x1a\x07", "a RAR archive"),
 )
 """Starts of files that are never text, whatever their extension says."""
+
+TEXT_LIKE_SIGNATURES = frozenset({b"MZ"})
+"""Signatures that a text can start with too ("MZ and DZ twins ..."): they count only when
+the header after them holds a NUL byte, as a DOS executable's 64-byte header always does."""
+
+PDF_JUNK_BYTES = 1024
+"""How far into a `.pdf` its `%PDF-` header may lie (readers skip leading junk this far)."""
 
 
 class UploadTypeError(UnsupportedFileTypeError):
@@ -74,8 +81,11 @@ def check_upload_type(
 
 
 def _content_type(head: bytes) -> str | None:
+    """What a file starting with `head` is by its binary signature (None: no known one)."""
     for signature, what in BINARY_SIGNATURES:
-        if head.startswith(signature) or (signature == b"%PDF-" and signature in head[:1024]):
+        if head.startswith(signature) and (
+            signature not in TEXT_LIKE_SIGNATURES or b"\x00" in head[:64]
+        ):
             return what
     image = sniff_image_type(head)
     return f"an image ({image})" if image else None
@@ -83,7 +93,7 @@ def _content_type(head: bytes) -> str | None:
 
 def _matches(media_type: str, found: str | None, head: bytes) -> bool:
     if media_type == "application/pdf":
-        return found == "a PDF"
+        return found == "a PDF" or (found is None and b"%PDF-" in head[:PDF_JUNK_BYTES])
     if media_type.startswith("application/vnd.openxmlformats"):
         return found == "a zip archive"  # the parser checks which Office package it is
     if media_type.startswith("image/"):
