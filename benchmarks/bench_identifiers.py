@@ -10,8 +10,10 @@ man page and every API name (CamelCase, snake_case or UPPER_CASE with an undersc
 `xsltApplyStylesheet`, `VALGRIND_MAKE_MEM_DEFINED`) of an HTML manual that occurs in exactly
 one document of the corpus; a fixed-seed sample of `--flags` flags and `--names` names,
 asked as "what does X do". The answer is the one document holding it. Reported per search
-mode: hit@1, hit@5 and MRR@10 by document. Uses only the public API, so the same script
-measures any revision (`PYTHONPATH=<checkout>/src`); embeddings come from the shared disk cache.
+mode: hit@1, hit@5 and MRR@10 by document, and for how many questions the right document's
+best hit, or another top-5 document's, clears `DEFAULT_MIN_RELEVANCE`. Uses only the public
+API, so the same script measures any revision (`PYTHONPATH=<checkout>/src`); embeddings come
+from the shared disk cache.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from archivist.rag.knowledge.ingest import ingest_files
 from archivist.rag.parser.registry import default_registry
 from archivist.rag.store.base import SearchMode
 from archivist.rag.store.qdrant import QdrantStore
+from archivist.rag.store.relevance import DEFAULT_MIN_RELEVANCE
 
 HERE = Path(__file__).parent
 MAN = Path("/usr/share/man/man1")
@@ -125,15 +128,26 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
             results: dict[str, dict[str, object]] = {}
             for mode in MODES:
                 ranks = []
+                right_clears = other_clears = 0
                 for identifier, expected in asked:
                     hits = await kb.search(f"what does {identifier} do", top_k=50, mode=mode)
                     documents: list[str] = []
+                    best: dict[str, float] = {}
                     for hit in hits:
                         name = Path(str(hit.chunk.metadata.get("path"))).name
                         if name not in documents:
                             documents.append(name)
+                            best[name] = hit.relevance or 0.0
                     ranks.append(documents.index(expected) + 1 if expected in documents else 0)
+                    right_clears += best.get(expected, 0.0) >= DEFAULT_MIN_RELEVANCE
+                    other_clears += any(
+                        best[name] >= DEFAULT_MIN_RELEVANCE
+                        for name in documents[:5]
+                        if name != expected
+                    )
                 results[mode] = {
+                    "right_document_clears_min_relevance": right_clears,
+                    "another_in_top5_clears_min_relevance": other_clears,
                     "hit@1": sum(r == 1 for r in ranks),
                     "hit@5": sum(1 <= r <= 5 for r in ranks),
                     "mrr@10": round(sum(1 / r for r in ranks if 1 <= r <= 10) / len(ranks), 3),

@@ -5,11 +5,13 @@
 Indexes the documents judged for the first `--train` *train* queries and for every *test*
 query, plus `--extra` other documents (fixed seed), into Qdrant Edge. For the train queries'
 top 10 hits in each mode it records the two signals of `relevance` — dense cosine similarity
-and the share of query terms in the chunk — against the judgments, and fits one logistic
-curve per combination of signals (both; similarity only; coverage only). The test queries are
-used only to check it: observed share of relevant hits per relevance bin, and, with each test
-query's relevant documents taken out of its results ("deleted"), how often a hit still clears
-the default threshold, beside how often a relevant hit clears it when they are present.
+and the IDF-weighted share of the query's terms in the chunk (and, for comparison, the plain
+share of terms the library used before) — against the judgments, and fits one logistic curve
+per combination of signals (both; similarity only; coverage only). The test queries are used
+only to check it: log-loss, Brier score and ROC AUC, the observed share of relevant hits per
+relevance bin, and, with each test query's relevant documents taken out of its results
+("deleted"), how often a hit still clears the default threshold, beside how often a relevant
+hit clears it when they are present.
 Embeddings come from the shared disk cache. Prints the fitted constants and writes
 results/relevance-calibration.json.
 """
@@ -61,10 +63,20 @@ def predict(weights: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.asarray(1 / (1 + np.exp(-(x @ weights[:-1] + weights[-1]))))
 
 
+def weighted_share(weights: dict[int, float], found: dict[int, int]) -> float:
+    """The share of the known query terms' IDF mass that the chunk holds (the library's)."""
+    mass = sum(weights.values())
+    return sum(w for t, w in weights.items() if t in found) / mass if mass else 0.0
+
+
 async def features(
-    kb: KnowledgeBase, model: CachedEmbeddingModel, data: BEIRDataset, mode: SearchMode
+    kb: KnowledgeBase,
+    model: CachedEmbeddingModel,
+    data: BEIRDataset,
+    mode: SearchMode,
 ) -> list[dict[str, Any]]:
-    """Per query, its top-10 hits with similarity, coverage and the judgment."""
+    """Per query, its top-10 hits with similarity, coverage (IDF-weighted, as the library
+    computes it, and the plain share of terms it replaced) and the judgment."""
     encoder = Bm25Encoder()
     rows = []
     for query in data.queries:
@@ -78,7 +90,7 @@ async def features(
         sims = vectors @ qvec / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(qvec))
         store = kb.vector_store
         assert isinstance(store, QdrantStore)
-        terms = await store.known_query_terms(kb.collection, query.text)
+        terms = await store.query_term_weights(kb.collection, query.text)
         judged = data.qrels.get(query.id, {})
         rows.append(
             {
@@ -87,12 +99,13 @@ async def features(
                     {
                         "document": hit.document_id,
                         "similarity": float(sim),
-                        "coverage": sum(t in encoder.count(text).counts for t in terms)
-                        / max(len(terms), 1),
+                        "coverage": weighted_share(terms, counts),
+                        "coverage_plain": sum(t in counts for t in terms) / max(len(terms), 1),
                         "relevant": judged.get(hit.document_id, 0) > 0,
                         "relevance": hit.relevance,
                     }
                     for hit, text, sim in zip(hits, texts, sims, strict=True)
+                    for counts in (encoder.count(text).counts,)
                 ],
             }
         )
@@ -121,6 +134,20 @@ def reliability(p: np.ndarray, y: np.ndarray) -> list[dict[str, float]]:
                 }
             )
     return bins
+
+
+def scores(p: np.ndarray, y: np.ndarray) -> dict[str, float]:
+    """Log-loss, Brier score and ROC AUC of predictions `p` for outcomes `y`."""
+    clipped = np.clip(p, 1e-6, 1 - 1e-6)
+    log_loss = -np.mean(y * np.log(clipped) + (1 - y) * np.log(1 - clipped))
+    positives, negatives = p[y == 1], p[y == 0]
+    pairs = positives[:, None] - negatives[None, :]
+    auc = float(np.mean((pairs > 0) + 0.5 * (pairs == 0))) if pairs.size else float("nan")
+    return {
+        "log_loss": round(float(log_loss), 4),
+        "brier": round(float(np.mean((p - y) ** 2)), 4),
+        "auc": round(auc, 4),
+    }
 
 
 def deletion(
@@ -170,6 +197,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "both": ("hybrid", ("similarity", "coverage")),
         "similarity_only": ("dense", ("similarity",)),
         "coverage_only": ("sparse", ("coverage",)),
+        # the unweighted coverage the library used before, for comparison
+        "both_plain": ("hybrid", ("similarity", "coverage_plain")),
+        "coverage_plain_only": ("sparse", ("coverage_plain",)),
     }
     out["fits"] = {}
     for name, (mode, signals) in models.items():
@@ -193,6 +223,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "weights": [round(float(w), 2) for w in weights],
             "train_hits": len(y),
             "test_reliability": reliability(predict(weights, tx), ty),
+            "test_scores": scores(predict(weights, tx), ty),
             "test_deletion": deletion(test_rows[mode], weights, signals, args.threshold),
         }
     # The library's own relevance on the test hits (constants as shipped), for comparison.
@@ -227,7 +258,9 @@ def main() -> None:
     path.write_text(json.dumps(result, indent=2))
     print(json.dumps({k: v for k, v in result.items() if k != "fits"}, indent=2))
     for name, fit in result["fits"].items():
-        print(name, fit["weights"], json.dumps(fit["test_deletion"]))
+        print(
+            name, fit["weights"], json.dumps(fit["test_scores"]), json.dumps(fit["test_deletion"])
+        )
         for row in fit["test_reliability"]:
             print("   ", row)
 

@@ -98,3 +98,27 @@ async def test_a_fused_hit_has_the_relevance_of_its_dense_and_lexical_evidence(
         for document_id, value in fused.items():
             assert value == pytest.approx(dense[document_id], abs=1e-6), document_id
         assert fused["pandas"] > fused["rockets"]  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("kind", ["edge-memory", "client-local"])
+async def test_a_rare_query_word_counts_for_more_than_a_common_one(
+    embedder: EmbeddingModelBase, kind: StoreKind
+) -> None:
+    """Coverage weighs each query term by its IDF: of two chunks holding one of the query's
+    two words each, the one holding the rarer word is the likelier answer (an unweighted
+    share of terms scores both 0.5)."""
+    texts = {f"river{n}": f"The river number {n} floods the valley in spring." for n in range(5)}
+    texts["okapi"] = "The okapi lives in the rainforest of the Congo."
+    async with open_store(kind) as store:
+        kb = KnowledgeBase("facts", "facts", embedder, store, "facts")
+        for name, text in texts.items():
+            chunk = Chunk(content=TextBlock(text=text), source=name, chunk_index=0, total_chunks=1)
+            await kb.insert_document([chunk], document_id=name)
+        hits = {h.document_id: h for h in await kb.search("okapi river", top_k=6, mode="sparse")}
+        assert hits["okapi"].relevance > hits["river0"].relevance  # type: ignore[operator]
+        weights = await store.query_term_weights("facts", "okapi river")
+        assert len(weights) == 2
+        rare, common = sorted(weights.values(), reverse=True)
+        assert rare > common > 0
+        coverage = rare / (rare + common)  # what the okapi chunk holds of the query
+        assert hits["okapi"].relevance == pytest.approx(relevance(None, coverage))

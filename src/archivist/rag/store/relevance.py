@@ -7,16 +7,17 @@ scale does not depend on the query or the collection:
 - `similarity`: the cosine between the query's and the chunk's dense vectors, when the
   embedding model can read the query (every mode but BM25-only);
 - `coverage`: the share of the query's BM25 terms (stemmed words, CJK words and bigrams, whole
-  identifiers) that the chunk contains, counting only terms that some chunk in scope holds
-  (a CJK bigram that straddles two words, or a word no document uses, tells nothing about
-  this chunk); language-neutral by construction.
+  identifiers) that the chunk contains, each term weighted by its IDF, so a rare word counts
+  for more than one most chunks hold (a question word, a particle); only terms that some
+  chunk in scope holds count (a CJK bigram that straddles two words, or a word no document
+  uses, tells nothing about this chunk). Language-neutral by construction.
 
 Each available combination maps to a probability through a logistic curve fitted on held-out
-relevance judgments (BEIR SciFact *train* split, first 100 queries, never the test queries
-reported; `benchmarks/calibrate_relevance.py --train 100 --test 100 --extra 150` refits and
-prints these numbers). What a hit lacks is not
-guessed: a BM25-only hit is judged by coverage alone, a store that reports neither signal
-leaves `relevance` None.
+relevance judgments (BEIR SciFact *train* split, first 300 queries, never the test queries
+reported; `benchmarks/calibrate_relevance.py --train 300 --extra 1000` refits and prints these
+numbers, and compares them with the unweighted share of terms on the test queries). What a
+hit lacks is not guessed: a BM25-only hit is judged by coverage alone, a store that reports
+neither signal leaves `relevance` None.
 """
 
 from __future__ import annotations
@@ -25,11 +26,11 @@ import math
 
 from archivist.errors import InvalidArgumentError
 
-BOTH = (11.85, 2.17, -7.71)
+BOTH = (8.62, 4.07, -7.52)
 """(similarity weight, coverage weight, bias) with both signals."""
-SIMILARITY_ONLY = (13.99, -7.99)
+SIMILARITY_ONLY = (12.57, -8.14)
 """(similarity weight, bias) for a hit with no coverage (a dense-only store)."""
-COVERAGE_ONLY = (6.34, -4.27)
+COVERAGE_ONLY = (6.50, -4.51)
 """(coverage weight, bias) for a BM25-only hit."""
 
 DEFAULT_MIN_RELEVANCE = 0.25

@@ -135,6 +135,20 @@ class ScoredPoint:
         return cls(score, payload or {})
 
 
+def idf_from_hit(term: int, score: float, vectors: object) -> float:
+    """The engine's IDF of `term`, from the best hit of a query for `term` alone (weight 1):
+    its score is the IDF times the term's stored weight in that hit's BM25 vector, which
+    came back with it (`vectors`, the point's named vectors)."""
+    stored = vectors.get(SPARSE_VECTOR) if isinstance(vectors, dict) else None
+    indices, values = getattr(stored, "indices", None), getattr(stored, "values", None)
+    if indices is None or values is None:
+        raise ValueError(f"the hit for BM25 term {term} came back without its BM25 vector")
+    weight = dict(zip(indices, values, strict=True)).get(term)
+    if not weight:
+        raise ValueError(f"the hit for BM25 term {term} does not hold it")
+    return score / float(weight)
+
+
 class QdrantBackend(ABC):
     """A Qdrant engine (Edge in-process, or a server through qdrant-client).
 
@@ -178,8 +192,9 @@ class QdrantBackend(ABC):
         """The best `request.limit` points for `request`, best first."""
 
     @abstractmethod
-    async def present_terms(self, name: str, where: Where, terms: Sequence[int]) -> set[int]:
-        """Which BM25 `terms` at least one point matching `where` holds (one batched query)."""
+    async def term_idf(self, name: str, where: Where, terms: Sequence[int]) -> dict[int, float]:
+        """The engine's IDF of each of the BM25 `terms` that at least one point matching
+        `where` holds (one batched query; see `idf_from_hit`)."""
 
     @abstractmethod
     async def bm25_stats(self, name: str) -> Bm25Stats:

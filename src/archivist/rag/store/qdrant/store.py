@@ -614,7 +614,7 @@ class QdrantStore(VectorStoreBase):
         )
         hits = await self._open().search(collection, request)
         by_distance = sparse is None or diversity is not None
-        query_terms = await self._known_terms(collection, params, scope, query_text)
+        query_terms = await self._term_weights(collection, params, scope, query_text)
         similarities = _similarities(params, dense, sparse, hits)
         return [
             VectorSearchResult(
@@ -627,31 +627,33 @@ class QdrantStore(VectorStoreBase):
             for chunk in (chunk_from(hit.payload),)
         ]
 
-    async def _known_terms(
+    async def _term_weights(
         self, collection: str, params: CollectionParams, scope: Where, query_text: str | None
-    ) -> set[int]:
-        """The query's BM25 terms that some chunk in `scope` holds: a term no chunk has (a
-        CJK bigram across two words, a typo) cannot tell chunks apart, so it is not counted
-        against them. Looked up within the scope only, so nothing of another tenant shows."""
+    ) -> dict[int, float]:
+        """The query's BM25 terms that some chunk in `scope` holds, each with its IDF in the
+        collection. A term no chunk in scope has (a CJK bigram across two words, a typo)
+        cannot tell chunks apart, so it is left out: presence is looked up within the scope
+        only, so nothing of another tenant shows. The IDF is the engine's, the one its BM25
+        ranking uses (over the whole collection)."""
         if not query_text or not params.sparse:
-            return set()
+            return {}
         terms = sorted(set(self._bm25.query(query_text).indices))
         if not terms:
-            return set()
-        return await self._open().present_terms(collection, scope, terms)
+            return {}
+        return await self._open().term_idf(collection, scope, terms)
 
-    async def known_query_terms(
+    async def query_term_weights(
         self, collection: str, query_text: str, metadata_filter: MetadataFilter | None = None
-    ) -> set[int]:
-        """The BM25 term ids of `query_text` that some chunk within `metadata_filter` holds:
-        the terms `relevance`'s coverage counts."""
+    ) -> dict[int, float]:
+        """The BM25 term ids of `query_text` that some chunk within `metadata_filter` holds,
+        each with its IDF: the weights of `relevance`'s coverage."""
         check_collection_name(collection)
         matches = metadata_matches(metadata_filter)
         params = await self._params_of(collection)
         if params is None:
-            return set()
+            return {}
         scope = await self._indexed(collection, matches)
-        return await self._known_terms(collection, params, scope, query_text)
+        return await self._term_weights(collection, params, scope, query_text)
 
     async def list_documents(
         self,
@@ -847,13 +849,15 @@ def _similarities(
     return [next(scores) if hit.vector is not None else None for hit in hits]
 
 
-def _coverage(query_terms: set[int], chunk: Chunk, hit: ScoredPoint) -> float | None:
-    """The share of the query's known BM25 terms among those the hit was indexed with (None
-    for no text or no known term)."""
-    if not query_terms or not isinstance(chunk.content, TextBlock):
+def _coverage(weights: dict[int, float], chunk: Chunk, hit: ScoredPoint) -> float | None:
+    """The share of the query's known BM25 terms, weighted by their IDF, that the hit was
+    indexed with (None for no text or no known term): a rare word counts for more than a
+    word most chunks hold, in any language."""
+    mass = sum(weights.values())
+    if not mass or not isinstance(chunk.content, TextBlock):
         return None
     found = hit.terms or frozenset()
-    return len(query_terms & found) / len(query_terms)
+    return sum(weight for term, weight in weights.items() if term in found) / mass
 
 
 def _between(key: str, wanted: Range) -> Between:

@@ -16,6 +16,7 @@ from archivist.rag.store.qdrant.backend import (
     ScoredPoint,
     SearchRequest,
     StoreLayout,
+    idf_from_hit,
 )
 from archivist.rag.store.qdrant.filter import (
     Absent,
@@ -271,7 +272,7 @@ class ClientBackend(QdrantBackend):
             ScoredPoint.of(point.score, point.payload, point.vector) for point in response.points
         ]
 
-    async def present_terms(self, name: str, where: Where, terms: Sequence[int]) -> set[int]:
+    async def term_idf(self, name: str, where: Where, terms: Sequence[int]) -> dict[int, float]:
         condition = _filter(where)
         requests = [
             models.QueryRequest(
@@ -279,11 +280,16 @@ class ClientBackend(QdrantBackend):
                 using=SPARSE_VECTOR,
                 filter=condition,
                 limit=1,
+                with_vector=[SPARSE_VECTOR],
             )
             for term in terms
         ]
         responses = await self.client.query_batch_points(name, requests)
-        return {term for term, r in zip(terms, responses, strict=True) if r.points}
+        return {
+            term: idf_from_hit(term, r.points[0].score, r.points[0].vector)
+            for term, r in zip(terms, responses, strict=True)
+            if r.points
+        }
 
     async def bm25_stats(self, name: str) -> Bm25Stats:
         info = await self.client.get_collection(name)

@@ -30,6 +30,7 @@ from archivist.rag.store.qdrant.backend import (
     ScoredPoint,
     SearchRequest,
     StoreLayout,
+    idf_from_hit,
 )
 from archivist.rag.store.qdrant.edge.collection import SHARD_PREFIX, EdgeCollection, edge_config
 from archivist.rag.store.qdrant.edge.meta import META_FILE, EdgeMeta, load_meta, save_meta
@@ -249,7 +250,7 @@ class EdgeBackend(QdrantBackend):
             for point in self._get(name).shard.query(query)
         ]
 
-    async def present_terms(self, name: str, where: Where, terms: Sequence[int]) -> set[int]:
+    async def term_idf(self, name: str, where: Where, terms: Sequence[int]) -> dict[int, float]:
         condition = edge_filter(where)
         batch = edge.QueryBatchRequest(
             [
@@ -259,12 +260,17 @@ class EdgeBackend(QdrantBackend):
                         _sparse(SparseVector([term], [1.0])), using=SPARSE_VECTOR
                     ),
                     filter=condition,
+                    with_vector=[SPARSE_VECTOR],
                 )
                 for term in terms
             ]
         )
         found = self._get(name).shard.query_batch(batch)
-        return {term for term, points in zip(terms, found, strict=True) if points}
+        return {
+            term: idf_from_hit(term, points[0].score, points[0].vector)
+            for term, points in zip(terms, found, strict=True)
+            if points
+        }
 
     async def bm25_stats(self, name: str) -> Bm25Stats:
         meta = self._get(name).meta
