@@ -1,19 +1,21 @@
-"""Scale benchmark: does writing into QdrantStore (path=) cost the same at 10k, 100k and 1M chunks?
+"""Scale benchmark: does writing into QdrantStore (path=) cost the same at 20k, 100k and 1M chunks?
 
 Writes clustered 384-d vectors (100 centres, like text embeddings) with SciFact sentences as chunk
 text (synthetic words if ../shared/datasets/scifact is absent) into one collection on disk,
-10 chunks per document, documents spread over 1,000 tenants by `tenant_id`. At each step it
-reports the insert rate (all-in, and with the in-process segment indexing taken out), the
-time of the indexing done during the step, `optimize()` at the end of the step, RSS (now and
-peak), the store's size on disk, and tenant-filtered top-5 latency p50/p99 for dense, sparse and
-hybrid search. Then the service path: single-file uploads into one knowledge base of a real
+10 chunks per document, documents spread over 1,000 tenants by `tenant_id`. Per step: the insert
+rate all-in over the step, all-in over each segment's worth of chunks (each such window pays
+exactly one segment indexing, so small and large collections compare like for like; the first
+step is one segment, not 10k, for that reason) and with the in-process indexing taken out; the
+indexing time, `optimize()` at the end, RSS (now, peak, anonymous, file-backed), the WAL and the
+store's size on disk, and tenant-filtered top-5 latency p50/p99 for dense, sparse and hybrid
+search. Then the service path: single-file uploads into one knowledge base of a real
 `archivist serve`, upload-to-ready of the first and the last 100.
 
-    .venv/bin/python benchmarks/bench_scale.py                # 10k, 100k, 1M; 1,000 uploads
-    .venv/bin/python benchmarks/bench_scale.py --steps 10000,100000 --uploads 300
+    .venv/bin/python benchmarks/bench_scale.py                # 20k, 100k, 1M; 10,000 uploads
+    .venv/bin/python benchmarks/bench_scale.py --steps 20000,100000 --uploads 300
     .venv/bin/python benchmarks/bench_scale.py --quantization none   # float32 in RAM
 
-Writes benchmarks/results/scale.json (and scale.png, scale-service.json).
+Writes benchmarks/results/NAME.json and NAME.png (`--name`, default scale).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from archivist.rag.document import Chunk
 from archivist.rag.record import VectorRecord
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.rag.store.qdrant.edge.collection import EdgeCollection
+from archivist.rag.store.qdrant.edge.optimizer import SEGMENT_POINTS
 
 DIMENSIONS = 384
 TENANTS = 1_000
@@ -51,6 +54,8 @@ BATCH = 1_000
 QUERIES = 200
 TOP_K = 5
 COLLECTION = "scale"
+WINDOW = SEGMENT_POINTS
+"""Chunks per rate window: one segment's worth, so every window pays exactly one indexing."""
 SCIFACT = Path(__file__).parent.parent.parent / "shared" / "datasets" / "scifact"
 """../shared/datasets/scifact from the repository root (`--dataset` names another place)."""
 
@@ -138,8 +143,16 @@ def rss_mb(field: str = "VmRSS") -> float:
     return float("nan")
 
 
-def disk_mb(path: Path) -> float:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
+def disk_mb(path: Path, under: str | None = None) -> float:
+    """Bytes in files below `path` (only inside directories named `under`, if given), in MiB."""
+    return (
+        sum(
+            f.stat().st_size
+            for f in path.rglob("*")
+            if f.is_file() and (under is None or under in f.relative_to(path).parts[:-1])
+        )
+        / 2**20
+    )
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -172,8 +185,9 @@ async def latencies(
 
 
 async def store_steps(
-    steps: list[int], quantization: str | None, texts: list[str]
+    steps: list[int], quantization: str | None, texts: list[str], trace: list[tuple[int, int]]
 ) -> list[dict[str, Any]]:
+    """The per-step measurements; `trace` gets (chunks written, chunks/s) per window."""
     vectors = Vectors()
     queries = Vectors(seed=99).take(QUERIES)
     clock = IndexClock()
@@ -185,14 +199,20 @@ async def store_steps(
             written = 0
             for target in steps:
                 index_before, runs_before = clock.seconds, clock.runs
-                started = time.perf_counter()
+                started = window_started = time.perf_counter()
                 step_start = written
+                windows: list[float] = []
                 while written < target:
                     count = min(BATCH, target - written)
                     await store.insert(
                         COLLECTION, batch_records(written, vectors.take(count), texts)
                     )
                     written += count
+                    if written % WINDOW == 0:
+                        now = time.perf_counter()
+                        windows.append(WINDOW / (now - window_started))
+                        trace.append((written, round(windows[-1])))
+                        window_started = now
                 elapsed = time.perf_counter() - started
                 indexing = clock.seconds - index_before
                 optimize_started = time.perf_counter()
@@ -203,6 +223,10 @@ async def store_steps(
                     "chunks": written,
                     "new_chunks": new,
                     "insert_per_s": round(new / elapsed),
+                    "last_window_insert_per_s": round(windows[-1]) if windows else None,
+                    "median_window_insert_per_s": (
+                        round(statistics.median(windows)) if windows else None
+                    ),
                     "insert_per_s_without_indexing": round(new / max(elapsed - indexing, 1e-9)),
                     "segment_indexings": clock.runs - runs_before,
                     "indexing_s_during_inserts": round(indexing, 2),
@@ -210,6 +234,8 @@ async def store_steps(
                     "optimize_s": round(optimize_seconds, 2),
                     "rss_mb": round(rss_mb()),
                     "rss_anon_mb": round(rss_mb("RssAnon")),
+                    "rss_file_mb": round(rss_mb("RssFile")),
+                    "wal_mb": round(disk_mb(root, "wal")),
                     "peak_rss_mb": round(peak_rss_mb()),
                     "disk_mb": round(disk_mb(root)),
                     "search": {
@@ -243,7 +269,8 @@ def service_uploads(count: int, texts: list[str]) -> dict[str, Any]:
         engine = make_engine(ServiceSettings(home=home).resolved_database_url)
         key = create_key(engine, "scale-tenant").key
         engine.dispose()
-        server = ServeProcess(home, free_port())
+        # Upload-to-ready is measured, not the per-key rate limit the status polls would hit.
+        server = ServeProcess(home, free_port(), "--rate", "1000000")
         server.start()
         seconds: list[float] = []
         try:
@@ -282,7 +309,7 @@ def service_uploads(count: int, texts: list[str]) -> dict[str, Any]:
     }
 
 
-def plot(steps: list[dict[str, Any]], path: Path) -> None:
+def plot(steps: list[dict[str, Any]], trace: list[tuple[int, int]], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -290,12 +317,15 @@ def plot(steps: list[dict[str, Any]], path: Path) -> None:
 
     chunks = [s["chunks"] for s in steps]
     figure, (rate, latency) = plt.subplots(1, 2, figsize=(11, 4))
-    rate.plot(chunks, [s["insert_per_s"] for s in steps], "o-", label="all-in")
+    if trace:
+        rate.plot(*zip(*trace, strict=True), ".", color="0.6", label="all-in, each segment")
+    rate.plot(chunks, [s["insert_per_s"] for s in steps], "o-", label="all-in, whole step")
     rate.plot(
         chunks, [s["insert_per_s_without_indexing"] for s in steps], "s--", label="without indexing"
     )
     rate.set(xscale="log", xlabel="chunks in the collection", ylabel="chunks/s written")
-    rate.set_title("Insert rate per step")
+    rate.set_ylim(bottom=0)
+    rate.set_title("Insert rate")
     rate.legend()
     for mode, marker in (("dense", "o-"), ("sparse", "s-"), ("hybrid", "^-")):
         latency.plot(chunks, [s["search"][mode]["p99_ms"] for s in steps], marker, label=mode)
@@ -308,9 +338,9 @@ def plot(steps: list[dict[str, Any]], path: Path) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", default="10000,100000,1000000")
+    parser.add_argument("--steps", default="20000,100000,1000000")
     parser.add_argument("--quantization", choices=["int8", "none"], default="int8")
-    parser.add_argument("--uploads", type=int, default=1_000, help="0 skips the service path")
+    parser.add_argument("--uploads", type=int, default=10_000, help="0 skips the service path")
     parser.add_argument("--name", default="scale", help="results/NAME.json")
     parser.add_argument("--dataset", type=Path, default=SCIFACT, help="SciFact (chunk texts)")
     args = parser.parse_args()
@@ -322,12 +352,14 @@ def main() -> int:
         "tenants": TENANTS,
         "texts": "scifact" if (args.dataset / "corpus.jsonl.gz").exists() else "synthetic",
     }
-    payload["steps"] = asyncio.run(store_steps(steps, quantization, texts))
+    trace: list[tuple[int, int]] = []
+    payload["steps"] = asyncio.run(store_steps(steps, quantization, texts, trace))
+    payload["window_insert_per_s"] = trace
     if args.uploads:
         payload["service"] = service_uploads(args.uploads, texts)
         print(json.dumps(payload["service"]), flush=True)
     print(write_result(args.name, payload))
-    plot(payload["steps"], RESULTS / f"{args.name}.png")
+    plot(payload["steps"], trace, RESULTS / f"{args.name}.png")
     return 0
 
 
