@@ -6,6 +6,7 @@ from pathlib import Path
 
 from service_helpers import client, wait_final
 
+from archivist.embedding import LocalEmbeddingModel
 from archivist.service.indexing.uploads import safe_filename
 from factories import make_pdf
 
@@ -262,3 +263,26 @@ def test_the_same_file_uploaded_twice_is_one_hit_naming_both(service) -> None:
         every = http.post(search, json={**body, "collapse_duplicates": False}).json()["hits"]
         assert sorted(h["filename"] for h in every) == ["copy-of-quince.txt", "quince.txt"]
         assert all(h["also_in"] == [] for h in every)
+
+
+def test_served_chunks_fit_the_model_s_input(service) -> None:
+    """The service chunks with its model's own tokenizer, as the CLI does: no chunk is
+    longer than the model reads (hex ids are a few characters per model token, so a guess of
+    four characters per token would make chunks the model truncates)."""
+    tokenizer = LocalEmbeddingModel().chunk_tokenizer()
+    assert tokenizer is not None
+    words = [f"{n * 2654435761 % 2**48:012x}" for n in range(600)]
+    text = " ".join(words).encode()
+    with client(service.url, service.keys["acme"]) as http:
+        assert http.post("/v1/knowledge-bases", json={"name": "hexes"}).status_code == 201
+        [item] = http.post(
+            "/v1/knowledge-bases/hexes/documents", files={"files": ("ids.txt", text)}
+        ).json()["items"]
+        [document] = wait_final(http, "hexes", [item["id"]])
+        assert document["status"] == "ready", document
+        chunks = http.get(
+            f"/v1/knowledge-bases/hexes/documents/{item['id']}/chunks", params={"limit": 500}
+        ).json()["items"]
+    assert len(chunks) == document["chunk_count"] > 1
+    assert max(len(tokenizer.spans(c["text"])) for c in chunks) <= tokenizer.max_tokens
+    assert words[0] in chunks[0]["text"] and words[-1] in chunks[-1]["text"]

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from archivist.embedding import EmbeddingModelBase, LocalEmbeddingModel
 from archivist.embedding.base import BatchItem, EmbeddingInput, InputType
 from archivist.embedding.response import EmbeddingResponse
+from archivist.embedding.tokenizer import ModelTokenizer
 from archivist.errors import InvalidArgumentError
 from archivist.service.retrieval.query_batcher import QueryBatcher
 from archivist.service.retrieval.tenant_cache import TenantCachedEmbeddingModel
@@ -54,6 +55,10 @@ class SplitModel(EmbeddingModelBase):
     @property
     def cache_identity(self) -> str:
         return self.query_model.cache_identity
+
+    def chunk_tokenizer(self) -> ModelTokenizer | None:
+        """The model's own tokenizer: the service's chunks fit its input, as the CLI's do."""
+        return self.query_model.chunk_tokenizer()
 
     async def __call__(
         self, inputs: Sequence[EmbeddingInput], input_type: InputType = "document"
