@@ -7,6 +7,8 @@ import logging
 import shutil
 import subprocess
 import sys
+import threading
+import time
 import zipfile
 from pathlib import Path
 
@@ -257,3 +259,29 @@ def test_the_chunk_tokenizer_checks_the_files_too(
     )
     with pytest.raises(ValueError, match="sha256 mismatch"):
         model.chunk_tokenizer()
+
+
+def test_the_chunk_tokenizer_lets_other_threads_run(default_model: OnnxEmbeddingModel) -> None:
+    """Chunking a large file runs in a worker thread; the tokenizer must release the GIL
+    while it works, or the service's event loop stops for as long as a file takes."""
+    tokenizer = default_model.chunk_tokenizer()
+    text = "the archive of record lists invoices, contracts and minutes. " * 20_000
+    ticks: list[float] = []
+    done = threading.Event()
+
+    def tick() -> None:
+        while not done.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0.001)
+
+    ticker = threading.Thread(target=tick)
+    ticker.start()
+    time.sleep(0.02)
+    started = time.perf_counter()
+    spans = tokenizer.spans(text)
+    ended = time.perf_counter()
+    done.set()
+    ticker.join()
+    assert len(spans) > 200_000
+    during = [t for t in ticks if started < t < ended]
+    assert len(during) >= 10, f"{len(during)} ticks while {ended - started:.2f} s of tokenizing ran"

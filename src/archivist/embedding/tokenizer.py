@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tokenizers import Tokenizer
+from tokenizers import Encoding, Tokenizer
 
 from archivist.errors import InvalidArgumentError
 
@@ -40,11 +40,16 @@ class ModelTokenizer:
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """`(start, end)` character offsets of each token of `text`, without special tokens."""
-        return list(self._tokenizer.encode(text, add_special_tokens=False).offsets)
+        return list(self._encode(text).offsets)
 
     def unknown_share(self, text: str) -> float:
         """The share of `text`'s tokens the vocabulary does not know (0 for empty text)."""
         if self._unknown_id is None:
             return 0.0
-        ids = self._tokenizer.encode(text, add_special_tokens=False).ids
+        ids = self._encode(text).ids
         return sum(1 for i in ids if i == self._unknown_id) / len(ids) if ids else 0.0
+
+    def _encode(self, text: str) -> Encoding:
+        # A batch of one: the library's `encode` holds the GIL for the whole text, its batch
+        # call releases it, so a thread chunking a large file leaves the event loop running.
+        return self._tokenizer.encode_batch([text], add_special_tokens=False)[0]
