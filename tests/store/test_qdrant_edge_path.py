@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from qdrant_cases import QdrantOnlyCases
@@ -15,6 +19,7 @@ from test_qdrant_edge_memory import clustered, edge_info, vector_records
 
 from archivist.rag.store.file_lock import StoreLockedError
 from archivist.rag.store.qdrant import QdrantStore
+from archivist.rag.store.qdrant.edge.collection import EdgeCollection
 from archivist.testing.fixtures import open_store
 from archivist.testing.hybrid_store import DiversityTests, HybridSearchTests
 from archivist.testing.store import (
@@ -178,3 +183,52 @@ async def test_the_write_ahead_log_stays_short_however_much_is_written(tmp_path:
     async with QdrantStore(path=tmp_path) as store:  # what the log no longer holds is on disk
         counts = {s.document_id: s.chunk_count for s in await store.list_documents("docs")}
         assert counts == {f"d{batch}": 200 for batch in range(40)}
+
+
+async def test_points_are_written_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Building a batch's points is Python work as long as the engine's: the loop answers
+    other requests meanwhile only if it happens in a worker thread."""
+    writers: set[int] = set()
+    apply = EdgeCollection.apply
+
+    def recording(self: EdgeCollection, operation: Any) -> None:
+        writers.add(threading.get_ident())
+        apply(self, operation)
+
+    monkeypatch.setattr(EdgeCollection, "apply", recording)
+    async with QdrantStore(path=tmp_path) as store:
+        await store.create_collection("docs", DIMENSIONS)
+        writers.clear()
+        await store.insert(
+            "docs", [record("a", n, unit(n % DIMENSIONS), total=200) for n in range(200)]
+        )
+        assert writers and threading.get_ident() not in writers
+        assert len(await store.list_chunks("docs", "a", limit=500)) == 200
+
+
+async def test_a_cancelled_write_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancelled insert deletes what it wrote; a batch still being applied in the worker
+    thread must land before that clean-up runs, or it would be left behind."""
+    started = threading.Event()
+    apply = EdgeCollection.apply
+
+    def slow_first(self: EdgeCollection, operation: Any) -> None:
+        if not started.is_set():
+            started.set()
+            time.sleep(0.3)
+        apply(self, operation)
+
+    async with QdrantStore(path=tmp_path) as store:
+        await store.create_collection("docs", DIMENSIONS)
+        monkeypatch.setattr(EdgeCollection, "apply", slow_first)
+        writing = asyncio.create_task(store.insert("docs", [record("a", 0, unit(0), total=1)]))
+        await asyncio.to_thread(started.wait, 5)
+        writing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await writing
+        await asyncio.sleep(0.5)  # a write still running in its thread would land by now
+        assert await store.list_chunks("docs", "a") == []

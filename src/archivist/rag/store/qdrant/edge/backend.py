@@ -1,20 +1,23 @@
 """QdrantBackend on Qdrant Edge: one in-process shard per collection, under a directory.
 
-Edge calls run inline on the event loop: qdrant-edge-py holds the GIL for the whole of every
-call, so `asyncio.to_thread` would not let the loop run meanwhile and only adds overhead.
-Long work is cut into bounded steps instead: writes arrive in batches, scrolls go page by page,
-and an optimization indexes one new segment of bounded size (see optimizer.py).
+qdrant-edge-py holds the GIL for the whole of every call, so a worker thread would not let the
+loop run during one; most calls run inline, and long work is cut into bounded steps instead:
+writes arrive in batches, scrolls go page by page, and an optimization indexes one new segment
+of bounded size (see optimizer.py). A write's batch goes to a worker thread all the same:
+building its points is Python work as long as the engine's part, which the loop then
+interleaves with its requests.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import shutil
 import tempfile
 import uuid
 import weakref
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -153,13 +156,9 @@ class EdgeBackend(QdrantBackend):
 
     async def upsert(self, name: str, points: Sequence[PointWrite]) -> None:
         collection = self._get(name)
-        operation = edge.UpdateOperation.upsert_points(
-            [edge.Point(point.id, _vectors(point), point.payload) for point in points]
-        )
-        collection.apply(operation)
+        await _finished_in_thread(functools.partial(_write_points, collection, points))
         if self._auto_optimize:
             collection.optimize()  # a fraction of a millisecond unless a segment filled up
-        await asyncio.sleep(0)  # let other tasks run between the batches of a bulk write
 
     async def delete(self, name: str, where: Where) -> None:
         condition = edge_filter(where)
@@ -323,6 +322,27 @@ class EdgeBackend(QdrantBackend):
 
     async def optimize(self, name: str) -> None:
         self._get(name).optimize()
+
+
+def _write_points(collection: EdgeCollection, points: Sequence[PointWrite]) -> None:
+    collection.apply(
+        edge.UpdateOperation.upsert_points(
+            [edge.Point(point.id, _vectors(point), point.payload) for point in points]
+        )
+    )
+
+
+async def _finished_in_thread(work: Callable[[], None]) -> None:
+    """`work()` in a worker thread. A cancelled caller still waits for it to end, so a write
+    it gave up on has landed or failed before the caller's clean-up deletes what it wrote."""
+    future = asyncio.ensure_future(asyncio.to_thread(work))
+    try:
+        await asyncio.shield(future)
+    except asyncio.CancelledError:
+        await asyncio.wait([future])
+        if not future.cancelled():
+            future.exception()  # retrieved: the cancellation is what the caller sees
+        raise
 
 
 def _sparse(vector: SparseVector) -> edge.SparseVector:
