@@ -4,15 +4,23 @@ knowledge base's own embedding model loads in a worker thread."""
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from service_helpers import client
 
-from archivist.embedding import EmbeddingModelBase
+from archivist.embedding import EmbeddingModelBase, OnnxEmbeddingModel
+from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL
+from archivist.errors import InvalidArgumentError
+from archivist.service.indexing.offload import iterate_in_thread
+from archivist.service.retrieval.embedding import SplitModel, service_model
+from archivist.thread_priority import lower_this_thread
 
 ONE_LINE_CSV = b"b," * 1_000_000 + b"\n"
 
@@ -74,3 +82,62 @@ async def test_a_knowledge_base_model_loads_off_the_event_loop_once(tmp_path: Pa
         second = await state.handle(chosen)
         assert len(loads) == 1 and loads[0] != loop_thread
         assert first.embedding_model is second.embedding_model is not default
+
+
+def _niceness() -> int:
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
+async def test_uploads_are_cut_up_at_a_lower_cpu_priority_than_requests() -> None:
+    """On a busy machine the loop answering requests gets the CPU before the thread that
+    parses and chunks; the loop's own thread keeps its priority."""
+    seen: list[int] = []
+
+    async def sections() -> AsyncIterator[int]:
+        seen.append(_niceness())
+        yield 1
+
+    before = _niceness()
+    assert [item async for item in iterate_in_thread(sections, niceness=10)] == [1]
+    assert seen == [min(before + 10, 19)]
+    assert _niceness() == before
+    seen.clear()
+    assert [item async for item in iterate_in_thread(sections)] == [1]
+    assert seen == [before]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
+async def test_the_service_embeds_documents_at_a_lower_cpu_priority_than_queries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its document model runs on a nicer thread of its own; queries keep the shared ones."""
+    model = service_model(DEFAULT_EMBEDDING_MODEL, "unused", 1, index_niceness=10)
+    assert isinstance(model, SplitModel)
+    documents = model.documents.inner
+    assert isinstance(documents, OnnxEmbeddingModel)
+    seen: dict[str, int] = {}
+    embed = OnnxEmbeddingModel._embed_sync
+
+    def recording(self: OnnxEmbeddingModel, texts: list[str], input_type: str) -> Any:
+        seen[input_type] = _niceness()
+        return embed(self, texts, input_type)  # type: ignore[arg-type]
+
+    embed_queries = OnnxEmbeddingModel._embed_queries_sync
+
+    def recording_queries(self: OnnxEmbeddingModel, texts: list[str]) -> Any:
+        seen["query"] = _niceness()
+        return embed_queries(self, texts)
+
+    monkeypatch.setattr(OnnxEmbeddingModel, "_embed_sync", recording)
+    monkeypatch.setattr(OnnxEmbeddingModel, "_embed_queries_sync", recording_queries)
+    before = _niceness()
+    await documents(["a passage"], "document")
+    await model.query_model(["a question"], "query")
+    assert seen == {"document": min(before + 10, 19), "query": before}
+    assert _niceness() == before
+
+
+def test_a_negative_niceness_is_refused_by_name() -> None:
+    with pytest.raises(InvalidArgumentError, match="niceness"):
+        lower_this_thread(-1)

@@ -35,6 +35,13 @@ def add_serve_command(commands: Any) -> None:
         "--index-threads", type=int, default=1, help="cores for embedding documents (default 1)"
     )
     cmd.add_argument(
+        "--index-niceness",
+        type=int,
+        default=10,
+        help="how much lower the CPU priority of parsing and embedding uploads is than that of "
+        "answering requests, 0-19 (Linux; default 10)",
+    )
+    cmd.add_argument(
         "--max-upload-mb", type=float, default=50.0, help="largest upload request in MiB"
     )
     cmd.add_argument(
@@ -196,6 +203,7 @@ async def run_serve(args: argparse.Namespace) -> int:
         **shared_store_settings(args),
         workers=args.workers,
         index_threads=args.index_threads,
+        index_niceness=args.index_niceness,
         max_upload_bytes=max(1, int(args.max_upload_mb * 1024 * 1024)),
         chunk_size=args.chunk_size,
         overlap=args.overlap,

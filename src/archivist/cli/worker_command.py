@@ -29,6 +29,13 @@ def add_worker_command(commands: Any) -> None:
         "--index-threads", type=int, default=1, help="cores for embedding documents (default 1)"
     )
     cmd.add_argument(
+        "--index-niceness",
+        type=int,
+        default=10,
+        help="how much lower the CPU priority of parsing and embedding uploads is than that of "
+        "answering requests, 0-19 (Linux; default 10)",
+    )
+    cmd.add_argument(
         "--poll-seconds",
         type=float,
         default=1.0,
@@ -73,6 +80,7 @@ async def run_worker(args: argparse.Namespace) -> int:
         **shared_store_settings(args),
         workers=args.workers,
         index_threads=args.index_threads,
+        index_niceness=args.index_niceness,
         poll_seconds=args.poll_seconds,
         lease_seconds=args.lease_seconds,
         chunk_size=args.chunk_size,

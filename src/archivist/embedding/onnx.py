@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -22,11 +24,14 @@ from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
 from archivist.embedding.tokenizer import ModelTokenizer
 from archivist.errors import ConfigurationError, InvalidArgumentError
 from archivist.file_digest import file_sha256
+from archivist.thread_priority import lower_this_thread
 from archivist.validation import check_non_negative_int, check_positive_int
 
 logger = logging.getLogger(__name__)
 
 Pooling = Literal["mean", "cls"]
+
+_Result = TypeVar("_Result")
 
 _TOKEN_OUTPUTS = ("last_hidden_state", "token_embeddings")
 _KNOWN_INPUTS = frozenset({"input_ids", "attention_mask", "token_type_ids"})
@@ -77,6 +82,10 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
     `allow_spinning=False` makes onnxruntime's intra-op threads sleep between runs instead of
     busy-waiting for the next one, so an idle model leaves its cores to the rest of the
     process and to other processes.
+
+    With `document_niceness`, documents are embedded on a thread of their own that many steps
+    nicer (Linux, see `lower_this_thread`), so a process that also answers queries gives
+    them the CPU first; queries keep the shared worker threads.
     """
 
     def __init__(
@@ -100,6 +109,7 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         query_threads: int | None = None,
         query_session_after: int = 0,
         allow_spinning: bool = True,
+        document_niceness: int = 0,
     ) -> None:
         self.model_path = Path(model_path)
         self.tokenizer_path = Path(tokenizer_path)
@@ -124,6 +134,7 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         if query_threads is not None:
             check_positive_int(query_threads, "query_threads")
         check_non_negative_int(query_session_after, "query_session_after")
+        check_non_negative_int(document_niceness, "document_niceness")
         self.sha256 = _check_digests(sha256)
         super().__init__(
             model=model or _default_name(self.model_path),
@@ -147,6 +158,9 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         self.query_threads = query_threads or self.threads
         self.query_session_after = query_session_after
         self.allow_spinning = allow_spinning
+        self.document_niceness = document_niceness
+        self._document_thread: ThreadPoolExecutor | None = None
+        self._document_thread_lock = threading.Lock()
         self._queries_answered = 0
         self._tokenizer: tuple[Tokenizer, int] | None = None
         self._verified = False
@@ -314,7 +328,7 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         if len(items) <= 1 or (self.token_budget is None and len(items) <= self.batch_size):
             return [list(range(len(items)))]
         texts = self._prefixed(items, input_type)
-        lengths = await asyncio.to_thread(self._token_lengths, texts)
+        lengths = await self._document_work(self._token_lengths, texts)
         return plan_by_length(lengths, self.batch_size, self.token_budget)
 
     def _token_lengths(self, texts: list[str]) -> list[int]:
@@ -325,8 +339,27 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
     async def _embed_batch(
         self, batch: Sequence[BatchItem], input_type: InputType
     ) -> EmbeddingResponse:
-        return await asyncio.to_thread(
+        return await self._document_work(
             self._embed_sync, self._prefixed(batch, input_type), input_type
+        )
+
+    async def _document_work(self, work: Callable[..., _Result], *args: Any) -> _Result:
+        """`work(*args)` in a worker thread, or on the documents' own nicer thread when
+        `document_niceness` asks for one (its sessions' threads, started there, inherit it).
+        Queries never come here: they take one hop of their own (`_embed_items`)."""
+        if not self.document_niceness:
+            return await asyncio.to_thread(work, *args)
+        with self._document_thread_lock:
+            if self._document_thread is None:
+                self._document_thread = ThreadPoolExecutor(
+                    1,
+                    thread_name_prefix="archivist-embed-documents",
+                    initializer=lower_this_thread,
+                    initargs=(self.document_niceness,),
+                )
+            executor = self._document_thread
+        return await asyncio.get_running_loop().run_in_executor(
+            executor, functools.partial(work, *args)
         )
 
     def _prefixed(self, items: Sequence[BatchItem], input_type: InputType) -> list[str]:

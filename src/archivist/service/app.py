@@ -54,6 +54,7 @@ def default_model(
         str(settings.home / "embedding-cache"),
         settings.index_threads,
         observe,
+        settings.index_niceness,
     )
 
 
@@ -65,7 +66,11 @@ def kb_profiles(
         settings,
         model,
         lambda name: service_model(
-            name, str(settings.home / "embedding-cache"), settings.index_threads, observe
+            name,
+            str(settings.home / "embedding-cache"),
+            settings.index_threads,
+            observe,
+            settings.index_niceness,
         ),
     )
 
@@ -90,7 +95,8 @@ def create_app(
         model = embedding_model or default_model(settings, observe_embedding)
         registry = default_registry()
         chunker = ThreadedChunker(
-            chunker_for(model.chunk_tokenizer(), settings.chunk_size, settings.overlap)
+            chunker_for(model.chunk_tokenizer(), settings.chunk_size, settings.overlap),
+            settings.index_niceness,
         )
         profiles = kb_profiles(settings, model, observe_embedding)
         locks = KeyedLocks()

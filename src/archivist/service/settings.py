@@ -51,6 +51,9 @@ class ServiceSettings(BaseModel):
     """Requests one API key may make at once before the rate applies."""
     index_threads: int = Field(default=1, ge=1, le=64)
     """Cores the document embedder may use; the rest stay free for searches."""
+    index_niceness: int = Field(default=10, ge=0, le=19)
+    """How much nicer (lower CPU priority, Linux) the threads that parse, chunk and embed
+    uploads run than the ones answering requests, so searches get the CPU first."""
     lease_seconds: float = Field(default=60.0, gt=0)
     """A claimed job not renewed for this long is taken over by another worker or replica."""
     max_attempts: int = Field(default=3, ge=1)

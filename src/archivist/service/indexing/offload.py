@@ -20,6 +20,8 @@ from typing import TypeVar
 
 from archivist.rag.chunker.base import ChunkerBase
 from archivist.rag.document import Chunk, Section
+from archivist.thread_priority import lower_this_thread
+from archivist.validation import check_non_negative_int
 
 T = TypeVar("T")
 
@@ -27,9 +29,10 @@ _DONE = object()
 
 
 async def iterate_in_thread(
-    factory: Callable[[], AsyncIterator[T]], batch: int = 32, depth: int = 4
+    factory: Callable[[], AsyncIterator[T]], batch: int = 32, depth: int = 4, niceness: int = 0
 ) -> AsyncIterator[T]:
-    """The items of `factory()`, iterated on a private loop in a new thread.
+    """The items of `factory()`, iterated on a private loop in a new thread `niceness` steps
+    nicer than the caller (see `lower_this_thread`).
 
     Items cross in lists of up to `batch`; at most `depth` lists wait, so a fast producer
     never holds a whole file. Stopping early (break, error, cancel) stops the thread.
@@ -62,7 +65,11 @@ async def iterate_in_thread(
         except BaseException as exc:  # handed to the consumer, raised there
             hand(exc)
 
-    thread = threading.Thread(target=asyncio.run, args=(pump(),), name="archivist-parse")
+    def run() -> None:
+        lower_this_thread(niceness)
+        asyncio.run(pump())
+
+    thread = threading.Thread(target=run, name="archivist-parse")
     thread.daemon = True
     thread.start()
     try:
@@ -81,17 +88,26 @@ async def iterate_in_thread(
 
 
 class ThreadedChunker(ChunkerBase):
-    """`inner`, with the parser's section stream and its chunking run off the loop."""
+    """`inner`, with the parser's section stream and its chunking run off the loop, in a
+    thread `niceness` steps nicer than the loop's, so requests get the CPU first."""
 
-    def __init__(self, inner: ChunkerBase) -> None:
+    def __init__(self, inner: ChunkerBase, niceness: int = 0) -> None:
         self.inner = inner
+        self.niceness = check_non_negative_int(niceness, "niceness")
         self.parameters = getattr(inner, "parameters", None)
 
     async def chunk(self, sections: list[Section]) -> list[Chunk]:
-        return [chunk async for chunk in iterate_in_thread(lambda: _one(self.inner, sections))]
+        return [
+            chunk
+            async for chunk in iterate_in_thread(
+                lambda: _one(self.inner, sections), niceness=self.niceness
+            )
+        ]
 
     async def chunk_stream(self, sections: AsyncIterable[Section]) -> AsyncIterator[Chunk]:
-        async for chunk in iterate_in_thread(lambda: self.inner.chunk_stream(sections)):
+        async for chunk in iterate_in_thread(
+            lambda: self.inner.chunk_stream(sections), niceness=self.niceness
+        ):
             yield chunk
 
 

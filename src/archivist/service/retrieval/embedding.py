@@ -79,12 +79,18 @@ class SplitModel(EmbeddingModelBase):
 
 
 def service_model(
-    name: str, cache_dir: str, index_threads: int, observe: EmbeddingObserver | None = None
+    name: str,
+    cache_dir: str,
+    index_threads: int,
+    observe: EmbeddingObserver | None = None,
+    index_niceness: int = 0,
 ) -> EmbeddingModelBase:
-    """The local model `name` twice: for queries, and for documents on `index_threads` cores;
-    `observe` is told the duration of each call."""
+    """The local model `name` twice: for queries, and for documents on `index_threads` cores
+    at `index_niceness`; `observe` is told the duration of each call."""
     try:
-        documents = LocalEmbeddingModel(name, threads=index_threads)
-    except TypeError:  # a registered model without a thread setting
+        documents = LocalEmbeddingModel(
+            name, threads=index_threads, document_niceness=index_niceness
+        )
+    except TypeError:  # a registered model without these settings
         documents = LocalEmbeddingModel(name)
     return SplitModel(LocalEmbeddingModel(name), documents, cache_dir, observe)

@@ -91,7 +91,8 @@ class KBProfiles:
             return chunker
         model = self.model_named(indexing.embedding_model)
         built = ThreadedChunker(  # cut off the event loop, like the service's own chunker
-            chunker_for(model.chunk_tokenizer(), indexing.chunk_size, indexing.overlap)
+            chunker_for(model.chunk_tokenizer(), indexing.chunk_size, indexing.overlap),
+            self.settings.index_niceness,
         )
         with self._lock:
             return self._chunkers.setdefault(key, built)

@@ -1,0 +1,28 @@
+"""Background threads at a lower CPU priority, so that on a busy machine the threads that
+answer requests get the cores first and background work takes what is left."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+from archivist.validation import check_non_negative_int
+
+MAX_NICENESS = 19
+
+
+def lower_this_thread(niceness: int) -> bool:
+    """Make the calling thread `niceness` steps nicer (threads it starts inherit it).
+
+    Only Linux sets a nice value per thread; elsewhere this does nothing and says so (False),
+    since the same call would slow the whole process. A thread cannot undo it without
+    privileges, so call it only in a thread that does background work alone.
+    """
+    check_non_negative_int(niceness, "niceness")
+    if niceness == 0 or not sys.platform.startswith("linux"):
+        return False
+    thread = threading.get_native_id()
+    current = os.getpriority(os.PRIO_PROCESS, thread)
+    os.setpriority(os.PRIO_PROCESS, thread, min(current + niceness, MAX_NICENESS))
+    return True
