@@ -3,11 +3,14 @@ answer requests get the cores first and background work takes what is left."""
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
 
 from archivist.validation import check_non_negative_int
+
+logger = logging.getLogger(__name__)
 
 MAX_NICENESS = 19
 
@@ -17,12 +20,18 @@ def lower_this_thread(niceness: int) -> bool:
 
     Only Linux sets a nice value per thread; elsewhere this does nothing and says so (False),
     since the same call would slow the whole process. A thread cannot undo it without
-    privileges, so call it only in a thread that does background work alone.
+    privileges, so call it only in a thread that does background work alone. A system that
+    refuses the change (a sandbox's syscall filter) leaves the priority as it was: the work
+    still runs, only without the lower priority.
     """
     check_non_negative_int(niceness, "niceness")
     if niceness == 0 or not sys.platform.startswith("linux"):
         return False
     thread = threading.get_native_id()
-    current = os.getpriority(os.PRIO_PROCESS, thread)
-    os.setpriority(os.PRIO_PROCESS, thread, min(current + niceness, MAX_NICENESS))
+    try:
+        current = os.getpriority(os.PRIO_PROCESS, thread)
+        os.setpriority(os.PRIO_PROCESS, thread, min(current + niceness, MAX_NICENESS))
+    except OSError as error:
+        logger.warning("could not lower the priority of thread %d: %s", thread, error)
+        return False
     return True

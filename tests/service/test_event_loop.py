@@ -4,6 +4,7 @@ knowledge base's own embedding model loads in a worker thread."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import threading
@@ -141,3 +142,23 @@ async def test_the_service_embeds_documents_at_a_lower_cpu_priority_than_queries
 def test_a_negative_niceness_is_refused_by_name() -> None:
     with pytest.raises(InvalidArgumentError, match="niceness"):
         lower_this_thread(-1)
+
+
+async def test_a_system_that_refuses_the_lower_priority_still_indexes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A sandbox may filter setpriority: the parse thread then runs at the usual priority."""
+
+    def refused(*_: object) -> None:
+        raise PermissionError("setpriority: operation not permitted")
+
+    monkeypatch.setattr(os, "setpriority", refused)
+
+    async def items() -> AsyncIterator[int]:
+        yield 1
+        yield 2
+
+    async def collected() -> list[int]:
+        return [item async for item in iterate_in_thread(items, niceness=10)]
+
+    assert await asyncio.wait_for(collected(), 30) == [1, 2]  # a dead thread would hang it
