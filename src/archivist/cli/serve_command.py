@@ -31,16 +31,7 @@ def add_serve_command(commands: Any) -> None:
         default=2,
         help="documents indexed at once; 0 for an API-only replica beside `archivist worker`s",
     )
-    cmd.add_argument(
-        "--index-threads", type=int, default=1, help="cores for embedding documents (default 1)"
-    )
-    cmd.add_argument(
-        "--index-niceness",
-        type=int,
-        default=10,
-        help="how much lower the CPU priority of parsing and embedding uploads is than that of "
-        "answering requests, 0-19 (Linux; default 10)",
-    )
+    add_indexing_arguments(cmd)
     cmd.add_argument(
         "--max-upload-mb", type=float, default=50.0, help="largest upload request in MiB"
     )
@@ -132,6 +123,25 @@ def add_database_argument(cmd: argparse.ArgumentParser) -> None:
     )
 
 
+def add_indexing_arguments(cmd: argparse.ArgumentParser) -> None:
+    """The options of how uploads are indexed, shared by `serve` and `worker`."""
+    cmd.add_argument(
+        "--index-threads", type=int, default=1, help="cores for embedding documents (default 1)"
+    )
+    cmd.add_argument(
+        "--index-niceness",
+        type=int,
+        default=10,
+        help="how much lower the CPU priority of parsing and embedding uploads is than that of "
+        "answering requests, 0-19 (Linux; default 10)",
+    )
+
+
+def indexing_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The ServiceSettings fields `add_indexing_arguments` set."""
+    return {"index_threads": args.index_threads, "index_niceness": args.index_niceness}
+
+
 def add_shared_store_arguments(cmd: argparse.ArgumentParser) -> None:
     """Where vectors and uploads live: shared by `serve` and `worker`."""
     stores = cmd.add_mutually_exclusive_group()
@@ -202,8 +212,7 @@ async def run_serve(args: argparse.Namespace) -> int:
         args,
         **shared_store_settings(args),
         workers=args.workers,
-        index_threads=args.index_threads,
-        index_niceness=args.index_niceness,
+        **indexing_settings(args),
         max_upload_bytes=max(1, int(args.max_upload_mb * 1024 * 1024)),
         chunk_size=args.chunk_size,
         overlap=args.overlap,

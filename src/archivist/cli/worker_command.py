@@ -7,8 +7,10 @@ from typing import Any
 
 from archivist.cli.serve_command import (
     add_database_argument,
+    add_indexing_arguments,
     add_log_format_argument,
     add_shared_store_arguments,
+    indexing_settings,
     require_service,
     service_settings,
     shared_store_settings,
@@ -25,16 +27,7 @@ def add_worker_command(commands: Any) -> None:
     add_database_argument(cmd)
     add_shared_store_arguments(cmd)
     cmd.add_argument("--workers", type=int, default=2, help="documents indexed at once")
-    cmd.add_argument(
-        "--index-threads", type=int, default=1, help="cores for embedding documents (default 1)"
-    )
-    cmd.add_argument(
-        "--index-niceness",
-        type=int,
-        default=10,
-        help="how much lower the CPU priority of parsing and embedding uploads is than that of "
-        "answering requests, 0-19 (Linux; default 10)",
-    )
+    add_indexing_arguments(cmd)
     cmd.add_argument(
         "--poll-seconds",
         type=float,
@@ -79,8 +72,7 @@ async def run_worker(args: argparse.Namespace) -> int:
         args,
         **shared_store_settings(args),
         workers=args.workers,
-        index_threads=args.index_threads,
-        index_niceness=args.index_niceness,
+        **indexing_settings(args),
         poll_seconds=args.poll_seconds,
         lease_seconds=args.lease_seconds,
         chunk_size=args.chunk_size,
