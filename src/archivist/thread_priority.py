@@ -15,23 +15,21 @@ logger = logging.getLogger(__name__)
 MAX_NICENESS = 19
 
 
-def lower_this_thread(niceness: int) -> bool:
+def lower_this_thread(niceness: int) -> None:
     """Make the calling thread `niceness` steps nicer (threads it starts inherit it).
 
-    Only Linux sets a nice value per thread; elsewhere this does nothing and says so (False),
-    since the same call would slow the whole process. A thread cannot undo it without
-    privileges, so call it only in a thread that does background work alone. A system that
-    refuses the change (a sandbox's syscall filter) leaves the priority as it was: the work
-    still runs, only without the lower priority.
+    Only Linux sets a nice value per thread; elsewhere this does nothing, since the same call
+    would slow the whole process. A thread cannot undo it without privileges, so call it only
+    in a thread that does background work alone. A system that refuses the change (a
+    sandbox's syscall filter) leaves the priority as it was: the work still runs, only
+    without the lower priority.
     """
     check_non_negative_int(niceness, "niceness")
     if niceness == 0 or not sys.platform.startswith("linux"):
-        return False
+        return
     thread = threading.get_native_id()
     try:
         current = os.getpriority(os.PRIO_PROCESS, thread)
         os.setpriority(os.PRIO_PROCESS, thread, min(current + niceness, MAX_NICENESS))
     except OSError as error:
         logger.warning("could not lower the priority of thread %d: %s", thread, error)
-        return False
-    return True
