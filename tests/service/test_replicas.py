@@ -22,7 +22,7 @@ from archivist.service.storage.database import make_engine
 
 
 def texts(prefix: str, count: int) -> list[IncomingFile]:
-    body = " ".join(f"{prefix} clause {n} covers leases, replicas and queues." for n in range(120))
+    body = " ".join(f"{prefix} clause {n} covers leases, replicas and queues." for n in range(40))
     return [
         IncomingFile(f"{prefix}-{n}.txt", io.BytesIO(f"{n}: {body}".encode())) for n in range(count)
     ]
