@@ -5,9 +5,13 @@ from __future__ import annotations
 import copy
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterable, AsyncIterator
+from typing import TYPE_CHECKING
 
 from archivist.message import DataBlock, TextBlock
 from archivist.rag.document import Chunk, Section
+
+if TYPE_CHECKING:
+    from archivist.rag.parser.base import ParserBase
 
 
 class ChunkerBase(ABC):
@@ -44,6 +48,11 @@ class ChunkerBase(ABC):
         for chunk in await self.chunk(collected):
             chunk.total_chunks = 0
             yield chunk
+
+    def chunk_file(self, parser: ParserBase, path: str, name: str) -> AsyncIterator[Chunk]:
+        """The `chunk_stream` of `parser`'s Sections of the file at `path` (named `name`):
+        what indexing a file runs. Wrappers override it to run the parsing elsewhere."""
+        return self.chunk_stream(parser.stream_sections(path, name))
 
 
 def chunk_of(content: TextBlock | DataBlock, section: Section) -> Chunk:

@@ -415,7 +415,7 @@ async def _embedded_chunks(
     numbered: the chunks `model` embeds, numbered 0.. in order (`total_chunks` left for the
     caller), and None in place of each chunk left out."""
     index = 0
-    async for chunk in chunker.chunk_stream(parser.stream_sections(str(path), name)):
+    async for chunk in chunker.chunk_file(parser, str(path), name):
         if left_out(model, chunk):
             yield None
             continue
