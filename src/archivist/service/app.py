@@ -21,7 +21,7 @@ from archivist.service.guards.body_limits import BodyLimits
 from archivist.service.guards.security_headers import SecurityHeaders
 from archivist.service.guards.slow_clients import BodyTimeout
 from archivist.service.indexing.indexer import Indexer
-from archivist.service.indexing.offload import ThreadedChunker
+from archivist.service.indexing.offload import OffloadedChunker
 from archivist.service.mcp_endpoint import MCP_PATH, mcp_app
 from archivist.service.problems import install_problem_handlers
 from archivist.service.retrieval.embedding import EmbeddingObserver, service_model
@@ -94,7 +94,7 @@ def create_app(
         engine = await asyncio.to_thread(make_engine, settings.resolved_database_url)
         model = embedding_model or default_model(settings, observe_embedding)
         registry = default_registry()
-        chunker = ThreadedChunker(
+        chunker = OffloadedChunker(
             chunker_for(model.chunk_tokenizer(), settings.chunk_size, settings.overlap),
             settings.index_niceness,
         )

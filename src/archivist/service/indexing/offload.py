@@ -1,31 +1,39 @@
-"""Document work off the event loop: parsing and chunking run in a worker thread.
+"""Document work off the event loop: parsing and chunking in a worker thread, and for a
+large file in a child process.
 
 Parsers and chunkers are async generators that do their CPU work inline, so iterating
-them on the service's loop would stall every request while a large file is cut up.
-`ThreadedChunker` iterates the whole section-and-chunk pipeline on a private event loop in
-a thread and hands the chunks over in batches, with back-pressure.
-
-Threads rather than processes: the chunks go straight to the embedder and store in this
-process (no pickling of every Section and Chunk), the tokenizer and parsers are loaded
-once, and the heavy parts (tokenizers, pdfium, lxml) release the GIL; the Python parts
-hold it for at most the interpreter's switch interval, which keeps the loop answering.
+them on the service's loop would stall every request while a file is cut up.
+`OffloadedChunker` runs the section-and-chunk pipeline elsewhere and hands the chunks
+over in batches, with back-pressure:
+- a file under `PROCESS_BYTES` in a thread, on a private event loop: no process to start,
+  and its Python work is over before it could hold up requests for long;
+- a larger file in a child process (`chunk_file_in_child`): there the parsers' and the
+  chunker's Python work, seconds of it, no longer competes for the service's GIL, and a
+  parser that crashes on a hostile file ends only the child. Where no child can start
+  (no fork server), large files take the thread too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import TypeVar
 
 from archivist.rag.chunker.base import ChunkerBase
+from archivist.rag.chunker.child_process import child_processes_available, chunk_file_in_child
 from archivist.rag.document import Chunk, Section
+from archivist.rag.parser.base import ParserBase
 from archivist.thread_priority import lower_this_thread
 from archivist.validation import check_non_negative_int
 
 T = TypeVar("T")
 
 _DONE = object()
+
+PROCESS_BYTES = 1024 * 1024
+"""Files of this many bytes or more are parsed and chunked in a child process."""
 
 
 async def iterate_in_thread(
@@ -87,13 +95,17 @@ async def iterate_in_thread(
         stop.set()
 
 
-class ThreadedChunker(ChunkerBase):
-    """`inner`, with the parser's section stream and its chunking run off the loop, in a
-    thread `niceness` steps nicer than the loop's, so requests get the CPU first."""
+class OffloadedChunker(ChunkerBase):
+    """`inner`, with parsing and chunking run off the loop, `niceness` steps nicer than the
+    loop so requests get the CPU first: in a thread, or in a child process for a file of
+    `process_bytes` or more (see the module's docstring)."""
 
-    def __init__(self, inner: ChunkerBase, niceness: int = 0) -> None:
+    def __init__(
+        self, inner: ChunkerBase, niceness: int = 0, process_bytes: int = PROCESS_BYTES
+    ) -> None:
         self.inner = inner
         self.niceness = check_non_negative_int(niceness, "niceness")
+        self.process_bytes = check_non_negative_int(process_bytes, "process_bytes")
         self.parameters = getattr(inner, "parameters", None)
 
     async def chunk(self, sections: list[Section]) -> list[Chunk]:
@@ -109,6 +121,23 @@ class ThreadedChunker(ChunkerBase):
             lambda: self.inner.chunk_stream(sections), niceness=self.niceness
         ):
             yield chunk
+
+    async def chunk_file(self, parser: ParserBase, path: str, name: str) -> AsyncIterator[Chunk]:
+        if child_processes_available() and _size(path) >= self.process_bytes:
+            chunks = chunk_file_in_child(self.inner, parser, path, name, niceness=self.niceness)
+        else:
+            chunks = iterate_in_thread(
+                lambda: self.inner.chunk_file(parser, path, name), niceness=self.niceness
+            )
+        async for chunk in chunks:
+            yield chunk
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:  # the parser, in the thread, reports it with the file's name
+        return 0
 
 
 async def _one(chunker: ChunkerBase, sections: list[Section]) -> AsyncIterator[Chunk]:

@@ -17,7 +17,7 @@ from archivist.embedding.registry import list_embedding_models
 from archivist.errors import InvalidArgumentError
 from archivist.rag import ChunkerBase
 from archivist.rag.chunker import chunker_for
-from archivist.service.indexing.offload import ThreadedChunker
+from archivist.service.indexing.offload import OffloadedChunker
 from archivist.service.settings import ServiceSettings
 from archivist.service.storage.catalog import KBRecord
 
@@ -90,7 +90,7 @@ class KBProfiles:
         if chunker is not None:
             return chunker
         model = self.model_named(indexing.embedding_model)
-        built = ThreadedChunker(  # cut off the event loop, like the service's own chunker
+        built = OffloadedChunker(  # cut off the event loop, like the service's own chunker
             chunker_for(model.chunk_tokenizer(), indexing.chunk_size, indexing.overlap),
             self.settings.index_niceness,
         )

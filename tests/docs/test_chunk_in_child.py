@@ -1,0 +1,184 @@
+"""A file parsed and chunked in a child process gives the chunks it gives in process, and the
+child's failures (a parser's error, a crash, a library printing) stay the file's own."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+from child_parsers import Crashes, Prints, Slow, WhoParses
+
+from archivist.embedding import LocalEmbeddingModel
+from archivist.errors import DocumentParseError
+from archivist.rag import ApproxTokenChunker, KnowledgeBase, QdrantStore, default_registry
+from archivist.rag.chunker import chunker_for
+from archivist.rag.chunker.base import ChunkerBase
+from archivist.rag.chunker.child_process import child_processes_available, chunk_file_in_child
+from archivist.rag.document import Chunk
+from archivist.rag.knowledge.ingest import Outcome, ingest_files
+from archivist.rag.parser.base import ParserBase
+from archivist.service.indexing.offload import OffloadedChunker
+from factories import make_docx, make_pdf
+
+pytestmark = pytest.mark.skipif(not child_processes_available(), reason="POSIX only")
+
+HERE = Path(__file__).parent
+
+
+@pytest.fixture(autouse=True)
+def child_imports_this_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child unpickles the parsers of `child_parsers` by name."""
+    path = os.environ.get("PYTHONPATH")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(HERE), path) if p))
+
+
+def plain(chunks: list[Chunk]) -> list[tuple[str, str, int, dict[str, object]]]:
+    """What a chunk says (its blocks' ids and times are new in every run)."""
+    return [
+        (c.content.text if hasattr(c.content, "text") else "", c.source, c.chunk_index, c.metadata)
+        for c in chunks
+    ]
+
+
+async def in_child(
+    chunker: ChunkerBase, parser: ParserBase, path: Path, niceness: int = 0
+) -> list[Chunk]:
+    return [
+        c
+        async for c in chunk_file_in_child(chunker, parser, str(path), path.name, niceness=niceness)
+    ]
+
+
+@pytest.fixture(scope="module")
+def token_chunker() -> ChunkerBase:
+    return chunker_for(LocalEmbeddingModel().chunk_tokenizer(), 120, 16)
+
+
+async def test_real_files_give_the_same_chunks_as_in_process(
+    tmp_path: Path, token_chunker: ChunkerBase
+) -> None:
+    registry = default_registry()
+    files = {
+        "notes.md": "# Leases\n\n" + "A replica renews its lease every second. " * 80 + "\n\n"
+        "## 租约\n\n" + "副本每秒续约一次。" * 60,
+        "report.pdf": make_pdf(["Invoices are kept for seven years. " * 30, "Page two. " * 40]),
+        "memo.docx": make_docx([("h1", "Minutes"), ("p", "Quorum was met. " * 60)]),
+    }
+    for name, body in files.items():
+        path = tmp_path / name
+        path.write_bytes(body.encode() if isinstance(body, str) else body)
+        parser = registry.parser_for_path(path)
+        here = [c async for c in token_chunker.chunk_file(parser, str(path), name)]
+        assert len(here) > 2, name
+        assert plain(await in_child(token_chunker, parser, path)) == plain(here), name
+
+
+async def test_the_file_is_parsed_in_another_process_at_a_lower_priority(tmp_path: Path) -> None:
+    path = tmp_path / "who.txt"
+    path.write_text("body")
+    (chunk,) = await in_child(ApproxTokenChunker(), WhoParses(), path, niceness=5)
+    words = chunk.content.text.split()  # type: ignore[union-attr]
+    assert words[0] == "pid" and int(words[1]) != os.getpid()
+    if os.uname().sysname == "Linux":  # only Linux lowers a thread's priority
+        assert int(words[3]) == min(os.getpriority(os.PRIO_PROCESS, 0) + 5, 19)
+
+
+async def test_a_parser_error_comes_through_naming_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "cut.pdf"
+    path.write_bytes(make_pdf(["Some text on a page."])[:200])
+    parser = default_registry().parser_for_path(path)
+    with pytest.raises(ValueError) as here:
+        await token_chunker_free_run(parser, path)
+    with pytest.raises(ValueError) as there:
+        await in_child(ApproxTokenChunker(), parser, path)
+    assert type(there.value) is type(here.value)
+    assert str(there.value) == str(here.value) and "cut.pdf" in str(there.value)
+
+
+async def token_chunker_free_run(parser: ParserBase, path: Path) -> list[Chunk]:
+    return [c async for c in ApproxTokenChunker().chunk_file(parser, str(path), path.name)]
+
+
+async def test_a_crashing_parser_fails_its_file_and_leaves_the_caller_running(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "hostile.txt"
+    path.write_text("anything")
+    with pytest.raises(DocumentParseError, match="killed by SIGKILL") as failed:
+        await in_child(ApproxTokenChunker(), Crashes(), path)
+    assert failed.value.filename == "hostile.txt"
+
+
+async def test_what_a_library_prints_does_not_corrupt_the_chunks(tmp_path: Path) -> None:
+    path = tmp_path / "chatty.txt"
+    path.write_text("anything")
+    chunks = await in_child(ApproxTokenChunker(), Prints(), path)
+    assert [c.content.text for c in chunks] == ["printed but parsed"]  # type: ignore[union-attr]
+
+
+async def test_stopping_early_ends_the_child(tmp_path: Path, token_chunker: ChunkerBase) -> None:
+    path = tmp_path / "long.txt"
+    path.write_text("x")
+    pid_file = tmp_path / "pid"
+    stream = chunk_file_in_child(token_chunker, Slow(str(pid_file)), str(path), path.name)
+    first = await anext(stream)
+    assert "section 0" in first.content.text  # type: ignore[union-attr]
+    await stream.aclose()
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):  # killed and reaped
+        os.kill(pid, 0)
+
+
+async def test_a_cancelled_caller_ends_the_child(
+    tmp_path: Path, token_chunker: ChunkerBase
+) -> None:
+    path = tmp_path / "long.txt"
+    path.write_text("x")
+    pid_file = tmp_path / "pid"
+
+    async def consume() -> None:
+        async for _ in chunk_file_in_child(
+            token_chunker, Slow(str(pid_file)), str(path), path.name
+        ):
+            pass
+
+    task = asyncio.create_task(consume())
+    for _ in range(500):
+        if pid_file.exists() and pid_file.read_text():
+            break
+        await asyncio.sleep(0.02)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)
+
+
+async def test_the_service_chunker_sends_only_large_files_to_a_child(tmp_path: Path) -> None:
+    chunker = OffloadedChunker(ApproxTokenChunker(), process_bytes=1000)
+    small, large = tmp_path / "small.txt", tmp_path / "large.txt"
+    small.write_text("short")
+    large.write_text("long " * 400)
+
+    async def parsed_by(path: Path) -> int:
+        chunks = [c async for c in chunker.chunk_file(WhoParses(), str(path), path.name)]
+        return int(chunks[0].content.text.split()[1])  # type: ignore[union-attr]
+
+    assert await parsed_by(small) == os.getpid()
+    assert await parsed_by(large) != os.getpid()
+
+
+async def test_a_large_file_indexes_through_the_child(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.md"
+    path.write_text("# Ledger\n\n" + "The orchard ledger counts apple trees. " * 300)
+    model = LocalEmbeddingModel()
+    chunker = OffloadedChunker(chunker_for(model.chunk_tokenizer(), 120, 16), process_bytes=0)
+    async with QdrantStore(path=tmp_path / "store") as store:
+        kb = KnowledgeBase("kb", "", model, store, "docs")
+        report = await ingest_files(kb, [path], registry=default_registry(), chunker=chunker)
+        (result,) = report.results
+        assert result.outcome is Outcome.INDEXED and result.chunks > 2
+        hits = await kb.search("orchard ledger apple trees", top_k=1)
+        assert hits and "orchard ledger" in hits[0].chunk.content.text  # type: ignore[union-attr]
