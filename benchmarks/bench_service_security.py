@@ -8,7 +8,10 @@ is measured exactly) goes through, in order:
 2. cache: tenant A indexes a file, then tenant B the same bytes (no cross-tenant hit);
 3. fairness: tenant B's one file on an idle service, then behind tenant A's backlog;
 4. latency: `/healthz` and search p50/p99 idle, then while the worst small files index
-   (one-line 2 MB and 4 MB CSVs, a 49 MB text file, a 200,000-page PDF) for a fixed window.
+   (one-line 2 MB and 4 MB CSVs, a 49 MB text file, a 200,000-page PDF) for a fixed window;
+5. beside (only when asked: `--parts beside`): the same, with the same files indexed by a
+   separate `archivist index` process at nice 10 instead: the floor that moving all document
+   work out of the server would give on this machine.
 
     .venv/bin/python benchmarks/bench_service_security.py            # about 6 minutes
     .venv/bin/python benchmarks/bench_service_security.py --quick    # about 3 minutes
@@ -21,6 +24,7 @@ import itertools
 import os
 import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -258,6 +262,9 @@ def main() -> None:
         if "latency" in parts:
             results["latency"] = latency(a, window)
             print("latency", results["latency"], flush=True)
+        if "beside" in parts:
+            results["beside"] = latency(a, window, beside=home / "beside")
+            print("beside", results["beside"], flush=True)
     finally:
         serve.stop()
     suffix = "-quick" if args.quick else ""
@@ -332,9 +339,11 @@ def many_page_pdf(pages: int, text_every: int) -> bytes:
     return bytes(out)
 
 
-def latency(a: httpx.Client, window: float) -> dict[str, Any]:
-    """`/healthz` and search latency idle, then while the worst small files index."""
-    time_to_ready(a, "probe", "probe.txt", text(200, "probe"))
+def latency(a: httpx.Client, window: float, beside: Path | None = None) -> dict[str, Any]:
+    """`/healthz` and search latency idle, then while the worst small files index: in the
+    server, or with `beside` (a folder) in a separate `archivist index` process."""
+    if not a.get("/v1/knowledge-bases/probe/documents").json()["items"]:
+        time_to_ready(a, "probe", "probe.txt", text(200, "probe"))
     sample(a, 1.0)  # warm: the first search of a knowledge base loads its profile and model
     idle_latency = sample(a, window / 2)
     worst = [
@@ -343,11 +352,27 @@ def latency(a: httpx.Client, window: float) -> dict[str, Any]:
         ("big-50mb.txt", text(50 * MB // 80, "big")[: 49 * MB]),
         ("pages-200000.pdf", many_page_pdf(200_000, 1000)),
     ]
-    for name, data in worst:
-        a.post(
-            "/v1/knowledge-bases/flood/documents", files={"files": (name, data)}
-        ).raise_for_status()
+    indexer = None
+    if beside is None:
+        for name, data in worst:
+            a.post(
+                "/v1/knowledge-bases/flood/documents", files={"files": (name, data)}
+            ).raise_for_status()
+    else:
+        (beside / "files").mkdir(parents=True)
+        for name, data in worst:
+            (beside / "files" / name).write_bytes(data)
+        exe = Path(sys.executable).parent / "archivist"
+        indexer = subprocess.Popen(
+            ["nice", "-n", "10", str(exe), "index", str(beside / "files"), "--kb", "worst"],
+            env={**os.environ, "ARCHIVIST_HOME": str(beside / "home")},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
     busy_latency = sample(a, window)
+    if indexer is not None:
+        indexer.kill()
+        indexer.wait()
     return {
         "idle": idle_latency,
         "while_indexing": busy_latency,
