@@ -6,11 +6,11 @@ service's event loop. In a child it competes only for the CPU, where a lower pri
 the caller go first, and a parser that crashes on a hostile file ends only the child.
 
 The child is a fresh interpreter (`python -P -m archivist.rag.chunker.child_process`), not a
-fork of a process full of threads, and it never imports the caller's `__main__`. Starting
-one costs about as much as chunking a few hundred kilobytes of text, so callers send only
-large files. Protocol: the pickled (chunker, parser, path, name) on its stdin; on its stdout
-frames of an 8-byte length and a pickled ("chunks", [...]), then ("end", None) or
-("error", exception).
+fork of a process full of threads, and it never imports the caller's `__main__`. Each
+costs a new interpreter's start, so callers send only large files. Its frames are unpickled,
+so they are trusted as the caller's own code is. Protocol: the pickled (chunker, parser,
+path, name) on its stdin; on its stdout frames of an 8-byte length and a pickled
+("chunks", [...]), then ("end", None) or ("error", exception).
 """
 
 from __future__ import annotations
@@ -70,9 +70,12 @@ async def chunk_file_in_child(
     )
     try:
         assert process.stdin is not None and process.stdout is not None
-        process.stdin.write(payload)
-        await process.stdin.drain()
-        process.stdin.close()
+        try:
+            process.stdin.write(payload)
+            await process.stdin.drain()
+            process.stdin.close()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the child died before it read its work: reported below with its exit
         while True:
             try:
                 header = await process.stdout.readexactly(_FRAME.size)
