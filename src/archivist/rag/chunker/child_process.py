@@ -65,7 +65,6 @@ async def chunk_file_in_child(
         str(niceness),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
         limit=_STREAM_LIMIT,
     )
     try:
@@ -146,7 +145,8 @@ def _portable(exc: Exception) -> Exception:
 
 
 if __name__ == "__main__":
-    # The frames get the real stdout alone: whatever a library prints goes to stderr.
+    # The frames get the real stdout alone: whatever a library prints goes to stderr, the
+    # caller's (so does a traceback of the child failing to start).
     frames = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     _child(int(sys.argv[1]), sys.stdin.buffer, frames)

@@ -10,7 +10,7 @@ over in batches, with back-pressure:
 - a larger file in a child process (`chunk_file_in_child`): there the parsers' and the
   chunker's Python work, seconds of it, no longer competes for the service's GIL, and a
   parser that crashes on a hostile file ends only the child. Where no child can start
-  (no fork server), large files take the thread too.
+  (not POSIX), large files take the thread too.
 """
 
 from __future__ import annotations
