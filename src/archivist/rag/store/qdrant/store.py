@@ -578,15 +578,17 @@ class QdrantStore(VectorStoreBase):
         dense = None
         if mode != "sparse" and query_vector is not None:
             dense = check_query_vector(query_vector, params.dimensions)
+        if mode != "dense" and query_text is not None and not params.sparse:
+            raise InvalidArgumentError(
+                f"collection {collection!r} has no BM25 vectors, so mode={mode!r} cannot "
+                "run; search it with mode='dense', or rebuild it to get hybrid search",
+                argument="mode",
+            )
+        # The query's BM25 terms: the sparse side of the search and the weights of relevance.
+        encoded = self._bm25.query(query_text) if query_text is not None and params.sparse else None
         sparse = None
-        if mode != "dense" and query_text is not None:
-            if not params.sparse:
-                raise InvalidArgumentError(
-                    f"collection {collection!r} has no BM25 vectors, so mode={mode!r} cannot "
-                    "run; search it with mode='dense', or rebuild it to get hybrid search",
-                    argument="mode",
-                )
-            sparse = self._bm25.query(query_text)
+        if mode != "dense" and encoded is not None:
+            sparse = encoded
             if not sparse.indices:
                 if dense is None:
                     return []  # no searchable term in the query
@@ -614,7 +616,7 @@ class QdrantStore(VectorStoreBase):
         )
         hits = await self._open().search(collection, request)
         by_distance = sparse is None or diversity is not None
-        query_terms = await self._term_weights(collection, params, scope, query_text)
+        query_terms = await self._term_weights(collection, scope, encoded)
         similarities = _similarities(params, dense, sparse, hits)
         return [
             VectorSearchResult(
@@ -628,16 +630,14 @@ class QdrantStore(VectorStoreBase):
         ]
 
     async def _term_weights(
-        self, collection: str, params: CollectionParams, scope: Where, query_text: str | None
+        self, collection: str, scope: Where, encoded: SparseVector | None
     ) -> dict[int, float]:
-        """The query's BM25 terms that some chunk in `scope` holds, each with its IDF in the
-        collection. A term no chunk in scope has (a CJK bigram across two words, a typo)
+        """The terms of the `encoded` query that some chunk in `scope` holds, each with its IDF
+        in the collection. A term no chunk in scope has (a CJK bigram across two words, a typo)
         cannot tell chunks apart, so it is left out: presence is looked up within the scope
         only, so nothing of another tenant shows. The IDF is the engine's, the one its BM25
         ranking uses (over the whole collection)."""
-        if not query_text or not params.sparse:
-            return {}
-        terms = sorted(set(self._bm25.query(query_text).indices))
+        terms = sorted(set(encoded.indices)) if encoded is not None else []
         if not terms:
             return {}
         return await self._open().term_idf(collection, scope, terms)
@@ -652,8 +652,10 @@ class QdrantStore(VectorStoreBase):
         params = await self._params_of(collection)
         if params is None:
             return {}
+        if not query_text or not params.sparse:
+            return {}
         scope = await self._indexed(collection, matches)
-        return await self._term_weights(collection, params, scope, query_text)
+        return await self._term_weights(collection, scope, self._bm25.query(query_text))
 
     async def list_documents(
         self,
