@@ -13,11 +13,15 @@ One point per chunk, payload:
     metadata      dict  the chunk's own metadata, as JSON, nested so user keys cannot collide
                         with the fields above; filters address `metadata."<key>"`
 
-Point ids are a 128-bit hash of (document_id, version, chunk_index) as a UUID. `replace_document`
-uses its generation as the version, so a new version never overwrites the old one before it is
-whole; `insert` uses a digest of the chunk's metadata, so inserting the same records again
-overwrites them instead of duplicating them, while two tenants that write the same document id
-into one collection (their chunks differ in the tenant key) never overwrite each other's points.
+Point ids are UUIDs. `replace_document` gives each chunk a new id made from its generation: the
+generation's time, then a hash of (document_id, generation, chunk_index), so a new version never
+overwrites the old one before it is whole, and ids arrive in the order they were written (the
+engine looks every upserted id up in each of its segments; ids that sort after all earlier ones
+keep that lookup cheap however many segments there are, where random ids cost more as the
+collection grows). `insert` uses a 128-bit hash of (document_id, a digest of the chunk's metadata,
+chunk_index), so inserting the same records again overwrites them instead of duplicating them,
+while two tenants that write the same document id into one collection (their chunks differ in the
+tenant key) never overwrite each other's points.
 """
 
 from __future__ import annotations
@@ -45,9 +49,17 @@ SUMMARY_FIELDS = (DOCUMENT_ID, SOURCE, METADATA)
 
 
 def point_id(document_id: str, version: str, chunk_index: int) -> str:
-    """The id of chunk `chunk_index` of `version` of a document."""
+    """The stable id of chunk `chunk_index` of `version` of a document (see the module doc)."""
     key = f"{document_id}\x1f{version}\x1f{chunk_index}".encode()
     return str(uuid.UUID(bytes=hashlib.blake2b(key, digest_size=16).digest()))
+
+
+def generation_point_id(document_id: str, generation: str, chunk_index: int) -> str:
+    """The id of chunk `chunk_index` written by `generation`: the generation's time (its first
+    16 hex digits), then 64 bits of hash, so ids sort by the time they were written."""
+    key = f"{document_id}\x1f{generation}\x1f{chunk_index}".encode()
+    written = bytes.fromhex(generation[:16])
+    return str(uuid.UUID(bytes=written + hashlib.blake2b(key, digest_size=8).digest()))
 
 
 def metadata_version(metadata: Mapping[str, Any]) -> str:

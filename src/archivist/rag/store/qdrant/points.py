@@ -9,6 +9,7 @@ from archivist.rag.store.arguments import check_records
 from archivist.rag.store.qdrant.backend import PointWrite
 from archivist.rag.store.qdrant.layout import (
     chunk_metadata,
+    generation_point_id,
     metadata_version,
     payload,
     point_id,
@@ -28,8 +29,8 @@ def points_for(
 ) -> list[PointWrite]:
     """The points of `records` written by `generation`, or ValueError naming the first bad record.
 
-    Point ids derive from the generation, or with `stable_ids` from each chunk's metadata, so
-    writing the same records again replaces them (see `layout.py`).
+    Point ids derive from the generation and sort by its time, or with `stable_ids` from each
+    chunk's metadata, so writing the same records again replaces them (see `layout.py`).
 
     The records are checked first by `arguments.check_records` (vector, document, scope, and
     no (document, chunk_index) already in `seen`, which collects them across one write).
@@ -40,10 +41,12 @@ def points_for(
     points = []
     for record in records:
         metadata = chunk_metadata(record)
-        version = metadata_version(metadata) if stable_ids else generation
+        index = record.chunk.chunk_index
         points.append(
             PointWrite(
-                point_id(record.document_id, version, record.chunk.chunk_index),
+                point_id(record.document_id, metadata_version(metadata), index)
+                if stable_ids
+                else generation_point_id(record.document_id, generation, index),
                 record.vector,
                 payload(record, generation, metadata),
             )
