@@ -2,18 +2,21 @@
 
 Writes clustered 384-d vectors (100 centres, like text embeddings) with SciFact sentences as chunk
 text (synthetic words if ../shared/datasets/scifact is absent) into one collection on disk,
-10 chunks per document, documents spread over 1,000 tenants by `tenant_id`. Per step: the insert
-rate all-in over the step, all-in over each segment's worth of chunks (each such window pays
-exactly one segment indexing, so small and large collections compare like for like; the first
-step is one segment, not 10k, for that reason) and with the in-process indexing taken out; the
-indexing time, `optimize()` at the end, RSS (now, peak, anonymous, file-backed), the WAL and the
-store's size on disk, and tenant-filtered top-5 latency p50/p99 for dense, sparse and hybrid
-search. Then the service path: single-file uploads into one knowledge base of a real
+10 chunks per document, documents spread over 1,000 tenants by `tenant_id`, each written by
+`replace_document` within its tenant as KnowledgeBase writes (`--writer insert`: one `insert`
+call per 1,000 chunks, AgentScope's store call, with ids stable across re-inserts). Per step:
+the write rate all-in over the step, all-in over each segment's worth of chunks (each such
+window pays exactly one segment indexing, so small and large collections compare like for like;
+the first step is one segment, not 10k, for that reason) and with the in-process indexing taken
+out; the indexing time, `optimize()` at the end, RSS (now, peak, anonymous, file-backed), the
+WAL and the store's size on disk, and tenant-filtered top-5 latency p50/p99 for dense, sparse and
+hybrid search. Then the service path: single-file uploads into one knowledge base of a real
 `archivist serve`, upload-to-ready of the first and the last 100.
 
     .venv/bin/python benchmarks/bench_scale.py                # 20k, 100k, 1M; 10,000 uploads
     .venv/bin/python benchmarks/bench_scale.py --steps 20000,100000 --uploads 300
     .venv/bin/python benchmarks/bench_scale.py --quantization none   # float32 in RAM
+    .venv/bin/python benchmarks/bench_scale.py --writer insert       # one insert per batch
 
 Writes benchmarks/results/NAME.json and NAME.png (`--name`, default scale).
 """
@@ -31,7 +34,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -184,8 +187,28 @@ async def latencies(
     }
 
 
+async def write_batch(store: QdrantStore, writer: str, records: list[VectorRecord]) -> None:
+    """Write `records` by `writer`: "replace", one `replace_document` per document within its
+    tenant (what KnowledgeBase does), or "insert", one `insert` call for the batch."""
+    if writer == "insert":
+        await store.insert(COLLECTION, records)
+        return
+    for start in range(0, len(records), CHUNKS_PER_DOCUMENT):
+        document = records[start : start + CHUNKS_PER_DOCUMENT]
+
+        async def batches(document: list[VectorRecord] = document) -> AsyncIterator[list[Any]]:
+            yield document
+
+        tenant = {"tenant_id": document[0].chunk.metadata["tenant_id"]}
+        await store.replace_document(COLLECTION, document[0].document_id, batches(), tenant)
+
+
 async def store_steps(
-    steps: list[int], quantization: str | None, texts: list[str], trace: list[tuple[int, int]]
+    steps: list[int],
+    quantization: str | None,
+    texts: list[str],
+    trace: list[tuple[int, int]],
+    writer: str = "replace",
 ) -> list[dict[str, Any]]:
     """The per-step measurements; `trace` gets (chunks written, chunks/s) per window."""
     vectors = Vectors()
@@ -204,8 +227,8 @@ async def store_steps(
                 windows: list[float] = []
                 while written < target:
                     count = min(BATCH, target - written)
-                    await store.insert(
-                        COLLECTION, batch_records(written, vectors.take(count), texts)
+                    await write_batch(
+                        store, writer, batch_records(written, vectors.take(count), texts)
                     )
                     written += count
                     if written % WINDOW == 0:
@@ -340,6 +363,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", default="20000,100000,1000000")
     parser.add_argument("--quantization", choices=["int8", "none"], default="int8")
+    parser.add_argument(
+        "--writer",
+        choices=["replace", "insert"],
+        default="replace",
+        help="replace_document per document (KnowledgeBase's path) or insert per 1,000 chunks",
+    )
     parser.add_argument("--uploads", type=int, default=10_000, help="0 skips the service path")
     parser.add_argument("--name", default="scale", help="results/NAME.json")
     parser.add_argument("--dataset", type=Path, default=SCIFACT, help="SciFact (chunk texts)")
@@ -349,11 +378,12 @@ def main() -> int:
     quantization = None if args.quantization == "none" else args.quantization
     payload: dict[str, Any] = {
         "quantization": args.quantization,
+        "writer": args.writer,
         "tenants": TENANTS,
         "texts": "scifact" if (args.dataset / "corpus.jsonl.gz").exists() else "synthetic",
     }
     trace: list[tuple[int, int]] = []
-    payload["steps"] = asyncio.run(store_steps(steps, quantization, texts, trace))
+    payload["steps"] = asyncio.run(store_steps(steps, quantization, texts, trace, args.writer))
     payload["window_insert_per_s"] = trace
     if args.uploads:
         payload["service"] = service_uploads(args.uploads, texts)
