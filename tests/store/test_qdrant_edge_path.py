@@ -19,6 +19,7 @@ from test_qdrant_edge_memory import clustered, edge_info, vector_records
 
 from archivist.rag.store.file_lock import StoreLockedError
 from archivist.rag.store.qdrant import QdrantStore
+from archivist.rag.store.qdrant.edge import collection as collection_module
 from archivist.rag.store.qdrant.edge.collection import EdgeCollection
 from archivist.testing.fixtures import open_store
 from archivist.testing.hybrid_store import DiversityTests, HybridSearchTests
@@ -232,3 +233,32 @@ async def test_a_cancelled_write_leaves_nothing_behind(
             await writing
         await asyncio.sleep(0.5)  # a write still running in its thread would land by now
         assert await store.list_chunks("docs", "a") == []
+
+
+async def test_bm25_totals_are_saved_with_a_flush_not_with_every_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    saved: list[tuple[int, int]] = []
+    save_meta = collection_module.save_meta
+
+    def recording(directory: Path, meta: Any) -> None:
+        saved.append((meta.bm25_tokens, meta.bm25_chunks))
+        save_meta(directory, meta)
+
+    monkeypatch.setattr(collection_module, "save_meta", recording)
+    async with QdrantStore(path=tmp_path) as store:
+        await store.create_collection("docs", DIMENSIONS)
+        for n in range(20):
+            words = " ".join(["word"] * (n + 1))
+            await store.replace_document(
+                "docs", f"d{n}", batches([record(f"d{n}", 0, total=1, text=words)])
+            )
+        assert saved == []
+    assert saved == [(sum(range(1, 21)), 20)]  # saved once, when the store closed
+    meta = json.loads((tmp_path / "collections" / "docs" / "meta.json").read_text())
+    assert (meta["bm25_tokens"], meta["bm25_chunks"]) == (210, 20)
+    async with QdrantStore(path=tmp_path) as store:  # the reopened store goes on from them
+        await store.replace_document(
+            "docs", "d20", batches([record("d20", 0, total=1, text="word word")])
+        )
+    assert saved[-1] == (212, 21)

@@ -276,9 +276,7 @@ class EdgeBackend(QdrantBackend):
         return Bm25Stats(meta.bm25_tokens, meta.bm25_chunks)
 
     async def save_bm25_stats(self, name: str, stats: Bm25Stats) -> None:
-        collection = self._get(name)
-        collection.meta.bm25_tokens, collection.meta.bm25_chunks = stats.tokens, stats.chunks
-        save_meta(collection.directory, collection.meta)
+        self._get(name).set_bm25_stats(stats.tokens, stats.chunks)
 
     async def count(self, name: str, where: Where) -> int:
         return self._get(name).shard.count(edge.CountRequest(exact=True, filter=edge_filter(where)))

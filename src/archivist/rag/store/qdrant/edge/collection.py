@@ -62,6 +62,7 @@ class EdgeCollection:
         self.meta = meta
         self.segment_points = segment_points
         self._shard = shard
+        self._unsaved_stats = False
 
     @property
     def shard_dir(self) -> Path:
@@ -87,6 +88,27 @@ class EdgeCollection:
         """Apply one write."""
         self.shard.update(operation)
 
+    def set_bm25_stats(self, tokens: int, chunks: int) -> None:
+        """Record the chunk-length totals; they reach the meta file with the next flush, not
+        with an fsync per write.
+
+        They only weigh terms by the average chunk length. After a crash they lag by the
+        writes since the last flush (at most a segment's worth), whose points the log
+        replays; tokens and chunks lag together, so the average they give stays close.
+        """
+        self.meta.bm25_tokens, self.meta.bm25_chunks = tokens, chunks
+        self._unsaved_stats = True
+
+    def _flush(self, shard: edge.EdgeShard) -> None:
+        shard.flush()
+        if self._unsaved_stats:
+            self._unsaved_stats = False
+            try:
+                save_meta(self.directory, self.meta)
+            except BaseException:
+                self._unsaved_stats = True
+                raise
+
     def add_index(self, path: str, kind: IndexKind) -> None:
         """Create a payload index on `path` unless one exists."""
         if path in self.meta.indexes:
@@ -94,6 +116,7 @@ class EdgeCollection:
         self.apply(edge.UpdateOperation.create_field_index(path, edge_schema(kind)))
         self.meta.indexes[path] = kind
         save_meta(self.directory, self.meta)
+        self._unsaved_stats = False
 
     def optimize(self) -> bool:
         """Index every segment that grew past the segment size; True if one was.
@@ -104,7 +127,7 @@ class EdgeCollection:
         """
         indexed = self.shard.optimize()
         if indexed:
-            self.shard.flush()
+            self._flush(self.shard)
         return indexed
 
     def close(self) -> None:
@@ -112,6 +135,6 @@ class EdgeCollection:
         if self._shard is not None:
             shard, self._shard = self._shard, None
             try:
-                shard.flush()
+                self._flush(shard)
             finally:
                 shard.close()
