@@ -333,7 +333,11 @@ def service_uploads(count: int, texts: list[str]) -> dict[str, Any]:
 
 
 def plot(steps: list[dict[str, Any]], trace: list[tuple[int, int]], path: Path) -> None:
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        print("no plot: matplotlib is not installed (pip install -e '.[bench]')", file=sys.stderr)
+        return
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
