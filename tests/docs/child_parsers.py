@@ -71,3 +71,20 @@ class Slow(ParserBase):
         for n in range(100_000):
             yield Section(content=TextBlock(text=f"section {n} " * 50), source=filename)
             await asyncio.sleep(0.01)
+
+
+class _Unpicklable(Exception):
+    """An error that cannot cross a process boundary (it holds a lock)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        import threading
+
+        self.lock = threading.Lock()
+
+
+class RaisesUnpicklable(_OneSection):
+    """Fails with an error that does not pickle, as some libraries' errors do not."""
+
+    def text(self, file: bytes | str) -> str:
+        raise _Unpicklable("the library's own words")

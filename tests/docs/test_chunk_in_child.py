@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from child_parsers import Crashes, Prints, Slow, WhoParses
+from child_parsers import Crashes, Prints, RaisesUnpicklable, Slow, WhoParses
 
 from archivist.embedding import LocalEmbeddingModel
 from archivist.errors import DocumentParseError
@@ -99,6 +99,16 @@ async def test_a_parser_error_comes_through_naming_the_file(tmp_path: Path) -> N
 
 async def token_chunker_free_run(parser: ParserBase, path: Path) -> list[Chunk]:
     return [c async for c in ApproxTokenChunker().chunk_file(parser, str(path), path.name)]
+
+
+async def test_an_error_that_cannot_be_pickled_arrives_in_words_naming_the_file(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "odd.txt"
+    path.write_text("anything")
+    with pytest.raises(DocumentParseError, match="_Unpicklable: the library's own words") as e:
+        await in_child(ApproxTokenChunker(), RaisesUnpicklable(), path)
+    assert e.value.filename == "odd.txt"
 
 
 async def test_a_crashing_parser_fails_its_file_and_leaves_the_caller_running(

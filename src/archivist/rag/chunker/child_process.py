@@ -116,8 +116,9 @@ def _child(niceness: int, stdin: BinaryIO, stdout: BinaryIO) -> None:
         stdout.write(_FRAME.pack(len(body)) + body)
         stdout.flush()
 
+    chunker, parser, path, name = pickle.loads(stdin.read())
+
     async def pump() -> None:
-        chunker, parser, path, name = pickle.loads(stdin.read())
         batch: list[Chunk] = []
         async for chunk in chunker.chunk_file(parser, path, name):
             batch.append(chunk)
@@ -130,17 +131,18 @@ def _child(niceness: int, stdin: BinaryIO, stdout: BinaryIO) -> None:
     try:
         asyncio.run(pump())
     except Exception as exc:  # handed to the caller, raised there
-        send("error", _portable(exc))
+        send("error", _portable(exc, name))
         return
     send("end", None)
 
 
-def _portable(exc: Exception) -> Exception:
-    """`exc` if it survives pickling, else a DocumentParseError with its words."""
+def _portable(exc: Exception, name: str) -> Exception:
+    """`exc` if it survives pickling, else a DocumentParseError naming file `name`, with the
+    error's words."""
     try:
         pickle.loads(pickle.dumps(exc))
     except Exception:
-        return DocumentParseError(f"{type(exc).__name__}: {exc}")
+        return DocumentParseError(f"{type(exc).__name__}: {exc}", filename=name)
     return exc
 
 
