@@ -650,9 +650,7 @@ class QdrantStore(VectorStoreBase):
         check_collection_name(collection)
         matches = metadata_matches(metadata_filter)
         params = await self._params_of(collection)
-        if params is None:
-            return {}
-        if not query_text or not params.sparse:
+        if params is None or not params.sparse or not query_text:
             return {}
         scope = await self._indexed(collection, matches)
         return await self._term_weights(collection, scope, self._bm25.query(query_text))
