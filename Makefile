@@ -20,9 +20,10 @@ demo: $(STAMP)
 	$(BIN)/archivist index samples --kb samples
 	$(BIN)/archivist search "How are tenants kept apart?" --kb samples -k 3
 
-# Test files are spread over two worker processes whole (`loadfile`): a file's session
-# servers and its shared setup stay in one process.
-PYTEST_WORKERS ?= 2
+# Test files are spread over worker processes whole (`loadfile`): a file's session servers
+# and its shared setup stay in one process. One worker more than there are cores: a worker
+# spends about a third of its time waiting on the servers and subprocesses it started.
+PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 # The tests' temporary files (stores, databases, uploads) live in memory where the machine
 # has /dev/shm: the suite creates and fsyncs thousands of small stores, and on a disk the
 # fsyncs alone took a third of its time. The directory is removed when the run ends.
