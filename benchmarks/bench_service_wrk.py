@@ -20,6 +20,7 @@ import gzip
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -48,18 +49,20 @@ texts = json.loads(sys.stdin.read())
 async def main():
     model = LocalEmbeddingModel()
     await model(texts[:64], input_type="query")
-    start, done = time.perf_counter(), 0
+    start, cpu, done = time.perf_counter(), time.process_time(), 0
     while time.perf_counter() - start < float(sys.argv[1]):
         batch = [texts[(done + j) % len(texts)] for j in range(64)]
         await model(batch, input_type="query")
         done += 64
     rate = done / (time.perf_counter() - start)
+    cpu_ms = 1000 * (time.process_time() - cpu) / done
     single = []
     for i in range(int(sys.argv[2])):
         tick = time.perf_counter()
         await model([texts[i % len(texts)]], input_type="query")
         single.append(1000 * (time.perf_counter() - tick))
-    print(json.dumps({"batched_qps": rate, "single_p50_ms": statistics.median(single)}))
+    print(json.dumps({"batched_qps": rate, "batched_cpu_ms_per_query": cpu_ms,
+                      "single_p50_ms": statistics.median(single)}))
 asyncio.run(main())
 """
 
@@ -105,9 +108,22 @@ def capacity(queries: list[str], seconds: float, singles: int) -> dict[str, floa
     return result
 
 
-def run_wrk(url: str, script: Path, connections: int, seconds: float) -> dict[str, Any]:
-    """Requests/s, latency percentiles (ms) and errors of one `wrk` run."""
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process `pid` (all its threads) so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_wrk(url: str, script: Path, connections: int, seconds: float, pid: int) -> dict[str, Any]:
+    """Requests/s, latency percentiles (ms) and errors of one `wrk` run, and the CPU time the
+    server (`pid`) and `wrk` spent per request."""
     threads = min(2, connections)
+    serve_cpu, wrk_cpu = cpu_seconds(pid), children_cpu_seconds()
     done = subprocess.run(
         [
             "wrk",
@@ -125,6 +141,7 @@ def run_wrk(url: str, script: Path, connections: int, seconds: float) -> dict[st
         text=True,
         check=True,
     )
+    serve_cpu, wrk_cpu = cpu_seconds(pid) - serve_cpu, children_cpu_seconds() - wrk_cpu
     out = done.stdout
     percentiles = {
         p: _millis(value)
@@ -143,8 +160,15 @@ def run_wrk(url: str, script: Path, connections: int, seconds: float) -> dict[st
         "p99_ms": percentiles.get("99"),
         "non_2xx": int(non_2xx.group(1)) if non_2xx else 0,
         "socket_errors": errors.group(1) if errors else None,
+        "serve_cpu_ms_per_request": round(1000 * serve_cpu / max(1, requests), 2),
+        "wrk_cpu_ms_per_request": round(1000 * wrk_cpu / max(1, requests), 2),
         "wrk_output": out,
     }
+
+
+def serve_pid(serve: ServeProcess) -> int:
+    assert serve.process is not None
+    return serve.process.pid
 
 
 def _millis(value: str) -> float:
@@ -208,9 +232,9 @@ def main() -> int:
             url = f"{serve.url}/v1/knowledge-bases/{KB}/search"
             before = capacity(queries, args.capacity_seconds, 100)
             print(f"in-process before: {before}", file=sys.stderr)
-            loaded = run_wrk(url, script, args.connections, args.seconds)
+            loaded = run_wrk(url, script, args.connections, args.seconds, serve_pid(serve))
             print(f"wrk {args.connections}: {loaded}", file=sys.stderr)
-            one = run_wrk(url, script, 1, args.seconds / 2)
+            one = run_wrk(url, script, 1, args.seconds / 2, serve_pid(serve))
             print(f"wrk 1: {one}", file=sys.stderr)
             after = capacity(queries, args.capacity_seconds, 100)
             print(f"in-process after: {after}", file=sys.stderr)
@@ -224,6 +248,10 @@ def main() -> int:
             return 1
     batched = (before["batched_qps"] + after["batched_qps"]) / 2
     single = (before["single_p50_ms"] + after["single_p50_ms"]) / 2
+    # The rate two cores allow if every request costs what it cost the server and wrk here.
+    cores = len(os.sched_getaffinity(0))
+    per_request = loaded["serve_cpu_ms_per_request"] + loaded["wrk_cpu_ms_per_request"]
+    cpu_bound_rps = 1000 * cores / per_request
     result = {
         "documents": len(corpus),
         "chunks": chunks,
@@ -236,7 +264,10 @@ def main() -> int:
             "loaded_rps_over_batched_qps": round(loaded["requests_per_s"] / batched, 2),
             "loaded_p99_over_p50": round(loaded["p99_ms"] / loaded["p50_ms"], 2),
             "one_client_p50_over_single_p50": round(one["p50_ms"] / single, 2),
+            "cpu_bound_rps_over_batched_qps": round(cpu_bound_rps / batched, 2),
         },
+        "cores": cores,
+        "cpu_bound_rps": round(cpu_bound_rps, 1),
         "load_avg": os.getloadavg(),
     }
     path = write_result("service_wrk", result)
