@@ -201,9 +201,12 @@ def service_settings(args: argparse.Namespace, **overrides: Any) -> ServiceSetti
 async def run_serve(args: argparse.Namespace) -> int:
     """Serve until interrupted."""
     require_service("serve")
+    import asyncio
+
     import uvicorn
 
     from archivist.service import create_app
+    from archivist.service.collector import keep_imports_frozen
     from archivist.service.guards.slow_clients import uvicorn_options
 
     if not 0 < args.port < 65536:
@@ -249,5 +252,10 @@ async def run_serve(args: argparse.Namespace) -> int:
     # shorter switch interval than CPython's 5 ms hands the GIL back to the loop sooner
     # (benchmarks/bench_service_security.py, latency part).
     sys.setswitchinterval(SWITCH_INTERVAL)
-    await uvicorn.Server(config).serve()
+    # Full garbage collections skip the imported code (archivist/service/collector.py).
+    freezer = asyncio.create_task(keep_imports_frozen())
+    try:
+        await uvicorn.Server(config).serve()
+    finally:
+        freezer.cancel()
     return 0
