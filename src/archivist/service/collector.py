@@ -3,8 +3,8 @@ reach.
 
 A full collection walks every tracked object while it holds the GIL, and nearly all of a
 running service's objects are code: the functions, dicts and pydantic fields of every module
-it imported, some 180,000 once the parsers and models have loaded. Each full pass over them
-stopped every request in flight for 100-150 ms. Imported code is never garbage, so once the
+it imported, so each full pass stops every request in flight for as long as walking all of
+them takes. Imported code is never garbage, so once the
 service has started, and again after each later wave of imports (a first PDF, a first
 search), one full collection clears what is garbage and `gc.freeze()` moves the survivors to
 the permanent generation, which later collections skip.
