@@ -3,6 +3,8 @@ batches and handed to the store, each document replacing its old version whole."
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
@@ -149,8 +151,15 @@ class DocumentWriter:
                 )
                 await self._write_stream(document_id, stream, on_progress)
                 continue
-            chunks = self._prepared(document.chunks, document.document_metadata, document_id)
-            self._warnings.check(chunks, document_id)
+            prepare = functools.partial(
+                self._checked, document.chunks, document.document_metadata, document_id
+            )
+            # A batch's stamping is milliseconds of Python: a worker thread's, not the loop's.
+            chunks = (
+                await asyncio.to_thread(prepare)
+                if _length(document.chunks) >= batch_size
+                else prepare()
+            )
             if len(chunks) >= batch_size:
                 await self._write_stream(document_id, _aiter(chunks), on_progress)
                 continue
@@ -234,6 +243,7 @@ class DocumentWriter:
         model = self._target.embedding_model
         numbering = Numbering(document_id)
         sample: list[Chunk] = []
+        pending: list[tuple[Chunk, str]] = []
         async for chunk in chunks:
             position = numbering.count
             if not isinstance(chunk, Chunk):
@@ -249,11 +259,13 @@ class DocumentWriter:
                     argument="chunks",
                 )
             numbering.see(chunk)
-            prepared = self._stamped(chunk, base, f"chunks[{position}].metadata")
-            if len(sample) < SAMPLE_CHUNKS:
-                sample.append(prepared)
-                if len(sample) == SAMPLE_CHUNKS:
-                    self._warnings.check(sample, document_id)
+            pending.append((chunk, f"chunks[{position}].metadata"))
+            if len(pending) < self._target.write_batch_size:
+                continue
+            for prepared in await self._sampled(pending, base, sample, document_id):
+                yield prepared
+            pending = []
+        for prepared in await self._sampled(pending, base, sample, document_id):
             yield prepared
         if numbering.count == 0:
             raise InvalidArgumentError(
@@ -262,6 +274,17 @@ class DocumentWriter:
         numbering.end()
         if len(sample) < SAMPLE_CHUNKS:
             self._warnings.check(sample, document_id)
+
+    def _checked(
+        self,
+        chunks: Sequence[Chunk],
+        document_metadata: dict[str, Any] | None,
+        document_id: str,
+    ) -> list[Chunk]:
+        """`_prepared`, then the unreadable-text check of the result."""
+        prepared = self._prepared(chunks, document_metadata, document_id)
+        self._warnings.check(prepared, document_id)
+        return prepared
 
     def _prepared(
         self,
@@ -303,6 +326,27 @@ class DocumentWriter:
                 chunk.chunk_index, chunk.total_chunks = index, len(kept)
         return kept
 
+    async def _sampled(
+        self,
+        pending: list[tuple[Chunk, str]],
+        base: dict[str, Any],
+        sample: list[Chunk],
+        document_id: str,
+    ) -> list[Chunk]:
+        """`_stamped` of each (chunk, what) pair, in a worker thread (a batch of deep copies
+        is milliseconds of Python); the first SAMPLE_CHUNKS go into `sample`, checked for
+        unreadable text once it is full."""
+        if not pending:
+            return []
+        prepared = await asyncio.to_thread(
+            lambda: [self._stamped(chunk, base, what) for chunk, what in pending]
+        )
+        if len(sample) < SAMPLE_CHUNKS:
+            sample += prepared[: SAMPLE_CHUNKS - len(sample)]
+            if len(sample) == SAMPLE_CHUNKS:
+                self._warnings.check(sample, document_id)
+        return prepared
+
     def _stamped(self, chunk: Chunk, base: dict[str, Any], what: str) -> Chunk:
         """A copy of `chunk` whose metadata is `base` ∪ its own ∪ the handle's scope (the
         scope wins; a None value in the scope removes that key)."""
@@ -316,7 +360,6 @@ class DocumentWriter:
     async def _records(self, pairs: list[tuple[str, Chunk]]) -> list[VectorRecord]:
         """Embed the chunks of (document id, chunk) pairs in one call and check every vector."""
         model = self._target.embedding_model
-        dimensions = model.dimensions
         response = await model([chunk.content for _, chunk in pairs], input_type="document")
         if len(response.embeddings) != len(pairs):
             ids = sorted({document_id for document_id, _ in pairs})
@@ -327,20 +370,33 @@ class DocumentWriter:
                 problem=miscount,
                 document_id=ids[0] if len(ids) == 1 else None,
             )
-        records = []
-        for (document_id, chunk), vector in zip(pairs, response.embeddings, strict=True):
-            problem = vector_problem(vector, dimensions)
-            if problem is not None:
-                raise InvalidVectorError(
-                    f"{model.model!r} returned a bad vector for chunk "
-                    f"{chunk.chunk_index} of document {document_id!r}: it {problem}",
-                    model=model.model,
-                    problem=problem,
-                    document_id=document_id,
-                    chunk_index=chunk.chunk_index,
-                )
-            records.append(VectorRecord(vector=vector, document_id=document_id, chunk=chunk))
-        return records
+        return await asyncio.to_thread(_checked_records, model, pairs, response.embeddings)
+
+
+def _checked_records(
+    model: EmbeddingModelBase, pairs: list[tuple[str, Chunk]], vectors: Sequence[Sequence[float]]
+) -> list[VectorRecord]:
+    """The records of (document id, chunk) pairs and their vectors, every vector checked."""
+    dimensions = model.dimensions
+    records = []
+    for (document_id, chunk), vector in zip(pairs, vectors, strict=True):
+        problem = vector_problem(vector, dimensions)
+        if problem is not None:
+            raise InvalidVectorError(
+                f"{model.model!r} returned a bad vector for chunk "
+                f"{chunk.chunk_index} of document {document_id!r}: it {problem}",
+                model=model.model,
+                problem=problem,
+                document_id=document_id,
+                chunk_index=chunk.chunk_index,
+            )
+        records.append(VectorRecord(vector=vector, document_id=document_id, chunk=chunk))
+    return records
+
+
+def _length(chunks: object) -> int:
+    """How many chunks a list holds (0 for anything else, which `_prepared` rejects)."""
+    return len(chunks) if isinstance(chunks, Sequence) else 0
 
 
 async def _one_batch(records: list[VectorRecord]) -> AsyncIterator[list[VectorRecord]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -306,7 +307,9 @@ class PgVectorStore(VectorStoreBase):
         if not records:
             return
         found = await self._require(collection)
-        points = points_for(records, found.dimensions, new_generation(), stable_ids=True)
+        points = await asyncio.to_thread(  # milliseconds of Python per batch: off the loop
+            points_for, records, found.dimensions, new_generation(), stable_ids=True
+        )
         async with self._transaction() as connection:
             await self._write(connection, collection, found, records, points)
 
@@ -327,13 +330,15 @@ class PgVectorStore(VectorStoreBase):
             connection, collection, found, sql.SQL("c.id = ANY(%s::uuid[])"), [ids]
         )
         counts: list[TermCounts | None] = [None] * len(points)
-        if found.sparse:
-            counts = [
-                self._bm25.count(record.chunk.content.text)
-                if isinstance(record.chunk.content, TextBlock)
-                else None
-                for record in records
-            ]
+        if found.sparse:  # Python per chunk: counted off the loop
+            counts = await asyncio.to_thread(
+                lambda: [
+                    self._bm25.count(record.chunk.content.text)
+                    if isinstance(record.chunk.content, TextBlock)
+                    else None
+                    for record in records
+                ]
+            )
         lengths = [0 if terms is None else terms.length for terms in counts]
         async with connection.cursor() as cursor:
             await cursor.executemany(
@@ -484,7 +489,8 @@ class PgVectorStore(VectorStoreBase):
             generation = new_generation()
             try:
                 async for batch in batches:
-                    points = points_for(
+                    points = await asyncio.to_thread(
+                        points_for,
                         batch,
                         found.dimensions,
                         generation,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import os
 from collections.abc import AsyncIterable, Callable, Mapping, Sequence
 from datetime import datetime
@@ -96,6 +97,11 @@ DEFAULT_QUANTIZATION: Quantization | None = "int8"
 it cost 0.0005 nDCG@10, and it keeps a million 384-d vectors in 0.4 GB of RAM, not 1.5 GB."""
 TENANT_PAYLOAD_KEY = "tenant_id"
 """The metadata key tenants are told apart by (`archivist.rag.store.tenant.TENANT_KEY`)."""
+
+
+THREAD_RECORDS = 16
+"""A write of this many records or more is prepared in a worker thread; a smaller one inline,
+where its Python takes less time than the hop to a thread."""
 
 
 class QdrantStore(VectorStoreBase):
@@ -418,30 +424,37 @@ class QdrantStore(VectorStoreBase):
             return
         params = await self._require(collection)
         generation = new_generation()
-        points = points_for(records, params.dimensions, generation, stable_ids=True)
-        points = await self._with_bm25(collection, params, records, points)
+        points = await self._points(
+            collection, params, records, generation, functools.partial(points_for, stable_ids=True)
+        )
         try:
             await self._upsert(collection, points)
         except BaseException as error:
             await self._discard(collection, generation, error)
             raise
 
-    async def _with_bm25(
+    async def _points(
         self,
         collection: str,
         params: CollectionParams,
         records: Sequence[VectorRecord],
-        points: list[PointWrite],
+        generation: str,
+        build: Callable[[Sequence[VectorRecord], int, str], list[PointWrite]],
     ) -> list[PointWrite]:
-        """`points` with the BM25 vector of each text chunk, when the collection has them.
+        """The points `build` makes of `records` (checking them), with the BM25 vector of each
+        text chunk when the collection has them.
 
+        Checking, payloads and term counting are milliseconds of Python per batch, so they run
+        in a worker thread (taking the GIL in short turns) and the event loop keeps answering.
         Term weights use the collection's running average chunk length, this write included.
-        The texts are counted in a worker thread, so a large batch does not hold up the event
-        loop (the counting takes the GIL in short steps, and the loop gets its turns).
         """
-        if not params.sparse:
-            return points
-        counts = await asyncio.to_thread(self._count_terms, records)
+
+        def built() -> tuple[list[PointWrite], list[TermCounts | None]]:
+            points = build(records, params.dimensions, generation)
+            return points, self._count_terms(records) if params.sparse else []
+
+        inline = len(records) < THREAD_RECORDS
+        points, counts = built() if inline else await asyncio.to_thread(built)
         counted = [terms for terms in counts if terms is not None and terms.length]
         if not counted:
             return points
@@ -451,12 +464,9 @@ class QdrantStore(VectorStoreBase):
             average = stats.average_after(counted)
             stats.add(counted)
             await backend.save_bm25_stats(collection, stats)
-        return [
-            dataclasses.replace(point, sparse=Bm25Encoder.document(terms, average))
-            if terms is not None and terms.length
-            else point
-            for point, terms in zip(points, counts, strict=True)
-        ]
+        if inline:
+            return _with_sparse(points, counts, average)
+        return await asyncio.to_thread(_with_sparse, points, counts, average)
 
     def _count_terms(self, records: Sequence[VectorRecord]) -> list[TermCounts | None]:
         """The BM25 term counts of each text chunk (None for other chunks)."""
@@ -500,16 +510,11 @@ class QdrantStore(VectorStoreBase):
             # order they were written (repair keeps the newest complete one).
             generation = new_generation()
             try:
+                build = functools.partial(
+                    points_for, document_id=document_id, metadata_filter=scope_filter, seen=seen
+                )
                 async for batch in batches:
-                    points = points_for(
-                        batch,
-                        params.dimensions,
-                        generation,
-                        document_id=document_id,
-                        metadata_filter=scope_filter,
-                        seen=seen,
-                    )
-                    points = await self._with_bm25(collection, params, batch, points)
+                    points = await self._points(collection, params, batch, generation, build)
                     await self._upsert(collection, points)
                     written += len(points)
                 older = Where(
@@ -912,3 +917,15 @@ def _client_backend(
     from archivist.rag.store.qdrant.client.backend import ClientBackend
 
     return ClientBackend(connect, owns_client, layout)
+
+
+def _with_sparse(
+    points: list[PointWrite], counts: list[TermCounts | None], average: float
+) -> list[PointWrite]:
+    """`points` with the BM25 vector of each one whose chunk has counted terms."""
+    return [
+        dataclasses.replace(point, sparse=Bm25Encoder.document(terms, average))
+        if terms is not None and terms.length
+        else point
+        for point, terms in zip(points, counts, strict=True)
+    ]

@@ -1,0 +1,105 @@
+"""A large write's per-chunk Python (stamping, vector checks, payloads, BM25 counts) runs in
+worker threads, so the event loop keeps answering while a file is stored; a small write stays
+on the loop, where its work takes less than the hop to a thread."""
+
+import threading
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from archivist.message import TextBlock
+from archivist.rag import Chunk, KnowledgeBase, NewDocument
+from archivist.rag.knowledge import writing
+from archivist.rag.store.qdrant import QdrantStore
+from archivist.rag.store.qdrant import store as qdrant_store
+from archivist.testing.embedding import HashEmbeddingModel
+
+
+def _chunk(index: int, total: int) -> Chunk:
+    return Chunk(
+        content=TextBlock(text=f"chunk {index} of the harbour ledger, tolls and berths"),
+        source="ledger.txt",
+        chunk_index=index,
+        total_chunks=total,
+        metadata={"page": index},
+    )
+
+
+@pytest.fixture
+def threads_seen(monkeypatch: pytest.MonkeyPatch) -> dict[str, set[bool]]:
+    """For each piece of write work, whether it ran on the main (loop) thread."""
+    seen: dict[str, set[bool]] = {}
+
+    def spy(name: str, inner: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            on_loop = threading.current_thread() is threading.main_thread()
+            seen.setdefault(name, set()).add(on_loop)
+            return inner(*args, **kwargs)
+
+        return wrapped
+
+    monkeypatch.setattr(writing, "vector_problem", spy("vector check", writing.vector_problem))
+    monkeypatch.setattr(
+        writing.DocumentWriter, "_stamped", spy("stamping", writing.DocumentWriter._stamped)
+    )
+    monkeypatch.setattr(qdrant_store, "points_for", spy("points", qdrant_store.points_for))
+    monkeypatch.setattr(
+        qdrant_store, "_with_sparse", spy("bm25 vectors", qdrant_store._with_sparse)
+    )
+    return seen
+
+
+def _kb(store: QdrantStore) -> KnowledgeBase:
+    return KnowledgeBase(
+        name="ledger",
+        description="ledger",
+        embedding_model=HashEmbeddingModel(dimensions=32),
+        vector_store=store,
+        collection="ledger",
+    )
+
+
+async def test_a_large_list_document_is_prepared_off_the_loop(
+    threads_seen: dict[str, set[bool]],
+) -> None:
+    async with QdrantStore(location=":memory:") as store:
+        kb = _kb(store)
+        total = 3 * kb.write_batch_size
+        await kb.insert_documents([NewDocument([_chunk(i, total) for i in range(total)], "big")])
+        assert len(await kb.search("harbour ledger tolls", top_k=5)) == 5
+    assert threads_seen == {
+        "stamping": {False},
+        "vector check": {False},
+        "points": {False},
+        "bm25 vectors": {False},
+    }
+
+
+async def test_a_streamed_document_is_prepared_off_the_loop(
+    threads_seen: dict[str, set[bool]],
+) -> None:
+    async with QdrantStore(location=":memory:") as store:
+        kb = _kb(store)
+        total = 2 * kb.write_batch_size + 20  # full batches and a remainder
+
+        async def stream() -> AsyncIterator[Chunk]:
+            for index in range(total):
+                yield _chunk(index, total)
+
+        await kb.insert_documents([NewDocument(stream(), "streamed")])
+        summary = await kb.get_document("streamed")
+        assert summary is not None and summary.chunk_count == total
+    assert threads_seen["stamping"] == {False}
+    assert threads_seen["points"] == {False}
+
+
+async def test_a_small_document_is_prepared_on_the_loop(
+    threads_seen: dict[str, set[bool]],
+) -> None:
+    async with QdrantStore(location=":memory:") as store:
+        kb = _kb(store)
+        await kb.insert_documents([NewDocument([_chunk(i, 3) for i in range(3)], "small")])
+    assert threads_seen["stamping"] == {True}
+    assert threads_seen["points"] == {True}
+    assert threads_seen["bm25 vectors"] == {True}
