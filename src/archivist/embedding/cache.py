@@ -84,18 +84,27 @@ class CachedEmbeddingModel(EmbeddingModelBase):
             if key not in found:
                 to_embed.setdefault(key, item)
         usage = EmbeddingUsage()
+        fresh_vectors: list[list[float]] = []
         if to_embed:
             fresh = await self.inner(list(to_embed.values()), input_type)
+            fresh_vectors, usage = fresh.embeddings, fresh.usage
+
+        def stored() -> list[list[float]]:
+            # Converting and storing a batch's vectors is milliseconds of Python: a worker
+            # thread's, not the event loop's.
             new = {
                 key: np.asarray(vector, dtype=np.float32)
-                for key, vector in zip(to_embed, fresh.embeddings, strict=True)
+                for key, vector in zip(to_embed, fresh_vectors, strict=True)
             }
-            await asyncio.to_thread(self._store, new.items())
+            if new:
+                self._store(new.items())
             found.update(new)
-            usage = fresh.usage
+            return [found[key].tolist() for key in keys]
+
+        embeddings = await asyncio.to_thread(stored)
         usage = usage + EmbeddingUsage(cached_inputs=len(items) - len(to_embed))
         self.totals = self.totals + usage
-        return EmbeddingResponse(embeddings=[found[key].tolist() for key in keys], usage=usage)
+        return EmbeddingResponse(embeddings=embeddings, usage=usage)
 
     def _keys(self, items: Sequence[BatchItem], input_type: InputType) -> list[bytes]:
         prefix = hashlib.sha256()

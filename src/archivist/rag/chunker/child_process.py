@@ -84,7 +84,7 @@ async def chunk_file_in_child(
                 raise DocumentParseError(
                     f"the parser stopped unexpectedly ({_describe(code)})", filename=name
                 ) from None
-            kind, value = pickle.loads(body)
+            kind, value = await asyncio.to_thread(pickle.loads, body)  # Python per chunk
             if kind == "chunks":
                 for chunk in value:
                     yield chunk
