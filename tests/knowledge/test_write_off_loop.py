@@ -1,16 +1,17 @@
-"""A large write's per-chunk Python (stamping, vector checks, payloads, BM25 counts) runs in
-worker threads, so the event loop keeps answering while a file is stored; a small write stays
-on the loop, where its work takes less than the hop to a thread."""
+"""A file's hashing and a large write's per-chunk Python (stamping, vector checks, payloads,
+BM25 counts) run in worker threads, so the event loop keeps answering while a file is stored;
+a small write stays on the loop, where its work takes less than the hop to a thread."""
 
 import threading
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from archivist.message import TextBlock
-from archivist.rag import Chunk, KnowledgeBase, NewDocument
-from archivist.rag.knowledge import writing
+from archivist.rag import ApproxTokenChunker, Chunk, KnowledgeBase, NewDocument, default_registry
+from archivist.rag.knowledge import ingest, writing
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.rag.store.qdrant import store as qdrant_store
 from archivist.testing.embedding import HashEmbeddingModel
@@ -103,3 +104,26 @@ async def test_a_small_document_is_prepared_on_the_loop(
     assert threads_seen["stamping"] == {True}
     assert threads_seen["points"] == {True}
     assert threads_seen["bm25 vectors"] == {True}
+
+
+async def test_a_file_is_hashed_off_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    on_loop: list[bool] = []
+    inner = ingest.file_sha256
+
+    def spy(path: Path) -> str:
+        on_loop.append(threading.current_thread() is threading.main_thread())
+        return inner(path)
+
+    monkeypatch.setattr(ingest, "file_sha256", spy)
+    (tmp_path / "ledger.md").write_text("# Ledger\n\nThe harbour tolls of the year.\n")
+    async with QdrantStore(location=":memory:") as store:
+        report = await ingest.ingest_files(
+            _kb(store),
+            [tmp_path / "ledger.md"],
+            registry=default_registry(),
+            chunker=ApproxTokenChunker(),
+        )
+    assert [result.outcome for result in report.results] == [ingest.Outcome.INDEXED]
+    assert on_loop == [False]

@@ -14,6 +14,7 @@ that was indexed and now is empty, unreadable or unparseable has its old version
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import hashlib
 import json
@@ -353,7 +354,7 @@ async def _parse_one(
 ) -> FileResult | _Parsed:
     resolved = path.resolve()
     try:
-        digest = file_sha256(resolved)
+        digest = await asyncio.to_thread(file_sha256, resolved)  # reads the whole file
         if (
             before is not None
             and before.metadata.get(HASH_KEY) == digest
