@@ -90,7 +90,7 @@ class CachedEmbeddingModel(EmbeddingModelBase):
             fresh_vectors, usage = fresh.embeddings, fresh.usage
 
         def stored() -> list[list[float]]:
-            # Converting and storing a batch's vectors is milliseconds of Python: a worker
+            # Converting and storing a batch's vectors is Python per vector: a worker
             # thread's, not the event loop's.
             new = {
                 key: np.asarray(vector, dtype=np.float32)

@@ -154,7 +154,7 @@ class DocumentWriter:
             prepare = functools.partial(
                 self._checked, document.chunks, document.document_metadata, document_id
             )
-            # A batch's stamping is milliseconds of Python: a worker thread's, not the loop's.
+            # A batch's stamping is Python per chunk: a worker thread's, not the loop's.
             chunks = (
                 await asyncio.to_thread(prepare)
                 if _length(document.chunks) >= batch_size
@@ -333,8 +333,8 @@ class DocumentWriter:
         sample: list[Chunk],
         document_id: str,
     ) -> list[Chunk]:
-        """`_stamped` of each (chunk, what) pair, in a worker thread (a batch of deep copies
-        is milliseconds of Python); the first SAMPLE_CHUNKS go into `sample`, checked for
+        """`_stamped` of each (chunk, what) pair, in a worker thread (a deep copy per chunk
+        would hold up the loop); the first SAMPLE_CHUNKS go into `sample`, checked for
         unreadable text once it is full."""
         if not pending:
             return []

@@ -307,7 +307,7 @@ class PgVectorStore(VectorStoreBase):
         if not records:
             return
         found = await self._require(collection)
-        points = await asyncio.to_thread(  # milliseconds of Python per batch: off the loop
+        points = await asyncio.to_thread(  # Python per record: off the loop
             points_for, records, found.dimensions, new_generation(), stable_ids=True
         )
         async with self._transaction() as connection:

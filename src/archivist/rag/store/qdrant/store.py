@@ -444,8 +444,9 @@ class QdrantStore(VectorStoreBase):
         """The points `build` makes of `records` (checking them), with the BM25 vector of each
         text chunk when the collection has them.
 
-        Checking, payloads and term counting are milliseconds of Python per batch, so they run
-        in a worker thread (taking the GIL in short turns) and the event loop keeps answering.
+        Checking, payloads and term counting are Python per chunk, so for a batch they run
+        in a worker thread (taking the GIL in short turns) and the event loop keeps answering;
+        a write of fewer than THREAD_RECORDS records is prepared inline.
         Term weights use the collection's running average chunk length, this write included.
         """
 
