@@ -127,3 +127,23 @@ async def test_a_file_is_hashed_off_the_loop(
         )
     assert [result.outcome for result in report.results] == [ingest.Outcome.INDEXED]
     assert on_loop == [False]
+
+
+async def test_a_bad_chunk_in_a_streamed_batch_is_named_and_nothing_is_written() -> None:
+    async with QdrantStore(location=":memory:") as store:
+        kb = _kb(store)
+        total = 2 * kb.write_batch_size
+        bad = kb.write_batch_size + 6  # in the second batch, stamped in a worker thread
+
+        async def stream() -> AsyncIterator[Chunk]:
+            for index in range(total):
+                chunk = _chunk(index, total)
+                if index == bad:
+                    chunk.metadata["when"] = object()
+                yield chunk
+
+        await kb.insert_documents([NewDocument([_chunk(i, 3) for i in range(3)], "book")])
+        with pytest.raises(ValueError, match=rf"chunks\[{bad}\]\.metadata"):
+            await kb.insert_documents([NewDocument(stream(), "book")])
+        summary = await kb.get_document("book")
+        assert summary is not None and summary.chunk_count == 3  # the old version, whole
