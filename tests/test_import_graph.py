@@ -102,6 +102,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
             "archivist.errors",
             "archivist.file_digest",
             "archivist.message",
+            "archivist.off_loop",
             "archivist.thread_priority",
             "archivist.validation",
         ),

@@ -20,6 +20,7 @@ from archivist.embedding.base import BatchItem, EmbeddingInput, EmbeddingModelBa
 from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
 from archivist.embedding.tokenizer import ModelTokenizer
 from archivist.message import Base64Source
+from archivist.off_loop import off_loop
 
 _FILENAME = "embeddings.sqlite3"
 _LOOKUP_CHUNK = 500  # stays under SQLite's bound-parameter limit on old builds
@@ -89,9 +90,7 @@ class CachedEmbeddingModel(EmbeddingModelBase):
             fresh = await self.inner(list(to_embed.values()), input_type)
             fresh_vectors, usage = fresh.embeddings, fresh.usage
 
-        def stored() -> list[list[float]]:
-            # Converting and storing a batch's vectors is Python per vector: a worker
-            # thread's, not the event loop's.
+        def stored() -> list[list[float]]:  # Python per vector
             new = {
                 key: np.asarray(vector, dtype=np.float32)
                 for key, vector in zip(to_embed, fresh_vectors, strict=True)
@@ -101,7 +100,7 @@ class CachedEmbeddingModel(EmbeddingModelBase):
             found.update(new)
             return [found[key].tolist() for key in keys]
 
-        embeddings = await asyncio.to_thread(stored)
+        embeddings = await off_loop(stored, len(keys))
         usage = usage + EmbeddingUsage(cached_inputs=len(items) - len(to_embed))
         self.totals = self.totals + usage
         return EmbeddingResponse(embeddings=embeddings, usage=usage)

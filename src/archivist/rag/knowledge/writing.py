@@ -3,7 +3,6 @@ batches and handed to the store, each document replacing its old version whole."
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import uuid
@@ -13,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from archivist.errors import InvalidArgumentError, InvalidVectorError
 from archivist.message import DataBlock
+from archivist.off_loop import off_loop
 from archivist.rag.document import Chunk
 from archivist.rag.knowledge.notices import SKIPPED_DATA_BLOCKS, SKIPPED_DATA_DOCUMENT, logger
 from archivist.rag.knowledge.vocabulary import SAMPLE_CHUNKS, UnreadableWarnings
@@ -151,14 +151,11 @@ class DocumentWriter:
                 )
                 await self._write_stream(document_id, stream, on_progress)
                 continue
-            prepare = functools.partial(
-                self._checked, document.chunks, document.document_metadata, document_id
-            )
-            # A batch's stamping is Python per chunk: a worker thread's, not the loop's.
-            chunks = (
-                await asyncio.to_thread(prepare)
-                if _length(document.chunks) >= batch_size
-                else prepare()
+            chunks = await off_loop(
+                functools.partial(
+                    self._checked, document.chunks, document.document_metadata, document_id
+                ),
+                _length(document.chunks),
             )
             if len(chunks) >= batch_size:
                 await self._write_stream(document_id, _aiter(chunks), on_progress)
@@ -333,13 +330,13 @@ class DocumentWriter:
         sample: list[Chunk],
         document_id: str,
     ) -> list[Chunk]:
-        """`_stamped` of each (chunk, what) pair, in a worker thread (a deep copy per chunk
-        would hold up the loop); the first SAMPLE_CHUNKS go into `sample`, checked for
-        unreadable text once it is full."""
+        """`_stamped` of each (chunk, what) pair, off the loop (`off_loop`: a deep copy per
+        chunk); the first SAMPLE_CHUNKS go into `sample`, checked for unreadable text once it
+        is full."""
         if not pending:
             return []
-        prepared = await asyncio.to_thread(
-            lambda: [self._stamped(chunk, base, what) for chunk, what in pending]
+        prepared = await off_loop(
+            lambda: [self._stamped(chunk, base, what) for chunk, what in pending], len(pending)
         )
         if len(sample) < SAMPLE_CHUNKS:
             sample += prepared[: SAMPLE_CHUNKS - len(sample)]
@@ -370,7 +367,9 @@ class DocumentWriter:
                 problem=miscount,
                 document_id=ids[0] if len(ids) == 1 else None,
             )
-        return await asyncio.to_thread(_checked_records, model, pairs, response.embeddings)
+        return await off_loop(
+            functools.partial(_checked_records, model, pairs, response.embeddings), len(pairs)
+        )
 
 
 def _checked_records(

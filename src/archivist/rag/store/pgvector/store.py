@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import re
 from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -16,6 +16,7 @@ from psycopg.types.json import Jsonb
 
 from archivist.errors import InvalidArgumentError
 from archivist.message import TextBlock
+from archivist.off_loop import off_loop
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
 from archivist.rag.store.arguments import (
@@ -307,8 +308,11 @@ class PgVectorStore(VectorStoreBase):
         if not records:
             return
         found = await self._require(collection)
-        points = await asyncio.to_thread(  # Python per record: off the loop
-            points_for, records, found.dimensions, new_generation(), stable_ids=True
+        points = await off_loop(  # Python per record
+            functools.partial(
+                points_for, records, found.dimensions, new_generation(), stable_ids=True
+            ),
+            len(records),
         )
         async with self._transaction() as connection:
             await self._write(connection, collection, found, records, points)
@@ -330,14 +334,15 @@ class PgVectorStore(VectorStoreBase):
             connection, collection, found, sql.SQL("c.id = ANY(%s::uuid[])"), [ids]
         )
         counts: list[TermCounts | None] = [None] * len(points)
-        if found.sparse:  # Python per chunk: counted off the loop
-            counts = await asyncio.to_thread(
+        if found.sparse:  # Python per chunk
+            counts = await off_loop(
                 lambda: [
                     self._bm25.count(record.chunk.content.text)
                     if isinstance(record.chunk.content, TextBlock)
                     else None
                     for record in records
-                ]
+                ],
+                len(records),
             )
         lengths = [0 if terms is None else terms.length for terms in counts]
         async with connection.cursor() as cursor:
@@ -489,14 +494,17 @@ class PgVectorStore(VectorStoreBase):
             generation = new_generation()
             try:
                 async for batch in batches:
-                    points = await asyncio.to_thread(
-                        points_for,
-                        batch,
-                        found.dimensions,
-                        generation,
-                        document_id=document_id,
-                        metadata_filter=metadata_filter,
-                        seen=seen,
+                    points = await off_loop(
+                        functools.partial(
+                            points_for,
+                            batch,
+                            found.dimensions,
+                            generation,
+                            document_id=document_id,
+                            metadata_filter=metadata_filter,
+                            seen=seen,
+                        ),
+                        len(batch),
                     )
                     if points:
                         async with self._transaction() as connection:

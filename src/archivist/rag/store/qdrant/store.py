@@ -16,6 +16,7 @@ import numpy as np
 from archivist._extras import require
 from archivist.errors import InvalidArgumentError
 from archivist.message import TextBlock
+from archivist.off_loop import off_loop
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
 from archivist.rag.store.arguments import (
@@ -97,11 +98,6 @@ DEFAULT_QUANTIZATION: Quantization | None = "int8"
 it cost 0.0005 nDCG@10, and it keeps a million 384-d vectors in 0.4 GB of RAM, not 1.5 GB."""
 TENANT_PAYLOAD_KEY = "tenant_id"
 """The metadata key tenants are told apart by (`archivist.rag.store.tenant.TENANT_KEY`)."""
-
-
-THREAD_RECORDS = 16
-"""A write of this many records or more is prepared in a worker thread; a smaller one inline,
-where its Python takes less time than the hop to a thread."""
 
 
 class QdrantStore(VectorStoreBase):
@@ -444,9 +440,8 @@ class QdrantStore(VectorStoreBase):
         """The points `build` makes of `records` (checking them), with the BM25 vector of each
         text chunk when the collection has them.
 
-        Checking, payloads and term counting are Python per chunk, so for a batch they run
-        in a worker thread (taking the GIL in short turns) and the event loop keeps answering;
-        a write of fewer than THREAD_RECORDS records is prepared inline.
+        Checking, payloads and term counting are Python per chunk: they run off the loop
+        (`off_loop`), in a worker thread for a batch.
         Term weights use the collection's running average chunk length, this write included.
         """
 
@@ -454,8 +449,7 @@ class QdrantStore(VectorStoreBase):
             points = build(records, params.dimensions, generation)
             return points, self._count_terms(records) if params.sparse else []
 
-        inline = len(records) < THREAD_RECORDS
-        points, counts = built() if inline else await asyncio.to_thread(built)
+        points, counts = await off_loop(built, len(records))
         counted = [terms for terms in counts if terms is not None and terms.length]
         if not counted:
             return points
@@ -465,9 +459,7 @@ class QdrantStore(VectorStoreBase):
             average = stats.average_after(counted)
             stats.add(counted)
             await backend.save_bm25_stats(collection, stats)
-        if inline:
-            return _with_sparse(points, counts, average)
-        return await asyncio.to_thread(_with_sparse, points, counts, average)
+        return await off_loop(functools.partial(_with_sparse, points, counts, average), len(points))
 
     def _count_terms(self, records: Sequence[VectorRecord]) -> list[TermCounts | None]:
         """The BM25 term counts of each text chunk (None for other chunks)."""
