@@ -116,6 +116,26 @@ async def get_kb(name: Annotated[str, Path()], tenant: Tenant, state: State) -> 
 KB = Annotated[KBRecord, Depends(get_kb)]
 
 
+async def searched_kb(state: ServiceState, tenant: str, name: str) -> KBRecord | None:
+    """The tenant's knowledge base `name` to search, or None: from memory when it was found
+    in the last `catalog.KB_CACHE_SECONDS` (a search needs only what never changes about it)."""
+    kb = catalog.recent_kb(state.engine, tenant, name)
+    if kb is None:
+        kb = await asyncio.to_thread(catalog.get_kb, state.engine, tenant, name)
+    return kb
+
+
+async def get_searched_kb(name: Annotated[str, Path()], tenant: Tenant, state: State) -> KBRecord:
+    """`get_kb` for searches, answered from memory when it was found recently."""
+    kb = await searched_kb(state, tenant, name)
+    if kb is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no knowledge base {name!r}")
+    return kb
+
+
+SearchedKB = Annotated[KBRecord, Depends(get_searched_kb)]
+
+
 async def get_document(document_id: Annotated[str, Path()], kb: KB, state: State) -> DocumentRecord:
     """Document `document_id` of the caller's knowledge base; 404 otherwise."""
     document = await asyncio.to_thread(catalog.get_document, state.engine, kb.id, document_id)

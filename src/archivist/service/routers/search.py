@@ -11,7 +11,7 @@ from archivist.rag import VectorSearchResult
 from archivist.rag.knowledge import query_cache
 from archivist.rag.knowledge.citation import citation, copy_citation
 from archivist.rag.knowledge.context import context_text
-from archivist.service.dependencies import KB, ServiceState, State
+from archivist.service.dependencies import SearchedKB, ServiceState, State
 from archivist.service.schemas import (
     SERVICE_KEYS,
     Hit,
@@ -79,7 +79,7 @@ def answers_cache(request: Request, state: ServiceState) -> query_cache.QueryCac
 
 
 @router.post("/{name}/search", response_model=SearchResponse, responses={404: {"model": Problem}})
-async def search(body: SearchRequest, kb: KB, state: State, request: Request) -> Response:
+async def search(body: SearchRequest, kb: SearchedKB, state: State, request: Request) -> Response:
     """The `top_k` chunks of the knowledge base closest to `query`, best first.
 
     An identical request to the same knowledge base within `query_cache_seconds`, with no

@@ -9,7 +9,7 @@ from fastapi import APIRouter, HTTPException, Response, status
 from fastapi.sse import EventSourceResponse
 
 from archivist.service.chat import ChatRun, stream_events
-from archivist.service.dependencies import ChatSession, State, Tenant
+from archivist.service.dependencies import ChatSession, State, Tenant, searched_kb
 from archivist.service.schemas import (
     MessageCreate,
     MessageOut,
@@ -19,7 +19,7 @@ from archivist.service.schemas import (
     SessionList,
     SessionOut,
 )
-from archivist.service.storage import catalog, sessions_store
+from archivist.service.storage import sessions_store
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 
@@ -91,9 +91,7 @@ async def post_message(
     if state.chat_model is None:
         raise HTTPException(status.HTTP_409_CONFLICT, NO_CHAT_MODEL)
     names = list(dict.fromkeys(body.knowledge_bases))
-    records = await asyncio.gather(
-        *(asyncio.to_thread(catalog.get_kb, state.engine, tenant, name) for name in names)
-    )
+    records = await asyncio.gather(*(searched_kb(state, tenant, name) for name in names))
     missing = [name for name, kb in zip(names, records, strict=True) if kb is None]
     if missing:
         raise HTTPException(

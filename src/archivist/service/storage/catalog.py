@@ -22,6 +22,11 @@ from archivist.service.storage.database import (
     reading,
     writing,
 )
+from archivist.service.storage.recent import RecentlyFound
+
+KB_CACHE_SECONDS = 2.0
+"""How long a knowledge base found by `get_kb` is answered by `recent_kb` from memory."""
+KB_CACHE_SIZE = 4096
 
 Check = Callable[[Connection], None]
 """A check run inside a write transaction before it writes; it refuses by raising."""
@@ -199,7 +204,30 @@ def get_kb(engine: Engine, tenant: str, name: str) -> KBRecord | None:
             .outerjoin(kb_settings, kb_settings.c.kb_id == knowledge_bases.c.id)
             .where(knowledge_bases.c.tenant == tenant, knowledge_bases.c.name == name)
         ).one_or_none()
-    return None if row is None else _kb(row)
+    if row is None:
+        return None
+    kb = _kb(row)
+    _found_kbs.put(engine, (tenant, name), kb)
+    return kb
+
+
+def recent_kb(engine: Engine, tenant: str, name: str) -> KBRecord | None:
+    """The tenant's knowledge base `name` if `get_kb` found it within `KB_CACHE_SECONDS`,
+    else None (then ask `get_kb`); never touches the database, so it is safe on the event
+    loop. For searches: its id, collection and indexing choices never change, but its
+    `document_count` may be that old, and a rename or deletion by another process shows
+    only after `KB_CACHE_SECONDS` (this process's own show at once)."""
+    return _found_kbs.get(engine, (tenant, name))
+
+
+# (tenant, name) -> the knowledge base, for those `get_kb` found recently.
+_found_kbs: RecentlyFound[tuple[str, str], KBRecord] = RecentlyFound(
+    KB_CACHE_SECONDS, KB_CACHE_SIZE
+)
+
+
+def _forget_kb(engine: Engine, kb_id: str) -> None:
+    _found_kbs.forget(engine, lambda _key, kb: kb.id == kb_id)
 
 
 def _settings_columns() -> list[Any]:
@@ -230,6 +258,7 @@ def update_kb(engine: Engine, kb: KBRecord, name: str | None, description: str |
                 )
         except IntegrityError:
             raise KBExistsError(f"knowledge base {name!r} already exists") from None
+        _forget_kb(engine, kb.id)
     return kb.model_copy(update=values)
 
 
@@ -252,6 +281,7 @@ def delete_kb(engine: Engine, kb_id: str) -> list[DocumentRecord]:
             db.execute(delete(jobs).where(jobs.c.document_id.in_(ids)))
             db.execute(delete(documents).where(documents.c.kb_id == kb_id))
         db.execute(delete(knowledge_bases).where(knowledge_bases.c.id == kb_id))
+    _forget_kb(engine, kb_id)
     return [_document(row) for row in rows]
 
 

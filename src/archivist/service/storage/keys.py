@@ -15,15 +15,14 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-import threading
 import time
 
-from cachetools import TTLCache
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import Engine, insert, select, update
 
 from archivist.errors import InvalidArgumentError
 from archivist.service.storage.database import api_keys, reading, writing
+from archivist.service.storage.recent import RecentlyFound
 
 KEY_PREFIX = "ak"
 KEY_CACHE_SECONDS = 2.0
@@ -117,8 +116,7 @@ def tenant_for_key(engine: Engine, key: str) -> str | None:
         ).one_or_none()
     if row is None:
         return None
-    with _lock:
-        _cache_of(engine)[digest] = (row.id, row.tenant)
+    _found.put(engine, digest, (row.id, row.tenant))
     return str(row.tenant)
 
 
@@ -128,30 +126,14 @@ def cached_tenant_for_key(engine: Engine, key: str) -> str | None:
     return _cached(engine, hash_key(key))
 
 
-# Per database (every engine on it alike): key hash -> (key id, tenant) of keys recently
-# found active.
-_caches: dict[str, TTLCache[str, tuple[str, str]]] = {}
-_lock = threading.Lock()
-
-
-def _cache_of(engine: Engine) -> TTLCache[str, tuple[str, str]]:
-    """The cache of `engine`'s database; callers hold `_lock`."""
-    database = engine.url.render_as_string(hide_password=False)
-    cache = _caches.get(database)
-    if cache is None:
-        cache = _caches[database] = TTLCache(maxsize=KEY_CACHE_SIZE, ttl=KEY_CACHE_SECONDS)
-    return cache
+# Key hash -> (key id, tenant) of keys recently found active.
+_found: RecentlyFound[str, tuple[str, str]] = RecentlyFound(KEY_CACHE_SECONDS, KEY_CACHE_SIZE)
 
 
 def _cached(engine: Engine, digest: str) -> str | None:
-    with _lock:
-        entry = _cache_of(engine).get(digest)
+    entry = _found.get(engine, digest)
     return None if entry is None else entry[1]
 
 
 def _forget(engine: Engine, key_id: str) -> None:
-    with _lock:
-        cache = _cache_of(engine)
-        for digest, (cached_id, _) in list(cache.items()):
-            if cached_id == key_id:
-                del cache[digest]
+    _found.forget(engine, lambda _digest, entry: entry[0] == key_id)
