@@ -234,6 +234,9 @@ def main() -> int:
             print(f"in-process before: {before}", file=sys.stderr)
             loaded = run_wrk(url, script, args.connections, args.seconds, serve_pid(serve))
             print(f"wrk {args.connections}: {loaded}", file=sys.stderr)
+            # wrk stops with up to one request per connection still queued in the server:
+            # let those finish, or the first one-client requests wait behind them.
+            time.sleep(3)
             one = run_wrk(url, script, 1, args.seconds / 2, serve_pid(serve))
             print(f"wrk 1: {one}", file=sys.stderr)
             after = capacity(queries, args.capacity_seconds, 100)
