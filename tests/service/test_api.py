@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 from service_helpers import client, wait_final
 
 from archivist.embedding import LocalEmbeddingModel
@@ -54,6 +55,14 @@ def test_v1_needs_a_valid_key(service) -> None:
         assert basic.status_code == 401
 
 
+def document_counts(http: httpx.Client, kb: str) -> list[int]:
+    """The knowledge base's document count as its GET, the list and a PATCH show it."""
+    listed = {item["name"]: item for item in http.get("/v1/knowledge-bases").json()["items"]}
+    one = http.get(f"/v1/knowledge-bases/{kb}").json()
+    patched = http.patch(f"/v1/knowledge-bases/{kb}", json={"description": "counted"}).json()
+    return [one["document_count"], listed[kb]["document_count"], patched["document_count"]]
+
+
 def test_knowledge_base_lifecycle(service) -> None:
     with client(service.url, service.keys["acme"]) as http:
         created = http.post("/v1/knowledge-bases", json={"name": "life", "description": "d"})
@@ -94,6 +103,7 @@ def test_upload_index_search_chunks_file_delete(service, tmp_path: Path) -> None
 
         one = http.get(f"/v1/knowledge-bases/main/documents/{ids[1]}").json()
         assert one["status"] == "ready" and one["error"] is None
+        assert document_counts(http, "main") == [2, 2, 2]
 
         hits = http.post(
             "/v1/knowledge-bases/main/search",
@@ -125,6 +135,7 @@ def test_upload_index_search_chunks_file_delete(service, tmp_path: Path) -> None
         assert http.get(f"/v1/knowledge-bases/main/documents/{ids[1]}").status_code == 404
         assert http.get(f"/v1/knowledge-bases/main/documents/{ids[1]}/file").status_code == 404
         assert not any(p.name == "policy.pdf" for p in stored.rglob("*"))
+        assert document_counts(http, "main") == [1, 1, 1]
         hits = http.post(
             "/v1/knowledge-bases/main/search", json={"query": "refunds", "top_k": 5}
         ).json()["hits"]

@@ -99,7 +99,7 @@ async def list_knowledge_bases(tenant: Tenant, state: State) -> KnowledgeBaseLis
 @router.get("/{name}", responses={404: {"model": Problem}})
 async def get_knowledge_base(kb: KB, state: State) -> KnowledgeBaseOut:
     """One knowledge base with how it indexes."""
-    return _out(kb, state)
+    return _out(await asyncio.to_thread(catalog.counted, state.engine, kb), state)
 
 
 @router.patch(
@@ -119,7 +119,7 @@ async def update_knowledge_base(
         )
     except KBExistsError as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
-    return _out(updated, state)
+    return _out(await asyncio.to_thread(catalog.counted, state.engine, updated), state)
 
 
 @router.get("/{name}/documents/status", responses={404: {"model": Problem}})

@@ -211,6 +211,16 @@ def get_kb(engine: Engine, tenant: str, name: str) -> KBRecord | None:
     return kb
 
 
+def counted(engine: Engine, kb: KBRecord) -> KBRecord:
+    """`kb` with its current document count (`get_kb` leaves it out: most requests that look
+    a knowledge base up never show it, and counting grows with the knowledge base)."""
+    with reading(engine) as db:
+        count = db.execute(
+            select(func.count()).select_from(documents).where(documents.c.kb_id == kb.id)
+        ).scalar_one()
+    return kb.model_copy(update={"document_count": count})
+
+
 def recent_kb(engine: Engine, tenant: str, name: str) -> KBRecord | None:
     """The tenant's knowledge base `name` if `get_kb` found it within `KB_CACHE_SECONDS`,
     else None (then ask `get_kb`); never touches the database, so it is safe on the event
