@@ -37,6 +37,7 @@ from archivist.rag.store.qdrant.backend import (
 )
 from archivist.rag.store.qdrant.edge.collection import SHARD_PREFIX, EdgeCollection, edge_config
 from archivist.rag.store.qdrant.edge.meta import META_FILE, EdgeMeta, load_meta, save_meta
+from archivist.rag.store.qdrant.edge.term_cache import TermIdfCache
 from archivist.rag.store.qdrant.edge.translate import edge_filter, edge_schema
 from archivist.rag.store.qdrant.filter import AnyOf, IndexKind, Where
 from archivist.rag.store.qdrant.layout import CHUNK_INDEX, DOCUMENT_ID, GENERATION
@@ -64,6 +65,7 @@ class EdgeBackend(QdrantBackend):
         self._temporary: Path | None = None
         self._lock: StoreLock | None = None
         self._collections: dict[str, EdgeCollection] = {}
+        self._term_idf = TermIdfCache()
 
     @property
     def _collections_dir(self) -> Path:
@@ -250,26 +252,33 @@ class EdgeBackend(QdrantBackend):
         ]
 
     async def term_idf(self, name: str, where: Where, terms: Sequence[int]) -> dict[int, float]:
-        condition = edge_filter(where)
-        batch = edge.QueryBatchRequest(
-            [
-                edge.QueryRequest(
-                    limit=1,
-                    query=edge.Query.Nearest(
-                        _sparse(SparseVector([term], [1.0])), using=SPARSE_VECTOR
-                    ),
-                    filter=condition,
-                    with_vector=[SPARSE_VECTOR],
-                )
-                for term in terms
-            ]
-        )
-        found = self._get(name).shard.query_batch(batch)
-        return {
-            term: idf_from_hit(term, points[0].score, points[0].vector)
-            for term, points in zip(terms, found, strict=True)
-            if points
-        }
+        collection = self._get(name)
+        version = collection.version  # read before the engine, so a write meanwhile shows
+        idf = self._term_idf.known(version, where, terms)
+        missing = [term for term in terms if term not in idf]
+        if missing:
+            condition = edge_filter(where)
+            batch = edge.QueryBatchRequest(
+                [
+                    edge.QueryRequest(
+                        limit=1,
+                        query=edge.Query.Nearest(
+                            _sparse(SparseVector([term], [1.0])), using=SPARSE_VECTOR
+                        ),
+                        filter=condition,
+                        with_vector=[SPARSE_VECTOR],
+                    )
+                    for term in missing
+                ]
+            )
+            found = collection.shard.query_batch(batch)
+            read: dict[int, float | None] = {
+                term: idf_from_hit(term, points[0].score, points[0].vector) if points else None
+                for term, points in zip(missing, found, strict=True)
+            }
+            self._term_idf.remember(version, where, read)
+            idf.update(read)
+        return {term: value for term in terms if (value := idf[term]) is not None}
 
     async def bm25_stats(self, name: str) -> Bm25Stats:
         meta = self._get(name).meta

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import shutil
 from pathlib import Path
 
@@ -14,6 +15,9 @@ from archivist.rag.store.qdrant.filter import IndexKind
 from archivist.rag.store.qdrant.sparse import SPARSE_VECTOR
 
 SHARD_PREFIX = "shard-"
+
+_VERSIONS = itertools.count()
+"""Versions for every collection of the process: no two collection states share one."""
 
 
 def edge_config(meta: EdgeMeta, segment_points: int, wal: bool | None = None) -> edge.EdgeConfig:
@@ -63,6 +67,9 @@ class EdgeCollection:
         self.segment_points = segment_points
         self._shard = shard
         self._unsaved_stats = False
+        self.version = next(_VERSIONS)
+        """Changes before and after every write and segment indexing, so whatever was read
+        while it stayed the same still holds (`term_cache`)."""
 
     @property
     def shard_dir(self) -> Path:
@@ -86,7 +93,11 @@ class EdgeCollection:
 
     def apply(self, operation: edge.UpdateOperation) -> None:
         """Apply one write."""
-        self.shard.update(operation)
+        self.version = next(_VERSIONS)
+        try:
+            self.shard.update(operation)
+        finally:
+            self.version = next(_VERSIONS)
 
     def set_bm25_stats(self, tokens: int, chunks: int) -> None:
         """Record the chunk-length totals; they reach the meta file with the next flush, not
@@ -125,7 +136,11 @@ class EdgeCollection:
         only on a flush, and the vector pages the writes touched stay resident until then, so
         without it a long-running store's log and memory grow with everything ever written.
         """
-        indexed = self.shard.optimize()
+        self.version = next(_VERSIONS)
+        try:
+            indexed = self.shard.optimize()
+        finally:
+            self.version = next(_VERSIONS)
         if indexed:
             self._flush(self.shard)
         return indexed
