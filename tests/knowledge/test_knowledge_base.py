@@ -437,3 +437,27 @@ async def test_ingest_streams_a_large_file_in_bounded_embedding_calls(
     assert sum(len(inputs) for inputs, _ in counting.calls) == large_chunks + 1
     counts = {s.source: s.chunk_count for s in await kb.list_documents()}
     assert counts == {"a-small.md": 1, "b-large.md": large_chunks}
+
+
+async def test_a_search_never_creates_the_collection(
+    embedder: EmbeddingModelBase, store: QdrantStore
+) -> None:
+    """A knowledge base without a collection (new, or deleted by another process) finds
+    nothing, and stays without one until something is written to it."""
+    kb = _kb(embedder, store)
+    assert await kb.search("When do cats sleep?") == []
+    assert not await store.has_collection("demo-kb")
+    await kb.insert_document(_chunks("Cats sleep 12-16 hours per day.", "cats.md"))
+    await store.delete_collection("demo-kb")  # what another replica's deletion does
+    assert await kb.search("When do cats sleep?") == []
+    assert not await store.has_collection("demo-kb")
+
+
+async def test_a_search_still_checks_the_collection_s_dimensions(
+    embedder: EmbeddingModelBase, store: QdrantStore
+) -> None:
+    from archivist.errors import ConfigurationError
+
+    await store.create_collection("demo-kb", embedder.dimensions + 1)
+    with pytest.raises(ConfigurationError, match="-d vectors"):
+        await _kb(embedder, store).search("When do cats sleep?")

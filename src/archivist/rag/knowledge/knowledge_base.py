@@ -102,21 +102,37 @@ class KnowledgeBase:
         if self._ready:
             return
         async with self._ready_lock:
-            if self._ready:
-                return
-            dimensions = self.embedding_model.dimensions
-            if await self.vector_store.has_collection(self.collection):
-                existing = await self.vector_store.collection_dimensions(self.collection)
-                if existing is not None and existing != dimensions:
-                    raise ConfigurationError(
-                        f"collection {self.collection!r} holds {existing}-d vectors but "
-                        f"{self.embedding_model.model!r} makes {dimensions}-d vectors; use "
-                        f"another collection or the model the collection was built with",
-                        setting="embedding_model",
-                    )
-            else:
-                await self.vector_store.create_collection(self.collection, dimensions)
-            self._ready = True
+            if not await self._checked_collection():
+                await self.vector_store.create_collection(
+                    self.collection, self.embedding_model.dimensions
+                )
+                self._ready = True
+
+    async def has_collection(self) -> bool:
+        """Whether the collection exists, its dimensions checked against the model's; never
+        creates it (a search of a knowledge base that has none finds nothing)."""
+        if self._ready:
+            return True
+        async with self._ready_lock:
+            return await self._checked_collection()
+
+    async def _checked_collection(self) -> bool:
+        """`has_collection`'s check; callers hold `_ready_lock`."""
+        if self._ready:
+            return True
+        if not await self.vector_store.has_collection(self.collection):
+            return False
+        dimensions = self.embedding_model.dimensions
+        existing = await self.vector_store.collection_dimensions(self.collection)
+        if existing is not None and existing != dimensions:
+            raise ConfigurationError(
+                f"collection {self.collection!r} holds {existing}-d vectors but "
+                f"{self.embedding_model.model!r} makes {dimensions}-d vectors; use "
+                f"another collection or the model the collection was built with",
+                setting="embedding_model",
+            )
+        self._ready = True
+        return True
 
     async def insert_document(
         self,

@@ -51,7 +51,7 @@ class SearchTarget(Protocol):
     collection: str
     metadata_filter: MetadataFilter | None
 
-    async def ensure_collection(self) -> None: ...
+    async def has_collection(self) -> bool: ...
 
 
 class Searcher:
@@ -105,9 +105,8 @@ class Searcher:
                 argument="context",
             )
         usable = self._usable_queries(queries)
-        if not usable:
-            return []
-        await self._target.ensure_collection()
+        if not usable or not await self._target.has_collection():
+            return []  # a search never creates the collection: a deleted one stays deleted
         chosen = await self._search_mode(mode, score_threshold)
         grouped = max_per_document is not None and diversity is None and store.capabilities.grouping
         depth = top_k if max_per_document is None or grouped else top_k * COLLAPSE_FANOUT

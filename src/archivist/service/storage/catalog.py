@@ -225,8 +225,9 @@ def recent_kb(engine: Engine, tenant: str, name: str) -> KBRecord | None:
     """The tenant's knowledge base `name` if `get_kb` found it within `KB_CACHE_SECONDS`,
     else None (then ask `get_kb`); never touches the database, so it is safe on the event
     loop. For searches: its id, collection and indexing choices never change, but its
-    `document_count` may be that old, and a rename or deletion by another process shows
-    only after `KB_CACHE_SECONDS` (this process's own show at once)."""
+    `document_count` may be that old, and a rename or deletion by another process (or one
+    racing a lookup already under way) shows only after `KB_CACHE_SECONDS`. A search of a
+    knowledge base deleted meanwhile finds nothing: searches never create collections."""
     return _found_kbs.get(engine, (tenant, name))
 
 
