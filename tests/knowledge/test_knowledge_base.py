@@ -439,14 +439,16 @@ async def test_ingest_streams_a_large_file_in_bounded_embedding_calls(
     assert counts == {"a-small.md": 1, "b-large.md": large_chunks}
 
 
-async def test_a_search_never_creates_the_collection(
+async def test_searching_and_listing_never_create_the_collection(
     embedder: EmbeddingModelBase, store: QdrantStore
 ) -> None:
-    """A knowledge base without a collection (new, or deleted by another process) finds
-    nothing, and stays without one until something is written to it."""
+    """A knowledge base without a collection (new, or deleted by another process) finds and
+    lists nothing, and stays without one until something is written to it."""
     kb = _kb(embedder, store)
     assert await kb.search("When do cats sleep?") == []
-    assert not await store.has_collection("demo-kb")
+    assert await kb.list_documents() == [] and await kb.get_document("cats") is None
+    assert await kb.list_chunks("cats") == []
+    assert not await store.has_collection("demo-kb") and not await kb.has_collection()
     await kb.insert_document(_chunks("Cats sleep 12-16 hours per day.", "cats.md"))
     await store.delete_collection("demo-kb")  # what another replica's deletion does
     assert await kb.search("When do cats sleep?") == []

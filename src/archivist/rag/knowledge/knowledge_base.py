@@ -227,13 +227,15 @@ class KnowledgeBase:
 
     async def list_documents(self) -> list[DocumentSummary]:
         """One summary per document in scope; `source` and `metadata` from its chunk 0."""
-        await self.ensure_collection()
+        if not await self.has_collection():
+            return []
         return await self.vector_store.list_documents(self.collection, self.metadata_filter)
 
     async def get_document(self, document_id: str) -> DocumentSummary | None:
         """The summary of `document_id` in scope, or None; reads that document alone."""
         document_id = check_document_id(document_id)
-        await self.ensure_collection()
+        if not await self.has_collection():
+            return None
         return await self.vector_store.document_summary(
             self.collection, document_id, self.metadata_filter
         )
@@ -244,7 +246,8 @@ class KnowledgeBase:
         check_non_negative_int(offset, "offset")
         check_limit(limit)
         self._require(self.vector_store.capabilities.chunk_listing, "chunk_listing", "list chunks")
-        await self.ensure_collection()
+        if not await self.has_collection():
+            return []
         return await self.vector_store.list_chunks(
             self.collection, document_id, offset, limit, self.metadata_filter
         )
