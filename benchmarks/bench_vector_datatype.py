@@ -22,9 +22,9 @@ import numpy as np
 import qdrant_edge as edge
 from _common import write_result
 
+from archivist.rag.store.qdrant.edge.optimizer import SEGMENT_POINTS, optimizers_config
+
 DIMENSIONS = 384
-SEGMENT_KB = 20_000 * DIMENSIONS * 4 // 1024
-"""The store's default segment (20,000 float32 vectors, in the engine's KB unit)."""
 DATATYPES = {
     "float32": edge.VectorStorageDatatype.Float32,
     "float16": edge.VectorStorageDatatype.Float16,
@@ -40,9 +40,8 @@ def shard(directory: str, datatype: edge.VectorStorageDatatype, vectors: np.ndar
         quantization_config=edge.ScalarQuantizationConfig(
             type=edge.ScalarType.Int8, quantile=0.99, always_ram=True
         ),
-        optimizers=edge.EdgeOptimizersConfig(
-            max_segment_size=SEGMENT_KB, indexing_threshold=SEGMENT_KB, prevent_unoptimized=False
-        ),
+        # The store's optimizer settings: its segment size, in the engine's KB of float32.
+        optimizers=optimizers_config(DIMENSIONS, SEGMENT_POINTS),
     )
     created = edge.EdgeShard.create(directory, config)
     for start in range(0, len(vectors), 1_000):
