@@ -96,7 +96,8 @@ async def test_a_fused_hit_has_the_relevance_of_its_dense_and_lexical_evidence(
         }
         assert set(fused) == set(dense)
         for document_id, value in fused.items():
-            assert value == pytest.approx(dense[document_id], abs=1e-6), document_id
+            # Read back from float16 storage, the vector gives the engine's cosine to ~1e-5.
+            assert value == pytest.approx(dense[document_id], abs=1e-4), document_id
         assert fused["pandas"] > fused["rockets"]  # type: ignore[operator]
 
 

@@ -173,10 +173,27 @@ async def test_int8_quantization_keeps_the_originals_on_disk_for_rescoring(
     assert calls.collections[-1]["vectors_config"].on_disk is None
 
 
+async def test_vectors_are_stored_as_float16_unless_float32_is_asked_for(
+    client: AsyncQdrantClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = CreationCalls(client, monkeypatch)
+    async with QdrantStore.from_client(client) as store:
+        await store.create_collection("half", DIMENSIONS)
+        await store.insert("half", [record("a", 0, unit(0)), record("b", 0, unit(1))])
+        assert [hit.document_id for hit in await store.search("half", unit(1), 1)] == ["b"]
+    async with QdrantStore.from_client(client, vector_datatype="float32") as store:
+        await store.create_collection("full", DIMENSIONS)
+    half, full = calls.collections
+    assert half["vectors_config"].datatype == models.Datatype.FLOAT16
+    assert full["vectors_config"].datatype == models.Datatype.FLOAT32
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
         ({"quantization": "int4"}, "quantization"),
+        ({"vector_datatype": "bfloat16"}, "vector_datatype"),
+        ({"vector_datatype": None}, "vector_datatype"),
         ({"tenant_key": ""}, "tenant_key"),
         ({"tenants_only": "yes"}, "tenants_only"),
         ({"tenants_only": True, "tenant_key": None}, "tenants_only needs a tenant_key"),

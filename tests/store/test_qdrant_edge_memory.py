@@ -127,10 +127,16 @@ async def test_using_a_store_outside_async_with_fails_clearly() -> None:
         await store.search("docs", unit(0))
 
 
-async def test_a_write_that_fills_a_segment_indexes_that_segment_and_no_other() -> None:
+@pytest.mark.parametrize("datatype", ["float16", "float32"])
+async def test_a_write_that_fills_a_segment_indexes_that_segment_and_no_other(
+    datatype: Any,
+) -> None:
+    """Segments fill at `auto_optimize_threshold` points whatever the vectors' datatype (the
+    engine sizes segments in bytes)."""
     vectors = clustered(5_000, 384)
     records = vector_records(vectors, "t")
-    async with QdrantStore(location=":memory:", auto_optimize_threshold=1_000) as store:
+    options: dict[str, Any] = {"auto_optimize_threshold": 1_000, "vector_datatype": datatype}
+    async with QdrantStore(location=":memory:", **options) as store:
         await store.create_collection("big", 384)
         await store.insert("big", records[:900])
         assert edge_info(store, "big") == (900, 0)  # below a segment: searched exactly

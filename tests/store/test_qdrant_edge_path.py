@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from qdrant_cases import QdrantOnlyCases
 from test_qdrant_edge_memory import clustered, edge_info, vector_records
@@ -262,3 +263,66 @@ async def test_bm25_totals_are_saved_with_a_flush_not_with_every_write(
             "docs", "d20", batches([record("d20", 0, total=1, text="word word")])
         )
     assert saved[-1] == (212, 21)
+
+
+def stored_vector(store: QdrantStore, collection: str) -> list[float]:
+    """The dense vector of the collection's one point, as the engine keeps it."""
+    import qdrant_edge as edge
+
+    shard = store._engine._collections[collection].shard  # type: ignore[attr-defined]
+    [point], _ = shard.scroll(edge.ScrollRequest(limit=2, with_vector=True))
+    return list(point.vector)
+
+
+def meta_file(root: Path, collection: str) -> Path:
+    return root / "collections" / collection / "meta.json"
+
+
+@pytest.mark.parametrize(("datatype", "other"), [("float16", "float32"), ("float32", "float16")])
+async def test_a_collection_keeps_the_vector_datatype_it_was_created_with(
+    tmp_path: Path, datatype: Any, other: Any
+) -> None:
+    lean = unit(0, 0.1)
+    norm = sum(x * x for x in lean) ** 0.5
+
+    def check(stored: list[float]) -> None:
+        assert stored == pytest.approx([x / norm for x in lean], abs=1e-3)
+        as_half = np.asarray(stored, dtype=np.float16).astype(np.float32).tolist()
+        assert (as_half == stored) == (datatype == "float16"), stored
+
+    async with QdrantStore(path=tmp_path, vector_datatype=datatype) as store:
+        await store.create_collection("docs", DIMENSIONS)
+        await store.insert("docs", [record("a", 0, lean)])
+        check(stored_vector(store, "docs"))
+    assert json.loads(meta_file(tmp_path, "docs").read_text())["datatype"] == datatype
+    async with QdrantStore(path=tmp_path, vector_datatype=other) as store:
+        await store.optimize("docs")  # rebuilds the shard from the collection's own meta
+        check(stored_vector(store, "docs"))
+        [hit] = await store.search("docs", lean, top_k=1)
+        assert hit.document_id == "a"
+
+
+async def test_a_collection_from_before_datatypes_is_read_as_float32(tmp_path: Path) -> None:
+    async with QdrantStore(path=tmp_path, vector_datatype="float32") as store:
+        await store.create_collection("docs", DIMENSIONS)
+        await store.insert("docs", [record("a", 0, unit(0, 0.1))])
+    meta = json.loads(meta_file(tmp_path, "docs").read_text())
+    del meta["datatype"]
+    meta_file(tmp_path, "docs").write_text(json.dumps(meta))
+    async with QdrantStore(path=tmp_path) as store:  # float16 for new collections
+        await store.insert("docs", [record("b", 0, unit(1))])
+        await store.optimize("docs")
+        counts = {s.document_id: s.chunk_count for s in await store.list_documents("docs")}
+        assert counts == {"a": 1, "b": 1}
+    assert json.loads(meta_file(tmp_path, "docs").read_text())["datatype"] == "float32"
+
+
+async def test_an_unknown_vector_datatype_on_disk_is_named_with_its_file(tmp_path: Path) -> None:
+    async with QdrantStore(path=tmp_path) as store:
+        await store.create_collection("docs", DIMENSIONS)
+        await store.insert("docs", [record("a", 0)])
+    meta = json.loads(meta_file(tmp_path, "docs").read_text())
+    meta_file(tmp_path, "docs").write_text(json.dumps({**meta, "datatype": "bfloat16"}))
+    with pytest.raises(RuntimeError, match=r"meta\.json.*unknown vector datatype 'bfloat16'"):
+        async with QdrantStore(path=tmp_path) as store:
+            await store.list_documents("docs")

@@ -83,6 +83,12 @@ def add_eval_command(commands: Any) -> None:
         default="none",
         help="vector quantization, built with the index (default: none)",
     )
+    cmd.add_argument(
+        "--vector-datatype",
+        choices=["float16", "float32"],
+        default="float16",
+        help="how the store keeps the dense vectors (default: float16)",
+    )
     cmd.add_argument("--per-query", action="store_true", help="include per-query scores in JSON")
     cmd.add_argument("--json", action="store_true", help="print JSON for scripts")
     cmd.set_defaults(handler=run_eval)
@@ -110,6 +116,7 @@ async def run_eval(args: argparse.Namespace) -> int:
         pgvector_url=args.pgvector_url,
         segment_points=args.segment_points,
         quantization=None if args.quantization == "none" else args.quantization,
+        vector_datatype=args.vector_datatype,
     )
     result = await run_evaluation(config, progress=True, run_file=args.run)
     if args.json:

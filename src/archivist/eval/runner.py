@@ -73,6 +73,9 @@ class EvalConfig(BaseModel):
     quantization: Literal["int8"] | None = Field(
         default=None, description="the store's vector quantization (built with the index)"
     )
+    vector_datatype: Literal["float16", "float32"] = Field(
+        default="float16", description="how the store keeps the dense vectors"
+    )
     metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS))
     pgvector_url: str | None = Field(
         default=None, description="index into PostgreSQL + pgvector here instead of Qdrant Edge"
@@ -221,6 +224,7 @@ async def _eval_store(config: EvalConfig) -> AsyncIterator[VectorStoreBase]:
             auto_optimize_threshold=config.segment_points,
             fusion=config.fusion,
             quantization=config.quantization,
+            vector_datatype=config.vector_datatype,
         ) as edge:
             yield edge
         return

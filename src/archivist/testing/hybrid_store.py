@@ -208,8 +208,8 @@ class DiversityTests(StoreTests):
             "docs",
             [
                 record("same", 0, unit(0, 0.0), total=3, text="pandas eat bamboo", tenant_id="a"),
-                record("same", 1, unit(0, 0.02), total=3, text="pandas eat bamboo", tenant_id="a"),
-                record("same", 2, unit(0, 0.04), total=3, text="pandas eat bamboo", tenant_id="a"),
+                record("same", 1, unit(0, 0.05), total=3, text="pandas eat bamboo", tenant_id="a"),
+                record("same", 2, unit(0, 0.1), total=3, text="pandas eat bamboo", tenant_id="a"),
                 record("other", 0, unit(0, 0.9), total=1, text="pandas sleep", tenant_id="a"),
                 record("far", 0, unit(0, 0.3), total=1, text="pandas climb", tenant_id="b"),
             ],

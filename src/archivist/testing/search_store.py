@@ -14,14 +14,17 @@ from archivist.testing.store import DIMENSIONS, StoreTests, record, unit
 
 
 async def _one_long_document(store: Any, collection: str = "docs") -> None:
-    """`long`: 12 chunks nearest the query unit(0); `d0`..`d5`: one chunk each, further off."""
+    """`long`: 12 chunks nearest the query unit(0); `d0`..`d5`: one chunk each, further off.
+
+    Neighbouring similarities differ by more than 1e-3, so a store keeping float16 vectors
+    orders them as exactly as one keeping float32."""
     await store.create_collection(collection, DIMENSIONS)
     long = [
-        record("long", n, unit(0, 0.01 * n), total=12, text=f"tar strip components part {n}")
+        record("long", n, unit(0, 0.05 * n), total=12, text=f"tar strip components part {n}")
         for n in range(12)
     ]
     others = [
-        record(f"d{n}", 0, unit(0, 0.5 + 0.2 * n), total=1, text=f"tar archive note {n}")
+        record(f"d{n}", 0, unit(0, 0.7 + 0.2 * n), total=1, text=f"tar archive note {n}")
         for n in range(6)
     ]
     await store.insert(collection, long + others)

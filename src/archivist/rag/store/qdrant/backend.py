@@ -51,19 +51,24 @@ class CollectionParams:
 
 
 Quantization = Literal["int8"]
+VectorDatatype = Literal["float16", "float32"]
+VECTOR_DATATYPES: tuple[VectorDatatype, ...] = ("float16", "float32")
 
 
 @dataclass(frozen=True)
 class StoreLayout:
     """How collections a store creates lay out their data.
 
-    `quantization` "int8": dense vectors quantized to int8 in RAM, float32 originals on disk
-    for rescoring (None: float32 in RAM). `tenant_key`: the payload path tenants are told apart
+    `quantization` "int8": dense vectors quantized to int8 in RAM, the originals on disk for
+    rescoring (None: the originals in RAM). `vector_datatype`: how the originals are stored;
+    "float16" halves their memory and keeps cosine similarities to about 1e-3.
+    `tenant_key`: the payload path tenants are told apart
     by; a server indexes it as Qdrant's tenant index. `tenants_only`: every search names a
     tenant, so a server builds HNSW graphs per tenant only (global `m=0`).
     """
 
     quantization: Quantization | None = None
+    vector_datatype: VectorDatatype = "float32"
     tenant_key: str | None = None
     tenants_only: bool = False
 

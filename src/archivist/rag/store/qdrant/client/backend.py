@@ -143,6 +143,7 @@ class ClientBackend(QdrantBackend):
                 size=params.dimensions,
                 distance=models.Distance(params.distance),
                 on_disk=True if quantized else None,
+                datatype=models.Datatype(layout.vector_datatype),
             ),
             sparse_vectors_config=(
                 {SPARSE_VECTOR: models.SparseVectorParams(modifier=models.Modifier.IDF)}

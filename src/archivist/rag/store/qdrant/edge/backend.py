@@ -51,7 +51,8 @@ class EdgeBackend(QdrantBackend):
     close() so the data is still there when the backend is opened again; it is removed when the
     backend is garbage-collected or the interpreter exits. Each collection's points are indexed
     in segments of `segment_points`; with `auto_optimize` a write that fills a segment indexes it
-    at once (otherwise only `optimize` does). New collections take `layout`'s quantization.
+    at once (otherwise only `optimize` does). New collections take `layout`'s quantization
+    and vector datatype.
     """
 
     def __init__(
@@ -133,6 +134,7 @@ class EdgeBackend(QdrantBackend):
             shard_name,
             sparse=params.sparse,
             quantized=self._layout.quantization == "int8",
+            datatype=self._layout.vector_datatype,
         )
         # A temporary store need not survive a crash; without the WAL, writes go ~2x faster.
         config = edge_config(meta, self._segment_points, wal=self._path is not None)

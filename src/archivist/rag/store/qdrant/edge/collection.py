@@ -16,6 +16,11 @@ from archivist.rag.store.qdrant.sparse import SPARSE_VECTOR
 
 SHARD_PREFIX = "shard-"
 
+_DATATYPES = {
+    "float32": edge.VectorStorageDatatype.Float32,
+    "float16": edge.VectorStorageDatatype.Float16,
+}
+
 _VERSIONS = itertools.count()
 """Versions for every collection of the process: no two collection states share one."""
 
@@ -25,13 +30,15 @@ def edge_config(meta: EdgeMeta, segment_points: int, wal: bool | None = None) ->
     `segment_points` points (`wal` None: as the shard was created).
 
     A quantized collection keeps int8 copies of its dense vectors in RAM for the graph search
-    and the float32 originals on disk, read back to rescore the best candidates.
+    and the originals (float32 or float16, `meta.datatype`) on disk, read back to rescore the
+    best candidates.
     """
     return edge.EdgeConfig(
         vectors=edge.EdgeVectorParams(
             size=meta.dimensions,
             distance=edge_distance(meta.distance),
             on_disk=True if meta.quantized else None,
+            datatype=_DATATYPES[meta.datatype],
         ),
         quantization_config=(
             edge.ScalarQuantizationConfig(type=edge.ScalarType.Int8, quantile=0.99, always_ram=True)
@@ -43,7 +50,7 @@ def edge_config(meta: EdgeMeta, segment_points: int, wal: bool | None = None) ->
             if meta.sparse
             else None
         ),
-        optimizers=optimizers_config(meta.dimensions, segment_points),
+        optimizers=optimizers_config(meta.dimensions, segment_points, meta.datatype),
         wal_enabled=wal,
     )
 

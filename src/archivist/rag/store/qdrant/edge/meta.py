@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from archivist.atomic_file import write_json_atomically
+from archivist.rag.store.qdrant.backend import VECTOR_DATATYPES, VectorDatatype
 from archivist.rag.store.qdrant.filter import IndexKind
 
 META_FILE = "meta.json"
@@ -17,8 +18,9 @@ _FORMAT = 1
 @dataclass
 class EdgeMeta:
     """A collection's vector size and distance, its live shard directory, its payload indexes,
-    (for collections with BM25 vectors) the chunk-length totals, and whether its dense vectors
-    are quantized (fixed when it is created)."""
+    (for collections with BM25 vectors) the chunk-length totals, whether its dense vectors
+    are quantized and how they are stored (both fixed when it is created; collections made
+    before `datatype` existed hold float32)."""
 
     dimensions: int
     distance: str
@@ -28,6 +30,7 @@ class EdgeMeta:
     bm25_tokens: int = 0
     bm25_chunks: int = 0
     quantized: bool = False
+    datatype: VectorDatatype = "float32"
 
 
 def load_meta(directory: Path) -> EdgeMeta | None:
@@ -49,7 +52,14 @@ def load_meta(directory: Path) -> EdgeMeta | None:
         bm25_tokens=int(data.get("bm25_tokens", 0)),
         bm25_chunks=int(data.get("bm25_chunks", 0)),
         quantized=bool(data.get("quantized", False)),
+        datatype=_datatype(data.get("datatype", "float32"), path),
     )
+
+
+def _datatype(value: object, path: Path) -> VectorDatatype:
+    if value not in VECTOR_DATATYPES:
+        raise RuntimeError(f"{path}: unknown vector datatype {value!r}")
+    return value
 
 
 def save_meta(directory: Path, meta: EdgeMeta) -> None:

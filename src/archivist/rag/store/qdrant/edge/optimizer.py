@@ -11,22 +11,30 @@ from __future__ import annotations
 
 import qdrant_edge as edge
 
+from archivist.rag.store.qdrant.backend import VectorDatatype
+
 SEGMENT_POINTS = 20_000
 """Points per indexed segment unless the store is told otherwise."""
 
 
-def segment_kilobytes(dimensions: int, points: int) -> int:
-    """The engine's size unit (KB of dense float32 vectors) for `points` points."""
-    return max(1, points * dimensions * 4 // 1024)
+_BYTES: dict[VectorDatatype, int] = {"float32": 4, "float16": 2}
 
 
-def optimizers_config(dimensions: int, segment_points: int) -> edge.EdgeOptimizersConfig:
-    """Optimizer settings that index each segment once it holds `segment_points` points.
+def segment_kilobytes(dimensions: int, points: int, datatype: VectorDatatype) -> int:
+    """The engine's size unit (KB of stored dense vectors, `datatype` each) for `points` points."""
+    return max(1, points * dimensions * _BYTES[datatype] // 1024)
+
+
+def optimizers_config(
+    dimensions: int, segment_points: int, datatype: VectorDatatype
+) -> edge.EdgeOptimizersConfig:
+    """Optimizer settings that index each segment once it holds `segment_points` points of
+    `datatype` vectors.
 
     `prevent_unoptimized=False` keeps every written point searchable (by exact scan) before it
     is indexed, instead of hiding points of large unindexed segments.
     """
-    size = segment_kilobytes(dimensions, segment_points)
+    size = segment_kilobytes(dimensions, segment_points, datatype)
     return edge.EdgeOptimizersConfig(
         max_segment_size=size, indexing_threshold=size, prevent_unoptimized=False
     )
