@@ -22,27 +22,22 @@ import numpy as np
 import qdrant_edge as edge
 from _common import write_result
 
-from archivist.rag.store.qdrant.edge.optimizer import SEGMENT_POINTS, optimizers_config
+from archivist.rag.store.qdrant.backend import VectorDatatype
+from archivist.rag.store.qdrant.edge.collection import edge_config
+from archivist.rag.store.qdrant.edge.meta import EdgeMeta
+from archivist.rag.store.qdrant.edge.optimizer import SEGMENT_POINTS
 
 DIMENSIONS = 384
-DATATYPES = {
-    "float32": edge.VectorStorageDatatype.Float32,
-    "float16": edge.VectorStorageDatatype.Float16,
-}
+DATATYPES: tuple[VectorDatatype, ...] = ("float32", "float16")
 
 
-def shard(directory: str, datatype: edge.VectorStorageDatatype, vectors: np.ndarray) -> Any:
-    """A shard holding `vectors` as `datatype`, in one unindexed segment."""
-    config = edge.EdgeConfig(
-        vectors=edge.EdgeVectorParams(
-            size=DIMENSIONS, distance=edge.Distance.Cosine, on_disk=True, datatype=datatype
-        ),
-        quantization_config=edge.ScalarQuantizationConfig(
-            type=edge.ScalarType.Int8, quantile=0.99, always_ram=True
-        ),
-        # The store's optimizer settings: its segment size, in the engine's KB of float32.
-        optimizers=optimizers_config(DIMENSIONS, SEGMENT_POINTS),
+def shard(directory: str, datatype: VectorDatatype, vectors: np.ndarray) -> Any:
+    """A shard holding `vectors` as `datatype`, in one unindexed segment, configured as the
+    store configures its default collections."""
+    meta = EdgeMeta(
+        dimensions=DIMENSIONS, distance="Cosine", shard="bench", quantized=True, datatype=datatype
     )
+    config = edge_config(meta, SEGMENT_POINTS, wal=False)
     created = edge.EdgeShard.create(directory, config)
     for start in range(0, len(vectors), 1_000):
         points = [
@@ -62,8 +57,7 @@ def bench(points: int, queries: int, rounds: int) -> dict[str, Any]:
     asked /= np.linalg.norm(asked, axis=1, keepdims=True)
     with tempfile.TemporaryDirectory() as directory:
         shards = {
-            name: shard(f"{directory}/{name}", datatype, vectors)
-            for name, datatype in DATATYPES.items()
+            name: shard(f"{directory}/{name}", name, vectors) for name in DATATYPES
         }
         times: dict[str, list[float]] = {name: [] for name in shards}
         found: dict[str, list[set[int]]] = {name: [] for name in shards}
