@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/bench_query_speed.py embed  # settings side by side
     .venv/bin/python benchmarks/bench_query_speed.py rss    # memory, one process per setting
     .venv/bin/python benchmarks/bench_query_speed.py kb     # search on 10k chunks vs embedding
+    .venv/bin/python benchmarks/bench_query_speed.py plan   # a run's fixed cost; batch plans
 
 SciFact queries (`../shared/datasets/scifact` or `$SCIFACT_DIR`; skipped cleanly where absent).
 Every timing comparison runs all settings in one process, alternating query by query, so
@@ -227,6 +228,84 @@ async def bench_kb(points: int, rounds: int) -> dict[str, Any]:
     }
 
 
+def bench_plan(samples: int) -> dict[str, Any]:
+    """What a run of the query session costs beyond its padded tokens, and what cutting
+    batches of SciFact queries by `plan_by_length` saves against one run per batch."""
+    import random
+
+    from archivist.embedding import LocalEmbeddingModel
+    from archivist.embedding.onnx import RUN_COST_TOKENS, plan_by_length
+
+    texts = queries()
+    model: Any = LocalEmbeddingModel()
+    asyncio.run(model(texts[:64], input_type="query"))  # builds the query session
+    runtime = model._load_query(64)
+    session = runtime.session
+    inputs = {node.name for node in session.get_inputs()}
+
+    def cpu_ms(batch: int, width: int, repeats: int = 9) -> float:
+        feed = {
+            "input_ids": np.full((batch, width), 2000, dtype=np.int64),
+            "attention_mask": np.ones((batch, width), dtype=np.int64),
+            "token_type_ids": np.zeros((batch, width), dtype=np.int64),
+        }
+        feed = {name: array for name, array in feed.items() if name in inputs}
+        times = []
+        for _ in range(repeats):
+            tick = time.process_time()
+            session.run(None, feed)
+            times.append(1000 * (time.process_time() - tick))
+        return statistics.median(times)
+
+    # CPU time of runs of every shape, fitted as a + b * padded tokens: a / b is what one
+    # more run costs in tokens.
+    shapes = [(batch, width) for batch in (1, 4, 8, 16, 32) for width in (12, 24, 48)]
+    tokens = np.array([batch * width for batch, width in shapes], dtype=float)
+    spent = np.array([cpu_ms(batch, width) for batch, width in shapes])
+    per_token, per_run = np.polyfit(tokens, spent, 1)
+    encodings = runtime.tokenizer.encode_batch(texts)
+    rng = random.Random(0)
+    rows = []
+    for size in (8, 20, 64):
+        drawn = [rng.sample(range(len(texts)), size) for _ in range(samples)]
+        ways = {
+            "one run per batch": lambda lengths: [list(range(len(lengths)))],
+            "plan_by_length": lambda lengths: plan_by_length(
+                lengths, model.batch_size, model.token_budget
+            ),
+        }
+        # Alternating, so machine noise hits both alike.
+        cpu = dict.fromkeys(ways, 0.0)
+        padded = dict.fromkeys(ways, 0)
+        for picked in drawn:
+            batch = [encodings[i] for i in picked]
+            lengths = [len(e.ids) for e in batch]
+            for name, plan_of in ways.items():
+                plan = plan_of(lengths)
+                padded[name] += sum(len(p) * max(lengths[i] for i in p) for p in plan)
+                tick = time.process_time()
+                for part in plan:
+                    model._run(runtime, [batch[i] for i in part])
+                cpu[name] += time.process_time() - tick
+        for name in ways:
+            rows.append(
+                {
+                    "queries": size,
+                    "plan": name,
+                    "cpu_ms_per_query": round(1000 * cpu[name] / (size * samples), 2),
+                    "padded_tokens_per_query": round(padded[name] / (size * samples), 1),
+                }
+            )
+    return {
+        "run_cost_ms": round(float(per_run), 2),
+        "token_cost_ms": round(float(per_token), 4),
+        "run_cost_in_tokens": round(float(per_run / per_token), 1),
+        "RUN_COST_TOKENS": RUN_COST_TOKENS,
+        "batches": rows,
+        "load_avg": os.getloadavg(),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="bench", required=True)
@@ -240,6 +319,8 @@ def main() -> None:
     kb = sub.add_parser("kb")
     kb.add_argument("--points", type=int, default=10_000)
     kb.add_argument("--rounds", type=int, default=200)
+    plan = sub.add_parser("plan")
+    plan.add_argument("--samples", type=int, default=40)
     args = parser.parse_args()
     if args.bench == "rss-one":
         print(json.dumps(rss_one(args.name, args.documents)))
@@ -248,6 +329,8 @@ def main() -> None:
         result = asyncio.run(bench_embed(args.rounds, args.batch_rounds))
     elif args.bench == "rss":
         result = bench_rss()
+    elif args.bench == "plan":
+        result = bench_plan(args.samples)
     else:
         result = asyncio.run(bench_kb(args.points, args.rounds))
     RESULTS.mkdir(exist_ok=True)

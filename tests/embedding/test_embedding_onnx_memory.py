@@ -3,6 +3,7 @@ receives, vectors unchanged and in input order) and the session settings."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,7 +12,7 @@ import onnxruntime as ort  # type: ignore[import-untyped]
 import pytest
 
 from archivist.embedding import LocalEmbeddingModel, OnnxEmbeddingModel
-from archivist.embedding.onnx import plan_by_length
+from archivist.embedding.onnx import RUN_COST_TOKENS, plan_by_length
 
 # Texts of very different token lengths, in no particular order.
 TEXTS = [f"item {i}: " + "several filler words " * ((i * 13) % 40) for i in range(20)]
@@ -52,6 +53,36 @@ def model_like(default: OnnxEmbeddingModel, **settings: Any) -> OnnxEmbeddingMod
     )
 
 
+def plan_cost(plan: list[list[int]], lengths: list[int], run_cost: int = RUN_COST_TOKENS) -> int:
+    """What `plan_by_length` minimises: padded tokens plus `run_cost` per batch."""
+    return sum(run_cost + len(batch) * max(lengths[i] for i in batch) for batch in plan)
+
+
+def cheapest_cost(lengths: list[int], batch_size: int, token_budget: int | None) -> int:
+    """The cheapest cost over every way to cut `lengths` into allowed batches (brute force)."""
+    best = math.inf
+
+    def place(index: int, batches: list[list[int]]) -> None:
+        nonlocal best
+        if index == len(lengths):
+            best = min(best, plan_cost(batches, lengths))
+            return
+        for batch in [*batches, []]:
+            grown = [*batch, index]
+            padded = len(grown) * max(lengths[i] for i in grown)
+            if len(grown) > batch_size or (
+                len(grown) > 1 and token_budget is not None and padded > token_budget
+            ):
+                continue
+            place(
+                index + 1,
+                [b if b is not batch else grown for b in batches] + ([] if batch else [grown]),
+            )
+
+    place(0, [])
+    return int(best)
+
+
 def test_plan_covers_every_index_once_within_both_limits() -> None:
     lengths = [5, 200, 17, 256, 40, 40, 3, 128, 90, 256, 12, 64]
     plan = plan_by_length(lengths, batch_size=4, token_budget=300)
@@ -64,12 +95,37 @@ def test_plan_covers_every_index_once_within_both_limits() -> None:
     flat = [w for batch in widths for w in batch]
     assert flat == sorted(lengths, reverse=True)
     assert widths[:3] == [[256], [256], [200]]
-    assert widths[-1] == [12, 5, 3]
 
 
-def test_plan_without_budget_cuts_by_batch_size_only() -> None:
-    plan = plan_by_length([9, 1, 5, 7, 3], batch_size=2, token_budget=None)
-    assert plan == [[0, 3], [2, 4], [1]]
+@pytest.mark.parametrize(
+    ("lengths", "batch_size", "token_budget"),
+    [
+        ([9, 1, 5, 7, 3], 2, None),
+        ([60, 12, 14, 11, 58, 13, 10, 61], 8, None),
+        ([30, 31, 29, 80, 5, 6, 7, 100], 3, 200),
+        ([50, 10, 10, 300, 12], 4, 60),
+        ([20] * 7, 3, None),
+    ],
+)
+def test_plan_is_the_cheapest_allowed_cut(
+    lengths: list[int], batch_size: int, token_budget: int | None
+) -> None:
+    plan = plan_by_length(lengths, batch_size, token_budget)
+    assert sorted(i for batch in plan for i in batch) == list(range(len(lengths)))
+    assert all(len(batch) <= batch_size for batch in plan)
+    assert plan_cost(plan, lengths) == cheapest_cost(lengths, batch_size, token_budget)
+
+
+def test_short_and_long_inputs_run_apart_even_when_one_batch_would_hold_them() -> None:
+    # One batch of 8 would pad the five short queries to 60 tokens each.
+    lengths = [60, 12, 14, 11, 58, 13, 10, 61]
+    plan = plan_by_length(lengths, batch_size=8, token_budget=None)
+    assert [sorted(lengths[i] for i in batch) for batch in plan] == [
+        [58, 60, 61],
+        [10, 11, 12, 13, 14],
+    ]
+    # Inputs of one length share runs as large as allowed: a run costs more than no padding.
+    assert plan_by_length([20] * 7, batch_size=3, token_budget=None) == [[0, 1, 2], [3, 4, 5], [6]]
 
 
 def test_an_input_longer_than_the_budget_runs_alone() -> None:
@@ -94,7 +150,6 @@ async def test_batch_size_stays_an_upper_bound_under_a_large_budget(
     model = model_like(default_model, batch_size=3, token_budget=100_000)
     await model(TEXTS)
     assert max(batch for batch, _ in shapes) == 3
-    assert len(shapes) == -(-len(TEXTS) // 3)
 
 
 async def test_vectors_match_the_plain_path_in_input_order(

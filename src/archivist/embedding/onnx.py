@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import math
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -63,10 +64,12 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
     expected hex digest of that file, checked when the model loads. The model loads lazily,
     once, on first use; inference runs in a worker thread so the event loop stays free.
 
-    Inputs are grouped by token length; `token_budget` caps the padded tokens of one run
-    (batch × longest input), since onnxruntime's working memory follows that shape: long
-    inputs go in small batches, short ones in batches of up to `batch_size`. `None` means
-    batches of `batch_size` whatever their length. `fold_constants=False` turns off
+    Inputs are cut into batches of neighbouring token lengths that cost the least compute:
+    padded tokens plus a fixed cost per run (`plan_by_length`). `token_budget` caps the padded
+    tokens of one run (batch × longest input), since onnxruntime's working memory follows that
+    shape: long inputs go in small batches, short ones in batches of up to `batch_size`.
+    `None` sets no cap (and a document call of at most `batch_size` inputs is one run).
+    `fold_constants=False` turns off
     onnxruntime's constant folding, which, for an export that casts int8 weights to float at
     run time, keeps float copies of them (less memory; each run then does the cast).
 
@@ -327,14 +330,13 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         each batch within `batch_size` inputs and `token_budget` padded tokens."""
         if len(items) <= 1 or (self.token_budget is None and len(items) <= self.batch_size):
             return [list(range(len(items)))]
-        texts = self._prefixed(items, input_type)
-        lengths = await self._document_work(self._token_lengths, texts)
-        return plan_by_length(lengths, self.batch_size, self.token_budget)
+        return await self._document_work(self._plan_by_length, self._prefixed(items, input_type))
 
-    def _token_lengths(self, texts: list[str]) -> list[int]:
+    def _plan_by_length(self, texts: list[str]) -> list[list[int]]:
         with self._load_lock:
             tokenizer, _ = self._load_tokenizer()
-        return [len(e.ids) for e in tokenizer.encode_batch(texts)]
+        lengths = [len(e.ids) for e in tokenizer.encode_batch(texts)]
+        return plan_by_length(lengths, self.batch_size, self.token_budget)
 
     async def _embed_batch(
         self, batch: Sequence[BatchItem], input_type: InputType
@@ -458,27 +460,46 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         return pooled.astype(np.float32), int(mask.sum()), truncated
 
 
+RUN_COST_TOKENS = 20
+"""One more run of the graph costs about as much compute as this many more padded tokens (the
+default model on CPU; `benchmarks/bench_query_speed.py plan`)."""
+
+
 def plan_by_length(
-    lengths: Sequence[int], batch_size: int, token_budget: int | None
+    lengths: Sequence[int],
+    batch_size: int,
+    token_budget: int | None,
+    run_cost: int = RUN_COST_TOKENS,
 ) -> list[list[int]]:
-    """Indices of `lengths` sorted by length and cut into batches of at most `batch_size`
-    whose padded size (count × longest) stays within `token_budget`; an input longer than
-    the budget runs alone. The longest batches come first."""
+    """Indices of `lengths` cut into the batches that cost the least compute: the padded
+    tokens of every batch (count × longest) plus `run_cost` tokens per batch. A batch holds
+    inputs of neighbouring lengths, at most `batch_size` of them, and at most `token_budget`
+    padded tokens unless it is one input longer than that. The longest batches come first.
+
+    Padding is most of what a mixed batch wastes (queries of 10 and 60 tokens in one run
+    cost 60 each), and one batch per run is what a run's fixed cost asks for; the cheapest
+    cut between the two is found exactly, by dynamic programming over the sorted lengths.
+    """
     order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    widths = [lengths[i] for i in order]
+    # cost[i]: the cheapest plan of the inputs from the i-th longest on; stop[i]: where the
+    # first batch of that plan ends.
+    count = len(order)
+    cost: list[float] = [math.inf] * count + [0.0]
+    stop = [count] * (count + 1)
+    for start in range(count - 1, -1, -1):
+        for end in range(start + 1, min(start + batch_size, count) + 1):
+            padded = (end - start) * widths[start]  # widths fall: the first is the longest
+            if end - start > 1 and token_budget is not None and padded > token_budget:
+                break  # a longer batch only grows
+            total = run_cost + padded + cost[end]
+            if total <= cost[start]:  # on a tie, the fuller first batch
+                cost[start], stop[start] = total, end
     batches: list[list[int]] = []
-    current: list[int] = []
-    width = 0
-    for index in order:
-        width = width if current else lengths[index]
-        full = len(current) >= batch_size or (
-            token_budget is not None and (len(current) + 1) * width > token_budget
-        )
-        if current and full:
-            batches.append(current)
-            current, width = [], lengths[index]
-        current.append(index)
-    if current:
-        batches.append(current)
+    start = 0
+    while start < count:
+        batches.append(order[start : stop[start]])
+        start = stop[start]
     return batches
 
 
