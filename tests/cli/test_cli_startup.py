@@ -60,6 +60,7 @@ STARTUP_MODULES = {
 # Loaded by no search: parsers, the service, the agent and chat models.
 NOT_FOR_SEARCH = (
     "archivist.rag.parser",
+    "archivist.rag.chunker",
     "archivist.rag.knowledge.ingest",
     "archivist.service",
     "archivist.agent",
@@ -139,6 +140,11 @@ def test_search_loads_what_searching_needs_and_nothing_else(
         m for m in modules for banned in NOT_FOR_SEARCH if m == banned or m.startswith(banned + ".")
     )
     assert loaded == []
+    # The same query again comes from the embedding cache: no model session, no onnxruntime.
+    code, modules = loaded_modules("search", "How are tenants kept apart?", "--kb", "demo")
+    assert code == 0
+    assert "archivist.rag.knowledge.knowledge_base" in modules
+    assert "onnxruntime" not in modules
 
 
 def extras_loaded(modules: set[str]) -> list[str]:

@@ -10,11 +10,12 @@ each other. A store made before this layout (`STORE/collections/NAME`) is used w
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,8 +49,16 @@ class Session:
     kb: KnowledgeBase
     store_dir: Path
     record: KBRecord
-    chunker: TokenChunker
-    """The chunker of the KB's settings, for its model."""
+    make_chunker: Callable[[], TokenChunker] = field(repr=False)
+    _chunker: TokenChunker | None = field(default=None, init=False, repr=False)
+
+    @property
+    def chunker(self) -> TokenChunker:
+        """The chunker of the KB's settings, for its model: made on first use, since only
+        commands that cut files need it (it reads the model's tokenizer)."""
+        if self._chunker is None:
+            self._chunker = self.make_chunker()
+        return self._chunker
 
 
 def positive_int(text: str) -> int:
@@ -254,17 +263,17 @@ def settled_record(
     wanted = {"embedding_model": embedding, "chunk_size": chunk_size, "overlap": overlap}
     flags = {"embedding_model": "--embedding", "chunk_size": "--chunk-size", "overlap": "--overlap"}
     changes: dict[str, Any] = {}
-    for field, value in wanted.items():
-        recorded = getattr(record, field)
+    for setting, value in wanted.items():
+        recorded = getattr(record, setting)
         if value is None or value == recorded:
             continue
         if recorded is not None and not rebuild:
             raise CLIError(
-                f"knowledge base {name!r} was built with {flags[field]} {recorded!r}, "
+                f"knowledge base {name!r} was built with {flags[setting]} {recorded!r}, "
                 f"not {value!r}; pass --rebuild to rebuild it with the new value "
                 f"(or use another --kb)"
             )
-        changes[field] = value
+        changes[setting] = value
     settled = replace(record, **changes)
     if settled.overlap is None:  # a KB made before settings were recorded
         settled = replace(settled, overlap=DEFAULT_OVERLAP)
@@ -342,9 +351,19 @@ async def open_session(
     model = embedding_model(
         settled.embedding_model, getattr(args, "embedding_timeout", DEFAULT_EMBEDDING_TIMEOUT)
     )
-    # The chunk size a new KB gets is the model's input length, recorded as a number.
-    chunker = make_chunker(model, settled.chunk_size, settled.overlap)
-    settled = replace(settled, dimensions=model.dimensions, chunk_size=chunker.chunk_size)
+    settled = replace(settled, dimensions=model.dimensions)
+    chunker: Callable[[], TokenChunker]
+    if settled == record:  # settings as recorded: the chunker waits until a file is cut
+        chunker = functools.partial(make_chunker, model, settled.chunk_size, settled.overlap)
+    else:
+        # New or changed settings are checked now, before they are recorded; the chunk size
+        # a new KB gets is the model's input length, recorded as a number.
+        made = make_chunker(model, settled.chunk_size, settled.overlap)
+        settled = replace(settled, chunk_size=made.chunk_size)
+
+        def chunker() -> TokenChunker:
+            return made
+
     store = await open_store(kb_store_dir(store_dir, args.kb), args.kb, args.wait)
     try:
         if rebuild and record is not None:

@@ -12,11 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
-import onnxruntime as ort  # type: ignore[import-untyped]
 from tokenizers import Encoding, Tokenizer
 
 from archivist.embedding.base import BatchItem, EmbeddingModelBase, InputType
@@ -27,6 +26,9 @@ from archivist.errors import ConfigurationError, InvalidArgumentError
 from archivist.file_digest import file_sha256
 from archivist.thread_priority import lower_this_thread
 from archivist.validation import check_non_negative_int, check_positive_int
+
+if TYPE_CHECKING:  # onnxruntime loads with the first session: a cached query never needs it
+    import onnxruntime as ort  # type: ignore[import-untyped]
 
 logger = logging.getLogger(__name__)
 
@@ -254,6 +256,8 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         return self._tokenizer
 
     def _build_runtime(self, fold_constants: bool, threads: int) -> _Runtime:
+        import onnxruntime as ort
+
         tokenizer, pad_id = self._load_tokenizer()
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
