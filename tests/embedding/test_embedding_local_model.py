@@ -261,6 +261,26 @@ def test_the_chunk_tokenizer_checks_the_files_too(
         model.chunk_tokenizer()
 
 
+async def test_the_model_file_is_checked_when_a_session_first_reads_it(
+    default_model: OnnxEmbeddingModel, tmp_path: Path
+) -> None:
+    """Reading the tokenizer alone (a search whose query vector is cached checks it for
+    unknown words) does not hash the model file; the first embedding still refuses it."""
+    copy = tmp_path / "model.onnx"
+    shutil.copyfile(default_model.model_path, copy)
+    with copy.open("ab") as handle:
+        handle.write(b"\0")
+    model = OnnxEmbeddingModel(
+        copy,
+        default_model.tokenizer_path,
+        sha256={"model": MINILM_MODEL_SHA256, "tokenizer": MINILM_TOKENIZER_SHA256},
+    )
+    assert model.chunk_tokenizer().unknown_share("tenants are kept apart") == 0
+    with pytest.raises(ValueError, match=r"sha256 mismatch for model file") as caught:
+        await model(["anything"])
+    assert str(copy) in str(caught.value)
+
+
 def test_the_chunk_tokenizer_lets_other_threads_run(default_model: OnnxEmbeddingModel) -> None:
     """Chunking a large file runs in a worker thread; the tokenizer must release the GIL
     while it works, or the service's event loop stops for as long as a file takes."""

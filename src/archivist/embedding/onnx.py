@@ -168,7 +168,7 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         self._document_thread_lock = threading.Lock()
         self._queries_answered = 0
         self._tokenizer: tuple[Tokenizer, int] | None = None
-        self._verified = False
+        self._verified: set[str] = set()
         self._runtime: _Runtime | None = None
         self._query_runtime: _Runtime | None = None
         self._load_lock = threading.Lock()
@@ -227,26 +227,27 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
             self.threads,
         )
 
-    def _verify_files(self) -> None:
-        """Check the files against `sha256`, once; callers hold the lock."""
-        if self._verified:
+    def _verify(self, role: str) -> None:
+        """Check the `role` file ("model" or "tokenizer") against `sha256`, once, before it is
+        read; callers hold the lock. Each file is checked only when it is first needed: a
+        search answered from the embedding cache reads the tokenizer, never the model."""
+        if role in self._verified:
             return
-        for role, path in (("model", self.model_path), ("tokenizer", self.tokenizer_path)):
-            expected = self.sha256.get(role)
-            if expected is not None:
-                actual = file_sha256(path)
-                if actual != expected:
-                    raise ConfigurationError(
-                        f"sha256 mismatch for {role} file {path}: "
-                        f"expected {expected}, got {actual}",
-                        setting="sha256",
-                    )
-        self._verified = True
+        path = self.model_path if role == "model" else self.tokenizer_path
+        expected = self.sha256.get(role)
+        if expected is not None:
+            actual = file_sha256(path)
+            if actual != expected:
+                raise ConfigurationError(
+                    f"sha256 mismatch for {role} file {path}: expected {expected}, got {actual}",
+                    setting="sha256",
+                )
+        self._verified.add(role)
 
     def _load_tokenizer(self) -> tuple[Tokenizer, int]:
-        """The tokenizer (its files verified first) and its pad id; callers hold the lock."""
+        """The tokenizer (its file verified first) and its pad id; callers hold the lock."""
         if self._tokenizer is None:
-            self._verify_files()
+            self._verify("tokenizer")
             tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
             padding = tokenizer.padding
             pad_id = int(padding["pad_id"]) if padding else 0
@@ -259,6 +260,7 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         import onnxruntime as ort
 
         tokenizer, pad_id = self._load_tokenizer()
+        self._verify("model")
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
@@ -312,7 +314,7 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         """This model's tokenizer (its file verified), with the document prefix deducted."""
         if self._chunk_tokenizer is None:
             with self._load_lock:
-                self._verify_files()
+                self._verify("tokenizer")
             self._chunk_tokenizer = ModelTokenizer.from_file(
                 str(self.tokenizer_path), self.max_length, self.document_prefix
             )
