@@ -168,7 +168,7 @@ async def test_int8_quantization_keeps_the_originals_on_disk_for_rescoring(
     assert created["hnsw_config"] is None  # no tenant key: Qdrant's default graph
     assert not any("tenant" in field for field in calls.indexes)
     async with QdrantStore.from_client(client, quantization=None) as store:
-        await store.create_collection("float32", DIMENSIONS)
+        await store.create_collection("unquantized", DIMENSIONS)
     assert calls.collections[-1]["quantization_config"] is None
     assert calls.collections[-1]["vectors_config"].on_disk is None
 
