@@ -63,17 +63,17 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
     than `max_length` tokens are truncated, logged and counted in `usage.truncated_inputs`.
     `query_prefix` / `document_prefix` are prepended according to `input_type` (e.g.
     `"query: "` / `"passage: "` for e5). `sha256` maps `"model"` and/or `"tokenizer"` to the
-    expected hex digest of that file, checked when the model loads. The model loads lazily,
-    once, on first use; inference runs in a worker thread so the event loop stays free.
+    expected hex digest of that file, checked before the file is first read. The model loads
+    lazily, once, on first use; inference runs in a worker thread so the event loop stays free.
 
     Inputs are cut into batches of neighbouring token lengths that cost the least compute:
     padded tokens plus a fixed cost per run (`plan_by_length`). `token_budget` caps the padded
     tokens of one run (batch × longest input), since onnxruntime's working memory follows that
     shape: long inputs go in small batches, short ones in batches of up to `batch_size`.
     `None` sets no cap (and a document call of at most `batch_size` inputs is one run).
-    `fold_constants=False` turns off
-    onnxruntime's constant folding, which, for an export that casts int8 weights to float at
-    run time, keeps float copies of them (less memory; each run then does the cast).
+    `fold_constants=False` turns off onnxruntime's constant folding, which, for an export that
+    casts int8 weights to float at run time, keeps float copies of them (less memory; each run
+    then does the cast).
 
     Queries and documents may run on differently tuned sessions: `fold_constants` and
     `threads` set the document session, `query_fold_constants` and `query_threads` (default:
@@ -483,8 +483,8 @@ def plan_by_length(
     padded tokens unless it is one input longer than that. The longest batches come first.
 
     Padding is most of what a mixed batch wastes (queries of 10 and 60 tokens in one run
-    cost 60 each), and one batch per run is what a run's fixed cost asks for; the cheapest
-    cut between the two is found exactly, by dynamic programming over the sorted lengths.
+    cost 60 each), while every further run pays a fixed cost; the cheapest cut between the
+    two is found exactly, by dynamic programming over the sorted lengths.
     """
     order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
     widths = [lengths[i] for i in order]
