@@ -33,6 +33,7 @@ from archivist.rag import Chunk, ChunkerBase, KnowledgeBase, NewDocument, Sectio
 from archivist.rag.chunker import chunker_for
 from archivist.rag.store.base import SearchMode, VectorStoreBase, check_search_mode
 from archivist.rag.store.qdrant import QdrantStore
+from archivist.rag.store.qdrant.backend import VectorDatatype
 
 COLLECTION = "eval"
 ProgressHook = Callable[[int], None]
@@ -73,7 +74,7 @@ class EvalConfig(BaseModel):
     quantization: Literal["int8"] | None = Field(
         default=None, description="the store's vector quantization (built with the index)"
     )
-    vector_datatype: Literal["float16", "float32"] = Field(
+    vector_datatype: VectorDatatype = Field(
         default="float16", description="how the store keeps the dense vectors"
     )
     metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from archivist.errors import InvalidArgumentError
 from archivist.rag.store.qdrant.filter import IndexKind, Where
@@ -52,7 +52,7 @@ class CollectionParams:
 
 Quantization = Literal["int8"]
 VectorDatatype = Literal["float16", "float32"]
-VECTOR_DATATYPES: tuple[VectorDatatype, ...] = ("float16", "float32")
+VECTOR_DATATYPES: tuple[VectorDatatype, ...] = get_args(VectorDatatype)
 
 
 @dataclass(frozen=True)
@@ -61,10 +61,10 @@ class StoreLayout:
 
     `quantization` "int8": dense vectors quantized to int8 in RAM, the originals on disk for
     rescoring (None: the originals in RAM). `vector_datatype`: how the originals are stored;
-    "float16" halves their memory and keeps cosine similarities to about 1e-3.
-    `tenant_key`: the payload path tenants are told apart
-    by; a server indexes it as Qdrant's tenant index. `tenants_only`: every search names a
-    tenant, so a server builds HNSW graphs per tenant only (global `m=0`).
+    "float16" halves their memory and keeps cosine similarities to about 1e-3. `tenant_key`:
+    the payload path tenants are told apart by; a server indexes it as Qdrant's tenant index.
+    `tenants_only`: every search names a tenant, so a server builds HNSW graphs per tenant
+    only (global `m=0`).
     """
 
     quantization: Quantization | None = None
