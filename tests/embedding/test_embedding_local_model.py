@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import pickle
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tokenizers import Tokenizer
 
 from archivist.embedding import (
     DEFAULT_EMBEDDING_MODEL,
@@ -28,7 +30,9 @@ from archivist.embedding.registry import (
     MINILM_TOKENIZER_PATH,
     MINILM_TOKENIZER_SHA256,
 )
+from archivist.embedding.tokenizer import ModelTokenizer
 from archivist.message import Base64Source, DataBlock
+from archivist.rag.chunker import chunker_for
 
 
 def cosine(a: list[float], b: list[float]) -> float:
@@ -279,6 +283,43 @@ async def test_the_model_file_is_checked_when_a_session_first_reads_it(
     with pytest.raises(ValueError, match=r"sha256 mismatch for model file") as caught:
         await model(["anything"])
     assert str(copy) in str(caught.value)
+
+
+TOKENIZER_TEXTS = [
+    "Tenants are kept apart; keys are stored hashed.",
+    "租户之间的数据彼此隔离，密钥以哈希形式保存。",
+    "naïve café — ΑΒΓ 12,345.67 🙂 qdrant_edge::EdgeShard",
+]
+
+
+def test_the_chunk_tokenizer_pickles_as_its_file_and_reads_the_same(
+    default_model: OnnxEmbeddingModel,
+) -> None:
+    """A large file is chunked in a child process, which is sent the chunker: the model's
+    tokenizer goes as its file's path, not as its vocabulary serialised under the GIL."""
+    tokenizer = default_model.chunk_tokenizer()
+    data = pickle.dumps(chunker_for(tokenizer), pickle.HIGHEST_PROTOCOL)
+    assert len(data) < 2_000
+    back = pickle.loads(data).tokenizer
+    assert back.max_tokens == tokenizer.max_tokens
+    for text in TOKENIZER_TEXTS:
+        assert back.spans(text) == tokenizer.spans(text)
+        assert back.unknown_share(text) == tokenizer.unknown_share(text)
+    long = "word " * 1_000  # encoded whole: no truncation, no padding after loading
+    assert len(back.spans(long)) == len(tokenizer.spans(long)) == 1_000
+
+
+def test_a_tokenizer_without_a_file_pickles_whole(default_model: OnnxEmbeddingModel) -> None:
+    tokenizer = ModelTokenizer(
+        Tokenizer.from_file(str(default_model.tokenizer_path)), default_model.max_length
+    )
+    data = pickle.dumps(tokenizer)
+    assert len(data) > 100_000
+    back = pickle.loads(data)
+    assert back.max_tokens == tokenizer.max_tokens
+    for text in TOKENIZER_TEXTS:
+        assert back.spans(text) == tokenizer.spans(text)
+        assert back.unknown_share(text) == tokenizer.unknown_share(text)
 
 
 def test_the_chunk_tokenizer_lets_other_threads_run(default_model: OnnxEmbeddingModel) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tokenizers import Encoding, Tokenizer
 
 from archivist.errors import InvalidArgumentError
@@ -12,12 +14,16 @@ class ModelTokenizer:
 
     `max_tokens` is the model's input length minus its special tokens and document prefix: a
     text of at most that many tokens is embedded whole.
+
+    One made `from_file` pickles as that file's path, so sending it to a child process costs
+    a few bytes rather than its whole vocabulary (hundreds of KB, serialised while holding
+    the GIL); the pickle loads where that file is.
     """
 
     def __init__(self, tokenizer: Tokenizer, max_length: int, document_prefix: str = "") -> None:
-        tokenizer.no_padding()
-        tokenizer.no_truncation()
+        _unpadded(tokenizer)
         self._tokenizer = tokenizer
+        self._path: str | None = None
         overhead = len(tokenizer.encode(document_prefix, add_special_tokens=True).ids)
         if overhead >= max_length:
             raise InvalidArgumentError(
@@ -31,7 +37,23 @@ class ModelTokenizer:
     @classmethod
     def from_file(cls, path: str, max_length: int, document_prefix: str = "") -> ModelTokenizer:
         """The tokenizer in `tokenizer.json` at `path`."""
-        return cls(Tokenizer.from_file(path), max_length, document_prefix)
+        made = cls(Tokenizer.from_file(path), max_length, document_prefix)
+        made._path = path
+        return made
+
+    def __getstate__(self) -> dict[str, Any]:
+        if self._path is None:
+            return dict(self.__dict__)
+        return {
+            "_path": self._path,
+            "_max_tokens": self._max_tokens,
+            "_unknown_id": self._unknown_id,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if "_tokenizer" not in state:
+            state = {**state, "_tokenizer": _unpadded(Tokenizer.from_file(state["_path"]))}
+        self.__dict__.update(state)
 
     @property
     def max_tokens(self) -> int:
@@ -53,3 +75,10 @@ class ModelTokenizer:
         # A batch of one: the library's `encode` holds the GIL for the whole text, its batch
         # call releases it, so a thread chunking a large file leaves the event loop running.
         return self._tokenizer.encode_batch([text], add_special_tokens=False)[0]
+
+
+def _unpadded(tokenizer: Tokenizer) -> Tokenizer:
+    """`tokenizer` set to encode each text whole: no padding, no truncation."""
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return tokenizer
