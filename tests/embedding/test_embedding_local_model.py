@@ -309,6 +309,17 @@ def test_the_chunk_tokenizer_pickles_as_its_file_and_reads_the_same(
     assert len(back.spans(long)) == len(tokenizer.spans(long)) == 1_000
 
 
+def test_a_tokenizer_from_a_relative_path_unpickles_elsewhere(
+    default_model: OnnxEmbeddingModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shutil.copyfile(default_model.tokenizer_path, tmp_path / "tokenizer.json")
+    monkeypatch.chdir(tmp_path)
+    tokenizer = ModelTokenizer.from_file("tokenizer.json", default_model.max_length)
+    data = pickle.dumps(tokenizer)
+    monkeypatch.chdir(tmp_path.parent)
+    assert pickle.loads(data).spans(TOKENIZER_TEXTS[0]) == tokenizer.spans(TOKENIZER_TEXTS[0])
+
+
 def test_a_tokenizer_without_a_file_pickles_whole(default_model: OnnxEmbeddingModel) -> None:
     tokenizer = ModelTokenizer(
         Tokenizer.from_file(str(default_model.tokenizer_path)), default_model.max_length

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from tokenizers import Encoding, Tokenizer
@@ -38,7 +39,7 @@ class ModelTokenizer:
     def from_file(cls, path: str, max_length: int, document_prefix: str = "") -> ModelTokenizer:
         """The tokenizer in `tokenizer.json` at `path`."""
         made = cls(Tokenizer.from_file(path), max_length, document_prefix)
-        made._path = path
+        made._path = os.path.abspath(path)  # a pickle may load under another working directory
         return made
 
     def __getstate__(self) -> dict[str, Any]:
