@@ -23,7 +23,7 @@ import qdrant_edge as edge
 from _common import write_result
 
 from archivist.rag.store.qdrant.backend import VectorDatatype
-from archivist.rag.store.qdrant.edge.collection import edge_config
+from archivist.rag.store.qdrant.edge.collection import SEARCH_THREADS, edge_config
 from archivist.rag.store.qdrant.edge.meta import EdgeMeta
 from archivist.rag.store.qdrant.edge.optimizer import SEGMENT_POINTS
 
@@ -37,7 +37,7 @@ def shard(directory: str, datatype: VectorDatatype, vectors: np.ndarray) -> Any:
     meta = EdgeMeta(
         dimensions=DIMENSIONS, distance="Cosine", shard="bench", quantized=True, datatype=datatype
     )
-    config = edge_config(meta, SEGMENT_POINTS, wal=False)
+    config = edge_config(meta, SEGMENT_POINTS, SEARCH_THREADS, wal=False)
     created = edge.EdgeShard.create(directory, config)
     for start in range(0, len(vectors), 1_000):
         points = [

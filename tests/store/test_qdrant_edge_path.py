@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import subprocess
@@ -53,6 +54,33 @@ class TestQdrantEdgePath(
     """The conformance mixins that touch the disk against the engine persisting under a
     directory; the search-only ones (grouping, filters, relevance) run on `:memory:`, the same
     engine."""
+
+
+def search_threads() -> int:
+    """The engine's search-pool threads alive in this process (Linux names them)."""
+    gc.collect()  # shards of earlier tests' stores stop their pools when collected
+    tasks = Path("/proc/self/task")
+    return sum(
+        (task / "comm").read_text().startswith("edge-search") for task in tasks.iterdir()
+    )
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="threads listed in /proc")
+async def test_each_open_collection_searches_on_the_threads_it_was_given(tmp_path: Path) -> None:
+    before = search_threads()
+    async with QdrantStore(path=tmp_path, search_threads=2) as store:
+        for name in ("a", "b"):
+            await store.create_collection(name, DIMENSIONS)
+            await store.insert(name, [record("d", 0)])
+        assert search_threads() - before == 4
+    del store
+    assert search_threads() == before
+    for asked, expected in ((3, 6), (None, 2)):  # by default, one thread per collection
+        async with QdrantStore(path=tmp_path, search_threads=asked) as reopened:
+            for name in ("a", "b"):  # loaded from disk on first use, with the pool asked for
+                assert texts(await reopened.list_chunks(name, "d")) == ["d#0"]
+            assert search_threads() - before == expected
+        del reopened
 
 
 async def test_data_indexes_and_shape_survive_reopening(tmp_path: Path) -> None:

@@ -38,6 +38,9 @@ def test_exactly_one_place_is_required(arguments: dict[str, Any]) -> None:
         ({"path": "/tmp/x", "client_kwargs": {"timeout": 3}}, "client_kwargs"),
         ({"location": ":memory:", "distance": "Hamming"}, "distance"),
         ({"location": ":memory:", "auto_optimize_threshold": 0}, "auto_optimize_threshold"),
+        ({"location": ":memory:", "search_threads": 0}, "search_threads"),
+        ({"path": "/tmp/x", "search_threads": -1}, "search_threads"),
+        ({"url": "http://localhost:6333", "search_threads": 2}, "search_threads"),
     ],
 )
 def test_bad_arguments_are_rejected_by_name(arguments: dict[str, Any], named: str) -> None:

@@ -48,6 +48,7 @@ from archivist.rag.store.qdrant.backend import (
     higher_is_better,
 )
 from archivist.rag.store.qdrant.edge.backend import EdgeBackend
+from archivist.rag.store.qdrant.edge.collection import SEARCH_THREADS
 from archivist.rag.store.qdrant.edge.optimizer import SEGMENT_POINTS
 from archivist.rag.store.qdrant.filter import (
     Absent,
@@ -125,7 +126,10 @@ class QdrantStore(VectorStoreBase):
     makes shorter pauses and more segments. Bulk loaders wanting full write speed pass
     `auto_optimize_threshold=None` (segments of the default size, indexed only by
     `await store.optimize(collection)` at the end). A server indexes on its own; there
-    `optimize` does nothing.
+    `optimize` does nothing. Each open Edge collection searches its segments on
+    `search_threads` engine threads (default 1: concurrent searches already use the cores,
+    and a service holding many collections would otherwise start four threads per core for
+    each); a single user searching a collection of many segments may want one per core.
 
     Layout of the collections this store creates (an existing collection keeps its own):
     `quantization="int8"` (the default; None keeps the vectors in RAM) keeps int8 copies of
@@ -186,6 +190,7 @@ class QdrantStore(VectorStoreBase):
         vector_datatype: VectorDatatype = DEFAULT_VECTOR_DATATYPE,
         tenant_key: str | None = TENANT_PAYLOAD_KEY,
         tenants_only: bool = False,
+        search_threads: int | None = None,
     ) -> None:
         given = [
             name
@@ -215,12 +220,24 @@ class QdrantStore(VectorStoreBase):
                 raise InvalidArgumentError(
                     "api_key and client_kwargs apply only to a url store", argument="api_key"
                 )
+            if search_threads is not None:
+                check_positive_int(search_threads, "search_threads")
             directory = None if path is None else Path(path)
             engine = EdgeBackend(
-                directory, segment_points, auto_optimize_threshold is not None, layout
+                directory,
+                segment_points,
+                auto_optimize_threshold is not None,
+                layout,
+                search_threads or SEARCH_THREADS,
             )
             self._setup(distance, engine)
             return
+        if search_threads is not None:
+            raise InvalidArgumentError(
+                "search_threads applies only to an in-process store (path= or ':memory:'); "
+                "a server sets its own search threads",
+                argument="search_threads",
+            )
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise InvalidArgumentError(
                 f"url must be an http(s):// URL, got {url!r}", argument="url"

@@ -51,16 +51,22 @@ class EdgeBackend(QdrantBackend):
     close() so the data is still there when the backend is opened again; it is removed when the
     backend is garbage-collected or the interpreter exits. Each collection's points are indexed
     in segments of `segment_points`; with `auto_optimize` a write that fills a segment indexes it
-    at once (otherwise only `optimize` does). New collections take `layout`'s quantization
-    and vector datatype.
+    at once (otherwise only `optimize` does). Each shard searches on `search_threads` threads.
+    New collections take `layout`'s quantization and vector datatype.
     """
 
     def __init__(
-        self, path: Path | None, segment_points: int, auto_optimize: bool, layout: StoreLayout
+        self,
+        path: Path | None,
+        segment_points: int,
+        auto_optimize: bool,
+        layout: StoreLayout,
+        search_threads: int,
     ) -> None:
         self._path = path
         self._layout = layout
         self._segment_points = segment_points
+        self._search_threads = search_threads
         self._auto_optimize = auto_optimize
         self._root: Path | None = None
         self._temporary: Path | None = None
@@ -90,7 +96,7 @@ class EdgeBackend(QdrantBackend):
                 meta = load_meta(directory) if directory.is_dir() else None
                 if meta is not None:
                     self._collections[directory.name] = EdgeCollection(
-                        directory, meta, self._segment_points
+                        directory, meta, self._segment_points, self._search_threads
                     )
         except BaseException:
             await self.close()
@@ -137,9 +143,13 @@ class EdgeBackend(QdrantBackend):
             datatype=self._layout.vector_datatype,
         )
         # A temporary store need not survive a crash; without the WAL, writes go ~2x faster.
-        config = edge_config(meta, self._segment_points, wal=self._path is not None)
+        config = edge_config(
+            meta, self._segment_points, self._search_threads, wal=self._path is not None
+        )
         shard = edge.EdgeShard.create(str(directory / shard_name), config)
-        collection = EdgeCollection(directory, meta, self._segment_points, shard)
+        collection = EdgeCollection(
+            directory, meta, self._segment_points, self._search_threads, shard
+        )
         for path, kind in INTERNAL_INDEXES.items():
             collection.apply(edge.UpdateOperation.create_field_index(path, edge_schema(kind)))
             meta.indexes[path] = kind

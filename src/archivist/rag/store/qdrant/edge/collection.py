@@ -25,9 +25,20 @@ _VERSIONS = itertools.count()
 """Versions for every collection of the process: no two collection states share one."""
 
 
-def edge_config(meta: EdgeMeta, segment_points: int, wal: bool | None = None) -> edge.EdgeConfig:
+SEARCH_THREADS = 1
+"""Engine threads per shard that search its segments in parallel, unless the store is told
+otherwise. The engine's default is four per core for every open shard: a service holding many
+knowledge bases would start thousands, and under concurrent searches, which already keep the
+cores busy, waking a pool for each one costs more CPU than its parallelism saves. One thread
+searches a collection's segments one after another."""
+
+
+def edge_config(
+    meta: EdgeMeta, segment_points: int, search_threads: int, wal: bool | None = None
+) -> edge.EdgeConfig:
     """The shard configuration of the collection `meta` describes, with segments of
-    `segment_points` points (`wal` None: as the shard was created).
+    `segment_points` points, searched on `search_threads` threads (`wal` None: as the shard
+    was created).
 
     A quantized collection keeps int8 copies of its dense vectors in RAM for the graph search
     and the originals (float32 or float16, `meta.datatype`) on disk, read back to rescore the
@@ -52,14 +63,15 @@ def edge_config(meta: EdgeMeta, segment_points: int, wal: bool | None = None) ->
         ),
         optimizers=optimizers_config(meta.dimensions, segment_points, meta.datatype),
         wal_enabled=wal,
+        max_search_threads=search_threads,
     )
 
 
 class EdgeCollection:
     """A collection directory holding `meta.json` and the live shard directory it names.
 
-    `segment_points` sizes the engine's segments (see optimizer.py); a shard made with other
-    settings is loaded with these.
+    `segment_points` sizes the engine's segments (see optimizer.py) and `search_threads` its
+    search pool; a shard made with other settings is loaded with these.
     """
 
     def __init__(
@@ -67,11 +79,13 @@ class EdgeCollection:
         directory: Path,
         meta: EdgeMeta,
         segment_points: int,
+        search_threads: int,
         shard: edge.EdgeShard | None = None,
     ):
         self.directory = directory
         self.meta = meta
         self.segment_points = segment_points
+        self.search_threads = search_threads
         self._shard = shard
         self._unsaved_stats = False
         self.version = next(_VERSIONS)
@@ -88,7 +102,7 @@ class EdgeCollection:
         """The live shard, loaded on first use."""
         if self._shard is None:
             self._remove_stale_shards()
-            config = edge_config(self.meta, self.segment_points)
+            config = edge_config(self.meta, self.segment_points, self.search_threads)
             self._shard = edge.EdgeShard.load(str(self.shard_dir), config)
         return self._shard
 
