@@ -41,6 +41,8 @@ def test_exactly_one_place_is_required(arguments: dict[str, Any]) -> None:
         ({"location": ":memory:", "search_threads": 0}, "search_threads"),
         ({"path": "/tmp/x", "search_threads": -1}, "search_threads"),
         ({"url": "http://localhost:6333", "search_threads": 2}, "search_threads"),
+        ({"location": ":memory:", "max_open_collections": 0}, "max_open_collections"),
+        ({"url": "http://localhost:6333", "max_open_collections": 9}, "max_open_collections"),
     ],
 )
 def test_bad_arguments_are_rejected_by_name(arguments: dict[str, Any], named: str) -> None:

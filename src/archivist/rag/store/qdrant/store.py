@@ -49,6 +49,7 @@ from archivist.rag.store.qdrant.backend import (
 )
 from archivist.rag.store.qdrant.edge.backend import EdgeBackend
 from archivist.rag.store.qdrant.edge.collection import SEARCH_THREADS
+from archivist.rag.store.qdrant.edge.open_shards import MAX_OPEN_COLLECTIONS
 from archivist.rag.store.qdrant.edge.optimizer import SEGMENT_POINTS
 from archivist.rag.store.qdrant.filter import (
     Absent,
@@ -130,6 +131,9 @@ class QdrantStore(VectorStoreBase):
     `search_threads` engine threads (default 1: concurrent searches already use the cores,
     and a service holding many collections would otherwise start four threads per core for
     each); a single user searching a collection of many segments may want one per core.
+    At most `max_open_collections` (default 256) collections keep their shard open: each maps
+    files into memory, and Linux caps a process's maps, so past the bound the least recently
+    used are flushed and closed, and load again on their next use.
 
     Layout of the collections this store creates (an existing collection keeps its own):
     `quantization="int8"` (the default; None keeps the vectors in RAM) keeps int8 copies of
@@ -191,6 +195,7 @@ class QdrantStore(VectorStoreBase):
         tenant_key: str | None = TENANT_PAYLOAD_KEY,
         tenants_only: bool = False,
         search_threads: int | None = None,
+        max_open_collections: int | None = None,
     ) -> None:
         given = [
             name
@@ -222,6 +227,8 @@ class QdrantStore(VectorStoreBase):
                 )
             if search_threads is not None:
                 check_positive_int(search_threads, "search_threads")
+            if max_open_collections is not None:
+                check_positive_int(max_open_collections, "max_open_collections")
             directory = None if path is None else Path(path)
             engine = EdgeBackend(
                 directory,
@@ -229,15 +236,20 @@ class QdrantStore(VectorStoreBase):
                 auto_optimize_threshold is not None,
                 layout,
                 search_threads or SEARCH_THREADS,
+                max_open_collections or MAX_OPEN_COLLECTIONS,
             )
             self._setup(distance, engine)
             return
-        if search_threads is not None:
-            raise InvalidArgumentError(
-                "search_threads applies only to an in-process store (path= or ':memory:'); "
-                "a server sets its own search threads",
-                argument="search_threads",
-            )
+        for name, value in (
+            ("search_threads", search_threads),
+            ("max_open_collections", max_open_collections),
+        ):
+            if value is not None:
+                raise InvalidArgumentError(
+                    f"{name} applies only to an in-process store (path= or ':memory:'), "
+                    "not to a server",
+                    argument=name,
+                )
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise InvalidArgumentError(
                 f"url must be an http(s):// URL, got {url!r}", argument="url"

@@ -37,6 +37,7 @@ from archivist.rag.store.qdrant.backend import (
 )
 from archivist.rag.store.qdrant.edge.collection import SHARD_PREFIX, EdgeCollection, edge_config
 from archivist.rag.store.qdrant.edge.meta import META_FILE, EdgeMeta, load_meta, save_meta
+from archivist.rag.store.qdrant.edge.open_shards import OpenShards
 from archivist.rag.store.qdrant.edge.term_cache import TermIdfCache
 from archivist.rag.store.qdrant.edge.translate import edge_filter, edge_schema
 from archivist.rag.store.qdrant.filter import AnyOf, IndexKind, Where
@@ -51,8 +52,9 @@ class EdgeBackend(QdrantBackend):
     close() so the data is still there when the backend is opened again; it is removed when the
     backend is garbage-collected or the interpreter exits. Each collection's points are indexed
     in segments of `segment_points`; with `auto_optimize` a write that fills a segment indexes it
-    at once (otherwise only `optimize` does). Each shard searches on `search_threads` threads.
-    New collections take `layout`'s quantization and vector datatype.
+    at once (otherwise only `optimize` does). Each shard searches on `search_threads` threads;
+    at most `max_open_collections` shards stay open, the least recently used closed past that
+    (see open_shards.py). New collections take `layout`'s quantization and vector datatype.
     """
 
     def __init__(
@@ -62,11 +64,13 @@ class EdgeBackend(QdrantBackend):
         auto_optimize: bool,
         layout: StoreLayout,
         search_threads: int,
+        max_open_collections: int,
     ) -> None:
         self._path = path
         self._layout = layout
         self._segment_points = segment_points
         self._search_threads = search_threads
+        self._open_shards = OpenShards(max_open_collections)
         self._auto_optimize = auto_optimize
         self._root: Path | None = None
         self._temporary: Path | None = None
@@ -108,18 +112,22 @@ class EdgeBackend(QdrantBackend):
                 collection.close()
         finally:
             self._collections.clear()
+            self._open_shards.clear()
             if self._lock is not None:
                 self._lock.release()
                 self._lock = None
             self._root = None
 
     def _get(self, name: str) -> EdgeCollection:
+        """The collection `name`, about to be used: it counts as the most recently used."""
         try:
-            return self._collections[name]
+            collection = self._collections[name]
         except KeyError:
             raise InvalidArgumentError(
                 f"collection {name!r} does not exist", argument="collection"
             ) from None
+        self._open_shards.use(name, collection)
+        return collection
 
     async def collection_params(self, name: str) -> CollectionParams | None:
         collection = self._collections.get(name)
@@ -156,9 +164,11 @@ class EdgeBackend(QdrantBackend):
         shard.flush()
         save_meta(directory, meta)
         self._collections[name] = collection
+        self._open_shards.use(name, collection)
 
     async def delete_collection(self, name: str) -> None:
         collection = self._collections.pop(name)
+        self._open_shards.forget(name)
         collection.close()
         (collection.directory / META_FILE).unlink(missing_ok=True)
         await asyncio.to_thread(shutil.rmtree, collection.directory, True)
@@ -170,7 +180,11 @@ class EdgeBackend(QdrantBackend):
 
     async def upsert(self, name: str, points: Sequence[PointWrite]) -> None:
         collection = self._get(name)
-        await _finished_in_thread(functools.partial(_write_points, collection, points))
+        collection.busy += 1
+        try:
+            await _finished_in_thread(functools.partial(_write_points, collection, points))
+        finally:
+            collection.busy -= 1
         if self._auto_optimize:
             collection.optimize()  # a fraction of a millisecond unless a segment filled up
 

@@ -88,6 +88,8 @@ class EdgeCollection:
         self.search_threads = search_threads
         self._shard = shard
         self._unsaved_stats = False
+        self.busy = 0
+        """Writes in flight on worker threads: while any is, the shard must stay open."""
         self.version = next(_VERSIONS)
         """Changes before and after every write and segment indexing, so whatever was read
         while it stayed the same still holds (`term_cache`)."""
