@@ -42,3 +42,27 @@ def test_a_bad_files_url_is_named(capsys) -> None:
     )
     assert code == 2
     assert "--files-url ftp://h/x" in capsys.readouterr().err
+
+
+def test_open_collections_must_be_positive(capsys) -> None:
+    assert main(["serve", "--open-collections", "0"]) == 2
+    assert "open_collections" in capsys.readouterr().err
+
+
+def test_open_collections_is_refused_for_a_server_store(capsys) -> None:
+    code = main(["worker", "--qdrant-url", "http://q:6333", "--open-collections", "5"])
+    assert code == 2
+    assert "--open-collections applies only to Qdrant Edge" in capsys.readouterr().err
+
+
+async def test_the_service_store_keeps_open_what_it_is_told(tmp_path) -> None:
+    from archivist.service import ServiceSettings
+    from archivist.service.retrieval.vectors import open_store
+    from archivist.testing.store import DIMENSIONS, record
+
+    async with open_store(ServiceSettings(home=tmp_path, open_collections=2)) as store:
+        for name in "abc":
+            await store.create_collection(name, DIMENSIONS)
+            await store.insert(name, [record(name, 0)])
+        collections = store._engine._collections  # type: ignore[attr-defined]
+        assert {name for name, kept in collections.items() if kept._shard} == {"b", "c"}

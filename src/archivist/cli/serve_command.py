@@ -158,6 +158,14 @@ def add_shared_store_arguments(cmd: argparse.ArgumentParser) -> None:
         "(or ARCHIVIST_PGVECTOR_URL); may be the --database database",
     )
     cmd.add_argument(
+        "--open-collections",
+        type=int,
+        default=None,
+        metavar="N",
+        help="Qdrant Edge knowledge bases kept open at once; past it the least recently used "
+        "close and load again on use (default 256; more may need a higher vm.max_map_count)",
+    )
+    cmd.add_argument(
         "--files-url",
         default=os.environ.get("ARCHIVIST_FILES_URL"),
         metavar="URL",
@@ -173,6 +181,7 @@ def shared_store_settings(args: argparse.Namespace) -> dict[str, Any]:
         "qdrant_url": args.qdrant_url,
         "qdrant_api_key": os.environ.get("QDRANT_API_KEY"),
         "pgvector_url": args.pgvector_url,
+        "open_collections": args.open_collections,
         "files_url": args.files_url,
     }
 

@@ -23,6 +23,9 @@ class ServiceSettings(BaseModel):
     qdrant_url: str | None = None
     """A Qdrant server or cluster; None → Qdrant Edge at `home/service/qdrant`."""
     qdrant_api_key: str | None = None
+    open_collections: int | None = Field(default=None, ge=1)
+    """Qdrant Edge collections (one per knowledge base) kept open at once; past it the least
+    recently used close and load again on use. None: the store's default."""
     pgvector_url: str | None = None
     """PostgreSQL with pgvector for the vectors (may be the `database_url` database)."""
     files_url: str | None = None
@@ -92,6 +95,8 @@ class ServiceSettings(BaseModel):
     def _overlap_below_chunk_size(self) -> ServiceSettings:
         if self.qdrant_url and self.pgvector_url:
             raise ValueError("give --qdrant-url or --pgvector-url, not both")
+        if self.open_collections is not None and (self.qdrant_url or self.pgvector_url):
+            raise ValueError("--open-collections applies only to Qdrant Edge on disk")
         if self.chunk_size is not None and self.overlap >= self.chunk_size:
             raise ValueError(
                 f"overlap ({self.overlap}) must be below chunk_size ({self.chunk_size})"

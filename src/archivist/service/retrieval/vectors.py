@@ -26,7 +26,9 @@ def open_store(settings: ServiceSettings) -> VectorStoreBase:
         return PgVectorStore(settings.pgvector_url)
     if settings.qdrant_url:
         return QdrantStore(url=settings.qdrant_url, api_key=settings.qdrant_api_key)
-    return QdrantStore(path=settings.service_dir / "qdrant")
+    return QdrantStore(
+        path=settings.service_dir / "qdrant", max_open_collections=settings.open_collections
+    )
 
 
 def tenant_scope(kb: KBRecord) -> MetadataFilter:
