@@ -52,7 +52,9 @@ def test_open_collections_must_be_positive(capsys) -> None:
 def test_open_collections_is_refused_for_a_server_store(capsys) -> None:
     code = main(["worker", "--qdrant-url", "http://q:6333", "--open-collections", "5"])
     assert code == 2
-    assert "--open-collections applies only to Qdrant Edge" in capsys.readouterr().err
+    assert capsys.readouterr().err.endswith(
+        "error: --open-collections applies only to Qdrant Edge on disk\n"
+    )
 
 
 async def test_the_service_store_keeps_open_what_it_is_told(tmp_path) -> None:

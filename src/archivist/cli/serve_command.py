@@ -202,7 +202,10 @@ def service_settings(args: argparse.Namespace, **overrides: Any) -> ServiceSetti
         return ServiceSettings(home=archivist_home(), database_url=args.database, **overrides)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+            # A check across settings has no location, and pydantic prefixes its message.
+            (f"{'.'.join(str(p) for p in e['loc'])}: " if e["loc"] else "")
+            + e["msg"].removeprefix("Value error, ")
+            for e in exc.errors()
         )
         raise CLIError(problems) from None
 
