@@ -1,10 +1,10 @@
 """A bound on the Edge shards one process keeps open.
 
 Each open shard maps its segment files into memory and runs its own search threads, and Linux
-caps a process's memory maps (`vm.max_map_count`, 65,530 by default). A service that kept open
-every knowledge base it had touched could create or load no more once about a thousand were
-open: every further one failed with "Cannot allocate memory". Past the bound, the least
-recently used shards are flushed and closed; each loads again on its next use.
+caps a process's memory maps (`vm.max_map_count`, 65,530 by default). Without a bound, a
+service that has touched about a thousand knowledge bases can create or load no more: each
+further one fails with "Cannot allocate memory". Past the bound, the least recently used
+shards are flushed and closed; each loads again on its next use.
 """
 
 from __future__ import annotations
