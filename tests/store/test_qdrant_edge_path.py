@@ -56,28 +56,34 @@ class TestQdrantEdgePath(
     engine."""
 
 
-def search_threads() -> int:
-    """The engine's search-pool threads alive in this process (Linux names them)."""
-    gc.collect()  # shards of earlier tests' stores stop their pools when collected
-    tasks = Path("/proc/self/task")
-    return sum((task / "comm").read_text().startswith("edge-search") for task in tasks.iterdir())
+def search_threads(expected: int) -> int:
+    """The engine's search-pool threads alive in this process (Linux names them), once there
+    are `expected` or 5 s have passed: a closed shard's pool threads end on their own."""
+    deadline = time.monotonic() + 5
+    while True:
+        gc.collect()  # shards of dropped stores stop their pools when collected
+        tasks = Path("/proc/self/task").iterdir()
+        count = sum((task / "comm").read_text().startswith("edge-search") for task in tasks)
+        if count == expected or time.monotonic() > deadline:
+            return count
+        time.sleep(0.01)
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="threads listed in /proc")
 async def test_each_open_collection_searches_on_the_threads_it_was_given(tmp_path: Path) -> None:
-    before = search_threads()
+    before = search_threads(0)
     async with QdrantStore(path=tmp_path, search_threads=2) as store:
         for name in ("a", "b"):
             await store.create_collection(name, DIMENSIONS)
             await store.insert(name, [record("d", 0)])
-        assert search_threads() - before == 4
+        assert search_threads(before + 4) == before + 4
     del store
-    assert search_threads() == before
+    assert search_threads(before) == before
     for asked, expected in ((3, 6), (None, 2)):  # by default, one thread per collection
         async with QdrantStore(path=tmp_path, search_threads=asked) as reopened:
             for name in ("a", "b"):  # loaded from disk on first use, with the pool asked for
                 assert texts(await reopened.list_chunks(name, "d")) == ["d#0"]
-            assert search_threads() - before == expected
+            assert search_threads(before + expected) == before + expected
         del reopened
 
 
