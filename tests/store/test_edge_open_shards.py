@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_qdrant_edge_memory import edge_collection
 
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.rag.store.qdrant.edge import backend
@@ -25,17 +26,37 @@ async def store(tmp_path: Path) -> AsyncIterator[QdrantStore]:
         yield opened
 
 
-def collection(store: QdrantStore, name: str) -> Any:
-    """The backend's EdgeCollection of `name` (reaching inside, to see its shard)."""
-    return store._engine._collections[name]  # type: ignore[attr-defined]
-
-
-def open_names(store: QdrantStore) -> set[str]:
-    return {name for name in "abcd" if collection(store, name)._shard is not None}
-
-
 async def use(store: QdrantStore, name: str) -> None:
     assert texts(await store.list_chunks(name, name)) == [f"{name}#0"]
+
+
+def open_shards(store: QdrantStore) -> set[str]:
+    """The collections whose engine shard is open now (reaching inside, to ask the backend)."""
+    collections = store._engine._collections  # type: ignore[attr-defined]
+    return {name for name, collection in collections.items() if collection._shard is not None}
+
+
+async def test_past_the_bound_the_least_recently_used_shards_close_and_reload(
+    tmp_path: Path,
+) -> None:
+    names = [f"kb{n}" for n in range(5)]
+    async with QdrantStore(path=tmp_path, max_open_collections=2) as store:
+        for name in names:
+            await store.create_collection(name, DIMENSIONS)
+            await store.insert(name, [record(name, 0), record(name, 1)])
+            assert len(open_shards(store)) <= 2
+        assert open_shards(store) == {"kb3", "kb4"}
+        for name in names:  # each loads again, with everything written before it closed
+            assert texts(await store.list_chunks(name, name)) == [f"{name}#0", f"{name}#1"]
+            assert open_shards(store) >= {name} and len(open_shards(store)) == 2
+        assert len(await store.search("kb0", unit(0), 5)) == 2
+        assert open_shards(store) == {"kb4", "kb0"}
+        await store.delete_collection("kb4")
+        await store.insert("kb1", [record("kb1", 2)])
+        assert open_shards(store) == {"kb0", "kb1"}
+    async with QdrantStore(path=tmp_path) as reopened:
+        assert len(await reopened.list_chunks("kb1", "kb1")) == 3
+        assert not await reopened.has_collection("kb4")
 
 
 async def test_the_least_recently_used_closes_first(store: QdrantStore) -> None:
@@ -43,30 +64,30 @@ async def test_the_least_recently_used_closes_first(store: QdrantStore) -> None:
     await use(store, "b")
     await use(store, "a")  # "a" is now more recent than "b"
     await use(store, "c")
-    assert open_names(store) == {"a", "c"}
+    assert open_shards(store) == {"a", "c"}
 
 
 async def test_a_collection_with_a_write_in_flight_stays_open(store: QdrantStore) -> None:
     await use(store, "a")
-    collection(store, "a").busy = 1  # as during `upsert`'s worker-thread write
+    edge_collection(store, "a").busy = 1  # as during `upsert`'s worker-thread write
     await use(store, "b")
     await use(store, "c")
-    assert open_names(store) == {"a", "c"}  # "b" closed in its place
-    collection(store, "a").busy = 0
+    assert open_shards(store) == {"a", "c"}  # "b" closed in its place
+    edge_collection(store, "a").busy = 0
     await use(store, "d")  # the write is over: "a" is the least recently used
-    assert open_names(store) == {"c", "d"}
+    assert open_shards(store) == {"c", "d"}
 
 
 async def test_the_collection_in_use_stays_open_and_counted(store: QdrantStore) -> None:
     for name in "ab":
         await use(store, name)
-        collection(store, name).busy = 1
+        edge_collection(store, name).busy = 1
     await use(store, "c")
-    assert open_names(store) == {"a", "b", "c"}  # over the bound until a write ends
+    assert open_shards(store) == {"a", "b", "c"}  # over the bound until a write ends
     for name in "ab":
-        collection(store, name).busy = 0
+        edge_collection(store, name).busy = 0
     await use(store, "d")
-    assert open_names(store) == {"c", "d"}
+    assert open_shards(store) == {"c", "d"}
 
 
 async def test_a_write_on_its_worker_thread_keeps_its_shard_open(

@@ -87,35 +87,6 @@ async def test_each_open_collection_searches_on_the_threads_it_was_given(tmp_pat
         del reopened
 
 
-def open_shards(store: QdrantStore) -> set[str]:
-    """The collections whose engine shard is open now (reaching inside, to ask the backend)."""
-    collections = store._engine._collections  # type: ignore[attr-defined]
-    return {name for name, collection in collections.items() if collection._shard is not None}
-
-
-async def test_past_the_bound_the_least_recently_used_shards_close_and_reload(
-    tmp_path: Path,
-) -> None:
-    names = [f"kb{n}" for n in range(5)]
-    async with QdrantStore(path=tmp_path, max_open_collections=2) as store:
-        for name in names:
-            await store.create_collection(name, DIMENSIONS)
-            await store.insert(name, [record(name, 0), record(name, 1)])
-            assert len(open_shards(store)) <= 2
-        assert open_shards(store) == {"kb3", "kb4"}
-        for name in names:  # each loads again, with everything written before it closed
-            assert texts(await store.list_chunks(name, name)) == [f"{name}#0", f"{name}#1"]
-            assert open_shards(store) >= {name} and len(open_shards(store)) == 2
-        assert len(await store.search("kb0", unit(0), 5)) == 2
-        assert open_shards(store) == {"kb4", "kb0"}
-        await store.delete_collection("kb4")
-        await store.insert("kb1", [record("kb1", 2)])
-        assert open_shards(store) == {"kb0", "kb1"}
-    async with QdrantStore(path=tmp_path) as reopened:
-        assert len(await reopened.list_chunks("kb1", "kb1")) == 3
-        assert not await reopened.has_collection("kb4")
-
-
 async def test_data_indexes_and_shape_survive_reopening(tmp_path: Path) -> None:
     async with QdrantStore(path=tmp_path, distance="Euclid") as store:
         await store.create_collection("docs", DIMENSIONS)

@@ -32,6 +32,8 @@ class OpenShards:
         self._recent[name] = collection
         self._recent.move_to_end(name)
         excess = len(self._recent) - self.limit
+        if excess <= 0:
+            return  # every engine call passes here: no copy of the order unless over
         for old_name, old in list(self._recent.items()):
             if excess <= 0:
                 break
