@@ -140,11 +140,13 @@ def test_search_loads_what_searching_needs_and_nothing_else(
         m for m in modules for banned in NOT_FOR_SEARCH if m == banned or m.startswith(banned + ".")
     )
     assert loaded == []
-    # The same query again comes from the embedding cache: no model session, no onnxruntime.
+    # The same query again comes from the embedding cache: no model session, so neither
+    # onnxruntime nor numpy (about a third of the process's start).
     code, modules = loaded_modules("search", "How are tenants kept apart?", "--kb", "demo")
     assert code == 0
     assert "archivist.rag.knowledge.knowledge_base" in modules
     assert "onnxruntime" not in modules
+    assert "numpy" not in modules
 
 
 def extras_loaded(modules: set[str]) -> list[str]:

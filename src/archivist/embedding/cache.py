@@ -11,10 +11,9 @@ import asyncio
 import hashlib
 import sqlite3
 import threading
+from array import array
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-
-import numpy as np
 
 from archivist.embedding.base import BatchItem, EmbeddingInput, EmbeddingModelBase, InputType
 from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
@@ -92,7 +91,7 @@ class CachedEmbeddingModel(EmbeddingModelBase):
 
         def stored() -> list[list[float]]:  # Python per vector
             new = {
-                key: np.asarray(vector, dtype=np.float32)
+                key: array("f", vector)
                 for key, vector in zip(to_embed, fresh_vectors, strict=True)
             }
             if new:
@@ -136,9 +135,9 @@ class CachedEmbeddingModel(EmbeddingModelBase):
             self._connection = connection
         return self._connection
 
-    def _lookup(self, keys: set[bytes]) -> dict[bytes, np.ndarray]:
+    def _lookup(self, keys: set[bytes]) -> dict[bytes, array[float]]:
         expected_bytes = self.dimensions * 4
-        found: dict[bytes, np.ndarray] = {}
+        found: dict[bytes, array[float]] = {}
         ordered = list(keys)
         with self._lock:
             db = self._db()
@@ -150,10 +149,10 @@ class CachedEmbeddingModel(EmbeddingModelBase):
                 )
                 for key, blob in rows:
                     if len(blob) == expected_bytes:  # anything else is a damaged entry: a miss
-                        found[key] = np.frombuffer(blob, dtype=np.float32)
+                        found[key] = array("f", blob)
         return found
 
-    def _store(self, entries: Iterable[tuple[bytes, np.ndarray]]) -> None:
+    def _store(self, entries: Iterable[tuple[bytes, array[float]]]) -> None:
         with self._lock:
             db = self._db()
             db.executemany(

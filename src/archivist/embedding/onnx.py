@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-import numpy as np
-import numpy.typing as npt
 from tokenizers import Encoding, Tokenizer
 
 from archivist.embedding.base import BatchItem, EmbeddingModelBase, InputType
@@ -27,7 +25,10 @@ from archivist.file_digest import file_sha256
 from archivist.thread_priority import lower_this_thread
 from archivist.validation import check_non_negative_int, check_positive_int
 
-if TYPE_CHECKING:  # onnxruntime loads with the first session: a cached query never needs it
+if TYPE_CHECKING:  # numpy and onnxruntime load with the first session: a cached query
+    # never needs them, and they are most of a one-search process's start
+    import numpy as np
+    import numpy.typing as npt
     import onnxruntime as ort  # type: ignore[import-untyped]
 
 logger = logging.getLogger(__name__)
@@ -38,10 +39,8 @@ _Result = TypeVar("_Result")
 
 _TOKEN_OUTPUTS = ("last_hidden_state", "token_embeddings")
 _KNOWN_INPUTS = frozenset({"input_ids", "attention_mask", "token_type_ids"})
-_INT_TYPES: dict[str, type[np.integer[Any]]] = {
-    "tensor(int64)": np.int64,
-    "tensor(int32)": np.int32,
-}
+_INT_TYPES = {"tensor(int64)": "int64", "tensor(int32)": "int32"}
+"""The numpy dtype of each integer input type a graph may declare."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +49,7 @@ class _Runtime:
 
     tokenizer: Tokenizer
     session: ort.InferenceSession
-    input_types: dict[str, type[np.integer[Any]]]
+    input_types: dict[str, str]
     output_name: str
     pad_id: int
 
@@ -275,7 +274,7 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
             providers=["CPUExecutionProvider"],
             disabled_optimizers=[] if fold_constants else ["ConstantFolding"],
         )
-        input_types: dict[str, type[np.integer[Any]]] = {}
+        input_types: dict[str, str] = {}
         for node in session.get_inputs():
             if node.name not in _KNOWN_INPUTS:
                 raise ConfigurationError(
@@ -283,7 +282,7 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
                     f"{sorted(_KNOWN_INPUTS)}",
                     setting="model_path",
                 )
-            input_types[node.name] = _INT_TYPES.get(node.type, np.int64)
+            input_types[node.name] = _INT_TYPES.get(node.type, "int64")
         if "input_ids" not in input_types:
             raise ConfigurationError(
                 f"{self.model_path}: the graph has no 'input_ids' input", setting="model_path"
@@ -414,6 +413,8 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
 
     def _embed_queries_sync(self, texts: list[str]) -> EmbeddingResponse:
         """Every query on the query session, batched by token length like documents."""
+        import numpy as np
+
         runtime = self._load_query(len(texts))
         encodings = runtime.tokenizer.encode_batch(texts)
         plan = plan_by_length([len(e.ids) for e in encodings], self.batch_size, self.token_budget)
@@ -435,6 +436,8 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
         self, runtime: _Runtime, encodings: list[Encoding]
     ) -> tuple[npt.NDArray[np.float32], int, int]:
         """Pad, run the graph, pool; return vectors, real token count and truncation count."""
+        import numpy as np
+
         width = max(len(e.ids) for e in encodings)
         ids = np.full((len(encodings), width), runtime.pad_id, dtype=np.int64)
         mask = np.zeros((len(encodings), width), dtype=np.int64)

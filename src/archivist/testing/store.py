@@ -766,6 +766,32 @@ class RelevanceTests(StoreTests):
         assert near is not None and far is not None
         assert 0.0 <= far < near <= 1.0
 
+    async def test_a_fused_hit_has_its_dense_relevance_whatever_the_vector_lengths(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        """Relevance reads the cosine of the vectors' directions: a hybrid search gives a hit
+        the relevance a dense search gives it, with stored and query vectors of any length."""
+        await store.insert(
+            docs,
+            [
+                record("long", 0, [3.0, 4.0, 0.0, 0.0], total=1, text="pandas eat bamboo"),
+                record("short", 0, [0.1, 0.0, 0.1, 0.0], total=1, text="pandas sleep"),
+            ],
+        )
+        query, text = [2.0, 0.0, 0.0, 0.0], "pandas bamboo"
+        dense = {
+            h.document_id: h.relevance
+            for h in await store.search(docs, query, 2, query_text=text, mode="dense")
+        }
+        fused = {
+            h.document_id: h.relevance
+            for h in await store.search(docs, query, 2, query_text=text, mode="hybrid")
+        }
+        assert set(fused) == set(dense) == {"long", "short"}
+        for document_id, value in fused.items():
+            assert value is not None and dense[document_id] is not None
+            assert value == pytest.approx(dense[document_id], abs=1e-3), document_id
+
 
 class DeclarationTests(StoreTests):
     """The capability mixins a test class combines are exactly the capabilities its store

@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import math
+import operator
 import os
 from collections.abc import AsyncIterable, Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
-
-import numpy as np
 
 from archivist._extras import require
 from archivist.errors import InvalidArgumentError
@@ -875,15 +875,16 @@ def _similarities(
         return [None] * len(hits)
     if sparse is None:
         return [hit.score for hit in hits]
-    query = np.asarray(dense, dtype=np.float64)
-    query /= np.linalg.norm(query) or 1.0
-    stored = [hit.vector for hit in hits if hit.vector is not None]
-    if not stored:
-        return [None] * len(hits)
-    matrix = np.asarray(stored, dtype=np.float64)
-    norms = np.linalg.norm(matrix, axis=1)
-    scores = iter((matrix @ query / np.where(norms > 0, norms, 1.0)).tolist())
-    return [next(scores) if hit.vector is not None else None for hit in hits]
+    # In Python, not numpy: for a page of hits this costs about 0.1 ms more, and a process
+    # that only searches (a CLI search) then never imports numpy.
+    query_norm = math.hypot(*dense) or 1.0
+    return [
+        None
+        if hit.vector is None
+        else sum(map(operator.mul, hit.vector, dense))
+        / (query_norm * (math.hypot(*hit.vector) or 1.0))
+        for hit in hits
+    ]
 
 
 def _coverage(weights: dict[int, float], chunk: Chunk, hit: ScoredPoint) -> float | None:

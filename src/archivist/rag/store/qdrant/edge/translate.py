@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import qdrant_edge as edge
 
 from archivist.rag.store.qdrant.filter import (
@@ -47,7 +46,10 @@ def edge_schema(kind: IndexKind) -> edge.PayloadSchemaType:
 def _match_value(value: FilterValue) -> edge.MatchValue:
     if isinstance(value, bool):
         # qdrant-edge-py 0.9 reads a Python bool as the integer 0/1 (so True would match 1 and
-        # never a stored true); numpy.bool_ reaches it as a boolean.
+        # never a stored true); numpy.bool_ reaches it as a boolean. Imported here, as only a
+        # boolean filter needs it.
+        import numpy as np
+
         return edge.MatchValue(np.bool_(value))  # type: ignore[arg-type]
     return edge.MatchValue(value)
 
