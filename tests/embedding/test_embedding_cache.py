@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -65,6 +66,20 @@ async def test_vectors_are_float32_and_in_input_order(
         for text, vector in zip(texts, response.embeddings, strict=True):
             expected = np.asarray(vector_for(text, 8), dtype=np.float32).tolist()
             assert vector == expected
+
+
+async def test_a_damaged_entry_is_embedded_again(openai_stand_in, tmp_path: Path) -> None:
+    """An entry of the wrong length (a torn or edited file) is a miss, never a short vector."""
+    model = CachedEmbeddingModel(openai_model(openai_stand_in), tmp_path)
+    first = await model(["alpha", "beta"])
+    await model.aclose()
+    with sqlite3.connect(model.path) as db:
+        db.execute("UPDATE embeddings SET vector = substr(vector, 1, 12)")
+    openai_stand_in.requests.clear()
+    again = await model(["alpha", "beta"])
+    assert [body["input"] for body in openai_stand_in.bodies] == [["alpha", "beta"]]
+    assert again.embeddings == first.embeddings
+    assert again.usage.cached_inputs == 0
 
 
 async def test_other_dimensions_or_input_type_miss(openai_stand_in, tmp_path: Path) -> None:
