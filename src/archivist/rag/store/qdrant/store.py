@@ -875,8 +875,8 @@ def _similarities(
         return [None] * len(hits)
     if sparse is None:
         return [hit.score for hit in hits]
-    # In Python, not numpy: for a page of hits this costs about 0.1 ms more, and a process
-    # that only searches (a CLI search) then never imports numpy.
+    # In Python, not numpy: a page of hits is small, and a process that only searches (a CLI
+    # search answered from the embedding cache) then never imports numpy.
     query_norm = math.hypot(*dense) or 1.0
     return [
         None
