@@ -436,9 +436,14 @@ def latency(a: httpx.Client, window: float, beside: Path | None = None) -> dict[
     if indexer is not None:
         indexer.kill()
         indexer.wait()
+        statuses = {}
+    else:  # where each file got to while the window ran: proof that indexing did run
+        documents = a.get("/v1/knowledge-bases/flood/documents").json()["items"]
+        statuses = {d["filename"]: d["status"] for d in documents}
     return {
         "idle": idle_latency,
         "while_indexing": busy_latency,
+        "statuses_after": statuses,
         "healthz_p99_ratio": round(
             busy_latency["healthz_p99_ms"] / idle_latency["healthz_p99_ms"], 2
         ),
