@@ -268,28 +268,28 @@ def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="archivist-bench-security-"))
     tmp = home / "tmp"
     tmp.mkdir()
-    stack = contextlib.ExitStack()
-    database = None
-    deployment: tuple[str, ...] = ()
-    if args.deployment == "split":
-        from pgvector_server import fresh_database, pgvector_server
+    with contextlib.ExitStack() as stack:
+        database = None
+        deployment: tuple[str, ...] = ()
+        if args.deployment == "split":
+            from pgvector_server import fresh_database, pgvector_server
 
-        database = fresh_database(stack.enter_context(pgvector_server()), "bench")
-        deployment = ("--database", database, "--pgvector-url", database)
-        deployment += ("--files-url", str(home / "files"))
-    settings = ServiceSettings(home=home)
-    engine = make_engine(database or settings.resolved_database_url)
-    keys = {t: create_key(engine, t).key for t in ("tenant-a", "tenant-b")}
-    engine.dispose()
-    os.environ["TMPDIR"] = str(tmp)  # the server's spool files, and only its, go there
-    serve_args = (*deployment, *(("--workers", "0") if deployment else ()))
-    serve = ServeProcess(home, free_port(), *serve_args, *args.serve_args.split())
-    results: dict[str, Any] = {
-        "quick": args.quick,
-        "serve_args": args.serve_args,
-        "deployment": args.deployment,
-    }
-    try:
+            database = fresh_database(stack.enter_context(pgvector_server()), "bench")
+            deployment = ("--database", database, "--pgvector-url", database)
+            deployment += ("--files-url", str(home / "files"))
+        settings = ServiceSettings(home=home)
+        engine = make_engine(database or settings.resolved_database_url)
+        keys = {t: create_key(engine, t).key for t in ("tenant-a", "tenant-b")}
+        engine.dispose()
+        os.environ["TMPDIR"] = str(tmp)  # the server's spool files, and only its, go there
+        serve_args = (*deployment, *(("--workers", "0") if deployment else ()))
+        serve = ServeProcess(home, free_port(), *serve_args, *args.serve_args.split())
+        stack.callback(serve.stop)
+        results: dict[str, Any] = {
+            "quick": args.quick,
+            "serve_args": args.serve_args,
+            "deployment": args.deployment,
+        }
         serve.start()
         if deployment:
             from test_several_machines import WorkerProcess
@@ -325,9 +325,6 @@ def main() -> None:
         if "beside" in parts:
             results["beside"] = latency(a, window, beside=home / "beside")
             print("beside", results["beside"], flush=True)
-    finally:
-        serve.stop()
-        stack.close()
     suffix = "-quick" if args.quick else ""
     if args.deployment != "single":
         suffix += "-" + args.deployment
@@ -436,7 +433,7 @@ def latency(a: httpx.Client, window: float, beside: Path | None = None) -> dict[
     if indexer is not None:
         indexer.kill()
         indexer.wait()
-        statuses = {}
+        statuses: dict[str, str] = {}
     else:  # where each file got to while the window ran: proof that indexing did run
         documents = a.get("/v1/knowledge-bases/flood/documents").json()["items"]
         statuses = {d["filename"]: d["status"] for d in documents}
