@@ -28,12 +28,14 @@ from archivist.rag import KnowledgeBase, NewDocument, Section
 from archivist.rag.chunker import chunker_for
 from archivist.rag.document import Chunk
 from archivist.rag.record import VectorRecord
+from archivist.rag.store.bm25 import Bm25Encoder
 from archivist.rag.store.qdrant import QdrantStore
-from archivist.rag.store.qdrant.sparse import Bm25Encoder
+from archivist.testing import corpora
 
 HERE = Path(__file__).parent
 RESULTS = HERE / "results"
 SCIFACT = HERE.parent.parent / "shared" / "datasets" / "scifact"
+ZH_TOPICS = Path(corpora.__file__).parent / "zh_topics.json"
 
 
 def _write(name: str, payload: dict[str, Any]) -> None:
@@ -44,7 +46,7 @@ def _write(name: str, payload: dict[str, Any]) -> None:
 
 async def bench_zh(models: list[str]) -> dict[str, Any]:
     """Index the 20 Chinese documents with each model; count questions answered at rank 1."""
-    data = json.loads((HERE / "data" / "zh_topics.json").read_text(encoding="utf-8"))
+    data = json.loads(ZH_TOPICS.read_text(encoding="utf-8"))
     out: dict[str, Any] = {}
     for name in models:
         try:

@@ -19,8 +19,9 @@ from archivist.message import TextBlock
 from archivist.rag import Chunk, KnowledgeBase
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.rag.store.relevance import DEFAULT_MIN_RELEVANCE
+from archivist.testing import corpora
 
-DATA = Path(__file__).parent / "data" / "zh_topics.json"
+DATA = Path(corpora.__file__).parent / "zh_topics.json"
 
 
 async def main() -> None:

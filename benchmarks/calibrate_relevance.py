@@ -1,18 +1,24 @@
 """Fit and check the relevance calibration (`archivist.rag.store.relevance`) on BEIR SciFact.
 
-    .venv/bin/python benchmarks/calibrate_relevance.py [--train 300] [--extra 1000]
+    .venv/bin/python benchmarks/calibrate_relevance.py [--train N] [--test N]
 
-Indexes the documents judged for the first `--train` *train* queries and for every *test*
-query, plus `--extra` other documents (fixed seed), into Qdrant Edge. For the train queries'
-top 10 hits in each mode it records the two signals of `relevance` — dense cosine similarity
-and the IDF-weighted share of the query's terms in the chunk (and, for comparison, the plain
-share of terms the library used before) — against the judgments, and fits one logistic curve
-per combination of signals (both; similarity only; coverage only). The test queries are used
-only to check it: log-loss, Brier score and ROC AUC, the observed share of relevant hits per
-relevance bin, and, with each test query's relevant documents taken out of its results
-("deleted"), how often a hit still clears the default threshold, beside how often a relevant
-hit clears it when they are present.
-Embeddings come from the shared disk cache. Prints the fitted constants and writes
+Indexes the whole SciFact corpus into Qdrant Edge (exact search, embeddings from the shared
+disk cache) and, for every *train* query, gathers the candidates each mode ranks: the best
+100 chunks by dense similarity, the best 100 by BM25, and (hybrid) both together. Each
+candidate's evidence is computed as the store computes it (`archivist.rag.store.ranking`:
+cosine similarity from the stored vector; BM25 from the stored term weights as a share of
+the best a chunk could reach; coverage) and recorded against the judgments; one logistic
+curve per mode is fitted on its candidates (hybrid: all three signals; dense: similarity;
+sparse: lexical).
+The *test* queries only check the result (the train queries' nDCG@10 is printed beside it,
+the one to choose between signals by): log-loss, Brier score and ROC AUC of the test
+candidates, the observed share of relevant hits per relevance bin among each test query's
+top 10 as ranked, nDCG@10 of that ranking, and how often the default threshold keeps a
+relevant hit (and clears a hit when the relevant documents are taken out).
+
+For comparison it also fits, on the same candidates, the other combinations of the three
+signals (similarity, lexical match, and coverage: the IDF-weighted share of the query's
+terms a chunk holds, presence only). Prints the fitted constants and writes
 results/relevance-calibration.json.
 """
 
@@ -21,27 +27,42 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import random
+import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from archivist.cli.home import cache_dir
 from archivist.embedding import CachedEmbeddingModel, LocalEmbeddingModel
 from archivist.eval.dataset import BEIRDataset, load_beir
-from archivist.eval.runner import index_corpus
-from archivist.message import TextBlock
+from archivist.eval.metrics import ndcg_at
+from archivist.eval.runner import COLLECTION, index_corpus
 from archivist.rag import KnowledgeBase
 from archivist.rag.chunker import chunker_for
-from archivist.rag.store.base import SearchMode
 from archivist.rag.store.qdrant import QdrantStore
-from archivist.rag.store.qdrant.sparse import Bm25Encoder
+from archivist.rag.store.qdrant.backend import SearchRequest
+from archivist.rag.store.qdrant.filter import Where
+from archivist.rag.store.qdrant.layout import CHUNK_INDEX, DOCUMENT_ID
+from archivist.rag.store.ranking import cosine, lexical_evidence
 from archivist.rag.store.relevance import DEFAULT_MIN_RELEVANCE
 
 HERE = Path(__file__).parent
 SCIFACT = HERE.parent.parent / "shared" / "datasets" / "scifact"
-MODES: tuple[SearchMode, ...] = ("hybrid", "dense", "sparse")
+DEPTH = 100
+FITS: dict[str, tuple[str, tuple[str, ...]]] = {
+    # what the library uses (`relevance.HYBRID`, `DENSE`, `SPARSE`)
+    "hybrid": ("hybrid", ("similarity", "lexical", "coverage")),
+    "dense": ("dense", ("similarity",)),
+    "sparse": ("sparse", ("lexical",)),
+    # the other options, for comparison
+    "hybrid_without_coverage": ("hybrid", ("similarity", "lexical")),
+    "hybrid_without_lexical": ("hybrid", ("similarity", "coverage")),
+    "sparse_with_coverage": ("sparse", ("lexical", "coverage")),
+    "sparse_coverage_only": ("sparse", ("coverage",)),
+}
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, iterations: int = 50) -> np.ndarray:
@@ -63,63 +84,65 @@ def predict(weights: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.asarray(1 / (1 + np.exp(-(x @ weights[:-1] + weights[-1]))))
 
 
-def weighted_share(weights: dict[int, float], found: dict[int, int]) -> float:
-    """The share of the known query terms' IDF mass that the chunk holds (the library's)."""
-    mass = sum(weights.values())
-    return sum(w for t, w in weights.items() if t in found) / mass if mass else 0.0
-
-
-async def features(
-    kb: KnowledgeBase,
-    model: CachedEmbeddingModel,
-    data: BEIRDataset,
-    mode: SearchMode,
+async def candidates(
+    store: QdrantStore, model: CachedEmbeddingModel, data: BEIRDataset
 ) -> list[dict[str, Any]]:
-    """Per query, its top-10 hits with similarity, coverage (IDF-weighted, as the library
-    computes it, and the plain share of terms it replaced) and the judgment."""
-    encoder = Bm25Encoder()
+    """Per query, each mode's candidates with their evidence and judgment."""
+    backend = store._open()
+    params = await store._require(COLLECTION)
+    encoder = store._encoder(params)
+    everything = Where(())
     rows = []
     for query in data.queries:
-        hits = await kb.search(query.text, top_k=10, mode=mode)
-        if not hits:
-            rows.append({"query": query.id, "hits": []})
-            continue
-        texts = [h.chunk.content.text for h in hits if isinstance(h.chunk.content, TextBlock)]
-        vectors = np.asarray((await model(texts, input_type="document")).embeddings)
-        qvec = np.asarray((await model([query.text], input_type="query")).embeddings[0])
-        sims = vectors @ qvec / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(qvec))
-        store = kb.vector_store
-        assert isinstance(store, QdrantStore)
-        terms = await store.query_term_weights(kb.collection, query.text)
-        judged = data.qrels.get(query.id, {})
-        rows.append(
-            {
-                "query": query.id,
-                "hits": [
-                    {
-                        "document": hit.document_id,
-                        "similarity": float(sim),
-                        "coverage": weighted_share(terms, counts),
-                        "coverage_plain": sum(t in counts for t in terms) / max(len(terms), 1),
-                        "relevant": judged.get(hit.document_id, 0) > 0,
-                        "relevance": hit.relevance,
+        vector = list((await model([query.text], input_type="query")).embeddings[0])
+        norm = math.hypot(*vector)
+        terms = encoder.query(query.text)
+        idf = await store.query_term_weights(COLLECTION, query.text)
+        sides = {
+            "dense": SearchRequest(DEPTH, everything, dense=vector, with_vectors=True),
+            "sparse": SearchRequest(DEPTH, everything, sparse=terms, with_vectors=True),
+        }
+        found: dict[str, dict[str, Any]] = {}
+        for side, request in sides.items():
+            if side == "sparse" and not terms.indices:
+                continue
+            for hit in await backend.search(COLLECTION, request):
+                entry = found.get(hit.id)
+                if entry is None:
+                    match, held = lexical_evidence(idf, hit.weights or {})
+                    entry = found[hit.id] = {
+                        "document": str(hit.payload[DOCUMENT_ID]),
+                        "chunk": int(hit.payload[CHUNK_INDEX]),
+                        "similarity": cosine(vector, hit.vector or [], norm),
+                        "lexical": match or 0.0,
+                        "coverage": held or 0.0,
+                        "sides": [],
                     }
-                    for hit, text, sim in zip(hits, texts, sims, strict=True)
-                    for counts in (encoder.count(text).counts,)
-                ],
-            }
-        )
+                entry["sides"].append(side)
+        judged = data.qrels.get(query.id, {})
+        for entry in found.values():
+            entry["relevant"] = judged.get(entry["document"], 0) > 0
+        rows.append({"query": query.id, "judged": judged, "candidates": list(found.values())})
     return rows
 
 
-def matrix(rows: list[dict[str, Any]], signals: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
-    hits = [h for row in rows for h in row["hits"]]
-    x = np.asarray([[h[s] for s in signals] for h in hits], dtype=float)
-    y = np.asarray([h["relevant"] for h in hits], dtype=float)
+def pool(rows: list[dict[str, Any]], mode: str) -> list[list[dict[str, Any]]]:
+    """Each query's candidates in `mode` (hybrid: all of them)."""
+    return [
+        [c for c in row["candidates"] if mode == "hybrid" or mode in c["sides"]] for row in rows
+    ]
+
+
+def matrix(
+    pools: list[list[dict[str, Any]]], signals: tuple[str, ...]
+) -> tuple[np.ndarray, np.ndarray]:
+    hits = [c for candidates in pools for c in candidates]
+    x = np.asarray([[c[s] for s in signals] for c in hits], dtype=float)
+    y = np.asarray([c["relevant"] for c in hits], dtype=float)
     return x, y
 
 
-def reliability(p: np.ndarray, y: np.ndarray) -> list[dict[str, float]]:
+def reliability(p: np.ndarray, y: np.ndarray) -> list[dict[str, Any]]:
     """Observed share of relevant hits per predicted-relevance bin."""
     bins = []
     for low in np.arange(0, 1, 0.2):
@@ -140,114 +163,98 @@ def scores(p: np.ndarray, y: np.ndarray) -> dict[str, float]:
     """Log-loss, Brier score and ROC AUC of predictions `p` for outcomes `y`."""
     clipped = np.clip(p, 1e-6, 1 - 1e-6)
     log_loss = -np.mean(y * np.log(clipped) + (1 - y) * np.log(1 - clipped))
-    positives, negatives = p[y == 1], p[y == 0]
-    pairs = positives[:, None] - negatives[None, :]
-    auc = float(np.mean((pairs > 0) + 0.5 * (pairs == 0))) if pairs.size else float("nan")
+    order = np.argsort(p)
+    ranks = np.empty(len(p))
+    ranks[order] = np.arange(1, len(p) + 1)
+    positives = y == 1
+    n_pos, n_neg = int(positives.sum()), int((~positives).sum())
+    auc = (ranks[positives].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg) if n_pos else 0.0
     return {
         "log_loss": round(float(log_loss), 4),
         "brier": round(float(np.mean((p - y) ** 2)), 4),
-        "auc": round(auc, 4),
+        "auc": round(float(auc), 4),
     }
 
 
-def deletion(
-    rows: list[dict[str, Any]], weights: np.ndarray, signals: tuple[str, ...], threshold: float
-) -> dict[str, float]:
-    """With the relevant documents gone, how often the best remaining hit clears `threshold`;
-    and, with them present, how often a relevant hit clears it."""
-    cleared_gone = cleared_present = 0
-    for row in rows:
-        hits = row["hits"]
-        scores = [float(predict(weights, np.asarray([[h[s] for s in signals]]))[0]) for h in hits]
-        rest = [p for p, h in zip(scores, hits, strict=True) if not h["relevant"]]
-        cleared_gone += bool(rest) and max(rest) >= threshold
-        found = [p for p, h in zip(scores, hits, strict=True) if h["relevant"]]
-        cleared_present += bool(found) and max(found) >= threshold
+def ranked_check(
+    rows: list[dict[str, Any]],
+    pools: list[list[dict[str, Any]]],
+    relevance_of: Callable[[dict[str, Any]], float],
+    threshold: float,
+) -> dict[str, Any]:
+    """Rank each query's candidates by `relevance_of`: nDCG@10 by document, reliability of
+    the top 10, and what the threshold keeps."""
+    ndcg, top_p, top_y = [], [], []
+    kept_relevant = cleared_without = 0
+    for row, candidates in zip(rows, pools, strict=True):
+        ranked = sorted(candidates, key=lambda c: -relevance_of(c))
+        documents = list(dict.fromkeys(c["document"] for c in ranked))
+        ndcg.append(ndcg_at(documents, row["judged"], 10))
+        for c in ranked[:10]:
+            top_p.append(relevance_of(c))
+            top_y.append(c["relevant"])
+        relevant = [relevance_of(c) for c in ranked if c["relevant"]]
+        others = [relevance_of(c) for c in ranked if not c["relevant"]]
+        kept_relevant += bool(relevant) and max(relevant) >= threshold
+        cleared_without += bool(others) and max(others) >= threshold
     return {
-        "queries": len(rows),
-        "something_clears_when_relevant_deleted": round(cleared_gone / len(rows), 3),
-        "relevant_hit_clears_when_present": round(cleared_present / len(rows), 3),
+        "ndcg@10": round(float(np.mean(ndcg)), 4),
+        "top10_reliability": reliability(np.asarray(top_p), np.asarray(top_y, dtype=float)),
+        "best_relevant_hit_clears_threshold": round(kept_relevant / len(rows), 3),
+        "a_hit_clears_threshold_without_the_relevant_documents": round(
+            cleared_without / len(rows), 3
+        ),
     }
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
+    test = load_beir(args.dataset, "test")
     train = load_beir(args.dataset, "train")
-    test = load_beir(args.dataset, "test").subset(args.test)
-    train = BEIRDataset(
-        name="train",
-        corpus=train.corpus,
-        queries=train.queries[: args.train],
-        qrels={q.id: train.qrels[q.id] for q in train.queries[: args.train]},
-    )
-    judged = {d for data in (train, test) for j in data.qrels.values() for d in j}
-    others = sorted(d.id for d in test.corpus if d.id not in judged)
-    chosen = judged | set(random.Random(args.seed).sample(others, min(args.extra, len(others))))
-    corpus = [d for d in test.corpus if d.id in chosen]
-    model = CachedEmbeddingModel(LocalEmbeddingModel(), Path.home() / ".cache" / "archivist")
+    train = train.subset(args.train) if args.train else train
+    test = test.subset(args.test) if args.test else test
+    model = CachedEmbeddingModel(LocalEmbeddingModel(), args.cache)
     chunker = chunker_for(model.chunk_tokenizer(), None, 32)
-    out: dict[str, Any] = {"documents": len(corpus), "train_queries": len(train.queries)}
+    out: dict[str, Any] = {"train_queries": len(train.queries), "test_queries": len(test.queries)}
     async with QdrantStore(location=":memory:", auto_optimize_threshold=None) as store:
-        kb = KnowledgeBase("scifact", "scifact", model, store, "scifact")
+        kb = KnowledgeBase("scifact", "scifact", model, store, COLLECTION)
         started = time.perf_counter()
-        out["chunks"] = await index_corpus(kb, corpus, chunker)
+        out["chunks"] = await index_corpus(kb, test.corpus, chunker)
         out["index_seconds"] = round(time.perf_counter() - started, 1)
-        train_rows = {m: await features(kb, model, train, m) for m in MODES}
-        test_rows = {m: await features(kb, model, test, m) for m in MODES}
-    models: dict[str, tuple[SearchMode, tuple[str, ...]]] = {
-        "both": ("hybrid", ("similarity", "coverage")),
-        "similarity_only": ("dense", ("similarity",)),
-        "coverage_only": ("sparse", ("coverage",)),
-        # the unweighted coverage the library used before, for comparison
-        "both_plain": ("hybrid", ("similarity", "coverage_plain")),
-        "coverage_plain_only": ("sparse", ("coverage_plain",)),
-    }
+        train_rows = await candidates(store, model, train)
+        test_rows = await candidates(store, model, test)
     out["fits"] = {}
-    for name, (mode, signals) in models.items():
-        x, y = matrix(train_rows[mode], signals)
+    for name, (mode, signals) in FITS.items():
+        x, y = matrix(pool(train_rows, mode), signals)
         weights = fit_logistic(x, y)
-        tx, ty = matrix(test_rows[mode], signals)
-        # The threshold that keeps the best relevant hit of 90% of the train queries that
-        # found one: recall first, since an agent without the passage cannot answer.
-        best = [
-            max(float(predict(weights, np.asarray([[h[s] for s in signals]]))[0]) for h in hits)
-            for row in train_rows[mode]
-            if (hits := [h for h in row["hits"] if h["relevant"]])
-        ]
-        keep_90 = float(np.quantile(best, 0.1)) if best else 0.5
+        test_pools = pool(test_rows, mode)
+        tx, ty = matrix(test_pools, signals)
+
+        def relevance_of(
+            c: dict[str, Any], w: np.ndarray = weights, signals: tuple[str, ...] = signals
+        ) -> float:
+            return float(predict(w, np.asarray([[c[s] for s in signals]]))[0])
+
         out["fits"][name] = {
-            "train_threshold_keeping_90pct": round(keep_90, 3),
-            "test_deletion_at_that_threshold": deletion(
-                test_rows[mode], weights, signals, round(keep_90, 2)
-            ),
             "mode": mode,
+            "signals": list(signals),
             "weights": [round(float(w), 2) for w in weights],
-            "train_hits": len(y),
-            "test_reliability": reliability(predict(weights, tx), ty),
+            "train_candidates": len(y),
+            "train_ndcg@10": ranked_check(
+                train_rows, pool(train_rows, mode), relevance_of, args.threshold
+            )["ndcg@10"],
             "test_scores": scores(predict(weights, tx), ty),
-            "test_deletion": deletion(test_rows[mode], weights, signals, args.threshold),
+            "test_ranked": ranked_check(test_rows, test_pools, relevance_of, args.threshold),
         }
-    # The library's own relevance on the test hits (constants as shipped), for comparison.
-    shipped = [
-        (h["relevance"], h["relevant"])
-        for row in test_rows["hybrid"]
-        for h in row["hits"]
-        if h["relevance"] is not None
-    ]
-    if shipped:
-        p = np.asarray([s for s, _ in shipped])
-        y = np.asarray([r for _, r in shipped], dtype=float)
-        out["shipped_hybrid_reliability"] = reliability(p, y)
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", type=Path, default=SCIFACT)
-    parser.add_argument("--train", type=int, default=300)
+    parser.add_argument("--train", type=int, default=None, help="first N train queries")
     parser.add_argument("--test", type=int, default=None, help="first N test queries")
-    parser.add_argument("--extra", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=23)
     parser.add_argument("--threshold", type=float, default=DEFAULT_MIN_RELEVANCE)
+    parser.add_argument("--cache", type=Path, default=cache_dir(), help="embedding cache")
     args = parser.parse_args()
     if not (args.dataset / "qrels" / "train.tsv").is_file():
         print(f"no SciFact train split at {args.dataset}: skipped")
@@ -255,13 +262,17 @@ def main() -> None:
     result = asyncio.run(run(args))
     (HERE / "results").mkdir(exist_ok=True)
     path = HERE / "results" / "relevance-calibration.json"
-    path.write_text(json.dumps(result, indent=2))
-    print(json.dumps({k: v for k, v in result.items() if k != "fits"}, indent=2))
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if k != "fits"}))
     for name, fit in result["fits"].items():
+        ranked = fit["test_ranked"]
         print(
-            name, fit["weights"], json.dumps(fit["test_scores"]), json.dumps(fit["test_deletion"])
+            f"{name:20} {fit['mode']:7} weights {fit['weights']} {json.dumps(fit['test_scores'])}"
+            f" train nDCG@10 {fit['train_ndcg@10']} test nDCG@10 {ranked['ndcg@10']}"
+            f" keeps {ranked['best_relevant_hit_clears_threshold']}"
+            f" clears-without {ranked['a_hit_clears_threshold_without_the_relevant_documents']}"
         )
-        for row in fit["test_reliability"]:
+        for row in ranked["top10_reliability"]:
             print("   ", row)
 
 

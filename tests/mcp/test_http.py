@@ -85,13 +85,16 @@ def rest_hits(served: Served, key: str, kb: str, query: str, top_k: int) -> list
             f"/v1/knowledge-bases/{kb}/search", json={"query": query, "top_k": top_k}
         )
     response.raise_for_status()
-    return [[h["document_id"], h["chunk_index"], h["citation"]] for h in response.json()["hits"]]
+    return [
+        [h["document_id"], h["chunk_index"], h["citation"], h["relevance"]]
+        for h in response.json()["hits"]
+    ]
 
 
 def mcp_hits(result: Any) -> list[Any]:
     assert not result.is_error, result.content
     return [
-        [h["document_id"], h["chunk_index"], h["citation"]]
+        [h["document_id"], h["chunk_index"], h["citation"], h["relevance"]]
         for h in result.structured_content["hits"]
     ]
 
@@ -153,6 +156,26 @@ async def test_a_tenant_gets_its_knowledge_bases_and_the_search_apis_hits(served
     assert "[1] leave.md, Leave, chunk 0 (knowledge base: handbook" in leave.content[0].text
     [hit] = chinese.structured_content["hits"]
     assert hit["source"] == "休假.txt"
+
+
+async def test_the_search_api_mcp_and_the_agent_tools_text_agree_on_order_and_relevance(
+    served: Served,
+) -> None:
+    """The same question gives the same hits, in the same order, with the same relevance,
+    through the search API, MCP's structured hits and the text an agent reads; relevance
+    never rises down the list."""
+    key = served.keys["acme"]
+    for query in ("how many days of paid leave", "trains under 600 km", "带薪年假 病假"):
+        rest = rest_hits(served, key, "handbook", query, 3)
+        async with mcp_client(served.url, key) as session:
+            result = await session.call_tool("search_knowledge", {"query": query, "top_k": 3})
+        assert mcp_hits(result) == rest, query
+        shown = [hit[3] for hit in rest]
+        assert all(value is not None for value in shown)
+        assert shown == sorted(shown, reverse=True), query
+        text = result.content[0].text
+        for number, (_, _, citation, relevance) in enumerate(rest, start=1):
+            assert f"[{number}] {citation} (knowledge base: handbook, relevance {relevance:.2f})" in text
 
 
 async def test_another_tenants_knowledge_bases_are_invisible(served: Served) -> None:

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archivist.rag.store.qdrant.sparse import _IDENTIFIER, _TRAILING, Bm25Encoder, identifiers
+from archivist.rag.store.bm25 import Bm25Encoder
+from archivist.rag.store.terms import _IDENTIFIER, _TRAILING, identifier_terms, identifiers
 
 
 @pytest.mark.parametrize(
@@ -39,13 +40,14 @@ def test_plain_prose_has_no_identifiers(text: str) -> None:
     assert identifiers(text) == []
 
 
-def test_a_query_without_identifiers_has_no_exact_list() -> None:
+def test_a_whole_identifier_is_a_term_of_query_and_document() -> None:
     encoder = Bm25Encoder()
-    assert encoder.exact("how do pandas eat bamboo") is None
-    exact = encoder.exact("what does --strip-components do")
-    assert exact is not None and len(exact.indices) == 1
-    assert set(exact.indices) <= set(encoder.query("what does --strip-components do").indices)
-    assert set(exact.indices) <= set(encoder.count("tar --strip-components=2").counts)
+    assert not identifier_terms("how do pandas eat bamboo")
+    whole = set(identifier_terms("what does --strip-components do"))
+    assert len(whole) == 1
+    assert whole <= set(encoder.query("what does --strip-components do").indices)
+    assert whole <= set(encoder.count("tar --strip-components=2").counts)
+    assert not whole & set(encoder.count("--strip removes components").counts)
 
 
 def _on_the_whole_text(text: str) -> list[str]:

@@ -11,6 +11,7 @@ import pytest
 from archivist.rag import PgVectorStore
 from archivist.rag.store.generations import new_generation
 from archivist.testing.hybrid_store import HybridSearchTests
+from archivist.testing.search_store import GroupingTests
 from archivist.testing.store import (
     DIMENSIONS,
     AtomicReplaceTests,
@@ -19,6 +20,7 @@ from archivist.testing.store import (
     DeclarationTests,
     DenseSearchTests,
     GenerationTests,
+    RelevanceTests,
     ReplaceTests,
     ScopedDeleteTests,
     WriteTests,
@@ -60,10 +62,12 @@ class TestPgVectorStore(
     AtomicReplaceTests,
     GenerationTests,
     HybridSearchTests,
+    GroupingTests,
+    RelevanceTests,
     DeclarationTests,
 ):
-    """Every conformance mixin of what the store declares (not diversity, grouping, search
-    filters or relevance) on PostgreSQL."""
+    """Every conformance mixin of what the store declares (not diversity or search filters)
+    on PostgreSQL."""
 
 
 async def test_two_store_objects_share_one_database(pg_url: str, prefix: str) -> None:
@@ -118,9 +122,8 @@ async def test_replacing_keeps_bm25_statistics_exact(store: PgVectorStore) -> No
     assert hit.chunk.content.text == "orchid number 2"  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("fusion", ["rrf", "dbsf"])
-async def test_both_fusions_rank_hybrid_results(pg_url: str, prefix: str, fusion: str) -> None:
-    async with PgVectorStore(pg_url, table_prefix=prefix, fusion=fusion) as store:  # type: ignore[arg-type]
+async def test_hybrid_ranks_first_the_chunk_both_sides_point_at(pg_url: str, prefix: str) -> None:
+    async with PgVectorStore(pg_url, table_prefix=prefix) as store:
         await store.create_collection("docs", DIMENSIONS)
         await store.insert(
             "docs",
@@ -139,8 +142,6 @@ def test_bad_arguments_are_named() -> None:
         PgVectorStore("")
     with pytest.raises(ValueError, match="table_prefix"):
         PgVectorStore("postgresql://x", table_prefix="Bad-Name")
-    with pytest.raises(ValueError, match="fusion"):
-        PgVectorStore("postgresql://x", fusion="max")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="distance"):
         PgVectorStore("postgresql://x", distance="Hamming")
 

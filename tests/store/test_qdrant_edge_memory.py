@@ -14,7 +14,7 @@ from qdrant_cases import QdrantOnlyCases
 
 from archivist.rag.record import VectorRecord
 from archivist.rag.store.qdrant import QdrantStore
-from archivist.rag.store.qdrant.sparse import SPARSE_VECTOR
+from archivist.rag.store.qdrant.layout import SPARSE_VECTOR
 from archivist.testing.hybrid_store import DiversityTests, HybridSearchTests
 from archivist.testing.search_store import GroupingTests, SearchFilterTests
 from archivist.testing.store import (
@@ -239,13 +239,14 @@ async def test_other_tasks_run_while_a_write_counts_its_bm25_terms() -> None:
     prose = " ".join(f"word{n % 97} and text" for n in range(150))
     async with QdrantStore(location=":memory:", auto_optimize_threshold=None) as store:
         await store.create_collection("docs", DIMENSIONS)
-        count = store._bm25.count
+        encoder = store._encoder(await store._require("docs"))
+        count = encoder.count
 
         def counting(text: str) -> Any:
             seen.append(ticks)
             return count(text)
 
-        store._bm25.count = counting  # type: ignore[method-assign]
+        encoder.count = counting  # type: ignore[method-assign]
         ticker = asyncio.create_task(tick())
         await asyncio.sleep(0)
         records = [record("d", n, unit(n % DIMENSIONS), text=prose) for n in range(600)]

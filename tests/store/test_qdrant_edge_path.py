@@ -303,7 +303,8 @@ def stored_vector(store: QdrantStore, collection: str) -> list[float]:
 
     shard = store._engine._collections[collection].shard  # type: ignore[attr-defined]
     [point], _ = shard.scroll(edge.ScrollRequest(limit=2, with_vector=True))
-    return list(point.vector)
+    vector = point.vector
+    return list(vector[""] if isinstance(vector, dict) else vector)
 
 
 def meta_file(root: Path, collection: str) -> Path:

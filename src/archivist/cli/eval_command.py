@@ -32,13 +32,8 @@ def add_eval_command(commands: Any) -> None:
         "--mode",
         choices=["hybrid", "dense", "sparse"],
         default="hybrid",
-        help="search mode: dense + BM25 fused, dense vectors only, or BM25 only (default: hybrid)",
-    )
-    cmd.add_argument(
-        "--fusion",
-        choices=["dbsf", "rrf"],
-        default="dbsf",
-        help="how hybrid search fuses its two sides (default: dbsf)",
+        help="search mode: dense + BM25 ranked together, dense vectors only, or BM25 only "
+        "(default: hybrid)",
     )
     cmd.add_argument(
         "--max-per-document",
@@ -110,7 +105,6 @@ async def run_eval(args: argparse.Namespace) -> int:
         cache_dir=None if args.no_cache else (args.cache_dir or cache_dir()),
         search_depth=args.depth,
         mode=args.mode,
-        fusion=args.fusion,
         max_per_document=args.max_per_document,
         context_header=args.context_header,
         pgvector_url=args.pgvector_url,

@@ -2,7 +2,7 @@
 
 Each document (title + text) becomes one text Section, is split by the chunker that
 `archivist index` uses and written with `KnowledgeBase.insert_documents` under its corpus id;
-each query's documents are ranked by their best chunk.
+each query's documents are ranked by their best chunk, in the order the search lists them.
 """
 
 from __future__ import annotations
@@ -55,7 +55,6 @@ class EvalConfig(BaseModel):
     overlap: int = Field(default=32, ge=0)
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     mode: SearchMode = "hybrid"
-    fusion: Literal["dbsf", "rrf"] = "dbsf"
     max_per_document: int | None = Field(default=None, ge=1)
     context_header: bool = Field(
         default=False, description="start each chunk with its document's title"
@@ -179,7 +178,9 @@ async def rank_documents(
     max_per_document: int | None = None,
     latencies: list[float] | None = None,
 ) -> dict[str, dict[str, float]]:
-    """Run each query alone; a document's score is its best chunk's among the top `depth`."""
+    """Run each query alone; documents rank in the order of their best chunk among the top
+    `depth` hits, as the search lists them (the score is `depth` minus that position). With
+    no `max_per_document`, every chunk of a document may be among them."""
     run: dict[str, dict[str, float]] = {}
     for query in queries:
         scores: dict[str, float] = {}
@@ -188,14 +189,13 @@ async def rank_documents(
             query.text,
             top_k=depth,
             mode=mode,
-            max_per_document=max_per_document,
+            max_per_document=max_per_document or depth,
             collapse_duplicates=False,
         )
         if latencies is not None:
             latencies.append(time.perf_counter() - started)
-        for hit in hits:
-            if hit.score > scores.get(hit.document_id, float("-inf")):
-                scores[hit.document_id] = hit.score
+        for position, hit in enumerate(hits):
+            scores.setdefault(hit.document_id, float(depth - position))
         run[query.id] = scores
     return run
 
@@ -223,7 +223,6 @@ async def _eval_store(config: EvalConfig) -> AsyncIterator[VectorStoreBase]:
         async with QdrantStore(
             location=":memory:",
             auto_optimize_threshold=config.segment_points,
-            fusion=config.fusion,
             quantization=config.quantization,
             vector_datatype=config.vector_datatype,
         ) as edge:
@@ -232,7 +231,7 @@ async def _eval_store(config: EvalConfig) -> AsyncIterator[VectorStoreBase]:
     from archivist.rag.store.pgvector import PgVectorStore
 
     prefix = f"eval_{secrets.token_hex(4)}"
-    async with PgVectorStore(config.pgvector_url, table_prefix=prefix, fusion=config.fusion) as pg:
+    async with PgVectorStore(config.pgvector_url, table_prefix=prefix) as pg:
         try:
             yield pg
         finally:

@@ -104,7 +104,10 @@ class SearchHit(BaseModel):
     source: str
     citation: str
     score: float
-    """The store's score of the passage (hits are ordered by rank fusion across KBs)."""
+    """The store's score of the passage; it orders the hits of one knowledge base only."""
+    relevance: float | None
+    """The estimated probability (0..1) that the passage is relevant; hits come in this
+    order. None when the store cannot tell."""
     text: str | None
     """The passage; None for an image or other media passage (sent as content instead)."""
 
@@ -221,6 +224,7 @@ def _hits(retrieval: Retrieval) -> SearchResult:
                 source=chunk.source,
                 citation=hit.citation(),
                 score=hit.result.score,
+                relevance=hit.result.relevance,
                 text=chunk.content.text if isinstance(chunk.content, TextBlock) else None,
             )
         )

@@ -1,4 +1,4 @@
-"""Searching several knowledge bases at once and merging their hits by rank fusion."""
+"""Searching several knowledge bases at once and merging their hits into one list."""
 
 from __future__ import annotations
 
@@ -55,8 +55,9 @@ async def search_and_fuse(
     context: int = 0,
     min_relevance: float | None = None,
 ) -> Retrieval:
-    """Search every KB concurrently; merge by reciprocal rank fusion (scores of different
-    embedding models are not comparable), drop duplicate passages, keep the best `top_k`.
+    """Search every KB concurrently; merge by relevance when every hit carries one (it means
+    the same in every knowledge base), else by reciprocal rank fusion (scores of different
+    embedding models are not comparable); drop duplicate passages, keep the best `top_k`.
     A KB that raises is reported in `errors` and the others still answer."""
     outcomes = await asyncio.gather(
         *(
@@ -87,7 +88,13 @@ async def search_and_fuse(
                 fused[key] = Hit(kept.knowledge_base, kept.result, kept.fused_score + score)
             else:
                 fused[key] = Hit(kb.name, result, score)
-    ranked = sorted(fused.values(), key=lambda h: (h.fused_score, h.result.score), reverse=True)
+    hits = list(fused.values())
+    if all(hit.result.relevance is not None for hit in hits):
+        # Relevance means the same in every knowledge base: the merged list is ordered by
+        # it, as each knowledge base's own list is.
+        ranked = sorted(hits, key=lambda h: (h.result.relevance, h.fused_score), reverse=True)
+    else:
+        ranked = sorted(hits, key=lambda h: (h.fused_score, h.result.score), reverse=True)
     retrieval.hits = ranked[:top_k]
     return retrieval
 

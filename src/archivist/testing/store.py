@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import random
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, ClassVar
 
@@ -766,11 +767,11 @@ class RelevanceTests(StoreTests):
         assert near is not None and far is not None
         assert 0.0 <= far < near <= 1.0
 
-    async def test_a_fused_hit_has_its_dense_relevance_whatever_the_vector_lengths(
+    async def test_relevance_reads_the_direction_of_the_vectors(
         self, store: VectorStoreBase, docs: str
     ) -> None:
-        """Relevance reads the cosine of the vectors' directions: a hybrid search gives a hit
-        the relevance a dense search gives it, with stored and query vectors of any length."""
+        """Relevance reads the cosine of the vectors' directions: scaling the query vector
+        changes neither the hits nor their relevance, in any mode that uses it."""
         await store.insert(
             docs,
             [
@@ -778,19 +779,65 @@ class RelevanceTests(StoreTests):
                 record("short", 0, [0.1, 0.0, 0.1, 0.0], total=1, text="pandas sleep"),
             ],
         )
-        query, text = [2.0, 0.0, 0.0, 0.0], "pandas bamboo"
-        dense = {
-            h.document_id: h.relevance
-            for h in await store.search(docs, query, 2, query_text=text, mode="dense")
-        }
-        fused = {
-            h.document_id: h.relevance
-            for h in await store.search(docs, query, 2, query_text=text, mode="hybrid")
-        }
-        assert set(fused) == set(dense) == {"long", "short"}
-        for document_id, value in fused.items():
-            assert value is not None and dense[document_id] is not None
-            assert value == pytest.approx(dense[document_id], abs=1e-3), document_id
+        text = "pandas bamboo"
+        for mode in await store.search_modes(docs):
+            if mode == "sparse":
+                continue
+            found = [
+                [
+                    (h.document_id, h.relevance)
+                    for h in await store.search(docs, query, 2, query_text=text, mode=mode)
+                ]
+                for query in ([2.0, 0.0, 0.0, 0.0], [0.01, 0.0, 0.0, 0.0])
+            ]
+            assert [d for d, _ in found[0]] == [d for d, _ in found[1]], mode
+            for (_, big), (_, small) in zip(*found, strict=True):
+                assert big is not None and small is not None
+                assert big == pytest.approx(small, abs=1e-3), mode
+
+    async def test_relevance_never_rises_down_a_result_list(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        """Hits come best first by what they show: in every mode, over corpora of random
+        vectors and texts, relevance never rises from one hit to the next."""
+        rng = random.Random(45)
+        words = [
+            "pandas",
+            "bamboo",
+            "rocket",
+            "kerosene",
+            "bread",
+            "yeast",
+            "port",
+            "8731",
+            "404",
+            "v2.0.11",
+            "forest",
+        ]
+        await store.insert(
+            docs,
+            [
+                record(
+                    f"d{n}",
+                    0,
+                    [rng.uniform(-1, 1) for _ in range(DIMENSIONS)],
+                    total=1,
+                    text=" ".join(rng.choices(words, k=rng.randint(1, 12))),
+                )
+                for n in range(60)
+            ],
+        )
+        modes = await store.search_modes(docs)
+        for _ in range(20):
+            query = [rng.uniform(-1, 1) for _ in range(DIMENSIONS)]
+            text = " ".join(rng.choices(words, k=rng.randint(1, 4)))
+            for mode in modes:
+                hits = await store.search(
+                    docs, None if mode == "sparse" else query, 10, query_text=text, mode=mode
+                )
+                shown = [hit.relevance for hit in hits]
+                assert all(value is not None for value in shown), mode
+                assert shown == sorted(shown, reverse=True), (mode, text, shown)  # type: ignore[type-var]
 
 
 class DeclarationTests(StoreTests):

@@ -25,8 +25,9 @@ from archivist.rag.store.base import (
     check_diversity,
     check_search_mode,
 )
-from archivist.rag.store.relevance import check_min_relevance
+from archivist.rag.store.relevance import DEFAULT_MIN_RELEVANCE, check_min_relevance
 from archivist.rag.store.search_filter import SearchFilter
+from archivist.rag.store.terms import TERM_LAYOUT
 from archivist.validation import check_non_negative_int, check_positive_int
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ class Searcher:
     def __init__(self, target: SearchTarget) -> None:
         self._target = target
         self._hinted_dense_only = False
+        self._hinted_old_terms = False
 
     async def search(
         self,
@@ -109,7 +111,14 @@ class Searcher:
             return []  # a search never creates the collection: a deleted one stays deleted
         chosen = await self._search_mode(mode, score_threshold)
         grouped = max_per_document is not None and diversity is None and store.capabilities.grouping
-        depth = top_k if max_per_document is None or grouped else top_k * COLLAPSE_FANOUT
+        # By default one document yields its places to other relevant documents: that needs
+        # the hits below the first `top_k` to choose from.
+        spread = max_per_document is None and diversity is None and store.capabilities.relevance
+        depth = (
+            top_k
+            if not spread and (max_per_document is None or grouped)
+            else top_k * COLLAPSE_FANOUT
+        )
         if collapse_duplicates:
             depth = max(depth, top_k * COPIES_FANOUT)
         while True:
@@ -127,6 +136,8 @@ class Searcher:
                 ranked = collapse_same_text(ranked)
             if max_per_document is not None:
                 ranked = collapse(ranked, max_per_document)
+            elif spread:
+                ranked = spread_documents(ranked, top_k)
             # Fewer than top_k left after collapsing (copies of one text, or a store that
             # cannot group): fetch deeper until full or out of candidates.
             deeper = any(hit.also_in for hit in ranked) or (
@@ -136,9 +147,13 @@ class Searcher:
             if not deeper or len(ranked) >= top_k or exhausted:
                 break
             depth *= COLLAPSE_FANOUT
+        shown = ranked[:top_k]
+        if diversity is not None:
+            # Maximal marginal relevance chose these hits; they are shown by relevance.
+            shown = by_relevance(shown)
         if context:
-            return await self._with_context(ranked[:top_k], context)
-        return ranked[:top_k]
+            return await self._with_context(shown, context)
+        return shown
 
     async def _with_context(
         self, hits: list[VectorSearchResult], context: int
@@ -165,6 +180,17 @@ class Searcher:
         store = target.vector_store
         supported = await store.search_modes(target.collection)
         offers_modes = store.capabilities.search_modes != {"dense"}
+        layout = await store.term_layout(target.collection)
+        if layout is not None and layout < TERM_LAYOUT and not self._hinted_old_terms:
+            self._hinted_old_terms = True
+            logger.warning(
+                "knowledge base %r was indexed before numbers were search terms, so words "
+                "match but numbers, versions and dates (port 8731, v2.0.11) do not; rebuild "
+                "it (`archivist index PATH --kb %s --rebuild`, or insert into a new "
+                "collection) to search them",
+                target.name,
+                target.name,
+            )
         if mode is not None:
             check_search_mode(mode)
             if mode not in supported:
@@ -312,9 +338,10 @@ def merge(
     diversity: float | None,
     min_relevance: float | None = None,
 ) -> list[VectorSearchResult]:
-    """The hits of all queries, thresholded, one per (document, chunk), best first: by score,
-    or (MMR) by rank in its query's results."""
-    best: dict[tuple[str, int], tuple[tuple[float, float], VectorSearchResult]] = {}
+    """The hits of all queries, thresholded, one per (document, chunk), best first: by
+    relevance where the store gives it, else by score; with `diversity`, by rank in its
+    query's results (the order maximal marginal relevance picked them in)."""
+    best: dict[tuple[str, int], tuple[tuple[float, ...], VectorSearchResult]] = {}
     for hits in hits_per_query:
         for position, hit in enumerate(hits):
             if score_threshold is not None and hit.score < score_threshold:
@@ -323,11 +350,25 @@ def merge(
                 hit.relevance is not None and hit.relevance < min_relevance
             ):
                 continue
-            order = (-hit.score, 0.0) if diversity is None else (position, -hit.score)
+            order: tuple[float, ...]
+            if diversity is not None:
+                order = (float(position), -_relevance_or(hit), -hit.score)
+            else:
+                order = (-_relevance_or(hit), -hit.score)
             key = (hit.document_id, hit.chunk.chunk_index)
             if key not in best or order < best[key][0]:
                 best[key] = (order, hit)
     return [hit for _, hit in sorted(best.values(), key=lambda item: item[0])]
+
+
+def by_relevance(hits: list[VectorSearchResult]) -> list[VectorSearchResult]:
+    """`hits` by relevance, best first (in their order where they have none)."""
+    return sorted(hits, key=lambda hit: -_relevance_or(hit))
+
+
+def _relevance_or(hit: VectorSearchResult) -> float:
+    """A hit's relevance; hits without one (a store that cannot tell) rank equal."""
+    return hit.relevance if hit.relevance is not None else 0.0
 
 
 def collapse(ranked: list[VectorSearchResult], per_document: int) -> list[VectorSearchResult]:
@@ -339,6 +380,35 @@ def collapse(ranked: list[VectorSearchResult], per_document: int) -> list[Vector
             seen[hit.document_id] = seen.get(hit.document_id, 0) + 1
             kept.append(hit)
     return kept
+
+
+SPREAD_FLOOR = DEFAULT_MIN_RELEVANCE
+"""A hit of another document takes a place from a document's second or later hit only if
+its relevance is at least this."""
+
+
+def spread_documents(ranked: list[VectorSearchResult], top_k: int) -> list[VectorSearchResult]:
+    """The `top_k` hits of `ranked` to show, in order: every document with a hit of relevance
+    at least `SPREAD_FLOOR` shows its best hit before any document shows a second one, and
+    hits below the floor come last, so one long document cannot fill the list while other
+    documents are relevant, and a list of one relevant document is not filled with
+    irrelevant ones. Hits without relevance keep their places."""
+    if len(ranked) <= top_k:
+        return ranked
+    firsts: list[int] = []
+    seconds: list[int] = []
+    rest: list[int] = []
+    seen: set[str] = set()
+    for index, hit in enumerate(ranked):
+        if hit.relevance is not None and hit.relevance < SPREAD_FLOOR:
+            rest.append(index)
+        elif hit.document_id in seen and hit.relevance is not None:
+            seconds.append(index)
+        else:
+            firsts.append(index)
+        seen.add(hit.document_id)
+    chosen = sorted((firsts + seconds + rest)[:top_k])
+    return [ranked[index] for index in chosen]
 
 
 def same_text_key(hit: VectorSearchResult) -> str:

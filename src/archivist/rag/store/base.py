@@ -136,6 +136,12 @@ class VectorStoreBase(AsyncClosable, ABC):
         older collections lack sparse vectors override this."""
         return self.capabilities.ordered_modes()
 
+    async def term_layout(self, collection: str) -> int | None:
+        """The term layout `collection`'s BM25 terms were written with
+        (`archivist.rag.store.terms`), or None when it has none or the store does not say.
+        A layout older than `TERM_LAYOUT` still works, by its own rules, until rebuilt."""
+        return None
+
     @abstractmethod
     async def list_documents(
         self,

@@ -1,23 +1,25 @@
-"""`relevance`: a search hit's estimated probability of being relevant, the same in every mode.
+"""`relevance`: a search hit's estimated probability of being relevant, in every mode.
 
-Ranking scores cannot be compared across queries or modes (fused scores, BM25 sums that grow
-with the query's length and the collection's IDF). Relevance is computed from two signals whose
-scale does not depend on the query or the collection:
+Ranking scores cannot be compared across queries or modes (similarities, BM25 sums that grow
+with the query's length and the collection's IDF). Relevance is computed from signals whose
+scale does not depend on the query or the collection (`archivist.rag.store.ranking`):
 
-- `similarity`: the cosine between the query's and the chunk's dense vectors, when the
-  embedding model can read the query (every mode but BM25-only);
-- `coverage`: the share of the query's BM25 terms (stemmed words, CJK words and bigrams, whole
-  identifiers) that the chunk contains, each term weighted by its IDF, so a rare word counts
-  for more than one most chunks hold (a question word, a particle); only terms that some
-  chunk in scope holds count (a CJK bigram that straddles two words, or a word no document
-  uses, tells nothing about this chunk). Language-neutral by construction.
+- `similarity`: the cosine between the query's and the chunk's dense vectors;
+- `lexical`: the chunk's BM25 score as a share of the best score a chunk could reach for the
+  query; each query term weighs by its IDF, so a rare word counts for more than one most
+  chunks hold (a question word, a particle), and only terms that some chunk in scope holds
+  count (a CJK bigram that straddles two words, or a word no document uses, tells nothing
+  about this chunk). Language-neutral by construction;
+- `coverage`: the IDF-weighted share of the query's terms the chunk holds at all.
 
-Each available combination maps to a probability through a logistic curve fitted on held-out
-relevance judgments (BEIR SciFact *train* split, first 300 queries, never the test queries
-reported; `benchmarks/calibrate_relevance.py --train 300 --extra 1000` refits and prints these
-numbers, and compares them with the unweighted share of terms on the test queries). What a
-hit lacks is not guessed: a BM25-only hit is judged by coverage alone, a store that reports
-neither signal leaves `relevance` None.
+Each mode maps the signals it ranks by to a probability through a logistic curve fitted on
+relevance judgments (BEIR SciFact *train* split, each mode's candidates over the whole
+corpus; never the test queries reported): a hybrid hit by all three, a dense hit by its
+similarity, a BM25 hit by its lexical match, so relevance orders each mode's hits as the
+mode ranks them. `benchmarks/calibrate_relevance.py` refits and prints these numbers and
+checks them on the test queries. What a hit lacks is not guessed: a hybrid hit without
+text (an image) is judged by its similarity alone, and a store that reports no signal
+leaves `relevance` None.
 """
 
 from __future__ import annotations
@@ -26,29 +28,33 @@ import math
 
 from archivist.errors import InvalidArgumentError
 
-BOTH = (8.62, 4.07, -7.52)
-"""(similarity weight, coverage weight, bias) with both signals."""
-SIMILARITY_ONLY = (12.57, -8.14)
-"""(similarity weight, bias) for a hit with no coverage (a dense-only store)."""
-COVERAGE_ONLY = (6.50, -4.51)
-"""(coverage weight, bias) for a BM25-only hit."""
+HYBRID = (10.24, 5.17, 2.51, -10.56)
+"""(similarity, lexical, coverage weights, bias) of a hybrid hit."""
+DENSE = (16.69, -11.94)
+"""(similarity weight, bias) of a dense hit."""
+SPARSE = (16.10, -7.47)
+"""(lexical weight, bias) of a BM25 hit."""
 
 DEFAULT_MIN_RELEVANCE = 0.25
 """A suggested `min_relevance` (`RAGMiddleware` applies none unless given one): a passage
-judged at least a one-in-four chance of being relevant (measured in REPORT.md, issue 23)."""
+judged at least a one-in-four chance of being relevant."""
 
 
-def relevance(similarity: float | None, coverage: float | None) -> float | None:
-    """The calibrated probability of relevance from what is known; None from nothing."""
-    if similarity is not None and coverage is not None:
-        weight_s, weight_c, bias = BOTH
-        return _logistic(weight_s * similarity + weight_c * coverage + bias)
+def relevance(
+    similarity: float | None = None,
+    lexical: float | None = None,
+    coverage: float | None = None,
+) -> float | None:
+    """The calibrated probability of relevance from the signals a hit has; None from none."""
+    if similarity is not None and lexical is not None and coverage is not None:
+        weight_s, weight_l, weight_c, bias = HYBRID
+        return _logistic(weight_s * similarity + weight_l * lexical + weight_c * coverage + bias)
     if similarity is not None:
-        weight, bias = SIMILARITY_ONLY
+        weight, bias = DENSE
         return _logistic(weight * similarity + bias)
-    if coverage is not None:
-        weight, bias = COVERAGE_ONLY
-        return _logistic(weight * coverage + bias)
+    if lexical is not None:
+        weight, bias = SPARSE
+        return _logistic(weight * lexical + bias)
     return None
 
 

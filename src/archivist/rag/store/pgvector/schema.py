@@ -1,8 +1,9 @@
 """The tables of a `PgVectorStore`: a registry of collections, and three tables per collection.
 
     {prefix}_collections   one row per collection: name, dimensions, distance, whether it has
-                           BM25 terms, and the running totals BM25 needs (chunks with terms,
-                           their summed length)
+                           BM25 terms and their term layout (`archivist.rag.store.terms`),
+                           and the running totals BM25 needs (chunks with terms, their
+                           summed length)
     {table}_chunks         one row per chunk: the same fields as the Qdrant payload (see
                            `qdrant/layout.py`), metadata as JSONB (GIN index), the dense vector
                            (HNSW index) and the chunk's length in BM25 terms
@@ -75,18 +76,24 @@ class Tables:
         return self.named("df")
 
 
-def registry_ddl(registry: sql.Identifier) -> sql.Composed:
-    """The collections registry table."""
-    return sql.SQL(
-        """CREATE TABLE IF NOT EXISTS {} (
-            name text PRIMARY KEY,
-            dimensions integer NOT NULL,
-            distance text NOT NULL,
-            sparse boolean NOT NULL,
-            sparse_chunks bigint NOT NULL DEFAULT 0,
-            sparse_tokens bigint NOT NULL DEFAULT 0
-        )"""
-    ).format(registry)
+def registry_ddl(registry: sql.Identifier) -> list[sql.Composed]:
+    """The collections registry table; registries made before term layouts were recorded
+    get the column, their collections layout 1."""
+    return [
+        sql.SQL(
+            """CREATE TABLE IF NOT EXISTS {} (
+                name text PRIMARY KEY,
+                dimensions integer NOT NULL,
+                distance text NOT NULL,
+                sparse boolean NOT NULL,
+                sparse_chunks bigint NOT NULL DEFAULT 0,
+                sparse_tokens bigint NOT NULL DEFAULT 0
+            )"""
+        ).format(registry),
+        sql.SQL(
+            "ALTER TABLE {} ADD COLUMN IF NOT EXISTS term_layout integer NOT NULL DEFAULT 1"
+        ).format(registry),
+    ]
 
 
 def collection_ddl(tables: Tables, dimensions: int, distance: str) -> list[sql.Composed]:

@@ -27,17 +27,25 @@ from archivist.rag.store.arguments import (
     check_search,
 )
 from archivist.rag.store.base import MetadataFilter, VectorStoreBase
+from archivist.rag.store.bm25 import Bm25Encoder, TermCounts, check_term_layout
 from archivist.rag.store.capabilities import StoreCapabilities
 from archivist.rag.store.generations import GenerationInfo, new_generation, repair_plan
 from archivist.rag.store.pgvector.filter import where_metadata
 from archivist.rag.store.pgvector.schema import (
-    DISTANCE_OPERATORS,
     Tables,
     check_prefix,
     collection_ddl,
     registry_ddl,
 )
-from archivist.rag.store.qdrant.backend import FUSIONS, Fusion, PointWrite, check_distance
+from archivist.rag.store.pgvector.search import (
+    CHUNK_COLUMNS,
+    Limits,
+    Row,
+    SearchPlan,
+    document_of,
+    tie_break,
+)
+from archivist.rag.store.qdrant.backend import PointWrite, check_distance
 from archivist.rag.store.qdrant.layout import (
     CHUNK_INDEX,
     CONTENT,
@@ -49,8 +57,9 @@ from archivist.rag.store.qdrant.layout import (
     chunk_from,
 )
 from archivist.rag.store.qdrant.points import points_for
-from archivist.rag.store.qdrant.sparse import Bm25Encoder, TermCounts
+from archivist.rag.store.ranking import Judged, grouped, rank
 from archivist.rag.store.search_filter import SearchFilter
+from archivist.rag.store.terms import TERM_LAYOUT
 from archivist.validation import (
     check_collection_name,
     check_document_id,
@@ -63,18 +72,13 @@ if TYPE_CHECKING:
 
 __all__ = ["PgVectorStore"]
 
-_CHUNK_COLUMNS = sql.SQL(
-    "c.document_id, c.generation, c.chunk_index, c.total_chunks, c.source, c.content, c.metadata"
-)
-_RRF_K = 2
-"""Qdrant's reciprocal-rank-fusion constant, so both stores rank a fusion alike."""
-
 
 @dataclass(frozen=True)
 class _Collection:
     dimensions: int
     distance: str
     sparse: bool
+    term_layout: int
     tables: Tables
 
 
@@ -89,16 +93,18 @@ class PgVectorStore(VectorStoreBase):
 
     Dense search uses an HNSW index per collection (iterative scans, so a metadata filter never
     starves the result list). Sparse search is BM25 written out in SQL over an inverted index
-    table: the same tokenizer and term weights as the Qdrant store (Qdrant's multilingual
-    tokenizer, English stemming, Chinese segmentation plus character bigrams), IDF from exact
-    per-term document frequencies. `mode="hybrid"` runs both sides and fuses them (`fusion`:
-    "dbsf", distribution-based score fusion, or "rrf") in one SQL statement.
+    table: the same terms and term weights as the Qdrant store (`archivist.rag.store.terms`),
+    IDF from exact per-term document frequencies. `mode="hybrid"` takes the best chunks of
+    both sides in one SQL statement and ranks them by relevance as the Qdrant store does
+    (`archivist.rag.store.ranking`).
 
     Use it inside `async with store:`; it holds a pool of up to `max_connections` connections.
     """
 
     capabilities = StoreCapabilities(
         search_modes=frozenset(SEARCH_MODES),
+        grouping=True,
+        relevance=True,
         scoped_delete=True,
         chunk_listing=True,
         atomic_replace=True,
@@ -107,7 +113,8 @@ class PgVectorStore(VectorStoreBase):
     WRITE_BATCH = 256
     """Chunks per write transaction."""
     HYBRID_DEPTH = 100
-    """Candidates each side of a hybrid search ranks before fusion (at least `top_k`)."""
+    """Candidates each side of a hybrid search fetches (at least `top_k`) to be ranked
+    together."""
     EF_SEARCH = 100
     """HNSW candidate list per search (at least the results wanted): Qdrant's default."""
     EXACT_BELOW = 10_000
@@ -120,7 +127,6 @@ class PgVectorStore(VectorStoreBase):
         *,
         distance: str = "Cosine",
         table_prefix: str = "archivist_vec",
-        fusion: Fusion = "dbsf",
         max_connections: int = 10,
     ) -> None:
         if not isinstance(url, str) or not url.strip():
@@ -131,11 +137,17 @@ class PgVectorStore(VectorStoreBase):
         self._distance = check_distance(distance)
         self._prefix = check_prefix(table_prefix)
         self._registry = sql.Identifier(f"{self._prefix}_collections")
-        self._fusion = _check_fusion(fusion)
         self._max_connections = check_positive_int(max_connections, "max_connections")
         self._pool: AsyncConnectionPool | None = None
         self._collections: dict[str, _Collection] = {}
-        self._bm25 = Bm25Encoder()
+        self._encoders: dict[int, Bm25Encoder] = {}
+
+    def _encoder(self, layout: int) -> Bm25Encoder:
+        """The BM25 encoder of term layout `layout`."""
+        encoder = self._encoders.get(layout)
+        if encoder is None:
+            encoder = self._encoders[layout] = Bm25Encoder(layout)
+        return encoder
 
     # Opening and closing
 
@@ -178,7 +190,8 @@ class PgVectorStore(VectorStoreBase):
                 "SELECT pg_advisory_xact_lock(hashtextextended('archivist-schema', 0))"
             )
             await connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            await connection.execute(registry_ddl(self._registry))
+            for statement in registry_ddl(self._registry):
+                await connection.execute(statement)
 
     async def aclose(self) -> None:
         """Close the connection pool; `async with` does."""
@@ -211,16 +224,22 @@ class PgVectorStore(VectorStoreBase):
             return self._collections[name]
         async with self._open().connection() as connection:
             cursor = await connection.execute(
-                sql.SQL("SELECT dimensions, distance, sparse FROM {} WHERE name = %s").format(
-                    self._registry
-                ),
+                sql.SQL(
+                    "SELECT dimensions, distance, sparse, term_layout FROM {} WHERE name = %s"
+                ).format(self._registry),
                 [name],
             )
             row = await cursor.fetchone()
         if row is None:
             self._collections.pop(name, None)
             return None
-        found = _Collection(int(row[0]), str(row[1]), bool(row[2]), Tables.of(self._prefix, name))
+        found = _Collection(
+            int(row[0]),
+            str(row[1]),
+            bool(row[2]),
+            check_term_layout(int(row[3])),
+            Tables.of(self._prefix, name),
+        )
         self._collections[name] = found
         return found
 
@@ -253,10 +272,10 @@ class PgVectorStore(VectorStoreBase):
                         await connection.execute(statement)
                     await connection.execute(
                         sql.SQL(
-                            "INSERT INTO {} (name, dimensions, distance, sparse) "
-                            "VALUES (%s, %s, %s, %s)"
+                            "INSERT INTO {} (name, dimensions, distance, sparse, term_layout) "
+                            "VALUES (%s, %s, %s, %s, %s)"
                         ).format(self._registry),
-                        [name, dimensions, self._distance, sparse],
+                        [name, dimensions, self._distance, sparse, TERM_LAYOUT],
                     )
             existing = await self._require(name)
         if existing.dimensions != dimensions:
@@ -298,6 +317,11 @@ class PgVectorStore(VectorStoreBase):
         found = await self._collection(collection)
         return SEARCH_MODES if found is not None and found.sparse else ("dense",)
 
+    async def term_layout(self, collection: str) -> int | None:
+        check_collection_name(collection)
+        found = await self._collection(collection)
+        return found.term_layout if found is not None and found.sparse else None
+
     # Writing
 
     async def insert(self, collection: str, records: Sequence[VectorRecord]) -> None:
@@ -335,9 +359,10 @@ class PgVectorStore(VectorStoreBase):
         )
         counts: list[TermCounts | None] = [None] * len(points)
         if found.sparse:  # Python per chunk
+            encoder = self._encoder(found.term_layout)
             counts = await off_loop(
                 lambda: [
-                    self._bm25.count(record.chunk.content.text)
+                    encoder.count(record.chunk.content.text)
                     if isinstance(record.chunk.content, TextBlock)
                     else None
                     for record in records
@@ -563,12 +588,14 @@ class PgVectorStore(VectorStoreBase):
         max_per_document: int | None = None,
         search_filter: SearchFilter | None = None,
     ) -> list[VectorSearchResult]:
-        """The `top_k` best chunks within `metadata_filter`, by `mode`:
+        """The `top_k` best chunks within `metadata_filter`, by `mode`, best first by
+        relevance (`archivist.rag.store.ranking`), as the Qdrant store ranks them:
 
         "dense" ranks by `query_vector` (scores are similarities); "sparse" by BM25 of
-        `query_text`; "hybrid" runs both and fuses them in one SQL statement (fused scores
-        only order the results). Sparse and hybrid need a collection with BM25 terms.
-        `diversity`, `max_per_document` and `search_filter` are not offered (ValueError).
+        `query_text` (scores are BM25 sums); "hybrid" takes the best chunks of both sides and
+        ranks them together (scores are relevances). Sparse and hybrid need a collection with
+        BM25 terms. With `max_per_document`, at most that many chunks of one document.
+        `diversity` and `search_filter` are not offered (ValueError).
         """
         checked = check_search(
             collection,
@@ -597,113 +624,48 @@ class PgVectorStore(VectorStoreBase):
                     "run; search it with mode='dense', or rebuild it to get hybrid search",
                     argument="mode",
                 )
-            terms = self._bm25.query(query_text).indices
+            terms = self._encoder(found.term_layout).query(query_text).indices
             if not terms:
                 if dense is None:
                     return []  # no searchable term in the query
                 terms = None
-        depth = max(top_k, self.HYBRID_DEPTH) if dense is not None and terms is not None else top_k
-        # The query's whole identifiers, fused as a third list (as the Qdrant store does): a
-        # chunk naming them exactly counts the lexical evidence twice against dense look-alikes.
-        whole = self._bm25.exact(query_text or "") if dense is not None and terms else None
-        operator, _ = DISTANCE_OPERATORS[found.distance]
-        tables = found.tables
-        parts: dict[str, sql.Composable] = {
-            "chunks": tables.chunks,
-            "terms": tables.terms,
-            "df": tables.df,
-            "scope": scope,
-            "op": sql.SQL(operator),
-            "registry": self._registry,
-        }
-        sparse_sql = sql.SQL(
-            "WITH n AS (SELECT greatest(sparse_chunks, 1) AS n FROM {registry} WHERE name = %s), "
-            "idf AS (SELECT d.term, ln(1 + (n.n - d.df + 0.5) / (d.df + 0.5)) AS w "
-            "FROM {df} d, n WHERE d.term = ANY(%s::bigint[]) AND d.df > 0) "
-            "SELECT t.chunk AS id, sum(t.weight * idf.w) AS score "
-            "FROM idf JOIN {terms} t ON t.term = idf.term JOIN {chunks} c ON c.id = t.chunk "
-            "WHERE {scope} GROUP BY t.chunk ORDER BY score DESC, t.chunk LIMIT %s"
-        ).format(**parts)
-        query = None if dense is None else np.asarray(dense, dtype=np.float32)
-        sparse_params = [collection, terms, *scope_params, depth]
-
-        def statement_for(exact: bool) -> tuple[sql.Composed, list[Any]]:
-            # Ordering by the score, not the distance operator, keeps the HNSW index out: an
-            # exact ranking of the chunks the filter selects (through the metadata index).
-            order = sql.SQL("score DESC, c.id") if exact else sql.SQL("c.embedding {op} %s")
-            dense_sql = sql.SQL(
-                "SELECT c.id, {score} AS score FROM {chunks} c WHERE {scope} "
-                "ORDER BY {order} LIMIT %s"
-            ).format(
-                score=_similarity(found.distance, operator),
-                order=order.format(**parts),
-                **parts,
-            )
-            dense_params = [query, *scope_params, *([] if exact else [query]), depth]
-            ranked: sql.Composed
-            if terms is None:
-                ranked, params = dense_sql, dense_params
-            elif dense is None:
-                ranked, params = sparse_sql, sparse_params
-            else:
-                sides = [("dense", dense_sql, dense_params), ("sparse", sparse_sql, sparse_params)]
-                if whole is not None:
-                    sides.append(
-                        ("exact", sparse_sql, [collection, whole.indices, *sparse_params[2:]])
-                    )
-                ranked = sql.SQL(
-                    "WITH {lists}, all_sides AS ({normalised}) "
-                    "SELECT id, sum(score) AS score FROM all_sides GROUP BY id "
-                    "ORDER BY score DESC, id LIMIT %s"
-                ).format(
-                    lists=sql.SQL(", ").join(
-                        sql.SQL("{} AS ({})").format(sql.Identifier(name), statement)
-                        for name, statement, _ in sides
-                    ),
-                    normalised=sql.SQL(" UNION ALL ").join(
-                        _normalised(name, self._fusion) for name, _, _ in sides
-                    ),
-                )
-                params = [*(value for _, _, side in sides for value in side), top_k]
-            statement = sql.SQL(
-                "SELECT {columns}, r.score FROM ({ranked}) r JOIN {chunks} c ON c.id = r.id "
-                "ORDER BY r.score DESC, r.id"
-            ).format(columns=_CHUNK_COLUMNS, ranked=ranked, chunks=tables.chunks)
-            return statement, params
-
+        plan = SearchPlan(
+            self._open(),
+            self._registry,
+            collection,
+            found.tables,
+            found.distance,
+            dense,
+            terms,
+            scope,
+            scope_params,
+            Limits(self.HYBRID_DEPTH, self.EF_SEARCH, self.EXACT_BELOW),
+        )
         try:
-            async with self._transaction() as connection:
-                exact = False
-                if dense is not None and scope_params:
-                    # As Qdrant plans a filtered search: few matching chunks are ranked
-                    # exactly, many through the graph.
-                    cursor = await connection.execute(
-                        sql.SQL(
-                            "SELECT count(*) FROM (SELECT 1 FROM {} c WHERE {} LIMIT %s) AS s"
-                        ).format(tables.chunks, scope),
-                        [*scope_params, self.EXACT_BELOW],
-                    )
-                    row = await cursor.fetchone()
-                    exact = row is not None and int(row[0]) < self.EXACT_BELOW
-                if dense is not None and not exact:
-                    await connection.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-                    await connection.execute(
-                        sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
-                            sql.Literal(min(max(self.EF_SEARCH, depth), 1000))
-                        )
-                    )
-                statement, params = statement_for(exact)
-                cursor = connection.cursor(row_factory=dict_row)
-                await cursor.execute(statement, params)
-                rows = await cursor.fetchall()
+            query_idf = await plan.query_idf()
+            judge_row = plan.judge(query_idf)
+
+            async def ranked(excluded: tuple[str, ...], limit: int) -> list[Judged[Row]]:
+                rows = await plan.rows(query_idf, excluded, limit)
+                return rank(map(judge_row, rows), tie_break)[:limit]
+
+            if max_per_document is None:
+                hits = await ranked((), top_k)
+            else:
+                hits = await grouped(ranked, document_of, tie_break, top_k, max_per_document)
         except errors.UndefinedTable:
             self._collections.pop(collection, None)
             return []
         return [
             VectorSearchResult(
-                score=float(row["score"]), document_id=row[DOCUMENT_ID], chunk=_chunk(row)
+                score=hit.relevance
+                if plan.hybrid and hit.relevance is not None
+                else hit.engine_score,
+                document_id=hit.item[DOCUMENT_ID],
+                chunk=_chunk(hit.item),
+                relevance=hit.relevance,
             )
-            for row in rows
+            for hit in hits
         ]
 
     async def list_documents(
@@ -780,7 +742,7 @@ class PgVectorStore(VectorStoreBase):
         statement = sql.SQL(
             "SELECT {} FROM {} c WHERE c.document_id = %s AND {} "
             "ORDER BY c.chunk_index, c.generation OFFSET %s LIMIT %s"
-        ).format(_CHUNK_COLUMNS, found.tables.chunks, scope)
+        ).format(CHUNK_COLUMNS, found.tables.chunks, scope)
         rows = await self._fetch(collection, statement, [document_id, *scope_params, offset, limit])
         return [_chunk(row) for row in rows]
 
@@ -874,30 +836,6 @@ class PgVectorStore(VectorStoreBase):
             return []
 
 
-def _similarity(distance: str, operator: str) -> sql.Composable:
-    """SQL turning pgvector's distance into a score where higher is better (Qdrant's scores)."""
-    expression = sql.SQL("(c.embedding {} %s)").format(sql.SQL(operator))
-    if distance == "Cosine":
-        return sql.SQL("1 - {}").format(expression)
-    return sql.SQL("-{}").format(expression)  # <#> is the negated inner product
-
-
-def _normalised(side: str, fusion: Fusion) -> sql.Composable:
-    """SELECT id, score of one side's ranked list, its scores put on the fusion's scale:
-    DBSF maps mean ± 3 standard deviations to 0..1 (0.5 for a single or flat list); RRF
-    scores by rank."""
-    if fusion == "rrf":
-        return sql.SQL(
-            "SELECT id, 1.0 / ({} + row_number() OVER (ORDER BY score DESC, id)) AS score FROM {}"
-        ).format(sql.Literal(_RRF_K), sql.Identifier(side))
-    return sql.SQL(
-        "SELECT id, CASE WHEN coalesce(s, 0) = 0 THEN 0.5 "
-        "ELSE (score - (m - 3 * s)) / (6 * s) END AS score "
-        "FROM (SELECT id, score, avg(score) OVER () AS m, stddev_samp(score) OVER () AS s "
-        "FROM {}) AS stats"
-    ).format(sql.Identifier(side))
-
-
 def _chunk(row: Mapping[str, Any]) -> Chunk:
     return chunk_from({**row, METADATA: row[METADATA] or {}})
 
@@ -905,12 +843,3 @@ def _chunk(row: Mapping[str, Any]) -> Chunk:
 def _redacted(url: str) -> str:
     """`url` without its password."""
     return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
-
-
-def _check_fusion(fusion: object) -> Fusion:
-    for name in FUSIONS:
-        if fusion == name:
-            return name
-    raise InvalidArgumentError(
-        f"fusion must be one of {', '.join(FUSIONS)}; got {fusion!r}", argument="fusion"
-    )

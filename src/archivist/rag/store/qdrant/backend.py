@@ -8,12 +8,10 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from archivist.errors import InvalidArgumentError
+from archivist.rag.store.bm25 import Bm25Stats, SparseVector
 from archivist.rag.store.qdrant.filter import IndexKind, Where
-from archivist.rag.store.qdrant.layout import CHUNK_INDEX, DOCUMENT_ID, GENERATION
-from archivist.rag.store.qdrant.sparse import SPARSE_VECTOR, Bm25Stats, SparseVector
-
-Fusion = Literal["dbsf", "rrf"]
-FUSIONS: tuple[Fusion, ...] = ("dbsf", "rrf")
+from archivist.rag.store.qdrant.layout import CHUNK_INDEX, DOCUMENT_ID, GENERATION, SPARSE_VECTOR
+from archivist.rag.store.terms import TERM_LAYOUT
 
 DISTANCES = ("Cosine", "Dot", "Euclid", "Manhattan")
 
@@ -43,11 +41,13 @@ def higher_is_better(distance: str, raw_score: float) -> float:
 
 @dataclass(frozen=True)
 class CollectionParams:
-    """The fixed shape of a collection: its dense vector, and whether it has BM25 vectors."""
+    """The fixed shape of a collection: its dense vector, whether it has BM25 vectors, and
+    the term layout they were written with (`archivist.rag.store.terms`)."""
 
     dimensions: int
     distance: str
     sparse: bool = False
+    term_layout: int = TERM_LAYOUT
 
 
 Quantization = Literal["int8"]
@@ -85,59 +85,61 @@ class PointWrite:
 
 @dataclass(frozen=True)
 class SearchRequest:
-    """One search: by `dense`, by `sparse`, or both fused with `fusion` in the engine.
-
-    With both, each side prefetches its best `depth` points within `where`, and the engine
-    fuses the two lists into the best `limit`. With a `diversity` (0..1, needs `dense`), the
-    engine instead picks from those candidates by maximal marginal relevance on the dense
-    vectors, trading relevance for dissimilarity to what was already picked. With a
-    `group_size`, at most that many of the `limit` points share a document id.
+    """One search within `where`: the nearest `limit` points to `dense`, the best `limit` by
+    BM25 for `sparse`, or, with both, the candidates of a hybrid search: each side's best
+    `depth` points, together (each point once; the store ranks them). With a `diversity`
+    (0..1, needs `dense`), the engine instead picks `limit` points from those candidates by
+    maximal marginal relevance on the dense vectors, trading relevance for dissimilarity to
+    what was already picked, each scored by its similarity to `dense`.
     """
 
     limit: int
     where: Where
     dense: list[float] | None = None
     sparse: SparseVector | None = None
-    fusion: Fusion = "dbsf"
     depth: int = 0
     diversity: float | None = None
-    group_size: int | None = None
-    exact: SparseVector | None = None
-    """The query's whole identifiers (a subset of `sparse`): fused as a third list, so a
-    point naming them exactly counts the lexical evidence twice against the dense side's."""
     lower_first: bool = False
     """Whether lower scores rank first (dense search by a distance such as Euclid)."""
     with_vectors: bool = False
-    """Whether each hit comes back with its stored dense vector and its BM25 term ids."""
+    """Whether each hit comes back with its stored dense vector and its BM25 term weights."""
 
 
 @dataclass(frozen=True)
 class ScoredPoint:
     """One search result as the engine scores it; `vector` (the stored dense vector) and
-    `terms` (the BM25 term ids it was indexed with) only when the request asked for them."""
+    `weights` (the BM25 term weights it was indexed with) only when the request asked for
+    them."""
 
+    id: str
     score: float
     payload: dict[str, Any]
     vector: list[float] | None = None
-    terms: frozenset[int] | None = None
+    weights: dict[int, float] | None = None
 
     @classmethod
-    def of(cls, score: float, payload: dict[str, Any] | None, vectors: object) -> ScoredPoint:
+    def of(
+        cls, point_id: object, score: float, payload: dict[str, Any] | None, vectors: object
+    ) -> ScoredPoint:
         """A hit from an engine's point, whichever client returned it: `vectors` is its named
-        vectors (the dense one under "" and the BM25 one, whose term ids are kept), the dense
-        vector alone, or None when they were not asked for."""
+        vectors (the dense one under "" and the BM25 one), the dense vector alone, or None
+        when they were not asked for."""
         if isinstance(vectors, dict):
             dense = vectors.get("")
-            indices = getattr(vectors.get(SPARSE_VECTOR), "indices", None)
+            stored = vectors.get(SPARSE_VECTOR)
+            indices, values = getattr(stored, "indices", None), getattr(stored, "values", None)
             return cls(
+                str(point_id),
                 score,
                 payload or {},
                 dense if isinstance(dense, list) else None,
-                frozenset(indices) if indices is not None else frozenset(),
+                dict(zip(indices, values, strict=True))
+                if indices is not None and values is not None
+                else {},
             )
         if isinstance(vectors, list) and vectors and isinstance(vectors[0], float):
-            return cls(score, payload or {}, vectors)
-        return cls(score, payload or {})
+            return cls(str(point_id), score, payload or {}, vectors)
+        return cls(str(point_id), score, payload or {})
 
 
 def idf_from_hit(term: int, score: float, vectors: object) -> float:
@@ -194,7 +196,8 @@ class QdrantBackend(ABC):
 
     @abstractmethod
     async def search(self, name: str, request: SearchRequest) -> list[ScoredPoint]:
-        """The best `request.limit` points for `request`, best first."""
+        """The points `request` asks for: a single list best first, or a hybrid search's
+        candidates in no particular order."""
 
     @abstractmethod
     async def term_idf(self, name: str, where: Where, terms: Sequence[int]) -> dict[int, float]:

@@ -46,6 +46,8 @@ METADATA = "metadata"
 
 SUMMARY_FIELDS = (DOCUMENT_ID, SOURCE, METADATA)
 """The payload fields a DocumentSummary needs (the content block is left on disk)."""
+SPARSE_VECTOR = "bm25"
+"""Name of the BM25 sparse vector beside the dense one (unnamed) in hybrid collections."""
 
 
 def point_id(document_id: str, version: str, chunk_index: int) -> str:

@@ -6,7 +6,6 @@ import asyncio
 import dataclasses
 import functools
 import math
-import operator
 import os
 from collections.abc import AsyncIterable, Callable, Mapping, Sequence
 from datetime import datetime
@@ -27,16 +26,15 @@ from archivist.rag.store.arguments import (
     check_search,
 )
 from archivist.rag.store.base import MetadataFilter, VectorStoreBase
+from archivist.rag.store.bm25 import Bm25Encoder, SparseVector, TermCounts
 from archivist.rag.store.capabilities import StoreCapabilities
 from archivist.rag.store.file_lock import StoreLockedError
 from archivist.rag.store.generations import GenerationInfo, new_generation, repair_plan
 from archivist.rag.store.keyed_lock import KeyedLocks
 from archivist.rag.store.qdrant.backend import (
-    FUSIONS,
     INTERNAL_INDEXES,
     VECTOR_DATATYPES,
     CollectionParams,
-    Fusion,
     PointWrite,
     QdrantBackend,
     Quantization,
@@ -75,8 +73,15 @@ from archivist.rag.store.qdrant.layout import (
     summary_from,
 )
 from archivist.rag.store.qdrant.points import points_for
-from archivist.rag.store.qdrant.sparse import Bm25Encoder, SparseVector, TermCounts
-from archivist.rag.store.relevance import relevance
+from archivist.rag.store.ranking import (
+    Judged,
+    cosine,
+    grouped,
+    judge,
+    lexical,
+    lexical_evidence,
+    rank,
+)
 from archivist.rag.store.search_filter import (
     INDEXED_AT_KEY,
     MODIFIED_KEY,
@@ -84,6 +89,7 @@ from archivist.rag.store.search_filter import (
     Range,
     SearchFilter,
 )
+from archivist.rag.store.terms import TERM_LAYOUT
 from archivist.validation import (
     check_collection_name,
     check_document_id,
@@ -149,12 +155,10 @@ class QdrantStore(VectorStoreBase):
     search names a tenant.
 
     Hybrid search: collections this store creates hold, beside each chunk's dense vector, a
-    BM25 sparse vector of its text (Qdrant's multilingual tokenizer, whole identifiers beside
-    their parts; IDF computed by the engine). `search(..., query_text=..., mode="hybrid")` runs
-    both sides in one Query API call and fuses them in the engine with `fusion` ("dbsf":
-    distribution-based score fusion, or "rrf"); a query naming identifiers (flags, paths,
-    dotted or CamelCase names, error codes) adds a third list ranked by those alone, so an
-    exact match is not buried by dense look-alikes.
+    BM25 sparse vector of its text (`archivist.rag.store.terms`: words, CJK bigrams, whole
+    identifiers and numbers; IDF computed by the engine). `search(..., query_text=...,
+    mode="hybrid")` fetches the best chunks by each side in one engine call and ranks them
+    together by relevance (`archivist.rag.store.ranking`), as every store does.
     Collections created elsewhere or before hybrid search existed stay dense-only.
 
     Use it inside `async with store:`, from one event loop.
@@ -176,8 +180,8 @@ class QdrantStore(VectorStoreBase):
         generations=True,
     )
     HYBRID_DEPTH = 100
-    """Points each side of a hybrid search fetches before fusion (at least `top_k`): score
-    fusion estimates each side's score distribution from these lists."""
+    """Candidates each side of a hybrid search fetches (at least `top_k`) to be ranked
+    together."""
 
     def __init__(
         self,
@@ -189,7 +193,6 @@ class QdrantStore(VectorStoreBase):
         client_kwargs: Mapping[str, Any] | None = None,
         *,
         auto_optimize_threshold: int | None = SEGMENT_POINTS,
-        fusion: Fusion = "dbsf",
         quantization: Quantization | None = DEFAULT_QUANTIZATION,
         vector_datatype: VectorDatatype = DEFAULT_VECTOR_DATATYPE,
         tenant_key: str | None = TENANT_PAYLOAD_KEY,
@@ -210,7 +213,6 @@ class QdrantStore(VectorStoreBase):
         if auto_optimize_threshold is not None:
             check_positive_int(auto_optimize_threshold, "auto_optimize_threshold")
         segment_points = auto_optimize_threshold or SEGMENT_POINTS
-        self._fusion = _check_fusion(fusion)
         layout = _layout(quantization, vector_datatype, tenant_key, tenants_only)
         if location is not None:
             if isinstance(location, str) and location.startswith(("http://", "https://")):
@@ -270,7 +272,6 @@ class QdrantStore(VectorStoreBase):
         client: AsyncQdrantClient,
         distance: str = "Cosine",
         *,
-        fusion: Fusion = "dbsf",
         quantization: Quantization | None = DEFAULT_QUANTIZATION,
         vector_datatype: VectorDatatype = DEFAULT_VECTOR_DATATYPE,
         tenant_key: str | None = TENANT_PAYLOAD_KEY,
@@ -278,7 +279,6 @@ class QdrantStore(VectorStoreBase):
     ) -> QdrantStore:
         """A store on `client`, which stays yours: leaving `async with store` does not close it."""
         store = cls.__new__(cls)
-        store._fusion = _check_fusion(fusion)
         layout = _layout(quantization, vector_datatype, tenant_key, tenants_only)
         store._setup(distance, _client_backend(lambda: client, layout, owns_client=False))
         return store
@@ -291,7 +291,14 @@ class QdrantStore(VectorStoreBase):
         self._collections_lock = asyncio.Lock()
         self._document_locks = KeyedLocks()
         self._stats_locks = KeyedLocks()
-        self._bm25 = Bm25Encoder()
+        self._encoders: dict[int, Bm25Encoder] = {}
+
+    def _encoder(self, params: CollectionParams) -> Bm25Encoder:
+        """The BM25 encoder of the term layout `params`'s collection was indexed with."""
+        encoder = self._encoders.get(params.term_layout)
+        if encoder is None:
+            encoder = self._encoders[params.term_layout] = Bm25Encoder(params.term_layout)
+        return encoder
 
     async def __aenter__(self) -> Self:
         if self._is_open:
@@ -400,7 +407,7 @@ class QdrantStore(VectorStoreBase):
         async with self._collections_lock:
             existing = await self._params_of(name)
             if existing is None:
-                params = CollectionParams(dimensions, self._distance, sparse)
+                params = CollectionParams(dimensions, self._distance, sparse, TERM_LAYOUT)
                 try:
                     await backend.create_collection(name, params)
                 except Exception:
@@ -442,6 +449,11 @@ class QdrantStore(VectorStoreBase):
         check_collection_name(collection)
         params = await self._params_of(collection)
         return SEARCH_MODES if params is not None and params.sparse else ("dense",)
+
+    async def term_layout(self, collection: str) -> int | None:
+        check_collection_name(collection)
+        params = await self._params_of(collection)
+        return params.term_layout if params is not None and params.sparse else None
 
     async def optimize(self, collection: str) -> None:
         """Build the vector index of every segment that filled up (Edge only); a remainder
@@ -486,7 +498,7 @@ class QdrantStore(VectorStoreBase):
 
         def built() -> tuple[list[PointWrite], list[TermCounts | None]]:
             points = build(records, params.dimensions, generation)
-            return points, self._count_terms(records) if params.sparse else []
+            return points, self._count_terms(params, records) if params.sparse else []
 
         points, counts = await off_loop(built, len(records))
         counted = [terms for terms in counts if terms is not None and terms.length]
@@ -500,10 +512,13 @@ class QdrantStore(VectorStoreBase):
             await backend.save_bm25_stats(collection, stats)
         return await off_loop(functools.partial(_with_sparse, points, counts, average), len(points))
 
-    def _count_terms(self, records: Sequence[VectorRecord]) -> list[TermCounts | None]:
+    def _count_terms(
+        self, params: CollectionParams, records: Sequence[VectorRecord]
+    ) -> list[TermCounts | None]:
         """The BM25 term counts of each text chunk (None for other chunks)."""
+        encoder = self._encoder(params)
         return [
-            self._bm25.count(record.chunk.content.text)
+            encoder.count(record.chunk.content.text)
             if isinstance(record.chunk.content, TextBlock)
             else None
             for record in records
@@ -587,15 +602,16 @@ class QdrantStore(VectorStoreBase):
         max_per_document: int | None = None,
         search_filter: SearchFilter | None = None,
     ) -> list[VectorSearchResult]:
-        """The `top_k` best chunks within `metadata_filter` and `search_filter`, by `mode`:
+        """The `top_k` best chunks within `metadata_filter` and `search_filter`, by `mode`,
+        best first by relevance (`archivist.rag.store.ranking`):
 
-        "dense" ranks by `query_vector`; "sparse" by BM25 of `query_text`; "hybrid" runs both
-        and fuses them in the engine. Sparse and hybrid need a collection with BM25 vectors.
-        Dense scores are similarities; fused scores only order the results. With `diversity`
-        (0 = relevance only .. 1 = diversity only; dense and hybrid), the engine picks the
-        results from the candidates by maximal marginal relevance: they come back in that
-        order, each scored by its similarity to the query. With `max_per_document`, at most
-        that many chunks of one document (the engine groups by document; without diversity).
+        "dense" ranks by `query_vector` (scores are similarities); "sparse" by BM25 of
+        `query_text` (scores are BM25 sums); "hybrid" takes the best chunks of both sides and
+        ranks them together (scores are relevances). Sparse and hybrid need a collection with
+        BM25 vectors. With `diversity` (0 = relevance only .. 1 = diversity only; dense and
+        hybrid), the engine picks the hits from the candidates by maximal marginal relevance,
+        and they come in the order it picked them.
+        With `max_per_document`, at most that many chunks of one document.
         """
         checked = check_search(
             collection,
@@ -621,11 +637,9 @@ class QdrantStore(VectorStoreBase):
                 "run; search it with mode='dense', or rebuild it to get hybrid search",
                 argument="mode",
             )
-        # The query's BM25 terms: the sparse side of the search and the weights of relevance.
-        encoded = self._bm25.query(query_text) if query_text is not None and params.sparse else None
         sparse = None
-        if mode != "dense" and encoded is not None:
-            sparse = encoded
+        if mode != "dense" and query_text is not None:
+            sparse = self._encoder(params).query(query_text)
             if not sparse.indices:
                 if dense is None:
                     return []  # no searchable term in the query
@@ -636,34 +650,43 @@ class QdrantStore(VectorStoreBase):
             if narrowed is None:
                 return []
             scope = narrowed
-        request = SearchRequest(
-            limit=top_k,
-            where=scope,
-            dense=dense,
-            sparse=sparse,
-            fusion=self._fusion,
-            depth=max(top_k, self.HYBRID_DEPTH),
-            diversity=diversity,
-            group_size=max_per_document,
-            exact=self._bm25.exact(query_text or "") if sparse and dense else None,
-            lower_first=sparse is None and higher_is_better(params.distance, 1.0) < 0,
-            # Relevance needs each hit's cosine similarity and its BM25 terms: read from the
-            # stored vectors that come back with the hits, not by a second query or re-tokenizing.
-            with_vectors=bool(query_text and params.sparse) or _fused_cosine(params, dense, sparse),
-        )
-        hits = await self._open().search(collection, request)
-        by_distance = sparse is None or diversity is not None
-        query_terms = await self._term_weights(collection, scope, encoded)
-        similarities = _similarities(params, dense, sparse, hits)
+        query_idf = await self._term_weights(collection, scope, sparse)
+        judge_hit = _judge(params, dense, sparse, query_idf)
+        backend = self._open()
+
+        async def ranked(excluded: tuple[str, ...], limit: int) -> list[Judged[ScoredPoint]]:
+            where = scope
+            if excluded:
+                where = Where(scope.must, (*scope.must_not, AnyOf(DOCUMENT_ID, excluded)))
+            request = SearchRequest(
+                limit=limit,
+                where=where,
+                dense=dense,
+                sparse=sparse,
+                depth=max(limit, self.HYBRID_DEPTH),
+                diversity=diversity,
+                lower_first=sparse is None and higher_is_better(params.distance, 1.0) < 0,
+                # A hybrid candidate is judged by both its cosine similarity and its BM25
+                # score: read from the stored vectors that come back with it.
+                with_vectors=dense is not None and sparse is not None,
+            )
+            hits = await backend.search(collection, request)
+            if diversity is not None:  # in the order maximal marginal relevance picked them
+                return [judge_hit(hit) for hit in hits]
+            return rank(map(judge_hit, hits), _tie_break)[:limit]
+
+        if max_per_document is None:
+            found = await ranked((), top_k)
+        else:
+            found = await grouped(ranked, _document_of, _tie_break, top_k, max_per_document)
         return [
             VectorSearchResult(
-                score=higher_is_better(params.distance, hit.score) if by_distance else hit.score,
-                document_id=hit.payload[DOCUMENT_ID],
-                chunk=chunk,
-                relevance=relevance(similarity, _coverage(query_terms, chunk, hit)),
+                score=_shown_score(params, hit, dense is not None and sparse is not None),
+                document_id=hit.item.payload[DOCUMENT_ID],
+                chunk=chunk_from(hit.item.payload),
+                relevance=hit.relevance,
             )
-            for hit, similarity in zip(hits, similarities, strict=True)
-            for chunk in (chunk_from(hit.payload),)
+            for hit in found
         ]
 
     async def _term_weights(
@@ -683,14 +706,14 @@ class QdrantStore(VectorStoreBase):
         self, collection: str, query_text: str, metadata_filter: MetadataFilter | None = None
     ) -> dict[int, float]:
         """The BM25 term ids of `query_text` that some chunk within `metadata_filter` holds,
-        each with its IDF: the weights of `relevance`'s coverage."""
+        each with its IDF: the query side of the lexical evidence (`ranking.lexical`)."""
         check_collection_name(collection)
         matches = metadata_matches(metadata_filter)
         params = await self._params_of(collection)
         if params is None or not params.sparse or not query_text:
             return {}
         scope = await self._indexed(collection, matches)
-        return await self._term_weights(collection, scope, self._bm25.query(query_text))
+        return await self._term_weights(collection, scope, self._encoder(params).query(query_text))
 
     async def list_documents(
         self,
@@ -855,47 +878,55 @@ class QdrantStore(VectorStoreBase):
         return remove
 
 
-def _fused_cosine(
-    params: CollectionParams, dense: list[float] | None, sparse: SparseVector | None
-) -> bool:
-    """Whether hits come back with fused scores but need their cosine similarity beside."""
-    return dense is not None and sparse is not None and params.distance == "Cosine"
-
-
-def _similarities(
+def _judge(
     params: CollectionParams,
     dense: list[float] | None,
     sparse: SparseVector | None,
-    hits: Sequence[ScoredPoint],
-) -> list[float | None]:
-    """Each hit's cosine similarity to the query vector (None without one, or for distances
-    other than Cosine): its own score for a dense search, computed from the stored vectors
-    for a fused one."""
-    if dense is None or params.distance != "Cosine":
-        return [None] * len(hits)
-    if sparse is None:
-        return [hit.score for hit in hits]
-    # In Python, not numpy: a page of hits is small, and a process that only searches (a CLI
-    # search answered from the embedding cache) then never imports numpy.
-    query_norm = math.hypot(*dense) or 1.0
-    return [
-        None
-        if hit.vector is None
-        else sum(map(operator.mul, hit.vector, dense))
-        / (query_norm * (math.hypot(*hit.vector) or 1.0))
-        for hit in hits
-    ]
+    query_idf: dict[int, float],
+) -> Callable[[ScoredPoint], Judged[ScoredPoint]]:
+    """How a hit of this search is judged (see `archivist.rag.store.ranking`): a dense hit by
+    its similarity (the engine's score; none for distances other than Cosine), a BM25 hit by
+    its score's share of the best possible, a hybrid candidate by its similarity and its
+    lexical evidence, computed from the vectors stored with it (lexical only if it holds
+    text)."""
+    query_norm = math.hypot(*dense) if dense is not None else 0.0
+    cosine_scores = params.distance == "Cosine"
+
+    def judged(hit: ScoredPoint) -> Judged[ScoredPoint]:
+        if dense is None or sparse is None:
+            if sparse is not None:
+                return judge(hit, hit.score, lexical=lexical(query_idf, hit.score))
+            score = higher_is_better(params.distance, hit.score)
+            return judge(hit, score, similarity=hit.score if cosine_scores else None)
+        similarity = None if hit.vector is None else cosine(dense, hit.vector, query_norm)
+        match, held = (None, None)
+        if hit.weights or _is_text(hit):
+            match, held = lexical_evidence(query_idf, hit.weights or {})
+        return judge(hit, similarity or 0.0, similarity, match, held)
+
+    return judged
 
 
-def _coverage(weights: dict[int, float], chunk: Chunk, hit: ScoredPoint) -> float | None:
-    """The share of the query's known BM25 terms, weighted by their IDF, that the hit was
-    indexed with (None for no text or no known term): a rare word counts for more than a
-    word most chunks hold, in any language."""
-    mass = sum(weights.values())
-    if not mass or not isinstance(chunk.content, TextBlock):
-        return None
-    found = hit.terms or frozenset()
-    return sum(weight for term, weight in weights.items() if term in found) / mass
+def _is_text(hit: ScoredPoint) -> bool:
+    """Whether the hit's chunk holds text (a chunk with no BM25 term may still: "?!")."""
+    return isinstance(chunk_from(hit.payload).content, TextBlock)
+
+
+def _shown_score(params: CollectionParams, hit: Judged[ScoredPoint], hybrid: bool) -> float:
+    """A hit's `score`: its relevance in a hybrid search, else the engine's score."""
+    if hybrid and hit.relevance is not None:
+        return hit.relevance
+    return hit.engine_score
+
+
+def _tie_break(point: ScoredPoint) -> tuple[str, int, str]:
+    """The order of hits judged alike: by document, chunk and generation, in every store."""
+    payload = point.payload
+    return (str(payload[DOCUMENT_ID]), int(payload[CHUNK_INDEX]), str(payload.get(GENERATION, "")))
+
+
+def _document_of(point: ScoredPoint) -> str:
+    return str(point.payload[DOCUMENT_ID])
 
 
 def _between(key: str, wanted: Range) -> Between:
@@ -909,15 +940,6 @@ def _between(key: str, wanted: Range) -> Between:
         lte=bound(wanted.lte),
         lt=bound(wanted.lt),
         dates=wanted.is_dates,
-    )
-
-
-def _check_fusion(fusion: object) -> Fusion:
-    for name in FUSIONS:
-        if fusion == name:
-            return name
-    raise InvalidArgumentError(
-        f"fusion must be one of {', '.join(FUSIONS)}; got {fusion!r}", argument="fusion"
     )
 
 

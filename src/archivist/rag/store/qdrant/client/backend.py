@@ -8,6 +8,7 @@ from typing import Any
 from qdrant_client import AsyncQdrantClient, models
 
 from archivist.errors import InvalidArgumentError
+from archivist.rag.store.bm25 import Bm25Stats, SparseVector
 from archivist.rag.store.qdrant.backend import (
     INTERNAL_INDEXES,
     CollectionParams,
@@ -27,11 +28,12 @@ from archivist.rag.store.qdrant.filter import (
     IndexKind,
     Where,
 )
-from archivist.rag.store.qdrant.layout import DOCUMENT_ID
-from archivist.rag.store.qdrant.sparse import SPARSE_VECTOR, Bm25Stats, SparseVector
+from archivist.rag.store.qdrant.layout import SPARSE_VECTOR
 
 _STATS_KEY = "archivist_bm25"
 """Collection metadata key holding the BM25 chunk-length totals."""
+_TERMS_KEY = "archivist_terms"
+"""Collection metadata key holding the term layout of its BM25 vectors (absent: layout 1)."""
 
 _SCHEMAS: dict[IndexKind, models.PayloadSchemaType] = {
     "keyword": models.PayloadSchemaType.KEYWORD,
@@ -127,7 +129,8 @@ class ClientBackend(QdrantBackend):
             )
         self._indexes.setdefault(name, set()).update(info.payload_schema)
         sparse = SPARSE_VECTOR in (info.config.params.sparse_vectors or {})
-        return CollectionParams(vectors.size, vectors.distance.value, sparse)
+        layout = int((info.config.metadata or {}).get(_TERMS_KEY, 1))
+        return CollectionParams(vectors.size, vectors.distance.value, sparse, layout)
 
     async def create_collection(self, name: str, params: CollectionParams) -> None:
         """Create `name` laid out for many tenants: the tenant key gets a keyword index marked
@@ -164,6 +167,7 @@ class ClientBackend(QdrantBackend):
                 if quantized
                 else None
             ),
+            metadata={_TERMS_KEY: params.term_layout} if params.sparse else None,
         )
         self._indexes[name] = set()
         if layout.tenant_key is not None:
@@ -220,58 +224,53 @@ class ClientBackend(QdrantBackend):
             sides.append((request.dense, None))
         if request.sparse is not None:
             sides.append((_sparse(request.sparse), SPARSE_VECTOR))
-            if request.exact is not None and request.dense is not None:
-                sides.append((_sparse(request.exact), SPARSE_VECTOR))
-        query: models.Query | list[float] | models.SparseVector
-        using = None
-        if request.diversity is not None and request.dense is not None:
-            mmr = models.Mmr(diversity=request.diversity, candidates_limit=request.depth)
-            query = models.NearestQuery(nearest=request.dense, mmr=mmr)
-        elif len(sides) == 1:
+        if len(sides) == 1 or request.diversity is not None:
+            query: models.Query | list[float] | models.SparseVector
             query, using = sides[0]
-        else:
-            fusion = models.Fusion.DBSF if request.fusion == "dbsf" else models.Fusion.RRF
-            query = models.FusionQuery(fusion=fusion)
-        prefetch = None
-        if len(sides) > 1:
-            prefetch = [
-                models.Prefetch(query=side, using=side_using, limit=request.depth, filter=condition)
-                for side, side_using in sides
-            ]
-        if request.group_size is not None:
-            # Groups come best first, each holding its best points: the best `limit` points
-            # with at most `group_size` per document all lie in the first `limit` groups.
-            grouped = await self.client.query_points_groups(
+            prefetch = None
+            if request.diversity is not None and request.dense is not None:
+                mmr = models.Mmr(diversity=request.diversity, candidates_limit=request.depth)
+                query, using = models.NearestQuery(nearest=request.dense, mmr=mmr), None
+                if len(sides) > 1:
+                    prefetch = [
+                        models.Prefetch(
+                            query=side, using=side_using, limit=request.depth, filter=condition
+                        )
+                        for side, side_using in sides
+                    ]
+            response = await self.client.query_points(
                 name,
-                group_by=DOCUMENT_ID,
                 query=query,
                 using=using,
                 prefetch=prefetch,
                 limit=request.limit,
-                group_size=request.group_size,
                 query_filter=condition,
                 with_payload=True,
                 with_vectors=request.with_vectors,
             )
-            points = [point for group in grouped.groups for point in group.hits]
-            points.sort(key=lambda point: point.score, reverse=not request.lower_first)
-            return [
-                ScoredPoint.of(point.score, point.payload, point.vector)
-                for point in points[: request.limit]
-            ]
-        response = await self.client.query_points(
+            return [ScoredPoint.of(p.id, p.score, p.payload, p.vector) for p in response.points]
+        # A hybrid search's candidates: both lists in one request, each point once.
+        responses = await self.client.query_batch_points(
             name,
-            query=query,
-            using=using,
-            prefetch=prefetch,
-            limit=request.limit,
-            query_filter=condition,
-            with_payload=True,
-            with_vectors=request.with_vectors,
+            [
+                models.QueryRequest(
+                    query=side,
+                    using=side_using,
+                    filter=condition,
+                    limit=request.depth,
+                    with_payload=True,
+                    with_vector=request.with_vectors,
+                )
+                for side, side_using in sides
+            ],
         )
-        return [
-            ScoredPoint.of(point.score, point.payload, point.vector) for point in response.points
-        ]
+        candidates: dict[str, ScoredPoint] = {}
+        for response in responses:
+            for p in response.points:
+                key = str(p.id)
+                if key not in candidates:
+                    candidates[key] = ScoredPoint.of(key, p.score, p.payload, p.vector)
+        return list(candidates.values())
 
     async def term_idf(self, name: str, where: Where, terms: Sequence[int]) -> dict[int, float]:
         condition = _filter(where)

@@ -11,7 +11,6 @@ interleaves with its requests.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import shutil
 import tempfile
@@ -24,6 +23,7 @@ from typing import Any
 import qdrant_edge as edge
 
 from archivist.errors import InvalidArgumentError
+from archivist.rag.store.bm25 import Bm25Stats, SparseVector
 from archivist.rag.store.file_lock import StoreLock
 from archivist.rag.store.qdrant.backend import (
     INTERNAL_INDEXES,
@@ -40,9 +40,8 @@ from archivist.rag.store.qdrant.edge.meta import META_FILE, EdgeMeta, load_meta,
 from archivist.rag.store.qdrant.edge.open_shards import OpenShards
 from archivist.rag.store.qdrant.edge.term_cache import TermIdfCache
 from archivist.rag.store.qdrant.edge.translate import edge_filter, edge_schema
-from archivist.rag.store.qdrant.filter import AnyOf, IndexKind, Where
-from archivist.rag.store.qdrant.layout import CHUNK_INDEX, DOCUMENT_ID, GENERATION
-from archivist.rag.store.qdrant.sparse import SPARSE_VECTOR, Bm25Stats, SparseVector
+from archivist.rag.store.qdrant.filter import IndexKind, Where
+from archivist.rag.store.qdrant.layout import SPARSE_VECTOR
 
 
 class EdgeBackend(QdrantBackend):
@@ -134,7 +133,7 @@ class EdgeBackend(QdrantBackend):
         if collection is None:
             return None
         meta = collection.meta
-        return CollectionParams(meta.dimensions, meta.distance, meta.sparse)
+        return CollectionParams(meta.dimensions, meta.distance, meta.sparse, meta.term_layout)
 
     async def create_collection(self, name: str, params: CollectionParams) -> None:
         directory = self._collections_dir / name
@@ -149,6 +148,7 @@ class EdgeBackend(QdrantBackend):
             sparse=params.sparse,
             quantized=self._layout.quantization == "int8",
             datatype=self._layout.vector_datatype,
+            term_layout=params.term_layout,
         )
         # A temporary store need not survive a crash; without the WAL, writes go ~2x faster.
         config = edge_config(
@@ -198,84 +198,57 @@ class EdgeBackend(QdrantBackend):
             collection.optimize()  # vacuums a segment once enough of it was deleted
 
     async def search(self, name: str, request: SearchRequest) -> list[ScoredPoint]:
-        if request.group_size is None:
-            return self._query(name, request)
-        return await self._grouped(name, request, request.group_size)
-
-    async def _grouped(
-        self, name: str, request: SearchRequest, group_size: int
-    ) -> list[ScoredPoint]:
-        """The best `limit` points with at most `group_size` per document. Edge has no
-        group-by: page through the ranking, each round excluding the documents already full,
-        until `limit` points are kept or the matching points run out."""
-        kept: dict[tuple[str, int, str], ScoredPoint] = {}
-        per_document: dict[str, int] = {}
-        full: list[str] = []
-        while True:
-            open_kept = sum(per_document[d] for d in per_document if d not in full)
-            wanted = request.limit - len(kept)
-            where = request.where
-            if full:
-                where = Where(where.must, (*where.must_not, AnyOf(DOCUMENT_ID, tuple(full))))
-            round_request = dataclasses.replace(
-                request, where=where, limit=wanted + open_kept, group_size=None
-            )
-            found = self._query(name, round_request)
-            for point in found:
-                document_id = str(point.payload[DOCUMENT_ID])
-                key = (
-                    document_id,
-                    int(point.payload[CHUNK_INDEX]),
-                    str(point.payload.get(GENERATION, "")),
-                )
-                if key in kept or per_document.get(document_id, 0) >= group_size:
-                    continue
-                kept[key] = point
-                per_document[document_id] = per_document.get(document_id, 0) + 1
-                if per_document[document_id] == group_size:
-                    full.append(document_id)
-                if len(kept) == request.limit:
-                    break
-            if len(kept) == request.limit or len(found) < round_request.limit:
-                break
-            await asyncio.sleep(0)
-        return sorted(kept.values(), key=lambda p: p.score, reverse=not request.lower_first)
-
-    def _query(self, name: str, request: SearchRequest) -> list[ScoredPoint]:
         condition = edge_filter(request.where)
+        shard = self._get(name).shard
         sides = []
         if request.dense is not None:
             sides.append(edge.Query.Nearest(request.dense))
         if request.sparse is not None:
             sides.append(edge.Query.Nearest(_sparse(request.sparse), using=SPARSE_VECTOR))
-            if request.exact is not None and request.dense is not None:
-                sides.append(edge.Query.Nearest(_sparse(request.exact), using=SPARSE_VECTOR))
-        final: edge.Query | edge.Mmr | edge.Fusion
-        if request.diversity is not None and request.dense is not None:
-            # Edge's MMR lambda weighs relevance; Qdrant's diversity weighs dissimilarity.
-            final = edge.Mmr(request.dense, 1.0 - request.diversity, request.depth)
-        elif len(sides) == 1:
-            final = sides[0]
-        else:
-            fusion = edge.Fusion.Dbsf() if request.fusion == "dbsf" else edge.Fusion.Rrf(k=60)
-            final = fusion  # type: ignore[assignment]  # the stub types Fusion.* apart
-        prefetches = None
-        if len(sides) > 1:
-            prefetches = [
-                edge.Prefetch(limit=request.depth, query=side, filter=condition) for side in sides
-            ]
-        query = edge.QueryRequest(
-            limit=request.limit,
-            query=final,
-            prefetches=prefetches,
-            filter=condition,
-            with_payload=True,
-            with_vector=request.with_vectors,
+        if len(sides) == 1 or request.diversity is not None:
+            final: edge.Query | edge.Mmr = sides[0]
+            prefetches = None
+            if request.diversity is not None and request.dense is not None:
+                # Edge's MMR lambda weighs relevance; Qdrant's diversity weighs dissimilarity.
+                final = edge.Mmr(request.dense, 1.0 - request.diversity, request.depth)
+                if len(sides) > 1:
+                    prefetches = [
+                        edge.Prefetch(limit=request.depth, query=side, filter=condition)
+                        for side in sides
+                    ]
+            found = shard.query(
+                edge.QueryRequest(
+                    limit=request.limit,
+                    query=final,
+                    prefetches=prefetches,
+                    filter=condition,
+                    with_payload=True,
+                    with_vector=request.with_vectors,
+                )
+            )
+            return [ScoredPoint.of(p.id, p.score, p.payload, p.vector) for p in found]
+        # A hybrid search's candidates: both lists in one engine call, each point once.
+        lists = shard.query_batch(
+            edge.QueryBatchRequest(
+                [
+                    edge.QueryRequest(
+                        limit=request.depth,
+                        query=side,
+                        filter=condition,
+                        with_payload=True,
+                        with_vector=request.with_vectors,
+                    )
+                    for side in sides
+                ]
+            )
         )
-        return [
-            ScoredPoint.of(point.score, point.payload, point.vector)
-            for point in self._get(name).shard.query(query)
-        ]
+        candidates: dict[str, ScoredPoint] = {}
+        for points in lists:
+            for p in points:
+                key = str(p.id)
+                if key not in candidates:
+                    candidates[key] = ScoredPoint.of(key, p.score, p.payload, p.vector)
+        return list(candidates.values())
 
     async def term_idf(self, name: str, where: Where, terms: Sequence[int]) -> dict[int, float]:
         collection = self._get(name)

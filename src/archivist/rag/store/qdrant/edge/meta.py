@@ -18,9 +18,10 @@ _FORMAT = 1
 @dataclass
 class EdgeMeta:
     """A collection's vector size and distance, its live shard directory, its payload indexes,
-    (for collections with BM25 vectors) the chunk-length totals, whether its dense vectors
-    are quantized and how they are stored (both fixed when it is created; collections made
-    before `datatype` existed hold float32)."""
+    (for collections with BM25 vectors) the chunk-length totals and the term layout, whether
+    its dense vectors are quantized and how they are stored (fixed when it is created;
+    collections made before `datatype` existed hold float32, before `term_layout` existed
+    layout 1)."""
 
     dimensions: int
     distance: str
@@ -31,6 +32,7 @@ class EdgeMeta:
     bm25_chunks: int = 0
     quantized: bool = False
     datatype: VectorDatatype = "float32"
+    term_layout: int = 1
 
 
 def load_meta(directory: Path) -> EdgeMeta | None:
@@ -53,6 +55,7 @@ def load_meta(directory: Path) -> EdgeMeta | None:
         bm25_chunks=int(data.get("bm25_chunks", 0)),
         quantized=bool(data.get("quantized", False)),
         datatype=_datatype(data.get("datatype", "float32"), path),
+        term_layout=int(data.get("term_layout", 1)),
     )
 
 

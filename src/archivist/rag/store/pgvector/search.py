@@ -1,0 +1,224 @@
+"""How `PgVectorStore` runs one search in SQL: the query terms' IDF within the scope, each
+side's best chunks, and a hybrid search's candidates with the evidence they are ranked by."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from psycopg import AsyncConnection, sql
+from psycopg.rows import dict_row
+
+from archivist.message import TextBlock
+from archivist.rag.store.pgvector.schema import DISTANCE_OPERATORS, Tables
+from archivist.rag.store.qdrant.layout import CHUNK_INDEX, DOCUMENT_ID, GENERATION, chunk_from
+from archivist.rag.store.ranking import Judged, coverage, judge, lexical
+
+if TYPE_CHECKING:
+    from psycopg_pool import AsyncConnectionPool
+
+Row = dict[str, Any]
+"""One chunk's row: the chunk columns, and `score` (or, in a hybrid search, `similarity`,
+`bm25` and `held`)."""
+
+CHUNK_COLUMNS = sql.SQL(
+    "c.document_id, c.generation, c.chunk_index, c.total_chunks, c.source, c.content, c.metadata"
+)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How deep a search looks: see the `PgVectorStore` attributes of the same names."""
+
+    hybrid_depth: int
+    ef_search: int
+    exact_below: int
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """One search of one collection within `scope`: by `dense`, by BM25 `terms`, or both."""
+
+    pool: AsyncConnectionPool
+    registry: sql.Identifier
+    collection: str
+    tables: Tables
+    distance: str
+    dense: list[float] | None
+    terms: list[int] | None
+    scope: sql.Composable
+    scope_params: list[Any]
+    limits: Limits
+
+    @property
+    def hybrid(self) -> bool:
+        return self.dense is not None and self.terms is not None
+
+    async def query_idf(self) -> dict[int, float]:
+        """The IDF of each query term that some chunk in scope holds (a term no chunk in
+        scope has tells chunks nothing; looking only within the scope shows nothing of
+        another tenant). IDF as Qdrant computes it, over the collection's chunks with terms."""
+        if not self.terms:
+            return {}
+        statement = sql.SQL(
+            "WITH n AS (SELECT greatest(sparse_chunks, 1) AS n FROM {registry} WHERE name = %s) "
+            "SELECT d.term, ln(1 + (n.n - d.df + 0.5) / (d.df + 0.5)) AS idf FROM {df} d, n "
+            "WHERE d.term = ANY(%s::bigint[]) AND d.df > 0 AND EXISTS ("
+            "SELECT 1 FROM {terms} t JOIN {chunks} c ON c.id = t.chunk "
+            "WHERE t.term = d.term AND {scope})"
+        ).format(
+            registry=self.registry,
+            df=self.tables.df,
+            terms=self.tables.terms,
+            chunks=self.tables.chunks,
+            scope=self.scope,
+        )
+        async with self.pool.connection() as connection:
+            cursor = await connection.execute(
+                statement, [self.collection, self.terms, *self.scope_params]
+            )
+            return {int(term): float(idf) for term, idf in await cursor.fetchall()}
+
+    def judge(self, query_idf: dict[int, float]) -> Callable[[Row], Judged[Row]]:
+        """How a row is judged: as the Qdrant store judges a hit (`ranking`)."""
+        cosine_scores = self.distance == "Cosine"
+
+        def judged(row: Row) -> Judged[Row]:
+            if self.hybrid:
+                similarity = float(row["similarity"])
+                match, held = None, None
+                if isinstance(chunk_from(row).content, TextBlock):
+                    match = lexical(query_idf, float(row["bm25"]))
+                    held = coverage(query_idf, float(row["held"]))
+                return judge(row, similarity, similarity, match, held)
+            score = float(row["score"])
+            if self.terms is not None:
+                return judge(row, score, lexical=lexical(query_idf, score))
+            return judge(row, score, similarity=score if cosine_scores else None)
+
+        return judged
+
+    async def rows(
+        self, query_idf: dict[int, float], excluded: Sequence[str], limit: int
+    ) -> list[Row]:
+        """The best `limit` rows of one side, or a hybrid search's candidates (each side's
+        best `limit` or `hybrid_depth`), outside the documents `excluded`."""
+        depth = max(limit, self.limits.hybrid_depth) if self.hybrid else limit
+        async with self._transaction() as connection:
+            exact = await self._plans_exact(connection, depth)
+            statement, params = self._statement(query_idf, list(excluded), depth, exact)
+            cursor = connection.cursor(row_factory=dict_row)
+            await cursor.execute(statement, params)
+            return await cursor.fetchall()
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[AsyncConnection[Any]]:
+        async with self.pool.connection() as connection, connection.transaction():
+            yield connection
+
+    async def _plans_exact(self, connection: AsyncConnection[Any], depth: int) -> bool:
+        """Whether the dense side ranks exactly (few chunks match the filter, as Qdrant plans
+        a filtered search) rather than through the graph, which is then set up."""
+        if self.dense is None:
+            return False
+        if self.scope_params:
+            cursor = await connection.execute(
+                sql.SQL("SELECT count(*) FROM (SELECT 1 FROM {} c WHERE {} LIMIT %s) AS s").format(
+                    self.tables.chunks, self.scope
+                ),
+                [*self.scope_params, self.limits.exact_below],
+            )
+            row = await cursor.fetchone()
+            if row is not None and int(row[0]) < self.limits.exact_below:
+                return True
+        await connection.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+        await connection.execute(
+            sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
+                sql.Literal(min(max(self.limits.ef_search, depth), 1000))
+            )
+        )
+        return False
+
+    def _statement(
+        self, query_idf: dict[int, float], excluded: list[str], depth: int, exact: bool
+    ) -> tuple[sql.Composed, list[Any]]:
+        tables = self.tables
+        operator, _ = DISTANCE_OPERATORS[self.distance]
+        query = None if self.dense is None else np.asarray(self.dense, dtype=np.float32)
+        inside = sql.SQL("{} AND NOT (c.document_id = ANY(%s::text[]))").format(self.scope)
+        inside_params = [*self.scope_params, excluded]
+        idf_terms, idf_values = list(query_idf), list(query_idf.values())
+        # Ordering by the score, not the distance operator, keeps the HNSW index out: an
+        # exact ranking of the chunks the filter selects (through the metadata index).
+        order = (
+            sql.SQL("score DESC, c.id")
+            if exact
+            else sql.SQL("c.embedding {} %s").format(sql.SQL(operator))
+        )
+        dense_sql = sql.SQL(
+            "SELECT c.id, {score} AS score FROM {chunks} c WHERE {inside} ORDER BY {order} LIMIT %s"
+        ).format(
+            score=_similarity(self.distance, operator),
+            chunks=tables.chunks,
+            inside=inside,
+            order=order,
+        )
+        dense_params = [query, *inside_params, *([] if exact else [query]), depth]
+        sparse_sql = sql.SQL(
+            "SELECT t.chunk AS id, sum(t.weight * q.idf) AS score "
+            "FROM unnest(%s::bigint[], %s::float8[]) AS q(term, idf) "
+            "JOIN {terms} t ON t.term = q.term JOIN {chunks} c ON c.id = t.chunk "
+            "WHERE {inside} GROUP BY t.chunk ORDER BY score DESC, t.chunk LIMIT %s"
+        ).format(terms=tables.terms, chunks=tables.chunks, inside=inside)
+        sparse_params = [idf_terms, idf_values, *inside_params, depth]
+        if not self.hybrid:
+            ranked, params = (
+                (sparse_sql, sparse_params) if self.dense is None else (dense_sql, dense_params)
+            )
+            statement = sql.SQL(
+                "SELECT {columns}, r.score FROM ({ranked}) r JOIN {chunks} c ON c.id = r.id "
+                "ORDER BY r.score DESC, r.id"
+            ).format(columns=CHUNK_COLUMNS, ranked=ranked, chunks=tables.chunks)
+            return statement, params
+        # A hybrid search's candidates, each with its cosine similarity to the query (as
+        # the Qdrant store computes it, whatever the collection's distance), its BM25 score
+        # and the IDF sum of the query terms it holds.
+        statement = sql.SQL(
+            "WITH d AS ({dense}), s AS ({sparse}), "
+            "candidates AS (SELECT id FROM d UNION SELECT id FROM s) "
+            "SELECT {columns}, 1 - (c.embedding <=> %s) AS similarity, "
+            "coalesce(b.score, 0) AS bm25, coalesce(b.held, 0) AS held "
+            "FROM candidates JOIN {chunks} c ON c.id = candidates.id LEFT JOIN ("
+            "SELECT t.chunk, sum(t.weight * q.idf) AS score, sum(q.idf) AS held "
+            "FROM unnest(%s::bigint[], %s::float8[]) AS q(term, idf) "
+            "JOIN {terms} t ON t.term = q.term "
+            "WHERE t.chunk IN (SELECT id FROM candidates) GROUP BY t.chunk"
+            ") b ON b.chunk = c.id"
+        ).format(
+            dense=dense_sql,
+            sparse=sparse_sql,
+            columns=CHUNK_COLUMNS,
+            chunks=tables.chunks,
+            terms=tables.terms,
+        )
+        return statement, [*dense_params, *sparse_params, query, idf_terms, idf_values]
+
+
+def _similarity(distance: str, operator: str) -> sql.Composable:
+    """SQL turning pgvector's distance into a score where higher is better (Qdrant's scores)."""
+    expression = sql.SQL("(c.embedding {} %s)").format(sql.SQL(operator))
+    if distance == "Cosine":
+        return sql.SQL("1 - {}").format(expression)
+    return sql.SQL("-{}").format(expression)  # <#> is the negated inner product
+
+
+def tie_break(row: Row) -> tuple[str, int, str]:
+    """The order of rows judged alike, the same as the Qdrant store's."""
+    return (str(row[DOCUMENT_ID]), int(row[CHUNK_INDEX]), str(row[GENERATION]))
+
+
+def document_of(row: Row) -> str:
+    return str(row[DOCUMENT_ID])

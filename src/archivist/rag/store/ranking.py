@@ -1,0 +1,151 @@
+"""How every store orders its hits: by relevance, computed from the same evidence everywhere.
+
+A search gathers candidates (hybrid: the best `depth` chunks by dense similarity and the best
+`depth` by BM25, together), then judges each one by what is known of it (`Evidence`):
+
+- `similarity`: the cosine between the query's and the chunk's dense vectors;
+- `lexical`: the chunk's BM25 score for the query divided by the highest score a chunk could
+  reach, `(k1 + 1) * sum(IDF)` over the query's terms that some chunk in scope holds: 0..1
+  whatever the query's length or the collection's size, and for one query it orders chunks
+  exactly as BM25 does;
+- `coverage`: the share of that IDF sum the chunk's terms make up (which of the query's
+  terms it holds at all, however often).
+
+`archivist.rag.store.relevance` maps the evidence of the search's mode to a probability, and
+hits are ranked by it: the first hit is the one most likely relevant, and relevance never
+rises down a result list. Stores compute the evidence from their own stored vectors and term
+weights and rank with `rank`, so a search gives the same order and relevance in every store.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from archivist.rag.store.bm25 import K1
+from archivist.rag.store.relevance import relevance
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Judged(Generic[T]):
+    """A candidate with its evidence, its relevance and the engine's score (higher better)."""
+
+    item: T
+    similarity: float | None
+    lexical: float | None
+    coverage: float | None
+    relevance: float | None
+    engine_score: float
+
+
+def cosine(query: Sequence[float], stored: Sequence[float], query_norm: float) -> float:
+    """The cosine similarity of a query vector (of norm `query_norm`) and a stored vector.
+
+    In Python, not numpy: a page of candidates is small, and a process that only searches (a
+    CLI search answered from the embedding cache) then never imports numpy."""
+    norm = math.hypot(*stored) or 1.0
+    dot: float = sum(map(operator.mul, stored, query))
+    return dot / ((query_norm or 1.0) * norm)
+
+
+def lexical(query_idf: Mapping[int, float], score: float) -> float | None:
+    """A BM25 `score` as a share of the best a chunk could reach for this query (0..1);
+    None when no query term is known in scope."""
+    ceiling = (K1 + 1.0) * sum(query_idf.values())
+    return min(1.0, max(0.0, score / ceiling)) if ceiling > 0 else None
+
+
+def coverage(query_idf: Mapping[int, float], held: float) -> float | None:
+    """`held`, the IDF sum of the query terms a chunk holds, as a share of all known query
+    terms' (0..1); None when no query term is known in scope."""
+    mass = sum(query_idf.values())
+    return min(1.0, max(0.0, held / mass)) if mass > 0 else None
+
+
+def lexical_evidence(
+    query_idf: Mapping[int, float], weights: Mapping[int, float]
+) -> tuple[float | None, float | None]:
+    """(`lexical`, `coverage`) of a chunk stored with BM25 term `weights`."""
+    score = held = 0.0
+    for term, idf in query_idf.items():
+        weight = weights.get(term)
+        if weight:
+            score += idf * weight
+            held += idf
+    return lexical(query_idf, score), coverage(query_idf, held)
+
+
+def judge(
+    item: T,
+    engine_score: float,
+    similarity: float | None = None,
+    lexical: float | None = None,
+    coverage: float | None = None,
+) -> Judged[T]:
+    """`item` with its evidence and the relevance it gives."""
+    return Judged(
+        item,
+        similarity,
+        lexical,
+        coverage,
+        relevance(similarity, lexical, coverage),
+        engine_score,
+    )
+
+
+def rank(judged: Iterable[Judged[T]], tie_break: Callable[[T], tuple[Any, ...]]) -> list[Judged[T]]:
+    """`judged` best first: by relevance, then similarity, lexical match and the engine's
+    score, then `tie_break` (a key that is the same in every store, so that equal hits come
+    in one order)."""
+    return sorted(
+        judged,
+        key=lambda j: (
+            -_or(j.relevance, -1.0),
+            -_or(j.similarity, -2.0),
+            -_or(j.lexical, -1.0),
+            -j.engine_score,
+            tie_break(j.item),
+        ),
+    )
+
+
+def _or(value: float | None, missing: float) -> float:
+    return missing if value is None else value
+
+
+async def grouped(
+    ranked: Callable[[tuple[str, ...], int], Awaitable[list[Judged[T]]]],
+    document: Callable[[T], str],
+    tie_break: Callable[[T], tuple[Any, ...]],
+    limit: int,
+    group_size: int,
+) -> list[Judged[T]]:
+    """The best `limit` hits with at most `group_size` of one document, best first.
+
+    `ranked(excluded, n)` is one round of the search: its best `n` hits outside the documents
+    `excluded`. Rounds page through the ranking, each excluding the documents already full,
+    until `limit` hits are kept or the matching hits run out."""
+    kept: dict[tuple[Any, ...], Judged[T]] = {}
+    per_document: dict[str, int] = {}
+    full: list[str] = []
+    while True:
+        open_kept = sum(count for doc, count in per_document.items() if doc not in full)
+        wanted = limit - len(kept) + open_kept
+        found = await ranked(tuple(full), wanted)
+        for hit in found:
+            doc, key = document(hit.item), tie_break(hit.item)
+            if key in kept or per_document.get(doc, 0) >= group_size:
+                continue
+            kept[key] = hit
+            per_document[doc] = per_document.get(doc, 0) + 1
+            if per_document[doc] == group_size:
+                full.append(doc)
+            if len(kept) == limit:
+                break
+        if len(kept) == limit or len(found) < wanted:
+            return rank(kept.values(), tie_break)
