@@ -1,4 +1,5 @@
-"""Mutation testing of the chunker, ingestion and tenant-scope code with mutmut's mutants.
+"""Mutation testing of the core logic with mutmut's mutants: the chunker, ingestion, tenant
+scope, the BM25 term rules, the ranking by relevance and the knowledge base's search planning.
 
 mutmut 3 generates the mutants (needs `pip install mutmut`); each mutant then runs, one pytest
 process each, against the tests that guard its module, selected by mutmut's own switch
@@ -6,6 +7,7 @@ process each, against the tests that guard its module, selected by mutmut's own 
 finds no test covering the mutants here.) Prints the score per module and every survivor.
 
     .venv/bin/python scripts/mutation_run.py [--ingest-stride N] [--workers 2] [--limit N]
+        [--only SUBSTRING]
 """
 
 from __future__ import annotations
@@ -40,6 +42,22 @@ MODULES = {
         "tests/knowledge/test_ingest_scope_and_fingerprint.py",
         "tests/cli/test_cli_scope.py",
     ],
+    "archivist/rag/store/terms.py": [
+        "tests/store/test_numbers.py",
+        "tests/store/test_identifiers.py",
+        "tests/knowledge/test_search_modes.py",
+    ],
+    "archivist/rag/store/ranking.py": [
+        "tests/knowledge/test_relevance.py",
+        "tests/knowledge/test_search_order.py",
+        "tests/store/test_qdrant_edge_memory.py",
+    ],
+    "archivist/rag/knowledge/searching.py": [
+        "tests/knowledge/test_search_order.py",
+        "tests/knowledge/test_search_modes.py",
+        "tests/knowledge/test_duplicates.py",
+        "tests/knowledge/test_search_context.py",
+    ],
 }
 CONFIG = """
 [tool.mutmut]
@@ -49,11 +67,11 @@ also_copy = ["samples", "tests", "src"]
 """
 
 
-def generate(work: Path) -> Path:
-    """A copy of the tree with mutmut's mutants under `work/mutants`."""
+def generate(work: Path, modules: list[str]) -> Path:
+    """A copy of the tree with mutmut's mutants of `modules` under `work/mutants`."""
     archive = subprocess.run(["git", "archive", "HEAD"], cwd=ROOT, capture_output=True, check=True)
     subprocess.run(["tar", "-x", "-C", str(work)], input=archive.stdout, check=True)
-    paths = json.dumps([f"src/{module}" for module in MODULES])
+    paths = json.dumps([f"src/{module}" for module in modules])
     with (work / "pyproject.toml").open("a") as fh:
         fh.write(CONFIG.format(paths=paths))
     mutmut = Path(sys.executable).with_name("mutmut")
@@ -62,9 +80,13 @@ def generate(work: Path) -> Path:
     return work / "mutants"
 
 
-def mutants(mutated: Path, stride: int, limit: int | None) -> list[tuple[str, str, list[str]]]:
+def mutants(
+    mutated: Path, stride: int, limit: int | None, only: str | None
+) -> list[tuple[str, str, list[str]]]:
     jobs = []
     for relative, tests in MODULES.items():
+        if only is not None and only not in relative:
+            continue
         text = (mutated / "src" / relative).read_text()
         module = relative.removesuffix(".py").replace("/", ".")
         names = re.findall(r"^\s*(?:async )?def (x\S*?__mutmut_\d+)\(", text, re.M)
@@ -118,10 +140,12 @@ def main() -> None:
     parser.add_argument("--ingest-stride", type=int, default=1, help="run every Nth ingest mutant")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--limit", type=int, default=None, help="at most N mutants per module")
+    parser.add_argument("--only", default=None, help="only the modules whose path holds this")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="archivist-mutation-") as directory:
-        mutated = generate(Path(directory))
-        jobs = mutants(mutated, args.ingest_stride, args.limit)
+        chosen = [m for m in MODULES if args.only is None or args.only in m]
+        mutated = generate(Path(directory), chosen)
+        jobs = mutants(mutated, args.ingest_stride, args.limit, args.only)
         print(f"{len(jobs)} mutants", flush=True)
         scores: dict[str, list[int]] = {}
         survivors = []

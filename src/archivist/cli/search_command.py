@@ -51,7 +51,7 @@ def add_search_command(commands: Any) -> None:
         "--mode",
         choices=["hybrid", "dense", "sparse"],
         default=None,
-        help="dense vectors + BM25 fused, dense only, or BM25 only "
+        help="dense vectors + BM25 ranked together, dense only, or BM25 only "
         "(default: hybrid where the knowledge base has BM25 vectors)",
     )
     cmd.add_argument(

@@ -29,7 +29,7 @@ class RAGMiddleware(MiddlewareBase):
       HintBlockEvent if asked, and takes the hint out again after that step unless
       `persist_hint`.
     - `agentic` (default): `list_tools()` offers a `search_knowledge` tool to register.
-    Hits from all KBs are merged by rank fusion, deduplicated and cut to `top_k`; each one
+    Hits from all KBs are merged by relevance, deduplicated and cut to `top_k`; each one
     is labelled with its source, page/slide and chunk so the answer can cite it.
     """
 

@@ -187,30 +187,32 @@ class KnowledgeBase:
         collapse_duplicates: bool = True,
     ) -> list[VectorSearchResult]:
         """Best chunks for `queries`, each searched on its own, then thresholded, deduplicated
-        by (document, chunk), sorted by score and cut to `top_k`.
+        by (document, chunk) and cut to `top_k`, best first: by relevance (where the store
+        gives it; else by score), which never rises down the list.
 
         Hits of the same text (white space aside) from different places, such as one file
-        indexed under two paths, come back as one hit, the best-scored copy, whose `also_in`
-        lists the others; `top_k` distinct texts still come back when that many match (deeper
-        pages are fetched). `collapse_duplicates=False` returns every copy as its own hit.
+        indexed under two paths, come back as one hit, the best copy, whose `also_in` lists
+        the others; `top_k` distinct texts still come back when that many match (deeper pages
+        are fetched). `collapse_duplicates=False` returns every copy as its own hit.
 
-        `mode` is "hybrid" (dense vectors and BM25 fused in the store), "dense" or "sparse";
-        by default hybrid where the collection supports it, and dense when `score_threshold`
-        is given (a similarity threshold means nothing for fused scores). DataBlock queries
-        always search the dense side. `max_per_document` keeps at most that many chunks of one
-        document, so one long file cannot fill every slot; `top_k` hits still come back when
-        that many documents match (the store groups by document, or deeper pages are fetched).
-        `diversity` (0..1, stores declaring `capabilities.diversity`) picks results by maximal
-        marginal relevance in the store: hits then come in that order (by rank across queries),
-        each scored by similarity. `search_filter` (a `SearchFilter` or its dict form: `paths`,
-        `types`, `since`, `where`) narrows the search inside the store, before ranking.
-        With `context` N (up to 10), each hit carries in `context` the chunks from N before
-        to N after it; hits of one document whose windows overlap are merged into the better
-        one (so fewer than `top_k` may come back). `context.context_text` joins them.
-        Every hit of a store that can tell carries `relevance`, the estimated probability that
-        it is relevant (0..1, comparable across queries, modes and languages);
-        `min_relevance` drops hits below it (hits of a store that gives none are kept), so an
-        empty list means nothing relevant was found.
+        `mode` is "hybrid" (the best chunks by dense vectors and by BM25, ranked together in
+        the store), "dense" or "sparse"; by default hybrid where the collection supports it,
+        and dense when `score_threshold` is given (a similarity threshold). DataBlock queries
+        always search the dense side. By default a document shows its best hit before any
+        document shows a second, among hits of relevance at least 0.25 (`SPREAD_FLOOR`), so
+        one long file cannot fill every slot while other documents are relevant.
+        `max_per_document` is a hard cap instead (`top_k` lifts the default spreading);
+        `top_k` hits still come back when that many documents match. `diversity` (0..1,
+        stores declaring `capabilities.diversity`) has the store pick the hits by maximal
+        marginal relevance; they are shown by relevance. `search_filter` (a `SearchFilter` or
+        its dict form: `paths`, `types`, `since`, `where`) narrows the search inside the
+        store, before ranking. With `context` N (up to 10), each hit carries in `context` the
+        chunks from N before to N after it; hits of one document whose windows overlap are
+        merged into the better one (so fewer than `top_k` may come back).
+        `context.context_text` joins them. Every hit of a store that can tell carries
+        `relevance`, the estimated probability that it is relevant (0..1, comparable across
+        queries, modes and languages); `min_relevance` drops hits below it (hits of a store
+        that gives none are kept), so an empty list means nothing relevant was found.
         """
         return await self._searcher.search(
             queries,

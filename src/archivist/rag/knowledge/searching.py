@@ -229,7 +229,7 @@ class Searcher:
         """Each query's hits: text in `mode`, DataBlocks by their dense vector.
 
         When hybrid is only the default (`defaulted`), a text query the model cannot read is
-        searched by BM25 alone: its dense vector would only add noise to the fusion.
+        searched by BM25 alone: its dense vector would only add noise to the ranking.
         """
         target = self._target
         model = target.embedding_model

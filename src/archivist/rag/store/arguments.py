@@ -27,7 +27,7 @@ from archivist.validation import (
 )
 
 SearchMode = Literal["hybrid", "dense", "sparse"]
-"""How a search ranks: dense vectors, BM25 sparse vectors, or both fused."""
+"""How a search ranks: dense vectors, BM25 sparse vectors, or both together."""
 SEARCH_MODES: tuple[SearchMode, ...] = ("hybrid", "dense", "sparse")
 
 

@@ -118,12 +118,15 @@ class VectorStoreBase(AsyncClosable, ABC):
         max_per_document: int | None = None,
         search_filter: SearchFilter | None = None,
     ) -> list[VectorSearchResult]:
-        """The `top_k` best chunks matching `metadata_filter`, best first.
+        """The `top_k` best chunks matching `metadata_filter`, best first (a store declaring
+        `relevance` lists them by relevance, which never rises down the list;
+        `archivist.rag.store.ranking` computes it as the shipped stores do).
 
         `mode` "dense" ranks by `query_vector`; "sparse" by BM25 of `query_text` (no vector
-        needed); "hybrid" fuses both. `diversity` (0..1) picks results by maximal marginal
-        relevance, `max_per_document` caps the chunks of one document, and `search_filter`
-        narrows the search natively before ranking.
+        needed); "hybrid" ranks the best of both together. `diversity` (0..1) picks results
+        by maximal marginal relevance (in the order picked), `max_per_document` caps the
+        chunks of one document, and `search_filter` narrows the search natively before
+        ranking.
 
         The keyword arguments belong to the store's declared `capabilities`: a store declaring
         any search capability takes them all (`StoreCapabilities.search_options`) and is given

@@ -31,7 +31,8 @@ class StoreCapabilities(BaseModel):
     """`search` takes `search_filter` (paths, types, since, metadata ranges) and applies it
     natively, before ranking."""
     relevance: bool = False
-    """Hits carry `relevance`, the estimated probability (0..1) that they are relevant."""
+    """Hits carry `relevance`, the estimated probability (0..1) that they are relevant, and
+    come in its order (the knowledge base then spreads a list over the relevant documents)."""
     scoped_delete: bool = False
     """`delete` takes `metadata_filter` and deletes only inside it: needed by knowledge bases
     with a `metadata_filter` (tenants), which also write through it."""
