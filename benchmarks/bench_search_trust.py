@@ -182,7 +182,7 @@ async def bench_parity(with_pgvector: bool) -> dict[str, Any]:
             runs[name] = {}
             for mode in MODES:
                 run = await rank_documents(kb, data.queries, 300, mode=mode)
-                metrics = evaluate(run, data.qrels, ["nDCG@10", "R@100"])
+                metrics = evaluate(run, data.qrels, ["nDCG@10", "Recall@100"])
                 row[mode] = {k: round(v, 4) for k, v in metrics.items()}
                 runs[name][mode] = [
                     [

@@ -103,6 +103,8 @@ async def test_relevance_never_rises_down_any_list(seed: int) -> None:
             {"max_per_document": 2, "mode": "sparse"},
             {"diversity": 0.5},
             {"min_relevance": 0.05},
+            {"context": 1},
+            {"context": 1, "max_per_document": 1},
         ]
         for _ in range(6):
             queries = [" ".join(rng.choices(WORDS, k=rng.randint(1, 4))) for _ in range(2)]

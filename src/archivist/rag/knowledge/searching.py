@@ -27,7 +27,7 @@ from archivist.rag.store.base import (
 )
 from archivist.rag.store.relevance import DEFAULT_MIN_RELEVANCE, check_min_relevance
 from archivist.rag.store.search_filter import SearchFilter
-from archivist.rag.store.terms import TERM_LAYOUT
+from archivist.rag.store.terms import TERM_LAYOUT, exact_lookup
 from archivist.validation import check_non_negative_int, check_positive_int
 
 if TYPE_CHECKING:
@@ -228,7 +228,8 @@ class Searcher:
     ) -> list[list[VectorSearchResult]]:
         """Each query's hits: text in `mode`, DataBlocks by their dense vector.
 
-        When hybrid is only the default (`defaulted`), a text query the model cannot read is
+        When hybrid is only the default (`defaulted`), a text query the model cannot read, or
+        one naming only identifiers and numbers (an exact lookup: "E0499", "8731"), is
         searched by BM25 alone: its dense vector would only add noise to the ranking.
         """
         target = self._target
@@ -245,7 +246,12 @@ class Searcher:
             if text is None:
                 if mode != "sparse":
                     plan.append((query, None, "dense"))
-            elif defaulted and mode == "hybrid" and diversity is None and unreadable(model, text):
+            elif (
+                defaulted
+                and mode == "hybrid"
+                and diversity is None
+                and (exact_lookup(text) or unreadable(model, text))
+            ):
                 plan.append((query, text, "sparse"))
             else:
                 plan.append((query, text, mode))

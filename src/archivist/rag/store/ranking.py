@@ -43,6 +43,30 @@ class Judged(Generic[T]):
     engine_score: float
 
 
+def unknown_idf(chunks: int) -> float:
+    """The IDF of a term no chunk holds, in a collection of `chunks` chunks with terms (the
+    BM25 IDF at document frequency 0)."""
+    return math.log(1.0 + (max(chunks, 1) + 0.5) / 0.5)
+
+
+def query_weights(
+    known: Mapping[int, float], exact: Iterable[int], chunks: int
+) -> dict[int, float]:
+    """The IDF of each query term the lexical evidence weighs: the terms some chunk in scope
+    holds (`known`), and the query's exact terms (identifiers, numbers) even where no chunk
+    in scope holds them, at the IDF of an unknown term. A missing word may be phrasing (a
+    question word, a CJK bigram across two words, a typo) and tells nothing; a missing
+    number or name is something the query asks for that no passage has, so every passage
+    counts as lacking it (a question about port 9999 is not answered by the note on port
+    8731)."""
+    weights = dict(known)
+    missing = [term for term in exact if term not in weights]
+    if missing:
+        weight = unknown_idf(chunks)
+        weights.update(dict.fromkeys(missing, weight))
+    return weights
+
+
 def cosine(query: Sequence[float], stored: Sequence[float], query_norm: float) -> float:
     """The cosine similarity of a query vector (of norm `query_norm`) and a stored vector.
 

@@ -28,11 +28,11 @@ import math
 
 from archivist.errors import InvalidArgumentError
 
-HYBRID = (10.24, 5.17, 2.51, -10.56)
+HYBRID = (10.33, 5.14, 2.45, -10.56)
 """(similarity, lexical, coverage weights, bias) of a hybrid hit."""
 DENSE = (16.69, -11.94)
 """(similarity weight, bias) of a dense hit."""
-SPARSE = (16.10, -7.47)
+SPARSE = (15.93, -7.40)
 """(lexical weight, bias) of a BM25 hit."""
 
 DEFAULT_MIN_RELEVANCE = 0.25

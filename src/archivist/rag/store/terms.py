@@ -11,7 +11,7 @@ A text's terms, each hashed to a 31-bit id:
 - **identifiers**: tokens shaped like names in code or on a command line (flags, paths, dotted,
   CamelCase and snake_case names, error codes), each also as one whole term beside its parts,
   so "--strip-components" matches that flag and not a page with "--strip" and "components";
-- **numbers** (term layout 2 on): every number, with its decimal or version points
+- **numbers** (term layout 2 on): every decimal number, with its decimal or version points
   ("404", "8731", "3.14", "2.0.11"; "1,299.99" as "1299.99"; full-width digits as ASCII),
   the digits inside words ("RFC9457" holds 9457, "python3" holds 3), and every token that
   joins a number to more by `.` `,` `:` `/` `+` `-` as one whole term ("v2.0.11",
@@ -125,6 +125,7 @@ _TOKEN = re.compile(r"\w+(?:[.,:/+-]\w+)*")
 _NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)|\d+(?:\.\d+)*")
 """A number: with thousands separators, or digits with decimal or version points."""
 _SEPARATORS = frozenset(".,:/+-")
+_HEX = re.compile(r"0[xX][0-9A-Fa-f]+")
 
 
 def numbers(text: str) -> list[str]:
@@ -133,8 +134,8 @@ def numbers(text: str) -> list[str]:
     for word in _WITH_DIGIT.findall(text):
         for match in _TOKEN.finditer(word):
             token = match.group(0)
-            if not any(c.isdecimal() for c in token):
-                continue
+            if not any(c.isdecimal() for c in token) or _HEX.fullmatch(token):
+                continue  # a hex literal (0x80070005) is an identifier, not a number
             parts = [_ascii_digits(m.group(0)).replace(",", "") for m in _NUMBER.finditer(token)]
             found.extend(dict.fromkeys(parts))
             if _SEPARATORS.intersection(token):
@@ -151,6 +152,19 @@ def _ascii_digits(token: str) -> str:
     if token.isascii():
         return token
     return "".join(str(unicodedata.digit(c)) if c.isdecimal() else c for c in token)
+
+
+def exact_lookup(text: str) -> bool:
+    """Whether `text` names only identifiers and numbers ("E0499", "--strip-components",
+    "8731 8732"), no word of prose: a lookup of exact tokens, which an embedding model reads
+    as noise. Words in any script count as prose ("RUSTDOCFLAGS", "pandas", "熊猫")."""
+    words = [word.strip(_EDGES) for word in text.split()]
+    words = [word for word in words if word]
+    if not words:
+        return False
+    return all(
+        any(c.isdecimal() for c in word) or identifiers(word) == [word.lower()] for word in words
+    )
 
 
 def number_terms(text: str) -> Counter[int]:

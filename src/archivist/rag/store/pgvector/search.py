@@ -15,7 +15,7 @@ from psycopg.rows import dict_row
 from archivist.message import TextBlock
 from archivist.rag.store.pgvector.schema import DISTANCE_OPERATORS, Tables
 from archivist.rag.store.qdrant.layout import CHUNK_INDEX, DOCUMENT_ID, GENERATION, chunk_from
-from archivist.rag.store.ranking import Judged, coverage, judge, lexical
+from archivist.rag.store.ranking import Judged, coverage, judge, lexical, query_weights
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
@@ -57,10 +57,11 @@ class SearchPlan:
     def hybrid(self) -> bool:
         return self.dense is not None and self.terms is not None
 
-    async def query_idf(self) -> dict[int, float]:
-        """The IDF of each query term that some chunk in scope holds (a term no chunk in
-        scope has tells chunks nothing; looking only within the scope shows nothing of
-        another tenant). IDF as Qdrant computes it, over the collection's chunks with terms."""
+    async def query_idf(self, exact: set[int]) -> dict[int, float]:
+        """The IDF of each query term the lexical evidence weighs (`ranking.query_weights`):
+        each term some chunk in scope holds (looking only within the scope shows nothing of
+        another tenant), with IDF as Qdrant computes it over the collection's chunks with
+        terms, and each of the `exact` terms none holds, at the IDF of an unknown term."""
         if not self.terms:
             return {}
         statement = sql.SQL(
@@ -68,7 +69,8 @@ class SearchPlan:
             "SELECT d.term, ln(1 + (n.n - d.df + 0.5) / (d.df + 0.5)) AS idf FROM {df} d, n "
             "WHERE d.term = ANY(%s::bigint[]) AND d.df > 0 AND EXISTS ("
             "SELECT 1 FROM {terms} t JOIN {chunks} c ON c.id = t.chunk "
-            "WHERE t.term = d.term AND {scope})"
+            "WHERE t.term = d.term AND {scope}) "
+            "UNION ALL SELECT NULL, n.n FROM n"
         ).format(
             registry=self.registry,
             df=self.tables.df,
@@ -80,7 +82,10 @@ class SearchPlan:
             cursor = await connection.execute(
                 statement, [self.collection, self.terms, *self.scope_params]
             )
-            return {int(term): float(idf) for term, idf in await cursor.fetchall()}
+            rows = await cursor.fetchall()
+        known = {int(term): float(idf) for term, idf in rows if term is not None}
+        chunks = next((int(value) for term, value in rows if term is None), 0)
+        return query_weights(known, exact, chunks)
 
     def judge(self, query_idf: dict[int, float]) -> Callable[[Row], Judged[Row]]:
         """How a row is judged: as the Qdrant store judges a hit (`ranking`)."""

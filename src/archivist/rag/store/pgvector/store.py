@@ -617,6 +617,7 @@ class PgVectorStore(VectorStoreBase):
         if mode != "sparse" and query_vector is not None:
             dense = check_query_vector(query_vector, found.dimensions)
         terms: list[int] | None = None
+        exact: set[int] = set()
         if mode != "dense" and query_text is not None:
             if not found.sparse:
                 raise InvalidArgumentError(
@@ -624,7 +625,9 @@ class PgVectorStore(VectorStoreBase):
                     "run; search it with mode='dense', or rebuild it to get hybrid search",
                     argument="mode",
                 )
-            terms = self._encoder(found.term_layout).query(query_text).indices
+            encoder = self._encoder(found.term_layout)
+            terms = encoder.query(query_text).indices
+            exact = encoder.exact(query_text)
             if not terms:
                 if dense is None:
                     return []  # no searchable term in the query
@@ -642,7 +645,7 @@ class PgVectorStore(VectorStoreBase):
             Limits(self.HYBRID_DEPTH, self.EF_SEARCH, self.EXACT_BELOW),
         )
         try:
-            query_idf = await plan.query_idf()
+            query_idf = await plan.query_idf(exact)
             judge_row = plan.judge(query_idf)
 
             async def ranked(excluded: tuple[str, ...], limit: int) -> list[Judged[Row]]:

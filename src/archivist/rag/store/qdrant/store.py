@@ -80,6 +80,7 @@ from archivist.rag.store.ranking import (
     judge,
     lexical,
     lexical_evidence,
+    query_weights,
     rank,
 )
 from archivist.rag.store.search_filter import (
@@ -650,7 +651,9 @@ class QdrantStore(VectorStoreBase):
             if narrowed is None:
                 return []
             scope = narrowed
-        query_idf = await self._term_weights(collection, scope, sparse)
+        query_idf: dict[int, float] = {}
+        if sparse is not None and query_text is not None:
+            query_idf = await self._term_weights(collection, params, scope, query_text)
         judge_hit = _judge(params, dense, sparse, query_idf)
         backend = self._open()
 
@@ -690,30 +693,37 @@ class QdrantStore(VectorStoreBase):
         ]
 
     async def _term_weights(
-        self, collection: str, scope: Where, encoded: SparseVector | None
+        self, collection: str, params: CollectionParams, scope: Where, query_text: str
     ) -> dict[int, float]:
-        """The terms of the `encoded` query that some chunk in `scope` holds, each with its IDF
-        in the collection. A term no chunk in scope has (a CJK bigram across two words, a typo)
-        cannot tell chunks apart, so it is left out: presence is looked up within the scope
-        only, so nothing of another tenant shows. The IDF is the engine's, the one its BM25
-        ranking uses (over the whole collection)."""
-        terms = sorted(set(encoded.indices)) if encoded is not None else []
+        """The IDF of each term of `query_text` the lexical evidence weighs (see
+        `ranking.query_weights`): the terms some chunk in `scope` holds, at the engine's IDF
+        (over the whole collection, the one its BM25 ranking uses), and the query's exact
+        terms that none holds, at the IDF of an unknown term. Presence is looked up within
+        the scope only, so nothing of another tenant shows."""
+        encoder = self._encoder(params)
+        terms = sorted(set(encoder.query(query_text).indices))
         if not terms:
             return {}
-        return await self._open().term_idf(collection, scope, terms)
+        backend = self._open()
+        known = await backend.term_idf(collection, scope, terms)
+        exact = encoder.exact(query_text)
+        if exact <= known.keys():
+            return known
+        stats = await backend.bm25_stats(collection)
+        return query_weights(known, exact, stats.chunks)
 
     async def query_term_weights(
         self, collection: str, query_text: str, metadata_filter: MetadataFilter | None = None
     ) -> dict[int, float]:
-        """The BM25 term ids of `query_text` that some chunk within `metadata_filter` holds,
-        each with its IDF: the query side of the lexical evidence (`ranking.lexical`)."""
+        """The IDF of each BM25 term of `query_text` the lexical evidence of a search within
+        `metadata_filter` weighs (`ranking.query_weights`)."""
         check_collection_name(collection)
         matches = metadata_matches(metadata_filter)
         params = await self._params_of(collection)
         if params is None or not params.sparse or not query_text:
             return {}
         scope = await self._indexed(collection, matches)
-        return await self._term_weights(collection, scope, self._encoder(params).query(query_text))
+        return await self._term_weights(collection, params, scope, query_text)
 
     async def list_documents(
         self,
