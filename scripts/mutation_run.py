@@ -50,7 +50,6 @@ MODULES = {
     "archivist/rag/store/ranking.py": [
         "tests/knowledge/test_relevance.py",
         "tests/knowledge/test_search_order.py",
-        "tests/store/test_qdrant_edge_memory.py",
     ],
     "archivist/rag/knowledge/searching.py": [
         "tests/knowledge/test_search_order.py",

@@ -11,7 +11,7 @@ from archivist.rag import KnowledgeBase
 from archivist.rag.document import Chunk
 from archivist.rag.store.bm25 import Bm25Encoder
 from archivist.rag.store.qdrant import QdrantStore
-from archivist.rag.store.ranking import coverage, lexical
+from archivist.rag.store.ranking import coverage, lexical, unknown_idf
 from archivist.rag.store.relevance import DEFAULT_MIN_RELEVANCE, relevance
 from archivist.testing.fixtures import StoreKind, open_store
 
@@ -141,3 +141,26 @@ async def test_a_rare_query_word_counts_for_more_than_a_common_one(
         assert rare > common > 0
         for hit in hits.values():  # a BM25 hit is judged by its score over the best possible
             assert hit.relevance == pytest.approx(relevance(None, lexical(weights, hit.score)))
+
+
+@pytest.mark.parametrize("kind", ["edge-memory", "client-local"])
+async def test_a_number_no_passage_holds_lowers_every_passage(
+    embedder: EmbeddingModelBase, kind: StoreKind
+) -> None:
+    """A question about port 9999 is not answered by the note on port 8731: the number the
+    question names counts against every passage that lacks it, even where none has it."""
+    ports = {f"p{port}": f"The staging gateway listens on port {port}." for port in (8731, 8732)}
+    async with open_store(kind) as store:
+        kb = KnowledgeBase("ports", "ports", embedder, store, "ports")
+        for name, text in ports.items():
+            chunk = Chunk(content=TextBlock(text=text), source=name, chunk_index=0, total_chunks=1)
+            await kb.insert_document([chunk], document_id=name)
+        known = await kb.search("which port does the staging gateway use, 8731?", top_k=2)
+        unknown = await kb.search("which port does the staging gateway use, 9999?", top_k=2)
+        assert known[0].document_id == "p8731"
+        assert known[0].relevance > known[1].relevance  # type: ignore[operator]
+        assert max(h.relevance for h in unknown) < known[1].relevance  # type: ignore[operator,type-var]
+        weights = await store.query_term_weights("ports", "port 9999")
+        assert len(weights) == 2  # "port", and 9999 at the IDF of a term no chunk holds
+        assert max(weights.values()) == pytest.approx(unknown_idf(2))
+        assert await kb.search("9999") == []  # looked up by BM25 alone: nothing holds it

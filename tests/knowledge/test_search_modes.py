@@ -236,3 +236,26 @@ async def _one_per_document_case(kb: KnowledgeBase) -> None:
     two = await kb.search(["giant pandas bamboo", "kerosene"], top_k=4, max_per_document=2)
     ids = [h.document_id for h in two]
     assert len(ids) == 4 and ids.count("pandas") == 2
+
+
+async def test_a_query_of_names_and_numbers_alone_is_looked_up_by_bm25(
+    embedder: EmbeddingModelBase, store: QdrantStore
+) -> None:
+    """"E0425" or "8731" alone is an exact lookup: by BM25 only (no embedding call), so the
+    passage naming it comes first; with a word around it the search is hybrid."""
+    model = CountingModel(embedder)
+    kb = _kb(model, store)
+    notes = {
+        "e0425": "error[E0425]: cannot find value in this scope.",
+        "e0426": "error[E0426]: use of undeclared label.",
+        "port": "The gateway listens on port 8731.",
+    }
+    for name, text in notes.items():
+        await kb.insert_document(_chunks(name, text), document_id=name)
+    model.calls.clear()
+    for query, wanted in (("E0425", "e0425"), ("8731", "port"), ("9999", None)):
+        hits = await kb.search(query, top_k=2)
+        assert (hits[0].document_id if hits else None) == wanted, query
+    assert model.calls == []
+    await kb.search("what does E0425 mean", top_k=2)
+    assert [inputs for inputs, _ in model.calls] == [["what does E0425 mean"]]

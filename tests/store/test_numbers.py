@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from archivist.rag.store.bm25 import Bm25Encoder
-from archivist.rag.store.terms import numbers
+from archivist.rag.store.terms import exact_lookup, identifier_terms, numbers
 
 
 @pytest.mark.parametrize(
@@ -94,3 +94,28 @@ def test_any_integer_in_prose_is_one_term(value: int, noise: str) -> None:
     assert numbers(text) == [str(value)]
     for term in numbers(noise):  # any text: terms hold a digit and never raise
         assert any(c.isdigit() for c in term)
+
+
+@pytest.mark.parametrize(
+    ("text", "lookup"),
+    [
+        ("E0499", True),
+        ("--strip-components", True),
+        ("8731", True),
+        ("(8731) 8732", True),
+        ("os.path.join", True),
+        ("2024-03-15", True),
+        ("port 8731", False),
+        ("what does E0499 mean", False),
+        ("RUSTDOCFLAGS", False),
+        ("熊猫", False),
+        ("", False),
+    ],
+)
+def test_a_query_of_names_and_numbers_alone_is_an_exact_lookup(text: str, lookup: bool) -> None:
+    assert exact_lookup(text) is lookup
+
+
+def test_a_hex_literal_is_an_identifier_not_a_number() -> None:
+    assert numbers("HRESULT 0x80070005") == []
+    assert Bm25Encoder().exact("0x80070005") == set(identifier_terms("0x80070005"))
