@@ -10,10 +10,12 @@ man page and every API name (CamelCase, snake_case or UPPER_CASE with an undersc
 `xsltApplyStylesheet`, `VALGRIND_MAKE_MEM_DEFINED`) of an HTML manual that occurs in exactly
 one document of the corpus; a fixed-seed sample of `--flags` flags and `--names` names,
 asked as "what does X do". The answer is the one document holding it. Reported per search
-mode: hit@1, hit@5 and MRR@10 by document, and for how many questions the right document's
-best hit, or another top-5 document's, clears `DEFAULT_MIN_RELEVANCE`. Uses only the public
-API, so the same script measures any revision (`PYTHONPATH=<checkout>/src`); embeddings come
-from the shared disk cache.
+mode: hit@1, hit@5 and MRR@10 by document, for how many questions the right document's
+best hit, or another top-5 document's, clears `DEFAULT_MIN_RELEVANCE`, and, for the five
+hits `KnowledgeBase.search` shows (by default, and without spreading them over documents),
+how often the right document is among them and how many documents they come from. Uses
+only the public API, so the same script measures any revision (`PYTHONPATH=<checkout>/src`);
+embeddings come from the shared disk cache.
 """
 
 from __future__ import annotations
@@ -129,6 +131,7 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
             for mode in MODES:
                 ranks = []
                 right_clears = other_clears = 0
+                shown = {"shown": [0, 0], "shown_without_spreading": [0, 0]}
                 for identifier, expected in asked:
                     hits = await kb.search(f"what does {identifier} do", top_k=50, mode=mode)
                     documents: list[str] = []
@@ -139,6 +142,13 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
                             documents.append(name)
                             best[name] = hit.relevance or 0.0
                     ranks.append(documents.index(expected) + 1 if expected in documents else 0)
+                    for label, cap in (("shown", None), ("shown_without_spreading", 5)):
+                        top5 = await kb.search(
+                            f"what does {identifier} do", top_k=5, mode=mode, max_per_document=cap
+                        )
+                        names = {Path(str(h.chunk.metadata.get("path"))).name for h in top5}
+                        shown[label][0] += expected in names
+                        shown[label][1] += len(names)
                     right_clears += best.get(expected, 0.0) >= DEFAULT_MIN_RELEVANCE
                     other_clears += any(
                         best[name] >= DEFAULT_MIN_RELEVANCE
@@ -152,6 +162,13 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
                     "hit@5": sum(1 <= r <= 5 for r in ranks),
                     "mrr@10": round(sum(1 / r for r in ranks if 1 <= r <= 10) / len(ranks), 3),
                     "misses@5": [q for q, r in zip(asked, ranks, strict=True) if not 1 <= r <= 5],
+                    **{
+                        f"{label}_top5": {
+                            "right_document_in_it": found,
+                            "distinct_documents": round(distinct / len(asked), 2),
+                        }
+                        for label, (found, distinct) in shown.items()
+                    },
                 }
         return {
             "documents": len(files),
