@@ -99,8 +99,6 @@ class SearchRequest:
     sparse: SparseVector | None = None
     depth: int = 0
     diversity: float | None = None
-    lower_first: bool = False
-    """Whether lower scores rank first (dense search by a distance such as Euclid)."""
     with_vectors: bool = False
     """Whether each hit comes back with its stored dense vector and its BM25 term weights."""
 

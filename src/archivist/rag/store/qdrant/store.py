@@ -668,7 +668,6 @@ class QdrantStore(VectorStoreBase):
                 sparse=sparse,
                 depth=max(limit, self.HYBRID_DEPTH),
                 diversity=diversity,
-                lower_first=sparse is None and higher_is_better(params.distance, 1.0) < 0,
                 # A hybrid candidate is judged by both its cosine similarity and its BM25
                 # score: read from the stored vectors that come back with it.
                 with_vectors=dense is not None and sparse is not None,
