@@ -75,7 +75,7 @@ class HybridSearchTests(StoreTests):
         hits = await store.search("docs", None, 1, query_text="熊猫吃什么竹子", mode="sparse")
         assert [hit.document_id for hit in hits] == ["chinese"]
 
-    async def test_hybrid_fuses_both_sides(self, store: Any) -> None:
+    async def test_hybrid_ranks_both_sides_together(self, store: Any) -> None:
         await _fill(store)
         # The dense side alone ranks "bread" first; the words point at "rockets".
         dense = await store.search("docs", unit(1), top_k=1)

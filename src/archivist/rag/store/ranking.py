@@ -122,6 +122,14 @@ def judge(
     )
 
 
+def shown_score(hit: Judged[T], hybrid: bool) -> float:
+    """A hit's `score`: its relevance in a hybrid search, else the engine's score (the
+    similarity of a dense search, the BM25 sum of a sparse one)."""
+    if hybrid and hit.relevance is not None:
+        return hit.relevance
+    return hit.engine_score
+
+
 def rank(judged: Iterable[Judged[T]], tie_break: Callable[[T], tuple[Any, ...]]) -> list[Judged[T]]:
     """`judged` best first: by relevance, then similarity, lexical match and the engine's
     score, then `tie_break` (a key that is the same in every store, so that equal hits come

@@ -57,7 +57,7 @@ from archivist.rag.store.qdrant.layout import (
     chunk_from,
 )
 from archivist.rag.store.qdrant.points import points_for
-from archivist.rag.store.ranking import Judged, grouped, rank
+from archivist.rag.store.ranking import Judged, grouped, rank, shown_score
 from archivist.rag.store.search_filter import SearchFilter
 from archivist.rag.store.terms import TERM_LAYOUT
 from archivist.validation import (
@@ -661,9 +661,7 @@ class PgVectorStore(VectorStoreBase):
             return []
         return [
             VectorSearchResult(
-                score=hit.relevance
-                if plan.hybrid and hit.relevance is not None
-                else hit.engine_score,
+                score=shown_score(hit, plan.hybrid),
                 document_id=hit.item[DOCUMENT_ID],
                 chunk=_chunk(hit.item),
                 relevance=hit.relevance,

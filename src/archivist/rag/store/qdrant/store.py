@@ -82,6 +82,7 @@ from archivist.rag.store.ranking import (
     lexical_evidence,
     query_weights,
     rank,
+    shown_score,
 )
 from archivist.rag.store.search_filter import (
     INDEXED_AT_KEY,
@@ -683,7 +684,7 @@ class QdrantStore(VectorStoreBase):
             found = await grouped(ranked, _document_of, _tie_break, top_k, max_per_document)
         return [
             VectorSearchResult(
-                score=_shown_score(params, hit, dense is not None and sparse is not None),
+                score=shown_score(hit, dense is not None and sparse is not None),
                 document_id=hit.item.payload[DOCUMENT_ID],
                 chunk=chunk_from(hit.item.payload),
                 relevance=hit.relevance,
@@ -919,13 +920,6 @@ def _judge(
 def _is_text(hit: ScoredPoint) -> bool:
     """Whether the hit's chunk holds text (a chunk with no BM25 term may still: "?!")."""
     return isinstance(chunk_from(hit.payload).content, TextBlock)
-
-
-def _shown_score(params: CollectionParams, hit: Judged[ScoredPoint], hybrid: bool) -> float:
-    """A hit's `score`: its relevance in a hybrid search, else the engine's score."""
-    if hybrid and hit.relevance is not None:
-        return hit.relevance
-    return hit.engine_score
 
 
 def _tie_break(point: ScoredPoint) -> tuple[str, int, str]:
