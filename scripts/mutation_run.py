@@ -48,6 +48,7 @@ MODULES = {
         "tests/knowledge/test_search_modes.py",
     ],
     "archivist/rag/store/ranking.py": [
+        "tests/store/test_ranking.py",
         "tests/knowledge/test_relevance.py",
         "tests/knowledge/test_search_order.py",
     ],
