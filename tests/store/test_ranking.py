@@ -8,8 +8,8 @@ import pytest
 
 from archivist.rag.store.ranking import (
     Judged,
-    coverage,
     cosine,
+    coverage,
     grouped,
     judge,
     lexical,
