@@ -41,6 +41,7 @@ def test_lexical_is_bm25_over_the_best_a_chunk_could_reach() -> None:
     assert lexical({1: 2.0}, 2.2 * 2.0) == pytest.approx(1.0)
     assert lexical({1: 2.0, 2: 2.0}, 2.2 * 2.0) == pytest.approx(0.5)
     assert lexical({1: 0.5}, 0.55) == pytest.approx(0.5)
+    assert lexical({1: 0.2}, 0.22) == pytest.approx(0.5)  # a ceiling below 1
     assert lexical({1: 0.5}, 5.0) == 1.0  # clamped
     assert lexical({1: 0.5}, 0.0) == 0.0
     assert lexical({}, 3.0) is None
