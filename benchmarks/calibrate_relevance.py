@@ -42,6 +42,7 @@ from archivist.eval.metrics import ndcg_at
 from archivist.eval.runner import COLLECTION, index_corpus
 from archivist.rag import KnowledgeBase
 from archivist.rag.chunker import chunker_for
+from archivist.rag.store.bm25 import SparseVector
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.rag.store.qdrant.backend import SearchRequest
 from archivist.rag.store.qdrant.filter import Where
@@ -109,7 +110,7 @@ async def candidates(
             for hit in await backend.search(COLLECTION, request):
                 entry = found.get(hit.id)
                 if entry is None:
-                    match, held = lexical_evidence(idf, hit.weights or {})
+                    match, held = lexical_evidence(idf, hit.weights or SparseVector([], []))
                     entry = found[hit.id] = {
                         "document": str(hit.payload[DOCUMENT_ID]),
                         "chunk": int(hit.payload[CHUNK_INDEX]),

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from archivist.rag.store.bm25 import SparseVector
 from archivist.rag.store.ranking import (
     Judged,
     cosine,
@@ -57,10 +58,11 @@ def test_coverage_is_the_idf_share_of_the_query_terms_held() -> None:
 
 def test_lexical_evidence_of_stored_weights() -> None:
     idf = {1: 2.0, 2: 1.0, 3: 0.5}
-    match, held = lexical_evidence(idf, {1: 1.1, 3: 0.4, 9: 5.0})
+    match, held = lexical_evidence(idf, SparseVector([1, 3, 9], [1.1, 0.4, 5.0]))
     assert match == pytest.approx((2.0 * 1.1 + 0.5 * 0.4) / (2.2 * 3.5))
     assert held == pytest.approx(2.5 / 3.5)
-    assert lexical_evidence({}, {1: 1.0}) == (None, None)
+    assert lexical_evidence({}, SparseVector([1], [1.0])) == (None, None)
+    assert lexical_evidence(idf, SparseVector([], [])) == (0.0, 0.0)
 
 
 def test_query_weights_keep_a_missing_name_or_number_and_drop_a_missing_word() -> None:

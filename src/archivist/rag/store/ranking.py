@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import math
 import operator
+from bisect import bisect_left
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from archivist.rag.store.bm25 import K1
+from archivist.rag.store.bm25 import K1, SparseVector
 from archivist.rag.store.relevance import relevance
 
 T = TypeVar("T")
@@ -92,14 +93,17 @@ def coverage(query_idf: Mapping[int, float], held: float) -> float | None:
 
 
 def lexical_evidence(
-    query_idf: Mapping[int, float], weights: Mapping[int, float]
+    query_idf: Mapping[int, float], stored: SparseVector
 ) -> tuple[float | None, float | None]:
-    """(`lexical`, `coverage`) of a chunk stored with BM25 term `weights`."""
+    """(`lexical`, `coverage`) of a chunk stored with the BM25 vector `stored` (term ids in
+    ascending order, as `Bm25Encoder.document` writes them): each query term is looked up by
+    bisection, so a long chunk costs no more than a short one."""
+    indices, values = stored.indices, stored.values
     score = held = 0.0
     for term, idf in query_idf.items():
-        weight = weights.get(term)
-        if weight:
-            score += idf * weight
+        at = bisect_left(indices, term)
+        if at < len(indices) and indices[at] == term and values[at]:
+            score += idf * values[at]
             held += idf
     return lexical(query_idf, score), coverage(query_idf, held)
 

@@ -85,12 +85,12 @@ class PointWrite:
 
 @dataclass(frozen=True)
 class SearchRequest:
-    """One search within `where`: the nearest `limit` points to `dense`, the best `limit` by
-    BM25 for `sparse`, or, with both, the candidates of a hybrid search: each side's best
-    `depth` points, together (each point once; the store ranks them). With a `diversity`
-    (0..1, needs `dense`), the engine instead picks `limit` points from those candidates by
-    maximal marginal relevance on the dense vectors, trading relevance for dissimilarity to
-    what was already picked, each scored by its similarity to `dense`.
+    """One ranked list within `where`: the nearest `limit` points to `dense`, or the best
+    `limit` by BM25 for `sparse`. With a `diversity` (0..1, needs `dense`), the engine picks
+    the `limit` points instead by maximal marginal relevance on the dense vectors from the
+    best `depth` candidates of each side given, trading relevance for dissimilarity to what
+    was already picked, in the order picked. Each hit comes with the stored vectors named in
+    `vectors` ("" the dense one, `SPARSE_VECTOR` the BM25 one) and, if `payload`, its payload.
     """
 
     limit: int
@@ -99,21 +99,22 @@ class SearchRequest:
     sparse: SparseVector | None = None
     depth: int = 0
     diversity: float | None = None
-    with_vectors: bool = False
-    """Whether each hit comes back with its stored dense vector and its BM25 term weights."""
+    vectors: tuple[str, ...] = ()
+    payload: bool = True
 
 
 @dataclass(frozen=True)
 class ScoredPoint:
     """One search result as the engine scores it; `vector` (the stored dense vector) and
-    `weights` (the BM25 term weights it was indexed with) only when the request asked for
+    `weights` (the BM25 vector it was indexed with, its term ids in ascending order, as
+    written) only when the request asked for
     them."""
 
     id: str
     score: float
     payload: dict[str, Any]
     vector: list[float] | None = None
-    weights: dict[int, float] | None = None
+    weights: SparseVector | None = None
 
     @classmethod
     def of(
@@ -131,13 +132,18 @@ class ScoredPoint:
                 score,
                 payload or {},
                 dense if isinstance(dense, list) else None,
-                dict(zip(indices, values, strict=True))
+                SparseVector(_listed(indices), _listed(values))
                 if indices is not None and values is not None
-                else {},
+                else None,
             )
         if isinstance(vectors, list) and vectors and isinstance(vectors[0], float):
             return cls(str(point_id), score, payload or {}, vectors)
         return cls(str(point_id), score, payload or {})
+
+
+def _listed(values: Any) -> list[Any]:
+    """`values` as a list, copied only if the client gave another sequence."""
+    return values if isinstance(values, list) else list(values)
 
 
 def idf_from_hit(term: int, score: float, vectors: object) -> float:
@@ -194,8 +200,17 @@ class QdrantBackend(ABC):
 
     @abstractmethod
     async def search(self, name: str, request: SearchRequest) -> list[ScoredPoint]:
-        """The points `request` asks for: a single list best first, or a hybrid search's
-        candidates in no particular order."""
+        """The points `request` asks for, best first."""
+
+    @abstractmethod
+    async def search_batch(
+        self, name: str, requests: Sequence[SearchRequest]
+    ) -> list[list[ScoredPoint]]:
+        """Each request's points, best first, from one engine call."""
+
+    @abstractmethod
+    async def retrieve(self, name: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The payload of each point of `ids` that exists, by id."""
 
     @abstractmethod
     async def term_idf(self, name: str, where: Where, terms: Sequence[int]) -> dict[int, float]:

@@ -61,7 +61,14 @@ class Either:
     options: tuple[Where, ...]
 
 
-Condition = Match | Absent | AnyOf | Between | Either
+@dataclass(frozen=True)
+class HasId:
+    """The point's id is one of `ids`."""
+
+    ids: tuple[str, ...]
+
+
+Condition = Match | Absent | AnyOf | Between | Either | HasId
 
 
 @dataclass(frozen=True)

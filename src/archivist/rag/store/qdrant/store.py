@@ -55,6 +55,7 @@ from archivist.rag.store.qdrant.filter import (
     Between,
     Condition,
     Either,
+    HasId,
     IndexKind,
     Match,
     Where,
@@ -67,6 +68,7 @@ from archivist.rag.store.qdrant.layout import (
     DOCUMENT_ID,
     GENERATION,
     SOURCE,
+    SPARSE_VECTOR,
     SUMMARY_FIELDS,
     TOTAL_CHUNKS,
     chunk_from,
@@ -662,6 +664,10 @@ class QdrantStore(VectorStoreBase):
             where = scope
             if excluded:
                 where = Where(scope.must, (*scope.must_not, AnyOf(DOCUMENT_ID, excluded)))
+            if dense is not None and sparse is not None and diversity is None:
+                return await self._hybrid(
+                    collection, params, where, dense, sparse, query_idf, limit
+                )
             request = SearchRequest(
                 limit=limit,
                 where=where,
@@ -669,9 +675,9 @@ class QdrantStore(VectorStoreBase):
                 sparse=sparse,
                 depth=max(limit, self.HYBRID_DEPTH),
                 diversity=diversity,
-                # A hybrid candidate is judged by both its cosine similarity and its BM25
-                # score: read from the stored vectors that come back with it.
-                with_vectors=dense is not None and sparse is not None,
+                # Maximal marginal relevance over both sides: each pick is judged by its
+                # cosine similarity and its BM25 terms, read from its stored vectors.
+                vectors=("", SPARSE_VECTOR) if dense is not None and sparse is not None else (),
             )
             hits = await backend.search(collection, request)
             if diversity is not None:  # in the order maximal marginal relevance picked them
@@ -690,6 +696,64 @@ class QdrantStore(VectorStoreBase):
                 relevance=hit.relevance,
             )
             for hit in found
+        ]
+
+    async def _hybrid(
+        self,
+        collection: str,
+        params: CollectionParams,
+        where: Where,
+        dense: list[float],
+        sparse: SparseVector,
+        query_idf: dict[int, float],
+        limit: int,
+    ) -> list[Judged[ScoredPoint]]:
+        """The best `limit` of a hybrid search's candidates (each side's best `depth`), ranked
+        by relevance, with their payloads. A candidate's lexical evidence comes from the BM25
+        vector stored with it; its similarity is the engine's dense score, asked for by id
+        where only BM25 found it (computed here from the stored vector for a distance other
+        than Cosine). Payloads are read for the hits kept only."""
+        backend = self._open()
+        depth = max(limit, self.HYBRID_DEPTH)
+        by_cosine = params.distance == "Cosine"
+        vectors = (SPARSE_VECTOR,) if by_cosine else ("", SPARSE_VECTOR)
+        nearest, matching = await backend.search_batch(
+            collection,
+            [
+                SearchRequest(depth, where, dense=dense, vectors=vectors, payload=False),
+                SearchRequest(depth, where, sparse=sparse, vectors=vectors, payload=False),
+            ],
+        )
+        candidates = {hit.id: hit for hit in (*matching, *nearest)}
+        if by_cosine:
+            similarity = {hit.id: hit.score for hit in nearest}
+            unscored = tuple(hit.id for hit in matching if hit.id not in similarity)
+            if unscored:
+                within = where.also(HasId(unscored))
+                request = SearchRequest(len(unscored), within, dense=dense, payload=False)
+                similarity.update(
+                    (hit.id, hit.score) for hit in await backend.search(collection, request)
+                )
+        else:
+            norm = math.hypot(*dense)
+            similarity = {
+                hit.id: cosine(dense, hit.vector, norm)
+                for hit in candidates.values()
+                if hit.vector is not None
+            }
+        judged = []
+        for point_id, hit in candidates.items():
+            cosine_similarity = similarity.get(point_id)
+            match, held = lexical_evidence(query_idf, hit.weights) if hit.weights else (None, None)
+            judged.append(judge(hit, cosine_similarity or 0.0, cosine_similarity, match, held))
+        kept = rank(judged, _tie_break)[:limit]
+        payloads = await backend.retrieve(collection, [hit.item.id for hit in kept])
+        return [
+            dataclasses.replace(
+                hit, item=dataclasses.replace(hit.item, payload=payloads[hit.item.id])
+            )
+            for hit in kept
+            if hit.item.id in payloads  # deleted meanwhile
         ]
 
     async def _term_weights(
@@ -894,11 +958,11 @@ def _judge(
     sparse: SparseVector | None,
     query_idf: dict[int, float],
 ) -> Callable[[ScoredPoint], Judged[ScoredPoint]]:
-    """How a hit of this search is judged (see `archivist.rag.store.ranking`): a dense hit by
-    its similarity (the engine's score; none for distances other than Cosine), a BM25 hit by
-    its score's share of the best possible, a hybrid candidate by its similarity and its
-    lexical evidence, computed from the vectors stored with it (lexical only if it holds
-    text)."""
+    """How a hit of one ranked list is judged (see `archivist.rag.store.ranking`): a dense hit
+    by its similarity (the engine's score; none for distances other than Cosine), a BM25 hit
+    by its score's share of the best possible, a pick of maximal marginal relevance over
+    both sides by its similarity and its lexical evidence, computed from the vectors stored
+    with it (lexical evidence only if it has BM25 terms)."""
     query_norm = math.hypot(*dense) if dense is not None else 0.0
     cosine_scores = params.distance == "Cosine"
 
@@ -909,23 +973,15 @@ def _judge(
             score = higher_is_better(params.distance, hit.score)
             return judge(hit, score, similarity=hit.score if cosine_scores else None)
         similarity = None if hit.vector is None else cosine(dense, hit.vector, query_norm)
-        match, held = (None, None)
-        if hit.weights or _is_text(hit):
-            match, held = lexical_evidence(query_idf, hit.weights or {})
+        match, held = lexical_evidence(query_idf, hit.weights) if hit.weights else (None, None)
         return judge(hit, similarity or 0.0, similarity, match, held)
 
     return judged
 
 
-def _is_text(hit: ScoredPoint) -> bool:
-    """Whether the hit's chunk holds text (a chunk with no BM25 term may still: "?!")."""
-    return isinstance(chunk_from(hit.payload).content, TextBlock)
-
-
-def _tie_break(point: ScoredPoint) -> tuple[str, int, str]:
-    """The order of hits judged alike: by document, chunk and generation, in every store."""
-    payload = point.payload
-    return (str(payload[DOCUMENT_ID]), int(payload[CHUNK_INDEX]), str(payload.get(GENERATION, "")))
+def _tie_break(point: ScoredPoint) -> tuple[str]:
+    """The order of hits judged alike: by point id, which every store gives a chunk alike."""
+    return (point.id,)
 
 
 def _document_of(point: ScoredPoint) -> str:

@@ -25,6 +25,7 @@ from archivist.rag.store.qdrant.filter import (
     Between,
     Condition,
     Either,
+    HasId,
     IndexKind,
     Where,
 )
@@ -46,7 +47,9 @@ _SCHEMAS: dict[IndexKind, models.PayloadSchemaType] = {
 
 def _condition(
     match: Condition,
-) -> models.FieldCondition | models.IsEmptyCondition | models.Filter:
+) -> models.FieldCondition | models.IsEmptyCondition | models.HasIdCondition | models.Filter:
+    if isinstance(match, HasId):
+        return models.HasIdCondition(has_id=list(match.ids))
     if isinstance(match, Either):
         return models.Filter(
             should=[_filter(option) or models.Filter() for option in match.options]
@@ -82,6 +85,42 @@ def _vectors(point: PointWrite) -> models.VectorStruct:
     if point.sparse is None:
         return point.vector
     return {"": point.vector, SPARSE_VECTOR: _sparse(point.sparse)}
+
+
+def _query(request: SearchRequest) -> dict[str, Any]:
+    """The fields of one list's `QueryRequest` (see `SearchRequest`)."""
+    condition = _filter(request.where)
+    sides: list[tuple[list[float] | models.SparseVector, str | None]] = []
+    if request.dense is not None:
+        sides.append((request.dense, None))
+    if request.sparse is not None:
+        sides.append((_sparse(request.sparse), SPARSE_VECTOR))
+    query: models.Query | list[float] | models.SparseVector
+    query, using = sides[0]
+    prefetch = None
+    if request.diversity is not None and request.dense is not None:
+        mmr = models.Mmr(diversity=request.diversity, candidates_limit=request.depth)
+        query, using = models.NearestQuery(nearest=request.dense, mmr=mmr), None
+        if len(sides) > 1:
+            prefetch = [
+                models.Prefetch(query=side, using=side_using, limit=request.depth, filter=condition)
+                for side, side_using in sides
+            ]
+    elif len(sides) > 1:
+        raise ValueError("a search request ranks by one side, or picks from both by MMR")
+    return {
+        "query": query,
+        "using": using,
+        "prefetch": prefetch,
+        "limit": request.limit,
+        "filter": condition,
+        "with_payload": request.payload,
+        "with_vector": list(request.vectors) or False,
+    }
+
+
+def _scored(points: Sequence[Any]) -> list[ScoredPoint]:
+    return [ScoredPoint.of(p.id, p.score, p.payload, p.vector) for p in points]
 
 
 class ClientBackend(QdrantBackend):
@@ -218,59 +257,19 @@ class ClientBackend(QdrantBackend):
         )
 
     async def search(self, name: str, request: SearchRequest) -> list[ScoredPoint]:
-        condition = _filter(request.where)
-        sides: list[tuple[list[float] | models.SparseVector, str | None]] = []
-        if request.dense is not None:
-            sides.append((request.dense, None))
-        if request.sparse is not None:
-            sides.append((_sparse(request.sparse), SPARSE_VECTOR))
-        if len(sides) == 1 or request.diversity is not None:
-            query: models.Query | list[float] | models.SparseVector
-            query, using = sides[0]
-            prefetch = None
-            if request.diversity is not None and request.dense is not None:
-                mmr = models.Mmr(diversity=request.diversity, candidates_limit=request.depth)
-                query, using = models.NearestQuery(nearest=request.dense, mmr=mmr), None
-                if len(sides) > 1:
-                    prefetch = [
-                        models.Prefetch(
-                            query=side, using=side_using, limit=request.depth, filter=condition
-                        )
-                        for side, side_using in sides
-                    ]
-            response = await self.client.query_points(
-                name,
-                query=query,
-                using=using,
-                prefetch=prefetch,
-                limit=request.limit,
-                query_filter=condition,
-                with_payload=True,
-                with_vectors=request.with_vectors,
-            )
-            return [ScoredPoint.of(p.id, p.score, p.payload, p.vector) for p in response.points]
-        # A hybrid search's candidates: both lists in one request, each point once.
-        responses = await self.client.query_batch_points(
-            name,
-            [
-                models.QueryRequest(
-                    query=side,
-                    using=side_using,
-                    filter=condition,
-                    limit=request.depth,
-                    with_payload=True,
-                    with_vector=request.with_vectors,
-                )
-                for side, side_using in sides
-            ],
-        )
-        candidates: dict[str, ScoredPoint] = {}
-        for response in responses:
-            for p in response.points:
-                key = str(p.id)
-                if key not in candidates:
-                    candidates[key] = ScoredPoint.of(key, p.score, p.payload, p.vector)
-        return list(candidates.values())
+        [points] = await self.search_batch(name, [request])
+        return points
+
+    async def search_batch(
+        self, name: str, requests: Sequence[SearchRequest]
+    ) -> list[list[ScoredPoint]]:
+        batch = [models.QueryRequest(**_query(request)) for request in requests]
+        responses = await self.client.query_batch_points(name, batch)
+        return [_scored(response.points) for response in responses]
+
+    async def retrieve(self, name: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        records = await self.client.retrieve(name, list(ids), with_payload=True)
+        return {str(record.id): record.payload or {} for record in records}
 
     async def term_idf(self, name: str, where: Where, terms: Sequence[int]) -> dict[int, float]:
         condition = _filter(where)

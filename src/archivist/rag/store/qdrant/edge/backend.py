@@ -198,57 +198,17 @@ class EdgeBackend(QdrantBackend):
             collection.optimize()  # vacuums a segment once enough of it was deleted
 
     async def search(self, name: str, request: SearchRequest) -> list[ScoredPoint]:
-        condition = edge_filter(request.where)
-        shard = self._get(name).shard
-        sides = []
-        if request.dense is not None:
-            sides.append(edge.Query.Nearest(request.dense))
-        if request.sparse is not None:
-            sides.append(edge.Query.Nearest(_sparse(request.sparse), using=SPARSE_VECTOR))
-        if len(sides) == 1 or request.diversity is not None:
-            final: edge.Query | edge.Mmr = sides[0]
-            prefetches = None
-            if request.diversity is not None and request.dense is not None:
-                # Edge's MMR lambda weighs relevance; Qdrant's diversity weighs dissimilarity.
-                final = edge.Mmr(request.dense, 1.0 - request.diversity, request.depth)
-                if len(sides) > 1:
-                    prefetches = [
-                        edge.Prefetch(limit=request.depth, query=side, filter=condition)
-                        for side in sides
-                    ]
-            found = shard.query(
-                edge.QueryRequest(
-                    limit=request.limit,
-                    query=final,
-                    prefetches=prefetches,
-                    filter=condition,
-                    with_payload=True,
-                    with_vector=request.with_vectors,
-                )
-            )
-            return [ScoredPoint.of(p.id, p.score, p.payload, p.vector) for p in found]
-        # A hybrid search's candidates: both lists in one engine call, each point once.
-        lists = shard.query_batch(
-            edge.QueryBatchRequest(
-                [
-                    edge.QueryRequest(
-                        limit=request.depth,
-                        query=side,
-                        filter=condition,
-                        with_payload=True,
-                        with_vector=request.with_vectors,
-                    )
-                    for side in sides
-                ]
-            )
-        )
-        candidates: dict[str, ScoredPoint] = {}
-        for points in lists:
-            for p in points:
-                key = str(p.id)
-                if key not in candidates:
-                    candidates[key] = ScoredPoint.of(key, p.score, p.payload, p.vector)
-        return list(candidates.values())
+        return _scored(self._get(name).shard.query(_query_request(request)))
+
+    async def search_batch(
+        self, name: str, requests: Sequence[SearchRequest]
+    ) -> list[list[ScoredPoint]]:
+        batch = edge.QueryBatchRequest([_query_request(request) for request in requests])
+        return [_scored(points) for points in self._get(name).shard.query_batch(batch)]
+
+    async def retrieve(self, name: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        records = self._get(name).shard.retrieve(list(ids), True, False)
+        return {str(record.id): record.payload or {} for record in records}
 
     async def term_idf(self, name: str, where: Where, terms: Sequence[int]) -> dict[int, float]:
         collection = self._get(name)
@@ -328,6 +288,39 @@ class EdgeBackend(QdrantBackend):
 
     async def optimize(self, name: str) -> None:
         self._get(name).optimize()
+
+
+def _query_request(request: SearchRequest) -> edge.QueryRequest:
+    """The engine's request for one list (see `SearchRequest`)."""
+    condition = edge_filter(request.where)
+    sides = []
+    if request.dense is not None:
+        sides.append(edge.Query.Nearest(request.dense))
+    if request.sparse is not None:
+        sides.append(edge.Query.Nearest(_sparse(request.sparse), using=SPARSE_VECTOR))
+    final: edge.Query | edge.Mmr = sides[0]
+    prefetches = None
+    if request.diversity is not None and request.dense is not None:
+        # Edge's MMR lambda weighs relevance; Qdrant's diversity weighs dissimilarity.
+        final = edge.Mmr(request.dense, 1.0 - request.diversity, request.depth)
+        if len(sides) > 1:
+            prefetches = [
+                edge.Prefetch(limit=request.depth, query=side, filter=condition) for side in sides
+            ]
+    elif len(sides) > 1:
+        raise ValueError("a search request ranks by one side, or picks from both by MMR")
+    return edge.QueryRequest(
+        limit=request.limit,
+        query=final,
+        prefetches=prefetches,
+        filter=condition,
+        with_payload=request.payload,
+        with_vector=list(request.vectors) or False,
+    )
+
+
+def _scored(points: Sequence[Any]) -> list[ScoredPoint]:
+    return [ScoredPoint.of(p.id, p.score, p.payload, p.vector) for p in points]
 
 
 def _write_points(collection: EdgeCollection, points: Sequence[PointWrite]) -> None:

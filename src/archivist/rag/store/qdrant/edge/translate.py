@@ -12,6 +12,7 @@ from archivist.rag.store.qdrant.filter import (
     Between,
     Condition,
     Either,
+    HasId,
     IndexKind,
     Where,
 )
@@ -54,7 +55,11 @@ def _match_value(value: FilterValue) -> edge.MatchValue:
     return edge.MatchValue(value)
 
 
-def _condition(match: Condition) -> edge.FieldCondition | edge.IsEmptyCondition | edge.Filter:
+def _condition(
+    match: Condition,
+) -> edge.FieldCondition | edge.IsEmptyCondition | edge.HasIdCondition | edge.Filter:
+    if isinstance(match, HasId):
+        return edge.HasIdCondition(set(match.ids))
     if isinstance(match, Either):
         return edge.Filter(
             should=[edge_filter(option) or edge.Filter() for option in match.options]
