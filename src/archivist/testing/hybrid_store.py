@@ -140,6 +140,12 @@ class HybridSearchTests(StoreTests):
         assert [hit.document_id for hit in dense] == ["image"]
         sparse = await store.search("docs", None, 5, query_text="bamboo pandas", mode="sparse")
         assert "image" not in {hit.document_id for hit in sparse}
+        if store.capabilities.relevance:
+            # An image has no words to lack: a hybrid search judges it by its similarity
+            # alone, as a dense search does, not as a text chunk without the query's words.
+            hybrid = await store.search("docs", unit(2), 5, query_text="bamboo", mode="hybrid")
+            shown = {hit.document_id: hit.relevance for hit in hybrid}
+            assert shown["image"] == pytest.approx(dense[0].relevance)
 
     async def test_replaced_and_deleted_documents_leave_bm25_search(self, store: Any) -> None:
         await _fill(store)

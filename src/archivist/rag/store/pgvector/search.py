@@ -12,17 +12,16 @@ import numpy as np
 from psycopg import AsyncConnection, sql
 from psycopg.rows import dict_row
 
-from archivist.message import TextBlock
 from archivist.rag.store.pgvector.schema import DISTANCE_OPERATORS, Tables
-from archivist.rag.store.qdrant.layout import CHUNK_INDEX, DOCUMENT_ID, GENERATION, chunk_from
+from archivist.rag.store.qdrant.layout import DOCUMENT_ID
 from archivist.rag.store.ranking import Judged, coverage, judge, lexical, query_weights
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
 
 Row = dict[str, Any]
-"""One chunk's row: the chunk columns, and `score` (or, in a hybrid search, `similarity`,
-`bm25` and `held`)."""
+"""One chunk's row: the chunk columns, its `id`, and `score` (or, in a hybrid search, its
+count of BM25 `terms`, `similarity`, `bm25` and `held`)."""
 
 CHUNK_COLUMNS = sql.SQL(
     "c.document_id, c.generation, c.chunk_index, c.total_chunks, c.source, c.content, c.metadata"
@@ -94,8 +93,8 @@ class SearchPlan:
         def judged(row: Row) -> Judged[Row]:
             if self.hybrid:
                 similarity = float(row["similarity"])
-                match, held = None, None
-                if isinstance(chunk_from(row).content, TextBlock):
+                match, held = None, None  # a chunk without BM25 terms (an image) has none
+                if row["terms"] > 0:
                     match = lexical(query_idf, float(row["bm25"]))
                     held = coverage(query_idf, float(row["held"]))
                 return judge(row, similarity, similarity, match, held)
@@ -184,7 +183,7 @@ class SearchPlan:
                 (sparse_sql, sparse_params) if self.dense is None else (dense_sql, dense_params)
             )
             statement = sql.SQL(
-                "SELECT {columns}, r.score FROM ({ranked}) r JOIN {chunks} c ON c.id = r.id "
+                "SELECT {columns}, c.id, r.score FROM ({ranked}) r JOIN {chunks} c ON c.id = r.id "
                 "ORDER BY r.score DESC, r.id"
             ).format(columns=CHUNK_COLUMNS, ranked=ranked, chunks=tables.chunks)
             return statement, params
@@ -194,7 +193,7 @@ class SearchPlan:
         statement = sql.SQL(
             "WITH d AS ({dense}), s AS ({sparse}), "
             "candidates AS (SELECT id FROM d UNION SELECT id FROM s) "
-            "SELECT {columns}, 1 - (c.embedding <=> %s) AS similarity, "
+            "SELECT {columns}, c.id, c.terms, 1 - (c.embedding <=> %s) AS similarity, "
             "coalesce(b.score, 0) AS bm25, coalesce(b.held, 0) AS held "
             "FROM candidates JOIN {chunks} c ON c.id = candidates.id LEFT JOIN ("
             "SELECT t.chunk, sum(t.weight * q.idf) AS score, sum(q.idf) AS held "
@@ -220,9 +219,9 @@ def _similarity(distance: str, operator: str) -> sql.Composable:
     return sql.SQL("-{}").format(expression)  # <#> is the negated inner product
 
 
-def tie_break(row: Row) -> tuple[str, int, str]:
-    """The order of rows judged alike, the same as the Qdrant store's."""
-    return (str(row[DOCUMENT_ID]), int(row[CHUNK_INDEX]), str(row[GENERATION]))
+def tie_break(row: Row) -> tuple[str]:
+    """The order of rows judged alike: by chunk id, the Qdrant store's point id."""
+    return (str(row["id"]),)
 
 
 def document_of(row: Row) -> str:
