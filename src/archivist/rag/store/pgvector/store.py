@@ -112,9 +112,10 @@ class PgVectorStore(VectorStoreBase):
     )
     WRITE_BATCH = 256
     """Chunks per write transaction."""
-    HYBRID_DEPTH = 100
+    HYBRID_DEPTH = 50
     """Candidates each side of a hybrid search fetches (at least `top_k`) to be ranked
-    together."""
+    together by relevance. Deeper candidates change no SciFact top 10 (see
+    `benchmarks/bench_search_trust.py depth`) and cost time in every search."""
     EF_SEARCH = 100
     """HNSW candidate list per search (at least the results wanted): Qdrant's default."""
     EXACT_BELOW = 10_000
