@@ -106,9 +106,8 @@ class SearchRequest:
 @dataclass(frozen=True)
 class ScoredPoint:
     """One search result as the engine scores it; `vector` (the stored dense vector) and
-    `weights` (the BM25 vector it was indexed with, its term ids in ascending order, as
-    written) only when the request asked for
-    them."""
+    `weights` (the BM25 vector it was indexed with, term ids in ascending order as written)
+    only when the request asked for them."""
 
     id: str
     score: float
@@ -139,6 +138,11 @@ class ScoredPoint:
         if isinstance(vectors, list) and vectors and isinstance(vectors[0], float):
             return cls(str(point_id), score, payload or {}, vectors)
         return cls(str(point_id), score, payload or {})
+
+
+def scored_points(points: Sequence[Any]) -> list[ScoredPoint]:
+    """The hits of an engine's answer (points with `id`, `score`, `payload`, `vector`)."""
+    return [ScoredPoint.of(p.id, p.score, p.payload, p.vector) for p in points]
 
 
 def _listed(values: Any) -> list[Any]:

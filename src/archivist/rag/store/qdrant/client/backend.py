@@ -18,6 +18,7 @@ from archivist.rag.store.qdrant.backend import (
     SearchRequest,
     StoreLayout,
     idf_from_hit,
+    scored_points,
 )
 from archivist.rag.store.qdrant.filter import (
     Absent,
@@ -117,10 +118,6 @@ def _query(request: SearchRequest) -> dict[str, Any]:
         "with_payload": request.payload,
         "with_vector": list(request.vectors) or False,
     }
-
-
-def _scored(points: Sequence[Any]) -> list[ScoredPoint]:
-    return [ScoredPoint.of(p.id, p.score, p.payload, p.vector) for p in points]
 
 
 class ClientBackend(QdrantBackend):
@@ -265,7 +262,7 @@ class ClientBackend(QdrantBackend):
     ) -> list[list[ScoredPoint]]:
         batch = [models.QueryRequest(**_query(request)) for request in requests]
         responses = await self.client.query_batch_points(name, batch)
-        return [_scored(response.points) for response in responses]
+        return [scored_points(response.points) for response in responses]
 
     async def retrieve(self, name: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         records = await self.client.retrieve(name, list(ids), with_payload=True)

@@ -34,6 +34,7 @@ from archivist.rag.store.qdrant.backend import (
     SearchRequest,
     StoreLayout,
     idf_from_hit,
+    scored_points,
 )
 from archivist.rag.store.qdrant.edge.collection import SHARD_PREFIX, EdgeCollection, edge_config
 from archivist.rag.store.qdrant.edge.meta import META_FILE, EdgeMeta, load_meta, save_meta
@@ -198,13 +199,13 @@ class EdgeBackend(QdrantBackend):
             collection.optimize()  # vacuums a segment once enough of it was deleted
 
     async def search(self, name: str, request: SearchRequest) -> list[ScoredPoint]:
-        return _scored(self._get(name).shard.query(_query_request(request)))
+        return scored_points(self._get(name).shard.query(_query_request(request)))
 
     async def search_batch(
         self, name: str, requests: Sequence[SearchRequest]
     ) -> list[list[ScoredPoint]]:
         batch = edge.QueryBatchRequest([_query_request(request) for request in requests])
-        return [_scored(points) for points in self._get(name).shard.query_batch(batch)]
+        return [scored_points(points) for points in self._get(name).shard.query_batch(batch)]
 
     async def retrieve(self, name: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         records = self._get(name).shard.retrieve(list(ids), True, False)
@@ -317,10 +318,6 @@ def _query_request(request: SearchRequest) -> edge.QueryRequest:
         with_payload=request.payload,
         with_vector=list(request.vectors) or False,
     )
-
-
-def _scored(points: Sequence[Any]) -> list[ScoredPoint]:
-    return [ScoredPoint.of(p.id, p.score, p.payload, p.vector) for p in points]
 
 
 def _write_points(collection: EdgeCollection, points: Sequence[PointWrite]) -> None:
