@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archivist.cli.output import display_path, print_json, print_rows
-from archivist.cli.session import CLIError, add_common_arguments, add_json_argument, open_session
+from archivist.cli.session import add_common_arguments, add_json_argument, open_session
+from archivist.errors import DocumentNotFoundError
 
 if TYPE_CHECKING:  # loaded when the command runs, so registering it costs nothing
     from archivist.rag.record import DocumentSummary
@@ -77,7 +78,11 @@ async def run_rm(args: argparse.Namespace) -> int:
         if target not in documents:
             by_path = document_id_for(Path(target), session.kb.metadata_filter)
             if by_path not in documents:
-                raise CLIError(f"no document {target!r} in knowledge base {args.kb!r}")
+                raise DocumentNotFoundError(
+                    f"no document {target!r} in knowledge base {args.kb!r}",
+                    document_id=target,
+                    knowledge_base=args.kb,
+                )
             target = by_path
         await session.kb.delete_document(target)
     removed = documents[target]

@@ -9,12 +9,13 @@ be used, 130 interrupted, 70 internal error (a bug: rerun with `--debug` for the
 from __future__ import annotations
 
 import argparse
+import difflib
 import gc
 import os
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from archivist import __version__
 from archivist._text import one_line
@@ -75,23 +76,66 @@ class _DefaultsFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 class _Parser(argparse.ArgumentParser):
-    """Adds a sub-command's `dash_hint` (set as a default) to an "unrecognized arguments"
-    error, e.g. how to search for text that starts with '-'."""
+    """The CLI's parser, for every command: an option must be spelled whole (`--reb` is not
+    `--rebuild`), a misspelt command or option gets "did you mean", and an "unrecognized
+    arguments" error carries a sub-command's `dash_hint` (set as a default), e.g. how to
+    search for text that starts with '-'."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
         parsed, extras = super().parse_known_args(args, namespace)
+        # A sub-command's parser knows its own options: it leaves its guesses for the
+        # top-level parser, which reports the unrecognized arguments.
+        guesses = dict(getattr(parsed, "_did_you_mean", {}))
+        known = list(self._option_string_actions)
+        for extra in extras:
+            option = extra.split("=", 1)[0]
+            if option.startswith("--") and option not in guesses:
+                close = difflib.get_close_matches(option, known, n=1, cutoff=0.6)
+                if close:
+                    guesses[option] = close[0]
+        if guesses:
+            parsed._did_you_mean = guesses
         hint = getattr(parsed, "dash_hint", None)
-        if hint and any(extra.startswith("-") for extra in extras):
-            self.error(f"unrecognized arguments: {' '.join(extras)} ({hint})")
+        unknown = _options([extra for extra in extras if extra.startswith("-")])
+        if self.prog == _PROG and unknown and (guesses or hint):
+            notes = [f"did you mean {guesses[option]}?" for option in guesses if option in unknown]
+            if hint and not unknown <= set(guesses):  # a misspelt option needs no dash hint
+                notes.append(hint)
+            self.error(f"unrecognized arguments: {' '.join(extras)} ({'; '.join(notes)})")
         return parsed, extras
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """A value outside an option's or a command's choices names the closest one."""
+        choices = action.choices
+        if choices is not None and isinstance(value, str) and value not in choices:
+            close = difflib.get_close_matches(value, [str(c) for c in choices], n=1)
+            if close:
+                listed = ", ".join(map(str, choices))
+                raise argparse.ArgumentError(
+                    action,
+                    f"invalid choice: {value!r}; did you mean {close[0]!r}? (choose from {listed})",
+                )
+        super()._check_value(action, value)
+
+
+_PROG = "archivist"
+
+
+def _options(extras: list[str]) -> set[str]:
+    """The option names among unrecognized arguments (`--x=1` names `--x`)."""
+    return {extra.split("=", 1)[0] for extra in extras}
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every sub-command registered."""
     parser = _Parser(
-        prog="archivist",
+        prog=_PROG,
         description="Index files and search them for AI agents.",
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -1,0 +1,88 @@
+"""The command line takes options only as spelled: an abbreviation is an error, never a
+different option (`--reb` must not rebuild a knowledge base), and a misspelt command, option
+or choice is answered with the closest one."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cli_helpers import run
+
+from archivist.cli.main import EXIT_DATA, EXIT_USAGE, build_parser
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+
+
+def _parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _parsers(sub)
+
+
+def test_no_parser_accepts_an_abbreviated_option() -> None:
+    parsers = list(_parsers(build_parser()))
+    assert len(parsers) > 15  # every command and the keys actions
+    assert [p.prog for p in parsers if p.allow_abbrev] == []
+
+
+@pytest.fixture
+def indexed(home: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    folder = home.parent / "docs"
+    shutil.copytree(SAMPLES, folder)
+    code, _, _ = run(capsys, "index", str(folder))
+    assert code == 0
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"), [("--reb", "--rebuild"), ("--prun", "--prune"), ("--rebuil", "--rebuild")]
+)
+def test_an_abbreviated_option_is_refused_and_changes_nothing(
+    indexed: Path, capsys: pytest.CaptureFixture[str], typed: str, meant: str
+) -> None:
+    _, before, _ = run(capsys, "ls")
+    (indexed / "archivist-overview.md").unlink()  # what --prune would remove
+    code, _, err = run(capsys, "index", str(indexed), typed)
+    assert code == EXIT_USAGE
+    assert f"unrecognized arguments: {typed} (did you mean {meant}?)" in err
+    _, after, _ = run(capsys, "ls")
+    assert after == before and "archivist-overview.md" in after
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["serach", "x"], "invalid choice: 'serach'; did you mean 'search'?"),
+        (["search", "x", "--mode", "hybird"], "invalid choice: 'hybird'; did you mean 'hybrid'?"),
+        (["keys", "creat"], "invalid choice: 'creat'; did you mean 'create'?"),
+        (["search", "x", "--max-per-doc", "1"], "(did you mean --max-per-document?)"),
+        (["kbs", "--jsn"], "(did you mean --json?)"),
+    ],
+)
+def test_a_misspelling_names_the_closest_command_option_or_choice(
+    home: Path, capsys: pytest.CaptureFixture[str], argv: list[str], expected: str
+) -> None:
+    code, _, err = run(capsys, *argv)
+    assert code == EXIT_USAGE
+    assert expected in err
+    assert "query that starts with '-'" not in err  # a misspelt option, not a dashed query
+
+
+def test_a_dashed_query_still_gets_its_hint(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "search", "-x")
+    assert code == EXIT_USAGE
+    assert "archivist search -- --flag" in err and "did you mean" not in err
+
+
+def test_removing_an_unknown_document_is_a_document_error(
+    indexed: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(capsys, "rm", "nosuchdoc")
+    assert code == EXIT_DATA
+    assert err.strip() == "archivist: error: no document 'nosuchdoc' in knowledge base 'default'"
