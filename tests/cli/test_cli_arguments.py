@@ -1,6 +1,6 @@
 """The command line takes options only as spelled: an abbreviation is an error, never a
 different option (`--reb` must not rebuild a knowledge base), and a misspelt command, option
-or choice is answered with the closest one."""
+or choice is answered with the closest one. What it prints fits the terminal."""
 
 from __future__ import annotations
 
@@ -13,6 +13,11 @@ import pytest
 from cli_helpers import run
 
 from archivist.cli.main import EXIT_DATA, EXIT_USAGE, build_parser
+from archivist.cli.output import display_path
+from archivist.cli.search_command import hit_header
+from archivist.message import TextBlock
+from archivist.rag.document import Chunk
+from archivist.rag.record import VectorSearchResult
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 
@@ -86,3 +91,29 @@ def test_removing_an_unknown_document_is_a_document_error(
     code, _, err = run(capsys, "rm", "nosuchdoc")
     assert code == EXIT_DATA
     assert err.strip() == "archivist: error: no document 'nosuchdoc' in knowledge base 'default'"
+
+
+def _hit(path: str, headings: list[str]) -> VectorSearchResult:
+    chunk = Chunk(
+        content=TextBlock(text="text"),
+        source=Path(path).name,
+        chunk_index=16,
+        total_chunks=20,
+        metadata={"path": path, "heading_path": headings},
+    )
+    return VectorSearchResult(score=0.5, document_id="d", chunk=chunk, relevance=0.51)
+
+
+def test_a_hit_header_fits_the_width_and_keeps_the_path_whole(home: Path) -> None:
+    headings = ["Archivist", "Python quickstart (the seed's flow)", "Steering and trusting search"]
+    hit = _hit(str(home / "docs" / "README.md"), headings)
+    wide = hit_header(1, hit, 200)
+    assert " > ".join(headings) in wide and len(wide) <= 200
+    narrow = hit_header(1, hit, 80)
+    assert len(narrow) <= 80
+    assert narrow.startswith(f"[1]  relevance 0.51  {display_path(hit.chunk.metadata['path'])}  ")
+    assert narrow.endswith("  chunk 16") and "…" in narrow
+    deep = _hit(str(home / ("very-long-folder-name/" * 4 + "notes.md")), headings)
+    header = hit_header(1, deep, 80)
+    assert "very-long-folder-name/" * 4 + "notes.md" in header  # the path is never cut
+    assert header.endswith("  chunk 16")

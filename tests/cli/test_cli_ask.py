@@ -1,6 +1,7 @@
 """`archivist ask`: without a model it prints passages; with one it answers over real HTTP."""
 
 import json
+import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -70,6 +71,7 @@ def test_ask_without_a_model_prints_cited_passages(
     assert main(["ask", "How are tenants isolated?", "-k", "2"]) == 0
     out, err = capsys.readouterr()
     assert "[1] archivist-guide.pdf, page 3, chunk" in out
+    assert re.search(r"\(relevance [01]\.\d\d\)", out)  # the measure `search` shows
     assert "metadata_filter" in out
     assert "Cite them" not in out  # the instruction meant for a model is not shown
     assert "No chat model is configured" in err and "OPENAI_API_KEY" in err

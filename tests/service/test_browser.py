@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -77,6 +78,10 @@ def test_upload_watch_search_and_open_in_the_page(service, tmp_path: Path) -> No
             sync_api.expect(first).to_be_visible(timeout=60_000)
             sync_api.expect(first.locator(".citation")).to_contain_text("handbook.pdf, page 2")
             sync_api.expect(first.locator(".text")).to_contain_text("twenty-eight days")
+            # the same measure as the CLI and the API: relevance, 0..1
+            sync_api.expect(first.locator(".cite")).to_contain_text(
+                re.compile(r"relevance 0\.\d\d|relevance 1\.00")
+            )
 
             ARTIFACTS.mkdir(parents=True, exist_ok=True)
             shot = ARTIFACTS / "service-page.png"

@@ -98,6 +98,7 @@ def _source_json(number: int, hit: Hit) -> dict[str, Any]:
         "citation": hit.citation(),
         "document_id": hit.result.document_id,
         "path": hit.result.chunk.metadata.get("path"),
+        "relevance": None if hit.result.relevance is None else round(hit.result.relevance, 4),
         "score": round(hit.result.score, 6),
     }
 
@@ -181,7 +182,11 @@ def _print_passages(args: argparse.Namespace, hits: list[Hit]) -> None:
         return
     width = max(40, shutil.get_terminal_size((100, 24)).columns)
     for number, hit in enumerate(hits, 1):
-        print(f"[{number}] {hit.citation()}  (score {hit.result.score:.3f})")
+        relevance = hit.result.relevance
+        measure = (
+            f"score {hit.result.score:.3f}" if relevance is None else f"relevance {relevance:.2f}"
+        )
+        print(f"[{number}] {hit.citation()}  ({measure})")
         for line in passage_lines(hit.result, width):
             print(line)
         print()

@@ -288,7 +288,7 @@ async def run_search(args: argparse.Namespace) -> int:
     print(f"{len(hits)} hit(s) for {args.query!r}")
     for rank, hit in enumerate(hits, 1):
         print()
-        print(hit_header(rank, hit))
+        print(hit_header(rank, hit, width))
         for line in copy_lines(hit):
             print(line)
         for line in passage_lines(hit, width):
@@ -296,18 +296,38 @@ async def run_search(args: argparse.Namespace) -> int:
     return 0
 
 
-def hit_header(rank: int, hit: VectorSearchResult) -> str:
-    """`[rank] score  path  page/slide/heading path  chunk N`: one line, the path never cut."""
+def hit_header(rank: int, hit: VectorSearchResult, width: int | None = None) -> str:
+    """`[rank] relevance  path  page/slide/heading path  chunk N`: one line, the path never
+    cut. Within `width` columns where it can be: a long heading path keeps its last
+    headings ("… > Parent > Heading"), and goes last if the path alone is that long."""
     from archivist.rag.knowledge.citation import location
 
     path = hit.chunk.metadata.get("path")
     where = display_path(path) if isinstance(path, str) else hit.chunk.source
     measure = f"{hit.score:.3f}" if hit.relevance is None else f"relevance {hit.relevance:.2f}"
-    parts = [f"[{rank}]", measure, where, location(hit.chunk)]
-    parts.append(f"chunk {hit.chunk.chunk_index}")
+    chunk = f"chunk {hit.chunk.chunk_index}"
     if hit.context and len(hit.context) > 1:
-        parts.append(f"(with {hit.context[0].chunk_index}-{hit.context[-1].chunk_index})")
-    return "  ".join(p for p in parts if p)
+        chunk += f"  (with {hit.context[0].chunk_index}-{hit.context[-1].chunk_index})"
+    place = location(hit.chunk)
+    if width is not None and place:
+        room = width - len("  ".join([f"[{rank}]", measure, where, chunk])) - 2
+        place = _fitted(place, room)
+    return "  ".join(p for p in (f"[{rank}]", measure, where, place, chunk) if p)
+
+
+def _fitted(place: str, room: int) -> str:
+    """`place` (headings joined by " > ") in `room` columns: its last headings after "… > ",
+    or at least the last heading, cut with "…"; nothing if there is no room at all."""
+    if len(place) <= room:
+        return place
+    headings = place.split(" > ")
+    for first in range(1, len(headings)):
+        kept = "… > " + " > ".join(headings[first:])
+        if len(kept) <= room:
+            return kept
+    if room < 8:
+        return ""
+    return headings[-1][: room - 1] + "…"
 
 
 def copy_lines(hit: VectorSearchResult, indent: str = "    ") -> list[str]:

@@ -191,7 +191,7 @@ async function search(query) {
       open.addEventListener("click", (event) => { event.preventDefault(); viewText(kb, hit.document_id, hit.filename); });
       list.append(el("li", { class: "hit" },
         el("div", { class: "cite" }, el("strong", { class: "citation" }, hit.citation),
-          el("span", {}, `score ${hit.score.toFixed(3)}`), open),
+          el("span", {}, hit.relevance == null ? `score ${hit.score.toFixed(3)}` : `relevance ${hit.relevance.toFixed(2)}`), open),
         el("p", { class: "text" }, hit.text ?? "(non-text chunk)")));
     }
   } catch (error) {
