@@ -5,6 +5,7 @@ or choice is answered with the closest one. What it prints fits the terminal."""
 from __future__ import annotations
 
 import argparse
+import io
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import run
 
+from archivist.cli import confirm
 from archivist.cli.main import EXIT_DATA, EXIT_USAGE, build_parser
 from archivist.cli.output import display_path
 from archivist.cli.search_command import hit_header
@@ -117,3 +119,36 @@ def test_a_hit_header_fits_the_width_and_keeps_the_path_whole(home: Path) -> Non
     header = hit_header(1, deep, 80)
     assert "very-long-folder-name/" * 4 + "notes.md" in header  # the path is never cut
     assert header.endswith("  chunk 16")
+
+
+def test_rebuild_without_a_terminal_needs_yes_and_changes_nothing(
+    indexed: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, before, _ = run(capsys, "ls")
+    code, _, err = run(capsys, "index", str(indexed / "archivist-overview.md"), "--rebuild")
+    assert code == EXIT_USAGE
+    assert "--rebuild empties knowledge base 'default'" in err and "pass --yes" in err
+    assert run(capsys, "ls")[1] == before
+    code, _, _ = run(capsys, "index", str(indexed / "archivist-overview.md"), "--rebuild", "-y")
+    assert code == 0
+    _, after, _ = run(capsys, "ls")
+    assert "archivist-overview.md" in after and "archivist-guide.pdf" not in after
+
+
+@pytest.mark.parametrize(("answer", "rebuilt"), [("y\n", True), ("n\n", False), ("", False)])
+def test_rebuild_on_a_terminal_asks_first(
+    indexed: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    answer: str,
+    rebuilt: bool,
+) -> None:
+    monkeypatch.setattr(confirm, "can_ask", lambda: True)
+    monkeypatch.setattr("sys.stdin", io.StringIO(answer))
+    code, _, err = run(capsys, "index", str(indexed / "archivist-overview.md"), "--rebuild")
+    assert "Continue? [y/N]" in err
+    assert (code == 0) is rebuilt
+    _, listed, _ = run(capsys, "ls")
+    assert ("archivist-guide.pdf" not in listed) is rebuilt  # only the rebuilt file is left
+    if not rebuilt:
+        assert "nothing was changed" in err

@@ -46,7 +46,10 @@ def test_chunk_settings_are_recorded_reused_and_changed_only_by_rebuild(
     preview = [c["text"] for c in json.loads(out)]
     assert len(preview) > 2 and preview == stored_texts(capsys, "k")
     # --rebuild changes the settings and rebuilds
-    assert summary(capsys, md, "--kb", "k", "--chunk-size", "200", "--rebuild")["indexed"] == 1
+    assert (
+        summary(capsys, md, "--kb", "k", "--chunk-size", "200", "--rebuild", "--yes")["indexed"]
+        == 1
+    )
     code, out, _ = run(capsys, "kbs", "--json")
     [kb] = json.loads(out)
     assert (kb["chunk_size"], kb["overlap"], kb["documents"]) == (200, 8, 1)

@@ -36,6 +36,12 @@ def add_index_command(commands: Any) -> None:
         help="empty the knowledge base (every tenant) and index PATHs with new "
         "--chunk-size/--overlap/--embedding",
     )
+    cmd.add_argument(
+        "-y",
+        "--yes",
+        action="store_true",
+        help="confirm --rebuild without asking (needed when there is no terminal to ask on)",
+    )
     cmd.add_argument("--prune", action="store_true", help="drop documents whose files are gone")
     cmd.add_argument(
         "--keep-stale",

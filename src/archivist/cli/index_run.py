@@ -15,7 +15,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from archivist.cli.confirm import confirm
 from archivist.cli.files import SkippedPath, walk_files
+from archivist.cli.home import default_store_dir, load_kbs
 from archivist.cli.notices import DocumentNotices
 from archivist.cli.output import display_path, print_json, print_rows
 from archivist.cli.progress import PeriodicProgress, duration
@@ -45,6 +47,12 @@ async def run_index(args: argparse.Namespace) -> int:
     started = time.monotonic()
     walk = walk_files(args.paths)
     args.embedding_timeout = args.timeout
+    if args.rebuild and args.kb in load_kbs(args.store or default_store_dir()):
+        confirm(
+            f"--rebuild empties knowledge base {args.kb!r} (the documents of every tenant) "
+            "before indexing",
+            args.yes,
+        )
     notices = DocumentNotices()
     async with open_session(
         args,
