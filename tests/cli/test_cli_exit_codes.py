@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from archivist.cli.main import (
+    EXIT_CODES,
     EXIT_DATA,
     EXIT_INTERNAL,
     EXIT_REMOTE,
@@ -148,3 +149,26 @@ def test_a_path_that_does_not_exist_is_a_usage_error(
     code = main(["index", str(tmp_path / "nowhere.md")])
     line = one_error_line(capsys.readouterr().err)
     assert code == EXIT_USAGE and "nowhere.md: no such file or folder" in line
+
+
+def test_the_readme_table_lists_exactly_the_exit_codes_of_the_help() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    table = readme.split("| code | meaning | raised as |", 1)[1].split("\n\n", 1)[0]
+    documented = {
+        int(row.split("|")[1]) for row in table.splitlines() if row.strip()[1:3].strip().isdigit()
+    }
+    in_help = {int(line.split()[0]) for line in EXIT_CODES.splitlines()[1:] if line.strip()}
+    assert documented == in_help == {0, 1, 2, 3, 4, 5, 70, 130, 141}
+
+
+def test_an_interrupted_command_exits_130_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from archivist.cli import docs_command
+
+    async def interrupted(args: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(docs_command, "run_ls", interrupted)
+    assert main(["ls"]) == 130
+    assert capsys.readouterr().err.strip() == "archivist: interrupted"
