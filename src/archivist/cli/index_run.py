@@ -87,18 +87,20 @@ async def run_index(args: argparse.Namespace) -> int:
                 nonlocal total_chunks
                 total_chunks += result.chunks
                 if result.outcome not in (Outcome.PRUNED, Outcome.REMOVED):
-                    progress.update(task, advance=1, chunks=total_chunks, description=result.path)
+                    progress.update(task, advance=1, chunks=total_chunks)
                     periodic.files += 1
                 periodic.chunks = total_chunks
 
+            def now(doing: str) -> None:
+                """What the run is doing now, on the bar and in the periodic line."""
+                progress.update(task, description=doing)
+                periodic.current = doing
+
             def within(path: str, written: int, total: int) -> None:
                 if total > 1:  # a large file moves the display chunk by chunk
-                    description = f"{path} ({written}/{total} chunks)"
-                    progress.update(task, chunks=total_chunks + written, description=description)
+                    progress.update(task, chunks=total_chunks + written)
                     periodic.chunks = total_chunks + written
-                    periodic.current = (
-                        f"writing {display_path(path)} ({written:,}/{total:,} chunks)"
-                    )
+                    now(f"writing {display_path(path)} ({written:,}/{total:,} chunks)")
 
             report = await ingest_files(
                 session.kb,
@@ -109,11 +111,9 @@ async def run_index(args: argparse.Namespace) -> int:
                 keep_stale=args.keep_stale,
                 on_file=advance,
                 on_chunks=within,
-                on_start=lambda path: setattr(periodic, "current", f"reading {display_path(path)}"),
-                on_write=lambda files, chunks: setattr(
-                    periodic,
-                    "current",
-                    f"embedding {count(chunks, 'chunk')} of {count(files, 'file')}",
+                on_start=lambda path: now(f"reading {display_path(path)}"),
+                on_write=lambda files, chunks: now(
+                    f"embedding {count(chunks, 'chunk')} of {count(files, 'file')}"
                 ),
             )
         if report.count(Outcome.INDEXED) or report.count(Outcome.UPDATED):
