@@ -1,4 +1,4 @@
-"""Turns the suite's results into REPORT.md (Markdown tables for the README) and PNG plots."""
+"""Turns the suite's results into REPORT.md (Markdown tables for the docs) and PNG plots."""
 # ruff: noqa: E501  (long Markdown template lines read best unbroken)
 
 from __future__ import annotations

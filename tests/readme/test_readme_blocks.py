@@ -1,6 +1,6 @@
-"""Every Python block of the README runs as written, with pytest-markdown-docs, in a fresh
-`ARCHIVIST_HOME` with the package's console script on PATH; a block marked `notest` (it
-needs a chat model or a server) must still compile."""
+"""Every Python block of the README and the docs runs as written, with pytest-markdown-docs,
+in a fresh `ARCHIVIST_HOME` with the package's console script on PATH; a block marked
+`notest` (it needs a chat model or a server) must still compile."""
 
 from __future__ import annotations
 
@@ -14,11 +14,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 FENCE = re.compile(r"^```python( notest)?\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 
 
-def test_the_readme_python_blocks_run(tmp_path: Path) -> None:
+def _blocks() -> list[tuple[str, str]]:
+    return [block for page in PAGES for block in FENCE.findall(page.read_text(encoding="utf-8"))]
+
+
+def test_the_python_blocks_run(tmp_path: Path) -> None:
     pytest.importorskip("pytest_markdown_docs")
     scripts = str(Path(sys.executable).parent)
     env = {
@@ -28,7 +32,7 @@ def test_the_readme_python_blocks_run(tmp_path: Path) -> None:
     }
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     done = subprocess.run(
-        [*command, "-p", "pytest_markdown_docs", "--markdown-docs", str(README)],
+        [*command, "-p", "pytest_markdown_docs", "--markdown-docs", *map(str, PAGES)],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -37,13 +41,12 @@ def test_the_readme_python_blocks_run(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     ran = re.search(r"(\d+) passed", done.stdout)
-    runnable = [block for block in FENCE.findall(README.read_text()) if not block[0]]
+    runnable = [code for notest, code in _blocks() if not notest]
     assert ran is not None and int(ran.group(1)) == len(runnable) >= 4
 
 
 def test_blocks_that_need_a_service_or_a_model_still_compile() -> None:
-    blocks = FENCE.findall(README.read_text(encoding="utf-8"))
-    skipped = [code for notest, code in blocks if notest]
+    skipped = [code for notest, code in _blocks() if notest]
     assert skipped
     for code in skipped:
-        compile(code, "README.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        compile(code, "a notest block", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
