@@ -151,9 +151,13 @@ def test_a_path_that_does_not_exist_is_a_usage_error(
     assert code == EXIT_USAGE and "nowhere.md: no such file or folder" in line
 
 
-def test_the_readme_table_lists_exactly_the_exit_codes_of_the_help() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    table = readme.split("| code | meaning | raised as |", 1)[1].split("\n\n", 1)[0]
+def test_the_documented_table_lists_exactly_the_exit_codes_of_the_help() -> None:
+    page = Path(__file__).resolve().parents[2] / "docs" / "guides" / "cli.md"
+    table = (
+        page.read_text(encoding="utf-8")
+        .split("| code | meaning | raised as |", 1)[1]
+        .split("\n\n", 1)[0]
+    )
     documented = {
         int(row.split("|")[1]) for row in table.splitlines() if row.strip()[1:3].strip().isdigit()
     }

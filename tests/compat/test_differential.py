@@ -2,7 +2,7 @@
 written in AgentScope's venv, and with only its `agentscope` imports changed to `archivist` in
 ours; both print JSON and the results must agree, except where a difference is deliberate.
 
-A deliberate difference is listed in `DELIBERATE` with its reason (the README's "Coming from
+A deliberate difference is listed in `DELIBERATE` with its reason (the docs' "Coming from
 AgentScope" section lists the same) and Archivist's expected value, so it is still asserted.
 """
 
