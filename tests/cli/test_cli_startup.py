@@ -38,6 +38,7 @@ STARTUP_MODULES = {
     "archivist.errors",
     "archivist.cli",
     "archivist.cli.ask_command",
+    "archivist.cli.chat_server_command",
     "archivist.cli.chunk_command",
     "archivist.cli.docs_command",
     "archivist.cli.eval_command",

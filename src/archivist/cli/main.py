@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from archivist import __version__
 from archivist._text import one_line
 from archivist.cli.ask_command import add_ask_command
+from archivist.cli.chat_server_command import add_chat_server_command
 from archivist.cli.chunk_command import add_chunk_command
 from archivist.cli.docs_command import add_docs_commands
 from archivist.cli.eval_command import add_eval_command
@@ -148,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_docs_commands(commands)
     add_kb_commands(commands)
     add_ask_command(commands)
+    add_chat_server_command(commands)
     add_eval_command(commands)
     add_chunk_command(commands)
     add_serve_command(commands)
