@@ -4,7 +4,8 @@
     .venv/bin/python benchmarks/bench_hybrid.py latency   # 100k chunks, tenant-filtered p50
     .venv/bin/python benchmarks/bench_hybrid.py ingest    # index throughput, BM25 on vs off
 
-Each prints a table and writes benchmarks/results/hybrid-<name>.json. Every comparison runs
+Each prints a table and writes benchmarks/results/hybrid-<name>.json (the
+latency run: hybrid-latency-<N>k.json, one per size). Every comparison runs
 both sides in the same process, interleaved, so machine noise hits both alike.
 """
 
@@ -202,7 +203,8 @@ def main() -> None:
     if args.bench == "zh":
         _write("zh", asyncio.run(bench_zh(args.models)))
     elif args.bench == "latency":
-        _write("latency", asyncio.run(bench_latency(args.points, args.queries, args.depths)))
+        result = asyncio.run(bench_latency(args.points, args.queries, args.depths))
+        _write(f"latency-{args.points // 1000}k", result)
     else:
         _write("ingest", asyncio.run(bench_ingest(args.documents, args.rounds)))
 

@@ -48,3 +48,10 @@ def test_the_docs_site_builds_strict(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-4000:]
     assert (tmp_path / "guides" / "search" / "index.html").is_file()
+    # the references are drawn from the code: every command's options, the API's docstrings
+    cli = (tmp_path / "reference" / "cli" / "index.html").read_text(encoding="utf-8")
+    for text in ("archivist index", "--rebuild", "archivist keys", "--all-copies", "exit codes"):
+        assert text in cli, text
+    api = (tmp_path / "reference" / "python" / "index.html").read_text(encoding="utf-8")
+    for name in ("insert_documents", "max_per_document", "RAGMiddleware", "DocumentNotFoundError"):
+        assert name in api, name

@@ -1,10 +1,13 @@
 """Every Python block of the README and the docs runs as written, with pytest-markdown-docs,
 in a fresh `ARCHIVIST_HOME` with the package's console script on PATH; a block marked
-`notest` (it needs a chat model or a server) must still compile."""
+`notest` (it needs a chat model or a server) must still compile. Every other fenced block is
+checked by its language: shell is parsed by bash, JSON and YAML must load, `text` is output;
+a block of any other language (or none) fails."""
 
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 import subprocess
@@ -16,6 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 FENCE = re.compile(r"^```python( notest)?\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+ANY_FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 
 
 def _blocks() -> list[tuple[str, str]]:
@@ -50,3 +54,31 @@ def test_blocks_that_need_a_service_or_a_model_still_compile() -> None:
     assert skipped
     for code in skipped:
         compile(code, "a notest block", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+
+
+def _fenced() -> list[tuple[str, str, str]]:
+    """(page, info string, code) of every fenced block."""
+    return [
+        (page.name, info.strip(), code)
+        for page in PAGES
+        for info, code in ANY_FENCE.findall(page.read_text(encoding="utf-8"))
+    ]
+
+
+def test_every_other_fenced_block_is_checked_by_its_language() -> None:
+    yaml = pytest.importorskip("yaml")
+    blocks = _fenced()
+    assert len(blocks) > 20
+    for page, info, code in blocks:
+        language = info.removesuffix(" notest")
+        if language == "python":
+            continue  # run or compiled above
+        if language == "bash":
+            done = subprocess.run(["bash", "-n"], input=code, capture_output=True, text=True)
+            assert done.returncode == 0, f"{page}: {done.stderr}"
+        elif language == "json":
+            json.loads(code)
+        elif language == "yaml":
+            yaml.safe_load(code)
+        else:
+            assert language == "text", f"{page}: a ```{info} block is checked by no test"

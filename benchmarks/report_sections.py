@@ -1,0 +1,248 @@
+"""REPORT.md's sections beyond the suite: the figures other benchmark scripts last wrote to
+`benchmarks/results/`, rendered from their JSON files, and the command that makes each.
+
+A file that is missing leaves its table out; nothing here is typed in by hand."""
+# ruff: noqa: E501  (long Markdown template lines read best unbroken)
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+PY = ".venv/bin/python benchmarks/"
+MODES = (("hybrid", "hybrid (default)"), ("dense", "dense"), ("sparse", "BM25"))
+_LABEL = dict(MODES)
+
+OTHER_SCRIPTS = [  # area, scripts (the first with its options), result files: Markdown cells
+    ("parsers (DOCX, XLSX, HTML, Markdown, PDF)", "`bench_parsers.py`", "`parsers.json`"),
+    ("HTML main-content extraction", "`bench_html_extract.py`", "`html_extract.json`"),
+    (
+        "the service under load",
+        "`bench_service_load.py`, `bench_service_wrk.py`",
+        "`service_load.json`, `service_wrk.json`",
+    ),
+    (
+        "kill -9 during uploads",
+        "`bench_service_crash.py --trials 10 --files 100`",
+        "`service_crash.json`",
+    ),
+    ("service security and fairness", "`bench_service_security.py`", "`service_security*.json`"),
+    (
+        "several machines (pgvector, S3, workers)",
+        "`bench_several_machines.py`",
+        "`several_machines.json`",
+    ),
+    ("scale to 1M chunks", "`bench_scale.py`", "`scale*.json`"),
+    ("memory of the write path", "`bench_memory.py`", "printed; the suite's `rss.png`"),
+    ("MCP search latency", "`bench_mcp.py`", "`mcp.json`"),
+    (
+        "query embedding and CLI start",
+        "`bench_query_speed.py embed\\|rss\\|kb\\|plan`",
+        "`query_speed-*.json`",
+    ),
+    (
+        "Chinese retrieval, BM25 indexing cost",
+        "`bench_hybrid.py zh\\|ingest`",
+        "`hybrid-zh.json`, `hybrid-ingest.json`",
+    ),
+    ("identifiers over real manuals", "`bench_identifiers.py`", "`identifiers*.json`"),
+    (
+        "table chunks, chunker, write path, write lag",
+        "`bench_table_chunks.py`, `bench_chunker.py`, `bench_write_path.py`, `bench_write_lag.py`",
+        "their JSON files",
+    ),
+    (
+        "stores, vector datatypes, open collections",
+        "`bench_store.py`, `bench_vector_datatype.py`, `bench_open_collections.py`",
+        "their JSON files",
+    ),
+    (
+        "observability overhead, GIL stalls, duplicates",
+        "`bench_observability.py`, `bench_gil_stalls.py`, `bench_duplicates.py`",
+        "their JSON files",
+    ),
+]
+
+
+def _load(results: Path, name: str) -> dict[str, Any] | None:
+    path = results / name
+    if not path.is_file():
+        return None
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+def _numbers(data: dict[str, Any]) -> list[str]:
+    labels = {
+        "numbers": "notes that differ only by their numbers",
+        "identifiers": "identifiers beside look-alikes",
+        "zh_topics": "Chinese topics",
+    }
+    lines = [
+        "**Numbers, identifiers, Chinese: the answering document first** —",
+        f"`{PY}bench_search_trust.py numbers` (`trust-numbers.json`).",
+        "",
+        "| corpus | questions | " + " | ".join(label for _, label in MODES) + " |",
+        "|---|---:|" + "---:|" * len(MODES),
+    ]
+    for key, label in labels.items():
+        row = data.get(key)
+        if row:
+            cells = " | ".join(str(row[mode]["first"]) for mode, _ in MODES)
+            lines.append(f"| {label} | {row['questions']} | {cells} |")
+    return [*lines, ""]
+
+
+def _calibration(data: dict[str, Any]) -> list[str]:
+    fits = data["fits"]
+    parts = [
+        f"{_LABEL.get(mode, mode)} {fits[mode]['train_ndcg@10']:.4f} / {fits[mode]['test_ranked']['ndcg@10']:.4f}"
+        for mode in ("hybrid", "dense", "sparse")
+        if mode in fits
+    ]
+    bins = fits["hybrid"]["test_ranked"]["top10_reliability"]
+    reliability = ", ".join(f"{b['predicted']:.3f} → {b['observed']:.3f}" for b in bins)
+    return [
+        f"**Relevance calibration** — `{PY}calibrate_relevance.py` (`relevance-calibration.json`):",
+        f"logistic fits on SciFact *train* candidates ({data['train_queries']} queries), checked on",
+        f"the {data['test_queries']} test queries. nDCG@10 train / test: {'; '.join(parts)}.",
+        f"Hybrid top-10 reliability (predicted → observed share relevant): {reliability}.",
+        "",
+    ]
+
+
+def _spread(data: dict[str, Any]) -> list[str]:
+    variants = (
+        ("default", "default (spread)"),
+        ("none", "no spreading"),
+        ("cap-1", "at most 1 per document"),
+        ("cap-2", "at most 2"),
+    )
+    lines = [
+        f"**The list a user sees** — `{PY}bench_search_trust.py spread` (`trust-spread.json`):",
+        "nDCG where a document gains only at its first hit (documents shown in brackets).",
+        "",
+        "| top_k | " + " | ".join(label for _, label in variants) + " |",
+        "|---:|" + "---:|" * len(variants),
+    ]
+    for k in (5, 10):
+        cells = []
+        for key, _ in variants:
+            row = data.get(f"top{k}-{key}")
+            cells.append(
+                "—"
+                if row is None
+                else f"{row[f'shown_ndcg@{k}']:.4f} ({row['distinct_documents']:.2f})"
+            )
+        lines.append(f"| {k} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
+def _depth(data: dict[str, Any]) -> list[str]:
+    lines = [
+        f"**Candidates per side** — `{PY}bench_search_trust.py depth` (`trust-depth.json`),",
+        f"{data['queries']} queries, {data['chunks']:,} chunks; the default is 50.",
+        "",
+        "| candidates a side | shown nDCG@5 | nDCG@10, one per document | seconds for all queries |",
+        "|---:|---:|---:|---:|",
+    ]
+    for key, row in data.items():
+        if key.startswith("depth-"):
+            lines.append(
+                f"| {key.removeprefix('depth-')} | {row['shown_ndcg@5']:.4f} | "
+                f"{row['shown_ndcg@10_one_per_document']:.4f} | {row['seconds']} |"
+            )
+    return [*lines, ""]
+
+
+def _parity(data: dict[str, Any]) -> list[str]:
+    names = {"pgvector": "PostgreSQL + pgvector", "client-local": "qdrant-client local"}
+    lines = [
+        f"**Every store alike** — `{PY}bench_search_trust.py parity --pgvector --local-queries 50`",
+        "(`trust-parity.json`): each store against Qdrant Edge's top 10 for the same query.",
+        "",
+        "| store | queries | mode | nDCG@10 | Recall@100 | top-10 overlap mean / min | relevance gap |",
+        "|---|---:|---|---:|---:|---:|---:|",
+    ]
+    for key, label in names.items():
+        store = data["stores"].get(key)
+        if not store:
+            continue
+        for mode, mode_label in MODES:
+            r = store[mode]
+            lines.append(
+                f"| {label} | {store['queries']} | {mode_label} | {r['nDCG@10']:.4f} | {r['Recall@100']:.4f} | "
+                f"{r['top10_overlap_with_edge_mean']:.3f} / {r['top10_overlap_with_edge_min']:.1f} | {r['relevance_gap_max']:.4f} |"
+            )
+    return [*lines, ""]
+
+
+def _latency(runs: list[dict[str, Any]]) -> list[str]:
+    depths = sorted({k.split("@")[1] for run in runs for k in run["p50_ms"] if "@" in k}, key=int)
+    lines = [
+        f"**Hybrid latency** — `{PY}bench_hybrid.py latency --points N --queries 200 --depths "
+        + " ".join(depths)
+        + "` (`hybrid-latency-*.json`): tenant-filtered top 5, random vectors, 120-word texts, modes interleaved.",
+        "",
+        "| chunks | dense p50 / p95 ms | BM25 p50 / p95 ms | "
+        + " | ".join(f"hybrid, {d} a side, p50 / p95 ms" for d in depths)
+        + " | hybrid p50 ÷ dense p50 |",
+        "|---:|" + "---:|" * (3 + len(depths)),
+    ]
+    for run in sorted(runs, key=lambda r: int(r["points"])):
+        p50, p95 = run["p50_ms"], run["p95_ms"]
+        cells = [
+            f"{p50[m]:.2f} / {p95[m]:.2f}"
+            for m in ("dense", "sparse", *(f"hybrid@{d}" for d in depths))
+        ]
+        ratio = p50[f"hybrid@{depths[0]}"] / p50["dense"]
+        lines.append(f"| {int(run['points']):,} | " + " | ".join(cells) + f" | {ratio:.1f}× |")
+    return [*lines, ""]
+
+
+def render_search_trust(results: Path) -> list[str]:
+    """The section on ranking and relevance, from the trust, calibration and latency files."""
+    parts: list[str] = []
+    if (numbers := _load(results, "trust-numbers.json")) is not None:
+        parts += _numbers(numbers)
+    if (calibration := _load(results, "relevance-calibration.json")) is not None:
+        parts += _calibration(calibration)
+    if (spread := _load(results, "trust-spread.json")) is not None:
+        parts += _spread(spread)
+    if (depth := _load(results, "trust-depth.json")) is not None:
+        parts += _depth(depth)
+    if (parity := _load(results, "trust-parity.json")) is not None:
+        parts += _parity(parity)
+    runs = [
+        run
+        for path in sorted(results.glob("hybrid-latency-*.json"))
+        if (run := _load(results, path.name))
+    ]
+    if runs:
+        parts += _latency(runs)
+    if (kb := _load(results, "query_speed-kb.json")) is not None:
+        parts += [
+            f"End to end, `{PY}bench_query_speed.py kb --rounds {kb['rounds']}` (`query_speed-kb.json`):",
+            f"`KnowledgeBase.search` on {kb['points']:,} chunks takes {kb['search_over_embed']:.1f}× the query",
+            f"embedding alone (embedding p50 {kb['embed_p50_ms']:.1f} ms, search p50 {kb['search_p50_ms']:.1f} ms).",
+            "",
+        ]
+    if not parts:
+        return []
+    return ["## Search you can trust", "", *parts]
+
+
+def render_other_scripts() -> list[str]:
+    """Where each other benchmark script writes its results, with its command."""
+    lines = [
+        "## Other benchmark scripts",
+        "",
+        "Each runs as `.venv/bin/python benchmarks/SCRIPT` and writes its figures to `benchmarks/results/`.",
+        "",
+        "| area | command | results |",
+        "|---|---|---|",
+    ]
+    for area, command, results in OTHER_SCRIPTS:
+        lines.append(f"| {area} | {command} | {results} |")
+    return [*lines, ""]
