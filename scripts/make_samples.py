@@ -30,8 +30,9 @@ GUIDE = {
         "archivist search QUERY prints the best passages with their score, source file, page "
         "or slide and chunk index. Every hit an agent sees carries the same citation label, so "
         "its answer can say where a fact came from.",
-        "Scores are cosine similarities: higher is better. A score threshold drops weak hits "
-        "before the results are deduplicated and cut to top_k.",
+        "Each hit carries a relevance from 0 to 1, the estimated chance that it answers the "
+        "query, and hits come best first. A minimum relevance drops weak hits before the "
+        "results are cut to top_k.",
     ],
     "Tenants and isolation": [
         "Several tenants may share one collection. A knowledge base handle created with a "
