@@ -1,5 +1,6 @@
 """`archivist chunk PATH...`: parse and chunk files and print the chunks (no index), with the
-settings `index` would use, so the preview is exactly what gets stored."""
+settings `index` would use, so the preview shows the chunks `index` cuts (a text-only model
+then leaves the pictures out)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:  # loaded when the command runs, so registering it costs nothi
 def add_chunk_command(commands: Any) -> None:
     """Register the `chunk` sub-command."""
     cmd = commands.add_parser(
-        "chunk", help="parse and chunk files, print the chunks as `index` would store them"
+        "chunk", help="parse and chunk files, print the chunks as `index` would cut them"
     )
     cmd.add_argument("paths", nargs="+", metavar="PATH")
     cmd.add_argument("--kb", default="default", help="use this knowledge base's chunk settings")
