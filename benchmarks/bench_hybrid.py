@@ -29,7 +29,7 @@ from archivist.rag import KnowledgeBase, NewDocument, Section
 from archivist.rag.chunker import chunker_for
 from archivist.rag.document import Chunk
 from archivist.rag.record import VectorRecord
-from archivist.rag.store.bm25 import Bm25Encoder
+from archivist.rag.store.core.bm25 import Bm25Encoder
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.testing import corpora
 

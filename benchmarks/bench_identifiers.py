@@ -39,8 +39,8 @@ from archivist.rag.chunker import chunker_for
 from archivist.rag.knowledge.ingest import ingest_files
 from archivist.rag.parser.registry import default_registry
 from archivist.rag.store.base import SearchMode
+from archivist.rag.store.core.relevance import DEFAULT_MIN_RELEVANCE
 from archivist.rag.store.qdrant import QdrantStore
-from archivist.rag.store.relevance import DEFAULT_MIN_RELEVANCE
 
 HERE = Path(__file__).parent
 MAN = Path("/usr/share/man/man1")

@@ -17,8 +17,8 @@ from pathlib import Path
 from archivist.embedding import LocalEmbeddingModel
 from archivist.message import TextBlock
 from archivist.rag import Chunk, KnowledgeBase
+from archivist.rag.store.core.relevance import DEFAULT_MIN_RELEVANCE
 from archivist.rag.store.qdrant import QdrantStore
-from archivist.rag.store.relevance import DEFAULT_MIN_RELEVANCE
 from archivist.testing import corpora
 
 DATA = Path(corpora.__file__).parent / "zh_topics.json"

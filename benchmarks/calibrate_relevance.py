@@ -1,11 +1,11 @@
-"""Fit and check the relevance calibration (`archivist.rag.store.relevance`) on BEIR SciFact.
+"""Fit and check the relevance calibration (`archivist.rag.store.core.relevance`) on BEIR SciFact.
 
     .venv/bin/python benchmarks/calibrate_relevance.py [--train N] [--test N]
 
 Indexes the whole SciFact corpus into Qdrant Edge (exact search, embeddings from the shared
 disk cache) and, for every *train* query, gathers the candidates each mode ranks: the best
 100 chunks by dense similarity, the best 100 by BM25, and (hybrid) both together. Each
-candidate's evidence is computed as the store computes it (`archivist.rag.store.ranking`:
+candidate's evidence is computed as the store computes it (`archivist.rag.store.core.ranking`:
 cosine similarity from the stored vector; BM25 from the stored term weights as a share of
 the best a chunk could reach; coverage) and recorded against the judgments; one logistic
 curve per mode is fitted on its candidates (hybrid: all three signals; dense: similarity;
@@ -42,13 +42,13 @@ from archivist.eval.metrics import ndcg_at
 from archivist.eval.runner import COLLECTION, index_corpus
 from archivist.rag import KnowledgeBase
 from archivist.rag.chunker import chunker_for
-from archivist.rag.store.bm25 import SparseVector
+from archivist.rag.store.core.bm25 import SparseVector
+from archivist.rag.store.core.layout import CHUNK_INDEX, DOCUMENT_ID
+from archivist.rag.store.core.ranking import cosine, lexical_evidence
+from archivist.rag.store.core.relevance import DEFAULT_MIN_RELEVANCE
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.rag.store.qdrant.backend import SearchRequest
 from archivist.rag.store.qdrant.filter import Where
-from archivist.rag.store.qdrant.layout import CHUNK_INDEX, DOCUMENT_ID
-from archivist.rag.store.ranking import cosine, lexical_evidence
-from archivist.rag.store.relevance import DEFAULT_MIN_RELEVANCE
 
 HERE = Path(__file__).parent
 SCIFACT = HERE.parent.parent / "shared" / "datasets" / "scifact"

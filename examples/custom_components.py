@@ -5,7 +5,7 @@
 - `InMemoryVectorStore(VectorStoreBase)`: a vector store on numpy: brute-force cosine search,
   `metadata_filter` applied inside the search (before ranking, so `top_k` counts only matching
   records), chunk and document listing, and deletion within a filter, declared in its
-  `capabilities`. Its arguments are checked by `archivist.rag.store.arguments`, and document
+  `capabilities`. Its arguments are checked by `archivist.rag.store.core.arguments`, and document
   replacement is the base class's (it keeps the old version until the new one is complete).
 
 All three index `samples/archivist-overview.md` with the offline embedding model, then search,
@@ -39,7 +39,7 @@ from archivist.rag import (
     default_registry,
 )
 from archivist.rag.store import SearchMode, StoreCapabilities
-from archivist.rag.store.arguments import (
+from archivist.rag.store.core.arguments import (
     check_chunk_page,
     check_document_arguments,
     check_records,

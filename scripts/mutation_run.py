@@ -42,12 +42,12 @@ MODULES = {
         "tests/knowledge/test_ingest_scope_and_fingerprint.py",
         "tests/cli/test_cli_scope.py",
     ],
-    "archivist/rag/store/terms.py": [
+    "archivist/rag/store/core/terms.py": [
         "tests/store/test_numbers.py",
         "tests/store/test_identifiers.py",
         "tests/knowledge/test_search_modes.py",
     ],
-    "archivist/rag/store/ranking.py": [
+    "archivist/rag/store/core/ranking.py": [
         "tests/store/test_ranking.py",
         "tests/knowledge/test_relevance.py",
         "tests/knowledge/test_search_order.py",

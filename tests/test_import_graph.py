@@ -170,3 +170,40 @@ def test_no_module_imports_a_later_stage() -> None:
         if target != "archivist" and stage_of(target) > stage_of(name)
     )
     assert not upward, "imports against the pipeline's direction:\n" + "\n".join(upward)
+
+
+# Store engines are adapters over the shared core: none imports another, and the core and the
+# store's public modules import none of them (a third engine copies nothing from the others).
+ENGINES = ("archivist.rag.store.qdrant", "archivist.rag.store.pgvector")
+
+
+def _engine_of(name: str) -> str | None:
+    return next((e for e in ENGINES if name == e or name.startswith(e + ".")), None)
+
+
+def crossings(modules: dict[str, Path]) -> list[str]:
+    """Every import from one store engine into another, or from the shared store modules
+    (`archivist.rag.store` outside the engines) into an engine."""
+    found = []
+    for name, path in modules.items():
+        if not name.startswith("archivist.rag.store"):
+            continue
+        source = _engine_of(name)
+        for target in imports_of(name, path, modules):
+            engine = _engine_of(target)
+            if engine is None or engine == source:
+                continue
+            if source is not None or name.startswith("archivist.rag.store.core"):
+                found.append(f"{name} -> {target}")
+    return sorted(found)
+
+
+def test_store_engines_import_neither_each_other_nor_the_core_them(tmp_path: Path) -> None:
+    modules = module_names()
+    assert crossings(modules) == []
+    crossing = tmp_path / "fake.py"
+    crossing.write_text("from archivist.rag.store.qdrant.backend import SPARSE_VECTOR\n")
+    fake = {**modules, "archivist.rag.store.pgvector.fake": crossing}
+    assert crossings(fake) == [
+        "archivist.rag.store.pgvector.fake -> archivist.rag.store.qdrant.backend"
+    ]

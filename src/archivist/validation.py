@@ -4,7 +4,7 @@ The knowledge base, the vector stores and the embedding models all check with th
 so a value one accepts the others accept too. Each failure is an `InvalidArgumentError` (a
 ValueError; a TypeError for a value of the wrong kind) whose `argument` names the argument.
 This module is public: authors of their own stores or models use it (and
-`archivist.rag.store.arguments`, which groups these checks per store method) to accept
+`archivist.rag.store.core.arguments`, which groups these checks per store method) to accept
 exactly what archivist's own accept.
 
 Rules:

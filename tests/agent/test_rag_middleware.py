@@ -11,8 +11,8 @@ from archivist.message import HintBlock, Msg, TextBlock, ToolResultBlock, ToolUs
 from archivist.middleware import RAGMiddleware
 from archivist.model import ChatResponse, ScriptedChatModel
 from archivist.rag import Chunk, KnowledgeBase
+from archivist.rag.store.core.relevance import DEFAULT_MIN_RELEVANCE
 from archivist.rag.store.qdrant import QdrantStore
-from archivist.rag.store.relevance import DEFAULT_MIN_RELEVANCE
 from archivist.tool import Toolkit
 
 PETS = [

@@ -9,10 +9,10 @@ from archivist.embedding import EmbeddingModelBase
 from archivist.message import TextBlock
 from archivist.rag import KnowledgeBase
 from archivist.rag.document import Chunk
-from archivist.rag.store.bm25 import Bm25Encoder
+from archivist.rag.store.core.bm25 import Bm25Encoder
+from archivist.rag.store.core.ranking import coverage, lexical, unknown_idf
+from archivist.rag.store.core.relevance import DEFAULT_MIN_RELEVANCE, relevance
 from archivist.rag.store.qdrant import QdrantStore
-from archivist.rag.store.ranking import coverage, lexical, unknown_idf
-from archivist.rag.store.relevance import DEFAULT_MIN_RELEVANCE, relevance
 from archivist.testing.fixtures import StoreKind, open_store
 
 FACTS = {

@@ -203,7 +203,7 @@ async def test_a_query_the_model_cannot_read_is_searched_by_its_words(
 
 
 def test_bm25_matches_chinese_words_the_segmenter_cut_differently() -> None:
-    from archivist.rag.store.bm25 import Bm25Encoder
+    from archivist.rag.store.core.bm25 import Bm25Encoder
 
     encoder = Bm25Encoder()
     document = encoder.count("大熊猫是中国特有的哺乳动物")

@@ -17,7 +17,7 @@ from archivist.message import TextBlock
 from archivist.rag import Chunk, KnowledgeBase
 from archivist.rag.record import VectorSearchResult
 from archivist.rag.store import StoreCapabilities
-from archivist.rag.store.arguments import SearchArguments, check_search, matches_filter
+from archivist.rag.store.core.arguments import SearchArguments, check_search, matches_filter
 from archivist.rag.store.search_filter import SearchFilter
 
 VECTOR = [1.0, 0.0, 0.0, 0.0]

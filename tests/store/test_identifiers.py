@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archivist.rag.store.bm25 import Bm25Encoder
-from archivist.rag.store.terms import _IDENTIFIER, _TRAILING, identifier_terms, identifiers
+from archivist.rag.store.core.bm25 import Bm25Encoder
+from archivist.rag.store.core.terms import _IDENTIFIER, _TRAILING, identifier_terms, identifiers
 
 
 @pytest.mark.parametrize(

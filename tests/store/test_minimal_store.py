@@ -11,13 +11,13 @@ from typing import Any, Self
 import pytest
 
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
-from archivist.rag.store.arguments import (
+from archivist.rag.store.base import VectorStoreBase
+from archivist.rag.store.core.arguments import (
     check_document_arguments,
     check_records,
     check_search,
     matches_filter,
 )
-from archivist.rag.store.base import VectorStoreBase
 from archivist.testing.store import (
     CollectionTests,
     DeclarationTests,

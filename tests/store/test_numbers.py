@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archivist.rag.store.bm25 import Bm25Encoder
-from archivist.rag.store.terms import exact_lookup, identifier_terms, numbers
+from archivist.rag.store.core.bm25 import Bm25Encoder
+from archivist.rag.store.core.terms import exact_lookup, identifier_terms, numbers
 
 
 @pytest.mark.parametrize(

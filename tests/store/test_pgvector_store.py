@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from archivist.rag import PgVectorStore
-from archivist.rag.store.generations import new_generation
+from archivist.rag.store.core.generations import new_generation
 from archivist.testing.hybrid_store import HybridSearchTests
 from archivist.testing.search_store import GroupingTests
 from archivist.testing.store import (
@@ -91,7 +91,7 @@ async def test_a_cut_short_replace_is_found_and_repaired(store: PgVectorStore) -
     # What a process killed mid-replace leaves: part of a newer generation beside the old one.
     found = await store._require("docs")
     points_source = [record("d", 0, total=2, text="new 0")]
-    from archivist.rag.store.qdrant.points import points_for
+    from archivist.rag.store.core.points import points_for
 
     points = points_for(points_source, DIMENSIONS, new_generation(), document_id="d")
     async with store._transaction() as connection:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from archivist.rag.store.core.points import PointWrite
 from archivist.rag.store.qdrant import QdrantStore
-from archivist.rag.store.qdrant.backend import PointWrite
 from archivist.rag.store.qdrant.edge.backend import EdgeBackend
 from archivist.testing.store import DIMENSIONS, batches, record
 

@@ -14,7 +14,7 @@ from qdrant_cases import QdrantOnlyCases
 
 from archivist.rag.record import VectorRecord
 from archivist.rag.store.qdrant import QdrantStore
-from archivist.rag.store.qdrant.layout import SPARSE_VECTOR
+from archivist.rag.store.qdrant.backend import SPARSE_VECTOR
 from archivist.testing.hybrid_store import DiversityTests, HybridSearchTests
 from archivist.testing.search_store import GroupingTests, SearchFilterTests
 from archivist.testing.store import (

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from archivist.rag.store.generations import document_problem
+from archivist.rag.store.core.generations import document_problem
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.testing.store import DIMENSIONS, batches, record
 

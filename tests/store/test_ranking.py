@@ -1,4 +1,4 @@
-"""The evidence every store ranks by, and the ranking itself (`archivist.rag.store.ranking`)."""
+"""The evidence every store ranks by, and the ranking itself (`archivist.rag.store.core.ranking`)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from archivist.rag.store.bm25 import SparseVector
-from archivist.rag.store.ranking import (
+from archivist.rag.store.core.bm25 import SparseVector
+from archivist.rag.store.core.ranking import (
     Judged,
     cosine,
     coverage,
@@ -20,7 +20,7 @@ from archivist.rag.store.ranking import (
     shown_score,
     unknown_idf,
 )
-from archivist.rag.store.relevance import relevance
+from archivist.rag.store.core.relevance import relevance
 
 
 def test_cosine_reads_the_direction_whatever_the_lengths() -> None:

@@ -14,7 +14,7 @@ from archivist.message import TextBlock
 from archivist.rag import KnowledgeBase
 from archivist.rag.document import Chunk
 from archivist.rag.store.base import VectorStoreBase
-from archivist.rag.store.terms import TERM_LAYOUT
+from archivist.rag.store.core.terms import TERM_LAYOUT
 from archivist.testing.embedding import HashEmbeddingModel
 from archivist.testing.store import DIMENSIONS, record, unit
 

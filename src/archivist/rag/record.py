@@ -41,8 +41,8 @@ class VectorSearchResult(BaseModel):
     chunk: Chunk
     relevance: float | None = None
     """Estimated probability (0..1) that the chunk is relevant to the query, comparable across
-    queries, modes and languages (see `archivist.rag.store.relevance`); None if the store cannot
-    tell. `score` only orders the hits of one search."""
+    queries, modes and languages (see `archivist.rag.store.core.relevance`); None if the store
+    cannot tell. `score` only orders the hits of one search."""
     context: list[Chunk] | None = None
     """With `KnowledgeBase.search(..., context=N)`: the chunks from N before to N after the
     hit's, in order, the hit's included (hits of one document whose windows overlap or touch

@@ -1,11 +1,11 @@
-"""Old import path, kept working: the same objects now live in `archivist.rag.store.relevance`."""
+"""Old import path, kept working: the same objects live in `archivist.rag.store.core.relevance`."""
 
-from archivist.rag.store.relevance import (
+from archivist.rag.store.core.relevance import (
     DEFAULT_MIN_RELEVANCE as DEFAULT_MIN_RELEVANCE,
 )
-from archivist.rag.store.relevance import (
+from archivist.rag.store.core.relevance import (
     check_min_relevance as check_min_relevance,
 )
-from archivist.rag.store.relevance import (
+from archivist.rag.store.core.relevance import (
     relevance as relevance,
 )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from archivist.rag.store.base import MetadataFilter, VectorStoreBase
-from archivist.rag.store.generations import GenerationInfo, document_problem
+from archivist.rag.store.core.generations import GenerationInfo, document_problem
 
 
 class IncompleteDocument(BaseModel):

@@ -25,9 +25,9 @@ from archivist.rag.store.base import (
     check_diversity,
     check_search_mode,
 )
-from archivist.rag.store.relevance import DEFAULT_MIN_RELEVANCE, check_min_relevance
+from archivist.rag.store.core.relevance import DEFAULT_MIN_RELEVANCE, check_min_relevance
+from archivist.rag.store.core.terms import TERM_LAYOUT, exact_lookup
 from archivist.rag.store.search_filter import SearchFilter
-from archivist.rag.store.terms import TERM_LAYOUT, exact_lookup
 from archivist.validation import check_non_negative_int, check_positive_int
 
 if TYPE_CHECKING:

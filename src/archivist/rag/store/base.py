@@ -9,13 +9,13 @@ from typing import Any, ClassVar
 from archivist._closable import AsyncClosable
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
-from archivist.rag.store.arguments import SEARCH_MODES as SEARCH_MODES
-from archivist.rag.store.arguments import SearchMode as SearchMode
-from archivist.rag.store.arguments import check_diversity as check_diversity
-from archivist.rag.store.arguments import check_document_arguments, check_records
-from archivist.rag.store.arguments import check_search_mode as check_search_mode
 from archivist.rag.store.capabilities import StoreCapabilities
-from archivist.rag.store.generations import GenerationInfo
+from archivist.rag.store.core.arguments import SEARCH_MODES as SEARCH_MODES
+from archivist.rag.store.core.arguments import SearchMode as SearchMode
+from archivist.rag.store.core.arguments import check_diversity as check_diversity
+from archivist.rag.store.core.arguments import check_document_arguments, check_records
+from archivist.rag.store.core.arguments import check_search_mode as check_search_mode
+from archivist.rag.store.core.generations import GenerationInfo
 from archivist.rag.store.keyed_lock import KeyedLocks
 from archivist.rag.store.search_filter import SearchFilter
 from archivist.validation import MetadataFilter as MetadataFilter
@@ -42,7 +42,7 @@ class VectorStoreBase(AsyncClosable, ABC):
     `capabilities` declares what the store offers beyond the minimal contract (see
     `StoreCapabilities`); the knowledge base reads it and asks for nothing undeclared. The
     defaults describe AgentScope's custom-store skeleton, so such a store works unchanged.
-    `archivist.rag.store.arguments` has the argument checks each method starts with.
+    `archivist.rag.store.core.arguments` has the argument checks each method starts with.
     """
 
     capabilities: ClassVar[StoreCapabilities] = StoreCapabilities()
@@ -120,7 +120,7 @@ class VectorStoreBase(AsyncClosable, ABC):
     ) -> list[VectorSearchResult]:
         """The `top_k` best chunks matching `metadata_filter`, best first (a store declaring
         `relevance` lists them by relevance, which never rises down the list;
-        `archivist.rag.store.ranking` computes it as the shipped stores do).
+        `archivist.rag.store.core.ranking` computes it as the shipped stores do).
 
         `mode` "dense" ranks by `query_vector`; "sparse" by BM25 of `query_text` (no vector
         needed); "hybrid" ranks the best of both together. `diversity` (0..1) picks results
@@ -141,7 +141,7 @@ class VectorStoreBase(AsyncClosable, ABC):
 
     async def term_layout(self, collection: str) -> int | None:
         """The term layout `collection`'s BM25 terms were written with
-        (`archivist.rag.store.terms`), or None when it has none or the store does not say.
+        (`archivist.rag.store.core.terms`), or None when it has none or the store does not say.
         A layout older than `TERM_LAYOUT` still works, by its own rules, until rebuilt."""
         return None
 

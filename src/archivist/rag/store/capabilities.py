@@ -11,7 +11,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from archivist.errors import InvalidArgumentError
-from archivist.rag.store.arguments import SEARCH_MODES, SearchArguments, SearchMode
+from archivist.rag.store.core.arguments import SEARCH_MODES, SearchArguments, SearchMode
 
 
 class StoreCapabilities(BaseModel):

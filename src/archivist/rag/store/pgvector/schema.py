@@ -1,11 +1,11 @@
 """The tables of a `PgVectorStore`: a registry of collections, and three tables per collection.
 
     {prefix}_collections   one row per collection: name, dimensions, distance, whether it has
-                           BM25 terms and their term layout (`archivist.rag.store.terms`),
+                           BM25 terms and their term layout (`archivist.rag.store.core.terms`),
                            and the running totals BM25 needs (chunks with terms, their
                            summed length)
     {table}_chunks         one row per chunk: the same fields as the Qdrant payload (see
-                           `qdrant/layout.py`), metadata as JSONB (GIN index), the dense vector
+                           `core/layout.py`), metadata as JSONB (GIN index), the dense vector
                            (HNSW index) and the chunk's length in BM25 terms
     {table}_terms          the BM25 postings: (term, chunk, weight), the weight being BM25's
                            term-frequency part; the primary key (term, chunk) is the inverted index

@@ -12,9 +12,9 @@ import numpy as np
 from psycopg import AsyncConnection, sql
 from psycopg.rows import dict_row
 
+from archivist.rag.store.core.layout import DOCUMENT_ID
+from archivist.rag.store.core.ranking import Judged, coverage, judge, lexical, query_weights
 from archivist.rag.store.pgvector.schema import DISTANCE_OPERATORS, Tables
-from archivist.rag.store.qdrant.layout import DOCUMENT_ID
-from archivist.rag.store.ranking import Judged, coverage, judge, lexical, query_weights
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool

@@ -19,17 +19,31 @@ from archivist.message import TextBlock
 from archivist.off_loop import off_loop
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
-from archivist.rag.store.arguments import (
+from archivist.rag.store.base import MetadataFilter, VectorStoreBase
+from archivist.rag.store.capabilities import StoreCapabilities
+from archivist.rag.store.core.arguments import (
     SEARCH_MODES,
     SearchMode,
     check_chunk_page,
     check_document_arguments,
     check_search,
 )
-from archivist.rag.store.base import MetadataFilter, VectorStoreBase
-from archivist.rag.store.bm25 import Bm25Encoder, TermCounts, check_term_layout
-from archivist.rag.store.capabilities import StoreCapabilities
-from archivist.rag.store.generations import GenerationInfo, new_generation, repair_plan
+from archivist.rag.store.core.bm25 import Bm25Encoder, TermCounts, check_term_layout
+from archivist.rag.store.core.distance import check_distance
+from archivist.rag.store.core.generations import GenerationInfo, new_generation, repair_plan
+from archivist.rag.store.core.layout import (
+    CHUNK_INDEX,
+    CONTENT,
+    DOCUMENT_ID,
+    GENERATION,
+    METADATA,
+    SOURCE,
+    TOTAL_CHUNKS,
+    chunk_from,
+)
+from archivist.rag.store.core.points import PointWrite, points_for
+from archivist.rag.store.core.ranking import Judged, grouped, rank, shown_score
+from archivist.rag.store.core.terms import TERM_LAYOUT
 from archivist.rag.store.pgvector.filter import where_metadata
 from archivist.rag.store.pgvector.schema import (
     Tables,
@@ -45,21 +59,7 @@ from archivist.rag.store.pgvector.search import (
     document_of,
     tie_break,
 )
-from archivist.rag.store.qdrant.backend import PointWrite, check_distance
-from archivist.rag.store.qdrant.layout import (
-    CHUNK_INDEX,
-    CONTENT,
-    DOCUMENT_ID,
-    GENERATION,
-    METADATA,
-    SOURCE,
-    TOTAL_CHUNKS,
-    chunk_from,
-)
-from archivist.rag.store.qdrant.points import points_for
-from archivist.rag.store.ranking import Judged, grouped, rank, shown_score
 from archivist.rag.store.search_filter import SearchFilter
-from archivist.rag.store.terms import TERM_LAYOUT
 from archivist.validation import (
     check_collection_name,
     check_document_id,
@@ -93,10 +93,10 @@ class PgVectorStore(VectorStoreBase):
 
     Dense search uses an HNSW index per collection (iterative scans, so a metadata filter never
     starves the result list). Sparse search is BM25 written out in SQL over an inverted index
-    table: the same terms and term weights as the Qdrant store (`archivist.rag.store.terms`),
+    table: the same terms and term weights as the Qdrant store (`archivist.rag.store.core.terms`),
     IDF from exact per-term document frequencies. `mode="hybrid"` takes the best chunks of
     both sides in one SQL statement and ranks them by relevance as the Qdrant store does
-    (`archivist.rag.store.ranking`).
+    (`archivist.rag.store.core.ranking`).
 
     Use it inside `async with store:`; it holds a pool of up to `max_connections` connections.
     """
@@ -590,7 +590,7 @@ class PgVectorStore(VectorStoreBase):
         search_filter: SearchFilter | None = None,
     ) -> list[VectorSearchResult]:
         """The `top_k` best chunks within `metadata_filter`, by `mode`, best first by
-        relevance (`archivist.rag.store.ranking`), as the Qdrant store ranks them:
+        relevance (`archivist.rag.store.core.ranking`), as the Qdrant store ranks them:
 
         "dense" ranks by `query_vector` (scores are similarities); "sparse" by BM25 of
         `query_text` (scores are BM25 sums); "hybrid" takes the best chunks of both sides and

@@ -7,13 +7,14 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from archivist.errors import InvalidArgumentError
-from archivist.rag.store.bm25 import Bm25Stats, SparseVector
+from archivist.rag.store.core.bm25 import Bm25Stats, SparseVector
+from archivist.rag.store.core.layout import CHUNK_INDEX, DOCUMENT_ID, GENERATION
+from archivist.rag.store.core.points import PointWrite
+from archivist.rag.store.core.terms import TERM_LAYOUT
 from archivist.rag.store.qdrant.filter import IndexKind, Where
-from archivist.rag.store.qdrant.layout import CHUNK_INDEX, DOCUMENT_ID, GENERATION, SPARSE_VECTOR
-from archivist.rag.store.terms import TERM_LAYOUT
 
-DISTANCES = ("Cosine", "Dot", "Euclid", "Manhattan")
+SPARSE_VECTOR = "bm25"
+"""Name of the BM25 sparse vector beside the dense one (unnamed) in hybrid collections."""
 
 INTERNAL_INDEXES: Mapping[str, IndexKind] = {
     DOCUMENT_ID: "keyword",
@@ -23,26 +24,10 @@ INTERNAL_INDEXES: Mapping[str, IndexKind] = {
 """Payload indexes every collection gets when it is created (or first used, if made elsewhere)."""
 
 
-def check_distance(distance: object) -> str:
-    """The canonical name of `distance` (case-insensitive); ValueError naming it otherwise."""
-    if isinstance(distance, str):
-        for name in DISTANCES:
-            if name.lower() == distance.lower():
-                return name
-    raise InvalidArgumentError(
-        f"distance must be one of {', '.join(DISTANCES)}; got {distance!r}", argument="distance"
-    )
-
-
-def higher_is_better(distance: str, raw_score: float) -> float:
-    """Qdrant's score turned so that higher is better: Euclid and Manhattan distances negated."""
-    return -raw_score if distance in {"Euclid", "Manhattan"} else raw_score
-
-
 @dataclass(frozen=True)
 class CollectionParams:
     """The fixed shape of a collection: its dense vector, whether it has BM25 vectors, and
-    the term layout they were written with (`archivist.rag.store.terms`)."""
+    the term layout they were written with (`archivist.rag.store.core.terms`)."""
 
     dimensions: int
     distance: str
@@ -71,16 +56,6 @@ class StoreLayout:
     vector_datatype: VectorDatatype = "float32"
     tenant_key: str | None = None
     tenants_only: bool = False
-
-
-@dataclass(frozen=True)
-class PointWrite:
-    """One point to upsert."""
-
-    id: str
-    vector: list[float]
-    payload: dict[str, Any]
-    sparse: SparseVector | None = None
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from archivist.rag.store.qdrant.layout import METADATA
+from archivist.rag.store.core.layout import METADATA
 from archivist.validation import FilterValue, check_metadata_filter
 
 IndexKind = Literal["keyword", "integer", "bool", "float", "datetime"]

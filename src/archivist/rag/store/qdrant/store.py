@@ -18,32 +18,54 @@ from archivist.message import TextBlock
 from archivist.off_loop import off_loop
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
-from archivist.rag.store.arguments import (
+from archivist.rag.store.base import MetadataFilter, VectorStoreBase
+from archivist.rag.store.capabilities import StoreCapabilities
+from archivist.rag.store.core.arguments import (
     SEARCH_MODES,
     SearchMode,
     check_chunk_page,
     check_document_arguments,
     check_search,
 )
-from archivist.rag.store.base import MetadataFilter, VectorStoreBase
-from archivist.rag.store.bm25 import Bm25Encoder, SparseVector, TermCounts
-from archivist.rag.store.capabilities import StoreCapabilities
+from archivist.rag.store.core.bm25 import Bm25Encoder, SparseVector, TermCounts
+from archivist.rag.store.core.distance import check_distance, higher_is_better
+from archivist.rag.store.core.generations import GenerationInfo, new_generation, repair_plan
+from archivist.rag.store.core.layout import (
+    CHUNK_INDEX,
+    DOCUMENT_ID,
+    GENERATION,
+    SOURCE,
+    SUMMARY_FIELDS,
+    TOTAL_CHUNKS,
+    chunk_from,
+    summary_from,
+)
+from archivist.rag.store.core.points import PointWrite, points_for
+from archivist.rag.store.core.ranking import (
+    Judged,
+    cosine,
+    grouped,
+    judge,
+    lexical,
+    lexical_evidence,
+    query_weights,
+    rank,
+    shown_score,
+)
+from archivist.rag.store.core.terms import TERM_LAYOUT
 from archivist.rag.store.file_lock import StoreLockedError
-from archivist.rag.store.generations import GenerationInfo, new_generation, repair_plan
 from archivist.rag.store.keyed_lock import KeyedLocks
 from archivist.rag.store.qdrant.backend import (
     INTERNAL_INDEXES,
+    SPARSE_VECTOR,
     VECTOR_DATATYPES,
     CollectionParams,
-    PointWrite,
     QdrantBackend,
     Quantization,
     ScoredPoint,
     SearchRequest,
     StoreLayout,
     VectorDatatype,
-    check_distance,
-    higher_is_better,
 )
 from archivist.rag.store.qdrant.edge.backend import EdgeBackend
 from archivist.rag.store.qdrant.edge.collection import SEARCH_THREADS
@@ -63,29 +85,6 @@ from archivist.rag.store.qdrant.filter import (
     metadata_matches,
     metadata_path,
 )
-from archivist.rag.store.qdrant.layout import (
-    CHUNK_INDEX,
-    DOCUMENT_ID,
-    GENERATION,
-    SOURCE,
-    SPARSE_VECTOR,
-    SUMMARY_FIELDS,
-    TOTAL_CHUNKS,
-    chunk_from,
-    summary_from,
-)
-from archivist.rag.store.qdrant.points import points_for
-from archivist.rag.store.ranking import (
-    Judged,
-    cosine,
-    grouped,
-    judge,
-    lexical,
-    lexical_evidence,
-    query_weights,
-    rank,
-    shown_score,
-)
 from archivist.rag.store.search_filter import (
     INDEXED_AT_KEY,
     MODIFIED_KEY,
@@ -93,7 +92,6 @@ from archivist.rag.store.search_filter import (
     Range,
     SearchFilter,
 )
-from archivist.rag.store.terms import TERM_LAYOUT
 from archivist.validation import (
     check_collection_name,
     check_document_id,
@@ -159,10 +157,10 @@ class QdrantStore(VectorStoreBase):
     search names a tenant.
 
     Hybrid search: collections this store creates hold, beside each chunk's dense vector, a
-    BM25 sparse vector of its text (`archivist.rag.store.terms`: words, CJK bigrams, whole
+    BM25 sparse vector of its text (`archivist.rag.store.core.terms`: words, CJK bigrams, whole
     identifiers and numbers; IDF computed by the engine). `search(..., query_text=...,
     mode="hybrid")` fetches the best chunks by each side in one engine call and ranks them
-    together by relevance (`archivist.rag.store.ranking`), as every store does.
+    together by relevance (`archivist.rag.store.core.ranking`), as every store does.
     Collections created elsewhere or before hybrid search existed stay dense-only.
 
     Use it inside `async with store:`, from one event loop.
@@ -608,7 +606,7 @@ class QdrantStore(VectorStoreBase):
         search_filter: SearchFilter | None = None,
     ) -> list[VectorSearchResult]:
         """The `top_k` best chunks within `metadata_filter` and `search_filter`, by `mode`,
-        best first by relevance (`archivist.rag.store.ranking`):
+        best first by relevance (`archivist.rag.store.core.ranking`):
 
         "dense" ranks by `query_vector` (scores are similarities); "sparse" by BM25 of
         `query_text` (scores are BM25 sums); "hybrid" takes the best chunks of both sides and
@@ -959,7 +957,7 @@ def _judge(
     sparse: SparseVector | None,
     query_idf: dict[int, float],
 ) -> Callable[[ScoredPoint], Judged[ScoredPoint]]:
-    """How a hit of one ranked list is judged (see `archivist.rag.store.ranking`): a dense hit
+    """How a hit of one ranked list is judged (see `archivist.rag.store.core.ranking`): a dense hit
     by its similarity (the engine's score; none for distances other than Cosine), a BM25 hit
     by its score's share of the best possible, a pick of maximal marginal relevance over
     both sides by its similarity and its lexical evidence, computed from the vectors stored

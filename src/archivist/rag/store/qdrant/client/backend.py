@@ -8,11 +8,12 @@ from typing import Any
 from qdrant_client import AsyncQdrantClient, models
 
 from archivist.errors import InvalidArgumentError
-from archivist.rag.store.bm25 import Bm25Stats, SparseVector
+from archivist.rag.store.core.bm25 import Bm25Stats, SparseVector
+from archivist.rag.store.core.points import PointWrite
 from archivist.rag.store.qdrant.backend import (
     INTERNAL_INDEXES,
+    SPARSE_VECTOR,
     CollectionParams,
-    PointWrite,
     QdrantBackend,
     ScoredPoint,
     SearchRequest,
@@ -30,7 +31,6 @@ from archivist.rag.store.qdrant.filter import (
     IndexKind,
     Where,
 )
-from archivist.rag.store.qdrant.layout import SPARSE_VECTOR
 
 _STATS_KEY = "archivist_bm25"
 """Collection metadata key holding the BM25 chunk-length totals."""

@@ -23,12 +23,13 @@ from typing import Any
 import qdrant_edge as edge
 
 from archivist.errors import InvalidArgumentError
-from archivist.rag.store.bm25 import Bm25Stats, SparseVector
+from archivist.rag.store.core.bm25 import Bm25Stats, SparseVector
+from archivist.rag.store.core.points import PointWrite
 from archivist.rag.store.file_lock import StoreLock
 from archivist.rag.store.qdrant.backend import (
     INTERNAL_INDEXES,
+    SPARSE_VECTOR,
     CollectionParams,
-    PointWrite,
     QdrantBackend,
     ScoredPoint,
     SearchRequest,
@@ -42,7 +43,6 @@ from archivist.rag.store.qdrant.edge.open_shards import OpenShards
 from archivist.rag.store.qdrant.edge.term_cache import TermIdfCache
 from archivist.rag.store.qdrant.edge.translate import edge_filter, edge_schema
 from archivist.rag.store.qdrant.filter import IndexKind, Where
-from archivist.rag.store.qdrant.layout import SPARSE_VECTOR
 
 
 class EdgeBackend(QdrantBackend):

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import qdrant_edge as edge
 
+from archivist.rag.store.qdrant.backend import SPARSE_VECTOR
 from archivist.rag.store.qdrant.edge.meta import EdgeMeta, save_meta
 from archivist.rag.store.qdrant.edge.optimizer import optimizers_config
 from archivist.rag.store.qdrant.edge.translate import edge_distance, edge_schema
 from archivist.rag.store.qdrant.filter import IndexKind
-from archivist.rag.store.qdrant.layout import SPARSE_VECTOR
 
 SHARD_PREFIX = "shard-"
 

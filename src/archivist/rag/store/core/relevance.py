@@ -2,7 +2,7 @@
 
 Ranking scores cannot be compared across queries or modes (similarities, BM25 sums that grow
 with the query's length and the collection's IDF). Relevance is computed from signals whose
-scale does not depend on the query or the collection (`archivist.rag.store.ranking`):
+scale does not depend on the query or the collection (`archivist.rag.store.core.ranking`):
 
 - `similarity`: the cosine between the query's and the chunk's dense vectors;
 - `lexical`: the chunk's BM25 score as a share of the best score a chunk could reach for the

@@ -1,6 +1,6 @@
 """BM25 sparse vectors for hybrid search, the same in every store.
 
-A text's terms come from `archivist.rag.store.terms`. A chunk's vector holds the BM25
+A text's terms come from `archivist.rag.store.core.terms`. A chunk's vector holds the BM25
 term-frequency part of each term's weight, computed here with the collection's running
 average chunk length; the IDF part comes from the collection at query time (Qdrant's
 `Modifier.IDF`, or PostgreSQL's document-frequency table), so it stays right as documents
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import qdrant_edge as edge
 
 from archivist.errors import InvalidArgumentError
-from archivist.rag.store.terms import (
+from archivist.rag.store.core.terms import (
     TERM_LAYOUT,
     TERM_LAYOUTS,
     cjk_bigrams,

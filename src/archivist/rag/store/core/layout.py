@@ -1,6 +1,5 @@
-"""The payload layout of a stored chunk: the only place that knows how a chunk sits in Qdrant.
-
-One point per chunk, payload:
+"""The layout of a stored chunk, the same in every engine: one point (a row) per chunk, with
+these fields (Qdrant: its payload; PostgreSQL: columns):
 
     document_id   str   the document the chunk belongs to
     generation    str   id of the write (insert call or replace_document) that stored it;
@@ -34,7 +33,7 @@ from typing import Any
 
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord
-from archivist.rag.store.arguments import stored_metadata
+from archivist.rag.store.core.arguments import stored_metadata
 
 DOCUMENT_ID = "document_id"
 GENERATION = "generation"
@@ -46,8 +45,6 @@ METADATA = "metadata"
 
 SUMMARY_FIELDS = (DOCUMENT_ID, SOURCE, METADATA)
 """The payload fields a DocumentSummary needs (the content block is left on disk)."""
-SPARSE_VECTOR = "bm25"
-"""Name of the BM25 sparse vector beside the dense one (unnamed) in hybrid collections."""
 
 
 def point_id(document_id: str, version: str, chunk_index: int) -> str:

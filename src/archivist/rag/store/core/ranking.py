@@ -11,7 +11,7 @@ A search gathers candidates (hybrid: the best `depth` chunks by dense similarity
 - `coverage`: the share of that IDF sum the chunk's terms make up (which of the query's
   terms it holds at all, however often).
 
-`archivist.rag.store.relevance` maps the evidence of the search's mode to a probability, and
+`archivist.rag.store.core.relevance` maps the evidence of the search's mode to a probability, and
 hits are ranked by it: the first hit is the one most likely relevant, and relevance never
 rises down a result list. Stores compute the evidence from their own stored vectors and term
 weights and rank with `rank`, so a search gives the same order and relevance in every store.
@@ -26,8 +26,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from archivist.rag.store.bm25 import K1, SparseVector
-from archivist.rag.store.relevance import relevance
+from archivist.rag.store.core.bm25 import K1, SparseVector
+from archivist.rag.store.core.relevance import relevance
 
 T = TypeVar("T")
 

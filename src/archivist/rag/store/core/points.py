@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from archivist.rag.record import VectorRecord
-from archivist.rag.store.arguments import check_records
-from archivist.rag.store.qdrant.backend import PointWrite
-from archivist.rag.store.qdrant.layout import (
+from archivist.rag.store.core.arguments import check_records
+from archivist.rag.store.core.bm25 import SparseVector
+from archivist.rag.store.core.layout import (
     chunk_metadata,
     generation_point_id,
     metadata_version,
@@ -15,6 +17,16 @@ from archivist.rag.store.qdrant.layout import (
     point_id,
 )
 from archivist.validation import FilterValue
+
+
+@dataclass(frozen=True)
+class PointWrite:
+    """One point to upsert."""
+
+    id: str
+    vector: list[float]
+    payload: dict[str, Any]
+    sparse: SparseVector | None = None
 
 
 def points_for(
