@@ -240,18 +240,31 @@ def main() -> None:
         "latency": lambda: run_latency(sizes["latency"]),
         "pdf": lambda: run_pdf(sizes["pdf"]),
     }
+    previous = _previous_run(mode)
     for name in SECTIONS:
         if name in args.skip:
+            # A skipped section keeps the figures of the run that last measured it.
+            if name in previous:
+                report[name] = previous[name]
             continue
         print(f"[{name}]", flush=True)
-        report[name] = steps[name]()
+        report[name] = {**steps[name](), "measured": report["when"]}
         write_json(f"suite_{name}", report[name], mode)
-    report["total_seconds" if not args.skip else "last_partial_seconds"] = round(
-        time.perf_counter() - started, 1
-    )
+    report["notes"] = [
+        f"{name}: measured {report[name].get('measured', previous.get('when', 'earlier'))}"
+        for name in SECTIONS
+        if name in args.skip and name in report
+    ]
+    report["seconds"] = round(time.perf_counter() - started, 1)
     write_json("suite", report, mode)
     write_report(report)
-    print(f"total {report['total_seconds']} s")
+    print(f"total {report['seconds']} s")
+
+
+def _previous_run(mode: str) -> dict[str, Any]:
+    """The last run's report (suite.json), or nothing."""
+    path = RESULTS / ("suite-quick.json" if mode == "quick" else "suite.json")
+    return json.loads(path.read_text()) if path.is_file() else {}
 
 
 def write_report(report: dict[str, Any]) -> None:
