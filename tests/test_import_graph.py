@@ -110,7 +110,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("embedding", ("archivist.embedding",)),
     ("records", ("archivist.rag.cjk", "archivist.rag.document", "archivist.rag.record")),
     ("documents", ("archivist.rag.parser",)),
-    ("chunking", ("archivist.rag.chunker",)),
+    ("chunking", ("archivist.rag.chunker", "archivist.chunk_defaults")),
     ("stores", ("archivist.rag.store",)),
     (
         "knowledge",

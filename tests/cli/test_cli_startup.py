@@ -35,6 +35,7 @@ STARTUP_MODULES = {
     "archivist._lazy",
     "archivist._text",
     "archivist.atomic_file",
+    "archivist.chunk_defaults",
     "archivist.errors",
     "archivist.cli",
     "archivist.cli.ask_command",

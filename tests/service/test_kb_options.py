@@ -77,11 +77,16 @@ def test_bad_indexing_choices_are_refused_naming_the_option(service) -> None:
         overlap = http.post(
             "/v1/knowledge-bases", json={"name": "o", "chunk_size": 32, "overlap": 32}
         )
-        assert overlap.status_code == 422 and "overlap" in overlap.text
+        assert overlap.status_code == 422
+        assert "overlap (32) must be smaller than chunk_size (32)" in overlap.json()["detail"]
+        # Against the service's default chunk size (the model's input length) once it is known.
+        longer = http.post("/v1/knowledge-bases", json={"name": "l", "overlap": 4000})
+        assert longer.status_code == 422
+        assert "overlap (4000) must be smaller than chunk_size (" in longer.json()["detail"]
         for body in ({"name": "t", "chunk_size": 2}, {"name": "n", "overlap": -1}):
             assert http.post("/v1/knowledge-bases", json=body).status_code == 422
         names = [kb["name"] for kb in http.get("/v1/knowledge-bases").json()["items"]]
-        assert not {"m", "o", "t", "n"} & set(names)
+        assert not {"m", "o", "l", "t", "n"} & set(names)
 
 
 def test_patch_renames_and_redescribes_but_never_reindexes(service) -> None:

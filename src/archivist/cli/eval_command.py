@@ -8,8 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from archivist.cli.home import cache_dir
-from archivist.cli.session import add_chunking_arguments
+from archivist.cli.session import (
+    CHUNKING_OPTIONS,
+    add_chunking_arguments,
+    chunk_settings,
+    chunking_error,
+)
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL, list_embedding_models
+from archivist.errors import InvalidArgumentError
 
 
 def add_eval_command(commands: Any) -> None:
@@ -93,11 +99,12 @@ async def run_eval(args: argparse.Namespace) -> int:
     """Index the dataset into a throw-away in-memory store, run its queries, print the scores."""
     from archivist.eval import EvalConfig, results_table, run_evaluation
 
+    chunking = chunk_settings(args.chunk_size, args.overlap)
     config = EvalConfig(
         dataset_dir=args.dataset,
         split=args.split,
-        chunk_size=args.chunk_size,
-        overlap=args.overlap,
+        chunk_size=chunking.chunk_size,
+        overlap=chunking.overlap,
         embedding_model=args.embedding,
         queries=args.queries,
         corpus=args.corpus,
@@ -112,7 +119,12 @@ async def run_eval(args: argparse.Namespace) -> int:
         quantization=None if args.quantization == "none" else args.quantization,
         vector_datatype=args.vector_datatype,
     )
-    result = await run_evaluation(config, progress=True, run_file=args.run)
+    try:
+        result = await run_evaluation(config, progress=True, run_file=args.run)
+    except InvalidArgumentError as exc:  # e.g. an overlap longer than the model's input
+        if exc.argument in CHUNKING_OPTIONS:
+            raise chunking_error(exc) from None
+        raise
     if args.json:
         payload = result.model_dump(mode="json", exclude=None if args.per_query else {"per_query"})
         print(json.dumps(payload, indent=2))

@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 from archivist._extras import EXTRAS, require
 from archivist.cli.home import archivist_home
-from archivist.cli.session import CLIError, add_chunking_arguments
+from archivist.cli.session import (
+    CHUNKING_OPTIONS,
+    CLIError,
+    add_chunking_arguments,
+    chunking_error,
+)
+from archivist.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from archivist.service import ServiceSettings
@@ -201,6 +207,10 @@ def service_settings(args: argparse.Namespace, **overrides: Any) -> ServiceSetti
     try:
         return ServiceSettings(home=archivist_home(), database_url=args.database, **overrides)
     except ValidationError as exc:
+        for error in exc.errors():
+            cause = error.get("ctx", {}).get("error")
+            if isinstance(cause, InvalidArgumentError) and cause.argument in CHUNKING_OPTIONS:
+                raise chunking_error(cause) from None
         problems = "; ".join(
             # A check across settings has no location, and pydantic prefixes its message.
             (f"{'.'.join(str(p) for p in e['loc'])}: " if e["loc"] else "")

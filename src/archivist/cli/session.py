@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from archivist.chunk_defaults import DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP
 from archivist.cli.home import KBRecord, cache_dir, default_store_dir, load_kbs, save_kb
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL
 from archivist.errors import InvalidArgumentError, StoreLockedError
@@ -26,12 +27,9 @@ from archivist.errors import InvalidArgumentError, StoreLockedError
 if TYPE_CHECKING:  # the heavy modules load inside the functions that use them
     from archivist.embedding import EmbeddingModelBase
     from archivist.rag import KnowledgeBase
-    from archivist.rag.chunker import TokenChunker
+    from archivist.rag.chunker import ChunkSettings, TokenChunker
     from archivist.rag.store.qdrant import QdrantStore
 
-# 256 approximate tokens mostly fit the default model's 256-token input (on SciFact ~5%
-# of chunks still exceed it; the embedder truncates those and reports it).
-DEFAULT_OVERLAP = 32
 DEFAULT_WAIT_SECONDS = 60.0
 DEFAULT_EMBEDDING_TIMEOUT = 30.0
 
@@ -114,16 +112,25 @@ def add_common_arguments(cmd: argparse.ArgumentParser) -> None:
     )
 
 
+CHUNKING_OPTIONS = {"chunk_size": "--chunk-size", "overlap": "--overlap"}
+"""The command-line option of each `ChunkSettings` field."""
+
+
 def add_chunking_arguments(cmd: argparse.ArgumentParser, *, from_kb: bool) -> None:
-    """`--chunk-size` and `--overlap`; with `from_kb`, unset means the knowledge base's own
-    settings, else the model's input length and `DEFAULT_OVERLAP`."""
+    """`--chunk-size` and `--overlap`, defaulting to `ChunkSettings`'; with `from_kb`, unset
+    means the knowledge base's own settings."""
     kb = "the KB's; for a new KB " if from_kb else ""
+    size = (
+        "the model's input length, so no chunk is truncated"
+        if DEFAULT_CHUNK_SIZE is None
+        else DEFAULT_CHUNK_SIZE
+    )
     cmd.add_argument(
         "--chunk-size",
         type=positive_int,
-        default=None,
-        help="tokens per chunk, measured with the embedding model's own tokenizer (default: "
-        f"{kb}the model's input length, so no chunk is truncated)",
+        default=None if from_kb else DEFAULT_CHUNK_SIZE,
+        help="tokens per chunk, measured with the embedding model's own tokenizer "
+        f"(default: {kb}{size})",
     )
     cmd.add_argument(
         "--overlap",
@@ -131,6 +138,23 @@ def add_chunking_arguments(cmd: argparse.ArgumentParser, *, from_kb: bool) -> No
         default=None if from_kb else DEFAULT_OVERLAP,
         help=f"tokens shared by neighbouring chunks (default: {kb}{DEFAULT_OVERLAP})",
     )
+
+
+def chunking_error(exc: ValueError) -> CLIError:
+    """A chunker's or `ChunkSettings`' refusal as a one-line CLIError naming the option."""
+    argument = exc.argument if isinstance(exc, InvalidArgumentError) else None
+    return CLIError(f"{CHUNKING_OPTIONS.get(argument or '', '--chunk-size')}: {exc}")
+
+
+def chunk_settings(chunk_size: int | None, overlap: int | None) -> ChunkSettings:
+    """`--chunk-size` and `--overlap` as `ChunkSettings` (None: its default), or a one-line
+    CLIError naming the option."""
+    from archivist.rag.chunker import ChunkSettings
+
+    try:
+        return ChunkSettings.of(chunk_size=chunk_size, overlap=overlap)
+    except ValueError as exc:
+        raise chunking_error(exc) from None
 
 
 def add_json_argument(cmd: argparse.ArgumentParser) -> None:
@@ -163,22 +187,15 @@ def add_timeout_argument(cmd: argparse.ArgumentParser, default: float, what: str
 def make_chunker(
     model: EmbeddingModelBase, chunk_size: int | None, overlap: int | None
 ) -> TokenChunker:
-    """The chunker of these settings for `model` (chunk size None: the model's input length),
-    or a one-line CLIError naming the bad value."""
+    """The chunker of these settings for `model` (None: `ChunkSettings`' default), or a
+    one-line CLIError naming the option; the pair is checked before the tokenizer loads."""
     from archivist.rag.chunker import chunker_for
 
-    overlap = DEFAULT_OVERLAP if overlap is None else overlap
-    check_chunking(chunk_size, overlap)
+    settings = chunk_settings(chunk_size, overlap)
     try:
-        return chunker_for(model.chunk_tokenizer(), chunk_size, overlap)
+        return chunker_for(model.chunk_tokenizer(), settings.chunk_size, settings.overlap)
     except ValueError as exc:
-        raise CLIError(f"--chunk-size: {exc}") from None
-
-
-def check_chunking(chunk_size: int | None, overlap: int | None) -> None:
-    """A one-line CLIError when `overlap` does not fit inside `chunk_size`."""
-    if chunk_size is not None and overlap is not None and overlap >= chunk_size:
-        raise CLIError(f"--overlap ({overlap}) must be smaller than --chunk-size ({chunk_size})")
+        raise chunking_error(exc) from None
 
 
 def embedding_model(name: str, timeout: float = DEFAULT_EMBEDDING_TIMEOUT) -> EmbeddingModelBase:
@@ -247,21 +264,22 @@ def settled_record(
 ) -> KBRecord:
     """The settings a run uses: the KB's own, or for a new KB the given ones (else defaults).
 
-    A value that differs from what the KB was built with is a CLIError unless `rebuild`.
+    A value that differs from what the KB was built with is a CLIError unless `rebuild`; new
+    or changed sizes are checked here, before the model loads (recorded ones are not, so a
+    search loads no chunker).
     """
     if record is None:
-        fresh = KBRecord(
+        chunking = chunk_settings(chunk_size, overlap)
+        return KBRecord(
             name,
             f"Files indexed into {name}",
             embedding or DEFAULT_EMBEDDING_MODEL,
             0,
-            chunk_size,
-            DEFAULT_OVERLAP if overlap is None else overlap,
+            chunking.chunk_size,
+            chunking.overlap,
         )
-        check_chunking(fresh.chunk_size, fresh.overlap)  # one-line error if invalid
-        return fresh
     wanted = {"embedding_model": embedding, "chunk_size": chunk_size, "overlap": overlap}
-    flags = {"embedding_model": "--embedding", "chunk_size": "--chunk-size", "overlap": "--overlap"}
+    flags = {"embedding_model": "--embedding", **CHUNKING_OPTIONS}
     changes: dict[str, Any] = {}
     for setting, value in wanted.items():
         recorded = getattr(record, setting)
@@ -277,7 +295,8 @@ def settled_record(
     settled = replace(record, **changes)
     if settled.overlap is None:  # a KB made before settings were recorded
         settled = replace(settled, overlap=DEFAULT_OVERLAP)
-    check_chunking(settled.chunk_size, settled.overlap)
+    if changes.keys() & CHUNKING_OPTIONS.keys():
+        chunk_settings(settled.chunk_size, settled.overlap)
     return settled
 
 

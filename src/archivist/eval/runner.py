@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -30,7 +30,7 @@ from archivist.eval.dataset import BEIRDataset, CorpusDocument, EvalQuery, load_
 from archivist.eval.metrics import DEFAULT_METRICS, evaluate, parse_metric, per_query
 from archivist.message import TextBlock
 from archivist.rag import Chunk, ChunkerBase, KnowledgeBase, NewDocument, Section
-from archivist.rag.chunker import chunker_for
+from archivist.rag.chunker import ChunkSettings, chunker_for
 from archivist.rag.store.base import SearchMode, VectorStoreBase, check_search_mode
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.rag.store.qdrant.backend import VectorDatatype
@@ -42,17 +42,12 @@ PROGRESS_EVERY = 10.0
 """Seconds between progress lines when stderr is not a terminal."""
 
 
-class EvalConfig(BaseModel):
-    """What to evaluate and how; the defaults are Archivist's `archivist index` defaults."""
-
-    model_config = ConfigDict(extra="forbid")
+class EvalConfig(ChunkSettings):
+    """What to evaluate and how; the defaults are Archivist's `archivist index` defaults (the
+    chunk size and overlap `ChunkSettings`')."""
 
     dataset_dir: Path
     split: str = "test"
-    chunk_size: int | None = Field(
-        default=None, gt=0, description="tokens per chunk (default: the model's input length)"
-    )
-    overlap: int = Field(default=32, ge=0)
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     mode: SearchMode = "hybrid"
     max_per_document: int | None = Field(default=None, ge=1)
@@ -83,8 +78,6 @@ class EvalConfig(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> EvalConfig:
-        if self.chunk_size is not None and self.overlap >= self.chunk_size:
-            raise ValueError(f"overlap ({self.overlap}) must be smaller than chunk_size")
         check_search_mode(self.mode)
         for name in self.metrics:
             parse_metric(name)

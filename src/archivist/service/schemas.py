@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from archivist.rag.chunker.settings import ChunkSettings
 from archivist.rag.knowledge.context import MAX_CONTEXT
 from archivist.rag.knowledge.ingest import HASH_KEY, PATH_KEY, PIPELINE_KEY
 from archivist.rag.store.search_filter import Range, SearchFilter
@@ -42,6 +43,13 @@ class KnowledgeBaseCreate(BaseModel):
     overlap: int | None = Field(
         default=None, ge=0, le=4096, description="tokens shared by neighbouring chunks"
     )
+
+    @model_validator(mode="after")
+    def _chunk_settings_fit(self) -> KnowledgeBaseCreate:
+        # With one of the two left to the service's default, the route checks the pair.
+        if self.chunk_size is not None and self.overlap is not None:
+            ChunkSettings.of(chunk_size=self.chunk_size, overlap=self.overlap)
+        return self
 
 
 class KnowledgeBaseUpdate(BaseModel):

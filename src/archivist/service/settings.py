@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL
+from archivist.rag.chunker.settings import ChunkSettings
 from archivist.service.guards.quotas import Quota
 from archivist.service.storage.file_store import open_file_store
 
 
-class ServiceSettings(BaseModel):
-    """Everything `create_app` needs; defaults give the embedded, single-machine setup."""
+class ServiceSettings(ChunkSettings):
+    """Everything `create_app` needs; defaults give the embedded, single-machine setup. The
+    default chunk size and overlap of knowledge bases, and their rule, are `ChunkSettings`'."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -46,7 +48,7 @@ class ServiceSettings(BaseModel):
     """An idle keep-alive connection is closed after this long."""
     quota: Quota = Quota()
     """Every tenant's quotas unless `tenant_quotas` names the tenant."""
-    tenant_quotas: dict[str, Quota] = {}
+    tenant_quotas: dict[str, Quota] = Field(default_factory=dict)
     """Quotas of particular tenants."""
     rate_per_second: float = Field(default=50.0, gt=0)
     """Requests per second one API key may make on average; more → 429 with Retry-After."""
@@ -64,9 +66,6 @@ class ServiceSettings(BaseModel):
     poll_seconds: float = Field(default=1.0, gt=0)
     """How often idle workers look for jobs queued by other replicas."""
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
-    chunk_size: int | None = Field(default=None, gt=0)
-    """Tokens per chunk; None: the embedding model's input length."""
-    overlap: int = Field(default=32, ge=0)
     metrics: bool = True
     """Serve Prometheus metrics at `/metrics` (no key needed, no tenant data in them)."""
     query_cache_seconds: float = Field(default=10.0, ge=0)
@@ -92,15 +91,11 @@ class ServiceSettings(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _overlap_below_chunk_size(self) -> ServiceSettings:
+    def _one_vector_store(self) -> ServiceSettings:
         if self.qdrant_url and self.pgvector_url:
             raise ValueError("give --qdrant-url or --pgvector-url, not both")
         if self.open_collections is not None and (self.qdrant_url or self.pgvector_url):
             raise ValueError("--open-collections applies only to Qdrant Edge on disk")
-        if self.chunk_size is not None and self.overlap >= self.chunk_size:
-            raise ValueError(
-                f"overlap ({self.overlap}) must be below chunk_size ({self.chunk_size})"
-            )
         return self
 
     def quota_for(self, tenant: str) -> Quota:

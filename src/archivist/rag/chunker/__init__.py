@@ -2,6 +2,7 @@
 
 from archivist.rag.chunker.approx_token import ApproxTokenChunker, approx_tokens
 from archivist.rag.chunker.base import ChunkerBase
+from archivist.rag.chunker.settings import ChunkSettings
 from archivist.rag.chunker.token import (
     EstimatedTokenizer,
     TextTokenizer,
@@ -11,6 +12,7 @@ from archivist.rag.chunker.token import (
 
 __all__ = [
     "ApproxTokenChunker",
+    "ChunkSettings",
     "ChunkerBase",
     "EstimatedTokenizer",
     "TextTokenizer",

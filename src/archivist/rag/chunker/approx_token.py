@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field
 
 from archivist.message import TextBlock
 from archivist.rag.chunker.base import ChunkerBase, chunk_of
+from archivist.rag.chunker.settings import ChunkSettings
 from archivist.rag.document import Chunk, Section
 
 BYTES_PER_TOKEN = 4
@@ -36,21 +35,14 @@ class ApproxTokenChunker(ChunkerBase):
     linear in the text's length.
     """
 
-    class Parameters(BaseModel):
-        """Chunk size and overlap in approximate tokens; `0 <= overlap < chunk_size`."""
+    class Parameters(ChunkSettings):
+        """Chunk size and overlap in approximate tokens, with `ChunkSettings`' rule; the
+        defaults are AgentScope's, so code written for its chunker cuts the same windows."""
 
-        model_config = ConfigDict(extra="forbid")
-
-        chunk_size: int = Field(default=512, gt=0)
-        overlap: int = Field(default=50, ge=0)
-
-        @model_validator(mode="after")
-        def _overlap_below_size(self) -> ApproxTokenChunker.Parameters:
-            if self.overlap >= self.chunk_size:
-                raise ValueError(
-                    f"overlap ({self.overlap}) must be smaller than chunk_size ({self.chunk_size})"
-                )
-            return self
+        chunk_size: int = Field(default=512, gt=0, description="approximate tokens per chunk")
+        overlap: int = Field(
+            default=50, ge=0, description="approximate tokens shared by neighbouring chunks"
+        )
 
     def __init__(
         self,
@@ -65,15 +57,7 @@ class ApproxTokenChunker(ChunkerBase):
         if parameters is not None and (chunk_size is not None or overlap is not None):
             raise ValueError("pass either chunk_size/overlap or parameters, not both")
         if parameters is None:
-            given: dict[str, Any] = {}
-            if chunk_size is not None:
-                given["chunk_size"] = chunk_size
-            if overlap is not None:
-                given["overlap"] = overlap
-            try:
-                parameters = self.Parameters(**given)
-            except Exception as exc:
-                raise ValueError(str(exc)) from None
+            parameters = self.Parameters.of(chunk_size=chunk_size, overlap=overlap)
         self.parameters = parameters
 
     async def chunk(self, sections: list[Section]) -> list[Chunk]:

@@ -10,8 +10,11 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
+from archivist.chunk_defaults import DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP
+from archivist.errors import InvalidArgumentError
 from archivist.message import TextBlock
 from archivist.rag.chunker.base import ChunkerBase, chunk_of
+from archivist.rag.chunker.settings import ChunkSettings
 from archivist.rag.chunker.tables import Table, find_tables, table_at
 from archivist.rag.cjk import CJK_CHARACTERS
 from archivist.rag.document import Chunk, Section
@@ -117,8 +120,8 @@ class TokenChunker(ChunkerBase):
     def __init__(
         self,
         tokenizer: TextTokenizer | None = None,
-        chunk_size: int | None = None,
-        overlap: int = 32,
+        chunk_size: int | None = DEFAULT_CHUNK_SIZE,
+        overlap: int = DEFAULT_OVERLAP,
         *,
         context_header: bool = False,
         table_header: bool = True,
@@ -128,13 +131,13 @@ class TokenChunker(ChunkerBase):
         size = limit if chunk_size is None else chunk_size
         check_positive_int(size, "chunk_size")
         if size > limit:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"chunk_size {size} exceeds the {limit} tokens the embedding model reads; "
-                "longer chunks would be truncated"
+                "longer chunks would be truncated",
+                argument="chunk_size",
             )
         check_non_negative_int(overlap, "overlap")
-        if overlap >= size:
-            raise ValueError(f"overlap ({overlap}) must be smaller than chunk_size ({size})")
+        ChunkSettings.of(chunk_size=size, overlap=overlap)  # overlap < chunk_size
         self.chunk_size = size
         self.overlap = overlap
         self.context_header = bool(context_header)
@@ -332,8 +335,8 @@ DEFAULT_ESTIMATED_SIZE = 256
 
 def chunker_for(
     tokenizer: TextTokenizer | None,
-    chunk_size: int | None = None,
-    overlap: int = 32,
+    chunk_size: int | None = DEFAULT_CHUNK_SIZE,
+    overlap: int = DEFAULT_OVERLAP,
     *,
     context_header: bool = False,
 ) -> TokenChunker:
