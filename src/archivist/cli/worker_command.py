@@ -62,7 +62,7 @@ async def run_worker(args: argparse.Namespace) -> int:
     """Take jobs from the shared queue until SIGTERM or Ctrl-C; held jobs go back to the queue
     when their leases lapse."""
     require_service("worker")
-    from archivist.service.indexing.worker import running_indexer
+    from archivist.service.runtime import running_service
 
     if args.workers < 1:
         raise CLIError(f"--workers {args.workers}: a worker indexes at least 1 document at once")
@@ -111,7 +111,8 @@ async def run_worker(args: argparse.Namespace) -> int:
     with contextlib.suppress(NotImplementedError):
         loop.add_signal_handler(signal.SIGTERM, stop.set)
     try:
-        async with running_indexer(settings, metrics=metrics) as indexer:
+        async with running_service(settings, metrics=metrics) as service:
+            indexer = service.indexer
             banner = (
                 f"archivist worker {indexer.owner}: indexing {settings.workers} document(s) "
                 f"at once; files in {indexer.files.url}"
