@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from archivist._extras import EXTRAS, MissingExtraError, require
+from archivist._util.extras import EXTRAS, MissingExtraError, require
 
 ROOT = Path(__file__).resolve().parents[1]
 

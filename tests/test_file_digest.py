@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from archivist._util.file_digest import file_sha256
 from archivist.embedding import onnx
-from archivist.file_digest import file_sha256
 from archivist.rag.knowledge import ingest
 
 

@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from archivist.off_loop import INLINE_ITEMS, off_loop
+from archivist._util.off_loop import INLINE_ITEMS, off_loop
 
 
 def _on_loop() -> bool:

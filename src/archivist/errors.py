@@ -48,6 +48,7 @@ __all__ = [
     "FileError",
     "InvalidArgumentError",
     "InvalidVectorError",
+    "MissingExtraError",
     "StoreError",
     "StoreLockedError",
     "TransientEmbeddingError",
@@ -79,6 +80,28 @@ class ConfigurationError(ArchivistError, ValueError):
     def __init__(self, message: str, *, setting: str | None = None) -> None:
         super().__init__(message)
         self.setting = setting
+
+
+class MissingExtraError(ConfigurationError, ImportError):
+    """`purpose` needs a package of an extra that is not installed.
+
+    A ConfigurationError (so a ValueError: every caller that treats a file it cannot read as
+    that file's failure treats this one so too) and an ImportError (a module is missing).
+    `extra`, `module` and `purpose` say what is missing and what needed it.
+    """
+
+    def __init__(self, extra: str, module: str, purpose: str) -> None:
+        super().__init__(
+            f"{purpose} needs the {extra} extra: pip install 'archivist[{extra}]'",
+            setting=f"archivist[{extra}]",
+        )
+        self.name = module
+        self.extra = extra
+        self.module = module
+        self.purpose = purpose
+
+    def __reduce__(self) -> tuple[type[MissingExtraError], tuple[str, str, str]]:
+        return type(self), (self.extra, self.module, self.purpose)
 
 
 class DocumentNotFoundError(ArchivistError, LookupError):

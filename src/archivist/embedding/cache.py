@@ -15,11 +15,11 @@ from array import array
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from archivist._util.off_loop import off_loop
 from archivist.embedding.base import BatchItem, EmbeddingInput, EmbeddingModelBase, InputType
 from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
 from archivist.embedding.tokenizer import ModelTokenizer
 from archivist.message import Base64Source
-from archivist.off_loop import off_loop
 
 _FILENAME = "embeddings.sqlite3"
 _LOOKUP_CHUNK = 500  # stays under SQLite's bound-parameter limit on old builds

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from archivist._extras import require
+from archivist._util.extras import require
 from archivist.embedding.base import BatchItem, EmbeddingModelBase, InputType
 from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
 

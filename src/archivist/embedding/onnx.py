@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from tokenizers import Encoding, Tokenizer
 
+from archivist._util.file_digest import file_sha256
+from archivist._util.thread_priority import lower_this_thread
 from archivist.embedding.base import BatchItem, EmbeddingModelBase, InputType
 from archivist.embedding.errors import EmbeddingError
 from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
 from archivist.embedding.tokenizer import ModelTokenizer
 from archivist.errors import ConfigurationError, InvalidArgumentError
-from archivist.file_digest import file_sha256
-from archivist.thread_priority import lower_this_thread
 from archivist.validation import check_non_negative_int, check_positive_int
 
 if TYPE_CHECKING:  # numpy and onnxruntime load with the first session: a cached query

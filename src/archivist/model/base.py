@@ -7,7 +7,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from typing import Any, Literal, overload
 
-from archivist._closable import AsyncClosable
+from archivist._util.closable import AsyncClosable
 from archivist.message import Msg, TextBlock
 from archivist.model.delta import ChatDelta, ToolCallDelta
 from archivist.model.response import ChatResponse

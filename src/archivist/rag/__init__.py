@@ -5,7 +5,7 @@ Each name is imported on first use, so a command that searches never loads the p
 
 from typing import TYPE_CHECKING
 
-from archivist._lazy import lazy_exports
+from archivist._util.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from archivist.rag.chunker import ApproxTokenChunker, ChunkerBase

@@ -24,8 +24,8 @@ import sys
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, BinaryIO
 
+from archivist._util.thread_priority import lower_this_thread
 from archivist.errors import DocumentParseError
-from archivist.thread_priority import lower_this_thread
 from archivist.validation import check_non_negative_int
 
 if TYPE_CHECKING:

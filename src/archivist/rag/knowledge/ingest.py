@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from archivist._util.file_digest import file_sha256 as file_sha256
 from archivist.errors import (
     ConfigurationError,
     DocumentParseError,
@@ -35,7 +36,6 @@ from archivist.errors import (
     InvalidVectorError,
     TransientEmbeddingError,
 )
-from archivist.file_digest import file_sha256 as file_sha256
 from archivist.rag.chunker.base import ChunkerBase
 from archivist.rag.document import Chunk
 from archivist.rag.knowledge.knowledge_base import KnowledgeBase, NewDocument

@@ -10,9 +10,9 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Se
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from archivist._util.off_loop import off_loop
 from archivist.errors import InvalidArgumentError, InvalidVectorError
 from archivist.message import DataBlock
-from archivist.off_loop import off_loop
 from archivist.rag.document import Chunk
 from archivist.rag.knowledge.notices import SKIPPED_DATA_BLOCKS, SKIPPED_DATA_DOCUMENT, logger
 from archivist.rag.knowledge.vocabulary import SAMPLE_CHUNKS, UnreadableWarnings

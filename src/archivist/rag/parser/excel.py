@@ -10,7 +10,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any, ClassVar, Literal
 
-from archivist._extras import require
+from archivist._util.extras import require
 from archivist.errors import DocumentParseError, InvalidArgumentError
 from archivist.message import TextBlock
 from archivist.rag.document import Section

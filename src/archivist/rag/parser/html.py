@@ -7,7 +7,7 @@ import contextlib
 import re
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from archivist._extras import require
+from archivist._util.extras import require
 from archivist.errors import DocumentParseError
 from archivist.rag.document import Section
 from archivist.rag.parser.base import read_binary

@@ -9,7 +9,7 @@ import logging
 import warnings
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from archivist._extras import require
+from archivist._util.extras import require
 from archivist.errors import DocumentParseError
 from archivist.message import Base64Source, DataBlock
 from archivist.rag.document import Section

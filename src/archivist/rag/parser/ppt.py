@@ -8,7 +8,7 @@ import zipfile
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar, Literal
 
-from archivist._extras import require
+from archivist._util.extras import require
 from archivist.errors import DocumentParseError, InvalidArgumentError
 from archivist.message import TextBlock
 from archivist.rag.document import Section

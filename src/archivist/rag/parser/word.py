@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, ClassVar, Literal
 
-from archivist._extras import require
+from archivist._util.extras import require
 from archivist.errors import DocumentParseError, InvalidArgumentError
 from archivist.rag.document import Section
 from archivist.rag.parser.archive import ArchiveLimits, check_archive

@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterable
 from typing import Any, ClassVar
 
-from archivist._closable import AsyncClosable
+from archivist._util.closable import AsyncClosable
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
 from archivist.rag.store.capabilities import StoreCapabilities

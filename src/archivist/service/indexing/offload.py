@@ -21,11 +21,11 @@ import threading
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import TypeVar
 
+from archivist._util.thread_priority import lower_this_thread
 from archivist.rag.chunker.base import ChunkerBase
 from archivist.rag.chunker.child_process import child_processes_available, chunk_file_in_child
 from archivist.rag.document import Chunk, Section
 from archivist.rag.parser.base import ParserBase
-from archivist.thread_priority import lower_this_thread
 from archivist.validation import check_non_negative_int
 
 T = TypeVar("T")

@@ -1,6 +1,6 @@
 """The vector store on PostgreSQL with pgvector: one database shared by every process."""
 
-from archivist._extras import EXTRAS, require
+from archivist._util.extras import EXTRAS, require
 
 for _module in EXTRAS["pgvector"]:  # a core install says which extra brings them
     require("pgvector", _module, "PgVectorStore")

@@ -14,9 +14,9 @@ from psycopg import AsyncConnection, OperationalError, errors, sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from archivist._util.off_loop import off_loop
 from archivist.errors import InvalidArgumentError
 from archivist.message import TextBlock
-from archivist.off_loop import off_loop
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
 from archivist.rag.store.base import MetadataFilter, VectorStoreBase

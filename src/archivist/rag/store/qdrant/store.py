@@ -12,10 +12,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from archivist._extras import require
+from archivist._util.extras import require
+from archivist._util.off_loop import off_loop
 from archivist.errors import InvalidArgumentError
 from archivist.message import TextBlock
-from archivist.off_loop import off_loop
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
 from archivist.rag.store.base import MetadataFilter, VectorStoreBase

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from archivist.atomic_file import write_json_atomically
+from archivist._util.atomic_file import write_json_atomically
 from archivist.rag.store.qdrant.backend import VECTOR_DATATYPES, VectorDatatype
 from archivist.rag.store.qdrant.filter import IndexKind
 

@@ -1,0 +1,45 @@
+"""`benchmarks/results/REPORT.md` is what the suite's runner renders: today's figures only,
+short enough to read, every section beyond the suite drawn from the JSON files beside it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "benchmarks" / "results"
+REPORT = RESULTS / "REPORT.md"
+
+
+@pytest.fixture(scope="module")
+def report_sections() -> ModuleType:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import report_sections as module
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    return module
+
+
+def test_the_report_is_short() -> None:
+    assert len(REPORT.read_text(encoding="utf-8").splitlines()) <= 300
+
+
+def test_the_sections_beyond_the_suite_are_rendered_from_the_results(
+    report_sections: ModuleType,
+) -> None:
+    text = REPORT.read_text(encoding="utf-8")
+    trust = report_sections.render_search_trust(RESULTS)
+    others = report_sections.render_other_scripts()
+    assert trust and trust[0] == "## Search you can trust"
+    assert "\n".join(trust) in text, "REPORT.md is stale: run benchmarks/run_suite.py --report-only"
+    assert "\n".join(others) in text
+
+
+def test_every_script_the_report_names_exists(report_sections: ModuleType) -> None:
+    for _, scripts, _ in report_sections.OTHER_SCRIPTS:
+        for cell in scripts.split("`")[1::2]:
+            assert (ROOT / "benchmarks" / cell.split()[0]).is_file(), cell
