@@ -45,6 +45,6 @@ class QdrantOnlyCases:
         await store.create_collection("plain", DIMENSIONS, sparse=False)
         assert await store.search_modes("plain") == ("dense",)
         await store.insert("plain", [record("d", 0, total=1, text="pandas")])
-        with pytest.raises(ValueError, match="'plain' has no BM25 vectors"):
+        with pytest.raises(ValueError, match="'plain' has no BM25 terms"):
             await store.search("plain", unit(0), 3, query_text="pandas", mode="hybrid")
         assert [h.document_id for h in await store.search("plain", unit(0), 3)] == ["d"]

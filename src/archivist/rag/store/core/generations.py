@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterable, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 
 from pydantic import BaseModel, ConfigDict
+
+from archivist.rag.record import VectorRecord
 
 
 def new_generation() -> str:
@@ -84,3 +87,57 @@ def repair_plan(
     complete = [g for g in generations if g.complete]
     keep = max(complete, key=lambda g: g.generation) if complete else None
     return keep, [g for g in generations if g is not keep]
+
+
+async def write_generation(
+    batches: AsyncIterable[list[VectorRecord]],
+    *,
+    lock: AbstractAsyncContextManager[object],
+    write: Callable[[list[VectorRecord], str], Awaitable[int]],
+    drop_older: Callable[[str], Awaitable[None]],
+    discard: Callable[[str], Awaitable[None]],
+) -> int:
+    """The crash-safe replace every store runs: under the document's `lock`, `write` each
+    batch as one new generation, then `drop_older` generations; if anything fails, `discard`
+    the new one so the old version stays whole. Returns the chunks written.
+
+    The generation is made under the lock, so successive writes of a document sort in the
+    order they were written (repair keeps the newest complete one).
+    """
+    async with lock:
+        generation = new_generation()
+        written = 0
+        try:
+            async for batch in batches:
+                written += await write(batch, generation)
+            await drop_older(generation)
+        except BaseException as error:
+            await discard_noting(discard, generation, error)
+            raise
+    return written
+
+
+async def discard_noting(
+    discard: Callable[[str], Awaitable[None]], generation: str, error: BaseException
+) -> None:
+    """`discard(generation)` after a failed write, noting on `error` if even that fails."""
+    try:
+        await discard(generation)
+    except Exception as cleanup_error:
+        error.add_note(f"removing the partly written chunks failed too: {cleanup_error!r}")
+
+
+async def repair_generations(
+    *,
+    lock: AbstractAsyncContextManager[object],
+    generations: Callable[[], Awaitable[list[GenerationInfo]]],
+    remove: Callable[[GenerationInfo], Awaitable[None]],
+) -> list[GenerationInfo]:
+    """Make one document whole again (`repair_plan`); returns what was removed. Holds the
+    document's `lock`, so a write of it in flight finishes first and is never mistaken for a
+    leftover."""
+    async with lock:
+        _, stale = repair_plan(await generations())
+        for generation in stale:
+            await remove(generation)
+    return stale

@@ -30,7 +30,12 @@ from archivist.rag.store.core.arguments import (
 )
 from archivist.rag.store.core.bm25 import Bm25Encoder, TermCounts, check_term_layout
 from archivist.rag.store.core.distance import check_distance
-from archivist.rag.store.core.generations import GenerationInfo, new_generation, repair_plan
+from archivist.rag.store.core.generations import (
+    GenerationInfo,
+    new_generation,
+    repair_generations,
+    write_generation,
+)
 from archivist.rag.store.core.layout import (
     CHUNK_INDEX,
     CONTENT,
@@ -42,7 +47,8 @@ from archivist.rag.store.core.layout import (
     chunk_from,
 )
 from archivist.rag.store.core.points import PointWrite, points_for
-from archivist.rag.store.core.ranking import Judged, grouped, rank, shown_score
+from archivist.rag.store.core.query import best_hits, plan_query, search_results
+from archivist.rag.store.core.ranking import Judged, rank
 from archivist.rag.store.core.terms import TERM_LAYOUT
 from archivist.rag.store.pgvector.filter import where_metadata
 from archivist.rag.store.pgvector.schema import (
@@ -64,7 +70,6 @@ from archivist.validation import (
     check_collection_name,
     check_document_id,
     check_positive_int,
-    check_query_vector,
 )
 
 if TYPE_CHECKING:
@@ -515,44 +520,43 @@ class PgVectorStore(VectorStoreBase):
         )
         found = await self._require(collection)
         seen: set[tuple[str, int]] = set()
-        written = 0
-        async with self._document_lock(collection, document_id):
-            generation = new_generation()
-            try:
-                async for batch in batches:
-                    points = await off_loop(
-                        functools.partial(
-                            points_for,
-                            batch,
-                            found.dimensions,
-                            generation,
-                            document_id=document_id,
-                            metadata_filter=metadata_filter,
-                            seen=seen,
-                        ),
-                        len(batch),
-                    )
-                    if points:
-                        async with self._transaction() as connection:
-                            await self._write(connection, collection, found, batch, points)
-                    written += len(points)
-                await self._delete(
-                    collection,
-                    found,
-                    sql.SQL("c.document_id = %s AND c.generation <> %s AND {}").format(scope),
-                    [document_id, generation, *scope_params],
-                )
-            except BaseException as error:
-                try:
-                    await self._delete(
-                        collection, found, sql.SQL("c.generation = %s"), [generation]
-                    )
-                except Exception as cleanup_error:
-                    error.add_note(
-                        f"removing the partly written chunks failed too: {cleanup_error!r}"
-                    )
-                raise
-        return written
+
+        async def write(batch: list[VectorRecord], generation: str) -> int:
+            points = await off_loop(
+                functools.partial(
+                    points_for,
+                    batch,
+                    found.dimensions,
+                    generation,
+                    document_id=document_id,
+                    metadata_filter=metadata_filter,
+                    seen=seen,
+                ),
+                len(batch),
+            )
+            if points:
+                async with self._transaction() as connection:
+                    await self._write(connection, collection, found, batch, points)
+            return len(points)
+
+        async def drop_older(generation: str) -> None:
+            await self._delete(
+                collection,
+                found,
+                sql.SQL("c.document_id = %s AND c.generation <> %s AND {}").format(scope),
+                [document_id, generation, *scope_params],
+            )
+
+        async def discard(generation: str) -> None:
+            await self._delete(collection, found, sql.SQL("c.generation = %s"), [generation])
+
+        return await write_generation(
+            batches,
+            lock=self._document_lock(collection, document_id),
+            write=write,
+            drop_older=drop_older,
+            discard=discard,
+        )
 
     async def delete(
         self,
@@ -614,61 +618,41 @@ class PgVectorStore(VectorStoreBase):
         found = await self._collection(collection)
         if found is None:
             return []
-        dense: list[float] | None = None
-        if mode != "sparse" and query_vector is not None:
-            dense = check_query_vector(query_vector, found.dimensions)
-        terms: list[int] | None = None
-        exact: set[int] = set()
-        if mode != "dense" and query_text is not None:
-            if not found.sparse:
-                raise InvalidArgumentError(
-                    f"collection {collection!r} has no BM25 terms, so mode={mode!r} cannot "
-                    "run; search it with mode='dense', or rebuild it to get hybrid search",
-                    argument="mode",
-                )
-            encoder = self._encoder(found.term_layout)
-            terms = encoder.query(query_text).indices
-            exact = encoder.exact(query_text)
-            if not terms:
-                if dense is None:
-                    return []  # no searchable term in the query
-                terms = None
+        query = plan_query(
+            collection,
+            query_vector,
+            query_text,
+            mode,
+            dimensions=found.dimensions,
+            encoder=self._encoder(found.term_layout) if found.sparse else None,
+        )
+        if query is None:
+            return []  # no searchable term in the query
         plan = SearchPlan(
             self._open(),
             self._registry,
             collection,
             found.tables,
             found.distance,
-            dense,
-            terms,
+            query.dense,
+            None if query.sparse is None else query.sparse.indices,
             scope,
             scope_params,
             Limits(self.HYBRID_DEPTH, self.EF_SEARCH, self.EXACT_BELOW),
         )
         try:
-            query_idf = await plan.query_idf(exact)
+            query_idf = await plan.query_idf(set(query.exact))
             judge_row = plan.judge(query_idf)
 
             async def ranked(excluded: tuple[str, ...], limit: int) -> list[Judged[Row]]:
                 rows = await plan.rows(query_idf, excluded, limit)
                 return rank(map(judge_row, rows), tie_break)[:limit]
 
-            if max_per_document is None:
-                hits = await ranked((), top_k)
-            else:
-                hits = await grouped(ranked, document_of, tie_break, top_k, max_per_document)
+            hits = await best_hits(ranked, document_of, tie_break, top_k, max_per_document)
         except errors.UndefinedTable:
             self._collections.pop(collection, None)
             return []
-        return [
-            VectorSearchResult(
-                score=shown_score(hit, plan.hybrid),
-                document_id=hit.item[DOCUMENT_ID],
-                chunk=_chunk(hit.item),
-                relevance=hit.relevance,
-            )
-            for hit in hits
-        ]
+        return search_results(hits, query, document_of, _chunk)
 
     async def list_documents(
         self,
@@ -810,19 +794,22 @@ class PgVectorStore(VectorStoreBase):
         found = await self._collection(collection)
         if found is None:
             return []
-        async with self._document_lock(collection, document_id):
-            generations = await self._generations(
-                collection, found, scope, scope_params, document_id
+
+        async def remove(stale: GenerationInfo) -> None:
+            await self._delete(
+                collection,
+                found,
+                sql.SQL("c.document_id = %s AND c.generation = %s AND {}").format(scope),
+                [document_id, stale.generation, *scope_params],
             )
-            _, remove = repair_plan(generations)
-            for stale in remove:
-                await self._delete(
-                    collection,
-                    found,
-                    sql.SQL("c.document_id = %s AND c.generation = %s AND {}").format(scope),
-                    [document_id, stale.generation, *scope_params],
-                )
-        return remove
+
+        return await repair_generations(
+            lock=self._document_lock(collection, document_id),
+            generations=functools.partial(
+                self._generations, collection, found, scope, scope_params, document_id
+            ),
+            remove=remove,
+        )
 
     async def _fetch(
         self, collection: str, statement: sql.Composed, params: Sequence[Any]

@@ -29,7 +29,13 @@ from archivist.rag.store.core.arguments import (
 )
 from archivist.rag.store.core.bm25 import Bm25Encoder, SparseVector, TermCounts
 from archivist.rag.store.core.distance import check_distance, higher_is_better
-from archivist.rag.store.core.generations import GenerationInfo, new_generation, repair_plan
+from archivist.rag.store.core.generations import (
+    GenerationInfo,
+    discard_noting,
+    new_generation,
+    repair_generations,
+    write_generation,
+)
 from archivist.rag.store.core.layout import (
     CHUNK_INDEX,
     DOCUMENT_ID,
@@ -41,16 +47,15 @@ from archivist.rag.store.core.layout import (
     summary_from,
 )
 from archivist.rag.store.core.points import PointWrite, points_for
+from archivist.rag.store.core.query import best_hits, plan_query, search_results
 from archivist.rag.store.core.ranking import (
     Judged,
     cosine,
-    grouped,
     judge,
     lexical,
     lexical_evidence,
     query_weights,
     rank,
-    shown_score,
 )
 from archivist.rag.store.core.terms import TERM_LAYOUT
 from archivist.rag.store.file_lock import StoreLockedError
@@ -97,7 +102,6 @@ from archivist.validation import (
     check_document_id,
     check_non_negative_int,
     check_positive_int,
-    check_query_vector,
 )
 
 if TYPE_CHECKING:
@@ -480,7 +484,7 @@ class QdrantStore(VectorStoreBase):
         try:
             await self._upsert(collection, points)
         except BaseException as error:
-            await self._discard(collection, generation, error)
+            await discard_noting(functools.partial(self._discard, collection), generation, error)
             raise
 
     async def _points(
@@ -532,12 +536,9 @@ class QdrantStore(VectorStoreBase):
         for start in range(0, len(points), self.WRITE_BATCH):
             await backend.upsert(collection, points[start : start + self.WRITE_BATCH])
 
-    async def _discard(self, collection: str, generation: str, error: BaseException) -> None:
-        """Delete what a failed write stored, noting on `error` if even that fails."""
-        try:
-            await self._open().delete(collection, Where((Match(GENERATION, generation),)))
-        except Exception as cleanup_error:
-            error.add_note(f"removing the partly written points failed too: {cleanup_error!r}")
+    async def _discard(self, collection: str, generation: str) -> None:
+        """Delete what a failed write of `generation` stored."""
+        await self._open().delete(collection, Where((Match(GENERATION, generation),)))
 
     async def replace_document(
         self,
@@ -554,28 +555,28 @@ class QdrantStore(VectorStoreBase):
         params = await self._require(collection)
         scope = await self._indexed(collection, matches)
         seen: set[tuple[str, int]] = set()
-        written = 0
-        async with self._document_locks.hold((collection, document_id)):
-            # Made under the lock, so the ids of successive writes of a document sort in the
-            # order they were written (repair keeps the newest complete one).
-            generation = new_generation()
-            try:
-                build = functools.partial(
-                    points_for, document_id=document_id, metadata_filter=scope_filter, seen=seen
-                )
-                async for batch in batches:
-                    points = await self._points(collection, params, batch, generation, build)
-                    await self._upsert(collection, points)
-                    written += len(points)
-                older = Where(
-                    (Match(DOCUMENT_ID, document_id), *scope.must),
-                    (Match(GENERATION, generation),),
-                )
-                await self._open().delete(collection, older)
-            except BaseException as error:
-                await self._discard(collection, generation, error)
-                raise
-        return written
+        build = functools.partial(
+            points_for, document_id=document_id, metadata_filter=scope_filter, seen=seen
+        )
+
+        async def write(batch: list[VectorRecord], generation: str) -> int:
+            points = await self._points(collection, params, batch, generation, build)
+            await self._upsert(collection, points)
+            return len(points)
+
+        async def drop_older(generation: str) -> None:
+            older = Where(
+                (Match(DOCUMENT_ID, document_id), *scope.must), (Match(GENERATION, generation),)
+            )
+            await self._open().delete(collection, older)
+
+        return await write_generation(
+            batches,
+            lock=self._document_locks.hold((collection, document_id)),
+            write=write,
+            drop_older=drop_older,
+            discard=functools.partial(self._discard, collection),
+        )
 
     async def delete(
         self,
@@ -631,22 +632,18 @@ class QdrantStore(VectorStoreBase):
         params = await self._params_of(collection)
         if params is None:
             return []
-        dense = None
-        if mode != "sparse" and query_vector is not None:
-            dense = check_query_vector(query_vector, params.dimensions)
-        if mode != "dense" and query_text is not None and not params.sparse:
-            raise InvalidArgumentError(
-                f"collection {collection!r} has no BM25 vectors, so mode={mode!r} cannot "
-                "run; search it with mode='dense', or rebuild it to get hybrid search",
-                argument="mode",
-            )
-        sparse = None
-        if mode != "dense" and query_text is not None:
-            sparse = self._encoder(params).query(query_text)
-            if not sparse.indices:
-                if dense is None:
-                    return []  # no searchable term in the query
-                sparse = None
+        encoder = self._encoder(params) if params.sparse else None
+        query = plan_query(
+            collection,
+            query_vector,
+            query_text,
+            mode,
+            dimensions=params.dimensions,
+            encoder=encoder,
+        )
+        if query is None:
+            return []  # no searchable term in the query
+        dense, sparse = query.dense, query.sparse
         scope = await self._indexed(collection, matches)
         if checked.search_filter is not None:
             narrowed = await self._narrowed(collection, scope, checked.search_filter)
@@ -654,8 +651,8 @@ class QdrantStore(VectorStoreBase):
                 return []
             scope = narrowed
         query_idf: dict[int, float] = {}
-        if sparse is not None and query_text is not None:
-            query_idf = await self._term_weights(collection, params, scope, query_text)
+        if sparse is not None:
+            query_idf = await self._term_weights(collection, params, scope, sparse, query.exact)
         judge_hit = _judge(params, dense, sparse, query_idf)
         backend = self._open()
 
@@ -676,26 +673,15 @@ class QdrantStore(VectorStoreBase):
                 diversity=diversity,
                 # Maximal marginal relevance over both sides: each pick is judged by its
                 # cosine similarity and its BM25 terms, read from its stored vectors.
-                vectors=("", SPARSE_VECTOR) if dense is not None and sparse is not None else (),
+                vectors=("", SPARSE_VECTOR) if query.hybrid else (),
             )
             hits = await backend.search(collection, request)
             if diversity is not None:  # in the order maximal marginal relevance picked them
                 return [judge_hit(hit) for hit in hits]
             return rank(map(judge_hit, hits), _tie_break)[:limit]
 
-        if max_per_document is None:
-            found = await ranked((), top_k)
-        else:
-            found = await grouped(ranked, _document_of, _tie_break, top_k, max_per_document)
-        return [
-            VectorSearchResult(
-                score=shown_score(hit, dense is not None and sparse is not None),
-                document_id=hit.item.payload[DOCUMENT_ID],
-                chunk=chunk_from(hit.item.payload),
-                relevance=hit.relevance,
-            )
-            for hit in found
-        ]
+        found = await best_hits(ranked, _document_of, _tie_break, top_k, max_per_document)
+        return search_results(found, query, _document_of, _chunk_of)
 
     async def _hybrid(
         self,
@@ -756,20 +742,21 @@ class QdrantStore(VectorStoreBase):
         ]
 
     async def _term_weights(
-        self, collection: str, params: CollectionParams, scope: Where, query_text: str
+        self,
+        collection: str,
+        params: CollectionParams,
+        scope: Where,
+        sparse: SparseVector,
+        exact: frozenset[int],
     ) -> dict[int, float]:
-        """The IDF of each term of `query_text` the lexical evidence weighs (see
+        """The IDF of each term of the query the lexical evidence weighs (see
         `ranking.query_weights`): the terms some chunk in `scope` holds, at the engine's IDF
-        (over the whole collection, the one its BM25 ranking uses), and the query's exact
+        (over the whole collection, the one its BM25 ranking uses), and the query's `exact`
         terms that none holds, at the IDF of an unknown term. Presence is looked up within
         the scope only, so nothing of another tenant shows."""
-        encoder = self._encoder(params)
-        terms = sorted(set(encoder.query(query_text).indices))
-        if not terms:
-            return {}
+        terms = sorted(set(sparse.indices))
         backend = self._open()
         known = await backend.term_idf(collection, scope, terms)
-        exact = encoder.exact(query_text)
         if exact <= known.keys():
             return known
         stats = await backend.bm25_stats(collection)
@@ -785,8 +772,13 @@ class QdrantStore(VectorStoreBase):
         params = await self._params_of(collection)
         if params is None or not params.sparse or not query_text:
             return {}
+        encoder = self._encoder(params)
+        sparse = encoder.query(query_text)
+        if not sparse.indices:
+            return {}
         scope = await self._indexed(collection, matches)
-        return await self._term_weights(collection, params, scope, query_text)
+        exact = frozenset(encoder.exact(query_text))
+        return await self._term_weights(collection, params, scope, sparse, exact)
 
     async def list_documents(
         self,
@@ -942,13 +934,15 @@ class QdrantStore(VectorStoreBase):
         if await self._params_of(collection) is None:
             return []
         scope = (await self._indexed(collection, matches)).also(Match(DOCUMENT_ID, document_id))
-        async with self._document_locks.hold((collection, document_id)):
-            _, remove = repair_plan(await self._generations(collection, scope))
-            for stale in remove:
-                await self._open().delete(
-                    collection, scope.also(Match(GENERATION, stale.generation))
-                )
-        return remove
+
+        async def remove(stale: GenerationInfo) -> None:
+            await self._open().delete(collection, scope.also(Match(GENERATION, stale.generation)))
+
+        return await repair_generations(
+            lock=self._document_locks.hold((collection, document_id)),
+            generations=functools.partial(self._generations, collection, scope),
+            remove=remove,
+        )
 
 
 def _judge(
@@ -985,6 +979,10 @@ def _tie_break(point: ScoredPoint) -> tuple[str]:
 
 def _document_of(point: ScoredPoint) -> str:
     return str(point.payload[DOCUMENT_ID])
+
+
+def _chunk_of(point: ScoredPoint) -> Chunk:
+    return chunk_from(point.payload)
 
 
 def _between(key: str, wanted: Range) -> Between:
