@@ -14,7 +14,7 @@ from archivist.message import TextBlock
 from archivist.rag import ApproxTokenChunker, Chunk, KnowledgeBase, NewDocument, default_registry
 from archivist.rag.knowledge import ingest, writing
 from archivist.rag.store.qdrant import QdrantStore
-from archivist.rag.store.qdrant import store as qdrant_store
+from archivist.rag.store.qdrant import collections as qdrant_store
 from archivist.testing.embedding import HashEmbeddingModel
 
 
@@ -47,7 +47,7 @@ def threads_seen(monkeypatch: pytest.MonkeyPatch) -> dict[str, set[bool]]:
     )
     monkeypatch.setattr(qdrant_store, "points_for", spy("points", qdrant_store.points_for))
     monkeypatch.setattr(
-        qdrant_store, "_with_sparse", spy("bm25 vectors", qdrant_store._with_sparse)
+        qdrant_store, "with_sparse", spy("bm25 vectors", qdrant_store.with_sparse)
     )
     return seen
 

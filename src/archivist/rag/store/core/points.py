@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from archivist.message import TextBlock
 from archivist.rag.record import VectorRecord
 from archivist.rag.store.core.arguments import check_records
-from archivist.rag.store.core.bm25 import SparseVector
+from archivist.rag.store.core.bm25 import Bm25Encoder, SparseVector, TermCounts
 from archivist.rag.store.core.layout import (
     chunk_metadata,
     generation_point_id,
@@ -64,3 +66,25 @@ def points_for(
             )
         )
     return points
+
+
+def term_counts(encoder: Bm25Encoder, records: Sequence[VectorRecord]) -> list[TermCounts | None]:
+    """The BM25 term counts of each text chunk of `records` (None for other chunks)."""
+    return [
+        encoder.count(record.chunk.content.text)
+        if isinstance(record.chunk.content, TextBlock)
+        else None
+        for record in records
+    ]
+
+
+def with_sparse(
+    points: list[PointWrite], counts: list[TermCounts | None], average: float
+) -> list[PointWrite]:
+    """`points` with the BM25 vector of each one whose chunk has counted terms."""
+    return [
+        dataclasses.replace(point, sparse=Bm25Encoder.document(terms, average))
+        if terms is not None and terms.length
+        else point
+        for point, terms in zip(points, counts, strict=True)
+    ]

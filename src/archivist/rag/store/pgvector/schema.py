@@ -140,3 +140,15 @@ def collection_ddl(tables: Tables, dimensions: int, distance: str) -> list[sql.C
         sql.SQL("CREATE INDEX {} ON {} (chunk)").format(tables.named("terms_chunk"), terms),
         sql.SQL("CREATE TABLE {} (term bigint PRIMARY KEY, df bigint NOT NULL)").format(df),
     ]
+
+
+@dataclass(frozen=True)
+class Collection:
+    """One collection's registry row: its vectors' shape, whether it has BM25 terms (and of
+    which term layout), and its tables."""
+
+    dimensions: int
+    distance: str
+    sparse: bool
+    term_layout: int
+    tables: Tables

@@ -3,23 +3,15 @@
 from __future__ import annotations
 
 import functools
-import re
-from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Self
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-from psycopg import AsyncConnection, OperationalError, errors, sql
+from psycopg import errors, sql
 from psycopg.rows import dict_row
-from psycopg.types.json import Jsonb
 
-from archivist._util.off_loop import off_loop
-from archivist.errors import InvalidArgumentError
-from archivist.message import TextBlock
 from archivist.rag.document import Chunk
-from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
-from archivist.rag.store.base import MetadataFilter, VectorStoreBase
+from archivist.rag.record import DocumentSummary, VectorSearchResult
+from archivist.rag.store.base import MetadataFilter
 from archivist.rag.store.capabilities import StoreCapabilities
 from archivist.rag.store.core.arguments import (
     SEARCH_MODES,
@@ -28,35 +20,22 @@ from archivist.rag.store.core.arguments import (
     check_document_arguments,
     check_search,
 )
-from archivist.rag.store.core.bm25 import Bm25Encoder, TermCounts, check_term_layout
-from archivist.rag.store.core.distance import check_distance
 from archivist.rag.store.core.generations import (
     GenerationInfo,
-    new_generation,
     repair_generations,
-    write_generation,
 )
 from archivist.rag.store.core.layout import (
-    CHUNK_INDEX,
-    CONTENT,
     DOCUMENT_ID,
     GENERATION,
     METADATA,
     SOURCE,
-    TOTAL_CHUNKS,
     chunk_from,
 )
-from archivist.rag.store.core.points import PointWrite, points_for
 from archivist.rag.store.core.query import best_hits, plan_query, search_results
 from archivist.rag.store.core.ranking import Judged, rank
-from archivist.rag.store.core.terms import TERM_LAYOUT
+from archivist.rag.store.pgvector.collections import PgVectorCollections
 from archivist.rag.store.pgvector.filter import where_metadata
-from archivist.rag.store.pgvector.schema import (
-    Tables,
-    check_prefix,
-    collection_ddl,
-    registry_ddl,
-)
+from archivist.rag.store.pgvector.schema import Collection
 from archivist.rag.store.pgvector.search import (
     CHUNK_COLUMNS,
     Limits,
@@ -69,25 +48,15 @@ from archivist.rag.store.search_filter import SearchFilter
 from archivist.validation import (
     check_collection_name,
     check_document_id,
-    check_positive_int,
 )
 
 if TYPE_CHECKING:
-    from psycopg_pool import AsyncConnectionPool
+    pass
 
 __all__ = ["PgVectorStore"]
 
 
-@dataclass(frozen=True)
-class _Collection:
-    dimensions: int
-    distance: str
-    sparse: bool
-    term_layout: int
-    tables: Tables
-
-
-class PgVectorStore(VectorStoreBase):
+class PgVectorStore(PgVectorCollections):
     """Chunks and their vectors in PostgreSQL (pgvector 0.8+); higher scores are better.
 
     `url` is a libpq connection string or `postgresql://` URL. The database needs the `vector`
@@ -115,8 +84,6 @@ class PgVectorStore(VectorStoreBase):
         atomic_replace=True,
         generations=True,
     )
-    WRITE_BATCH = 256
-    """Chunks per write transaction."""
     HYBRID_DEPTH = 50
     """Candidates each side of a hybrid search fetches (at least `top_k`) to be ranked
     together by relevance. Deeper candidates change no SciFact top 10 (see
@@ -126,457 +93,6 @@ class PgVectorStore(VectorStoreBase):
     EXACT_BELOW = 10_000
     """A filtered dense search over fewer matching chunks ranks them exactly (no graph),
     as Qdrant does below its full-scan threshold: exact, and cheap at that size."""
-
-    def __init__(
-        self,
-        url: str,
-        *,
-        distance: str = "Cosine",
-        table_prefix: str = "archivist_vec",
-        max_connections: int = 10,
-    ) -> None:
-        if not isinstance(url, str) or not url.strip():
-            raise InvalidArgumentError(
-                f"url must be a PostgreSQL connection string, got {url!r}", argument="url"
-            )
-        self._url = url
-        self._distance = check_distance(distance)
-        self._prefix = check_prefix(table_prefix)
-        self._registry = sql.Identifier(f"{self._prefix}_collections")
-        self._max_connections = check_positive_int(max_connections, "max_connections")
-        self._pool: AsyncConnectionPool | None = None
-        self._collections: dict[str, _Collection] = {}
-        self._encoders: dict[int, Bm25Encoder] = {}
-
-    def _encoder(self, layout: int) -> Bm25Encoder:
-        """The BM25 encoder of term layout `layout`."""
-        encoder = self._encoders.get(layout)
-        if encoder is None:
-            encoder = self._encoders[layout] = Bm25Encoder(layout)
-        return encoder
-
-    # Opening and closing
-
-    async def __aenter__(self) -> Self:
-        if self._pool is not None:
-            raise RuntimeError("PgVectorStore is already open")
-        from psycopg_pool import AsyncConnectionPool
-
-        await self._prepare_database()
-
-        async def configure(connection: AsyncConnection[Any]) -> None:
-            # pgvector's own adapter: vectors travel as binary float32, not as float8 arrays.
-            from pgvector.psycopg import register_vector_async
-
-            await register_vector_async(connection)
-            await connection.set_autocommit(True)
-
-        pool: AsyncConnectionPool = AsyncConnectionPool(
-            self._url,
-            min_size=1,
-            max_size=self._max_connections,
-            configure=configure,
-            open=False,
-        )
-        await pool.open(wait=True)
-        self._pool = pool
-        self._collections.clear()
-        return self
-
-    async def _prepare_database(self) -> None:
-        """The vector extension and the registry table, created once under a lock."""
-        try:
-            opened = await AsyncConnection.connect(self._url, autocommit=True)
-        except OperationalError as exc:
-            raise ConnectionError(
-                f"cannot connect to PostgreSQL at {_redacted(self._url)}: {exc}"
-            ) from None
-        async with opened as connection, connection.transaction():
-            await connection.execute(
-                "SELECT pg_advisory_xact_lock(hashtextextended('archivist-schema', 0))"
-            )
-            await connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            for statement in registry_ddl(self._registry):
-                await connection.execute(statement)
-
-    async def aclose(self) -> None:
-        """Close the connection pool; `async with` does."""
-        pool, self._pool = self._pool, None
-        self._collections.clear()
-        if pool is not None:
-            await pool.close()
-
-    def _open(self) -> AsyncConnectionPool:
-        if self._pool is None:
-            raise RuntimeError("PgVectorStore is not open: use it inside `async with store:`")
-        return self._pool
-
-    @asynccontextmanager
-    async def _transaction(self) -> AsyncIterator[AsyncConnection[Any]]:
-        async with self._open().connection() as connection, connection.transaction():
-            yield connection
-
-    @staticmethod
-    async def _lock(connection: AsyncConnection[Any], *key: str) -> None:
-        """Take the transaction-scoped advisory lock named by `key`."""
-        await connection.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ["\x1f".join(key)]
-        )
-
-    # Collections
-
-    async def _collection(self, name: str, *, fresh: bool = False) -> _Collection | None:
-        if not fresh and name in self._collections:
-            return self._collections[name]
-        async with self._open().connection() as connection:
-            cursor = await connection.execute(
-                sql.SQL(
-                    "SELECT dimensions, distance, sparse, term_layout FROM {} WHERE name = %s"
-                ).format(self._registry),
-                [name],
-            )
-            row = await cursor.fetchone()
-        if row is None:
-            self._collections.pop(name, None)
-            return None
-        found = _Collection(
-            int(row[0]),
-            str(row[1]),
-            bool(row[2]),
-            check_term_layout(int(row[3])),
-            Tables.of(self._prefix, name),
-        )
-        self._collections[name] = found
-        return found
-
-    async def _require(self, name: str) -> _Collection:
-        found = await self._collection(name)
-        if found is None:
-            raise InvalidArgumentError(
-                f"collection {name!r} does not exist; create it with create_collection",
-                argument="collection",
-            )
-        return found
-
-    async def create_collection(self, name: str, dimensions: int, *, sparse: bool = True) -> None:
-        """Create collection `name` for `dimensions`-d vectors, with BM25 terms for hybrid
-        search unless `sparse` is False; a no-op if it exists with the same dimensions."""
-        check_collection_name(name)
-        check_positive_int(dimensions, "dimensions")
-        if not isinstance(sparse, bool):
-            raise InvalidArgumentError(f"sparse must be a bool, got {sparse!r}", argument="sparse")
-        existing = await self._collection(name, fresh=True)
-        if existing is None:
-            async with self._transaction() as connection:
-                await self._lock(connection, "collections")
-                cursor = await connection.execute(
-                    sql.SQL("SELECT 1 FROM {} WHERE name = %s").format(self._registry), [name]
-                )
-                if await cursor.fetchone() is None:
-                    tables = Tables.of(self._prefix, name)
-                    for statement in collection_ddl(tables, dimensions, self._distance):
-                        await connection.execute(statement)
-                    await connection.execute(
-                        sql.SQL(
-                            "INSERT INTO {} (name, dimensions, distance, sparse, term_layout) "
-                            "VALUES (%s, %s, %s, %s, %s)"
-                        ).format(self._registry),
-                        [name, dimensions, self._distance, sparse, TERM_LAYOUT],
-                    )
-            existing = await self._require(name)
-        if existing.dimensions != dimensions:
-            raise InvalidArgumentError(
-                f"collection {name!r} exists with {existing.dimensions} dimensions, "
-                f"not dimensions={dimensions}",
-                argument="dimensions",
-            )
-
-    async def delete_collection(self, name: str) -> None:
-        check_collection_name(name)
-        self._open()
-        self._collections.pop(name, None)
-        tables = Tables.of(self._prefix, name)
-        async with self._transaction() as connection:
-            await self._lock(connection, "collections")
-            await self._lock(connection, "collection", name)
-            await connection.execute(
-                sql.SQL("DROP TABLE IF EXISTS {}, {}, {}").format(
-                    tables.df, tables.terms, tables.chunks
-                )
-            )
-            await connection.execute(
-                sql.SQL("DELETE FROM {} WHERE name = %s").format(self._registry), [name]
-            )
-
-    async def has_collection(self, name: str) -> bool:
-        check_collection_name(name)
-        return await self._collection(name, fresh=True) is not None
-
-    async def collection_dimensions(self, name: str) -> int | None:
-        check_collection_name(name)
-        found = await self._collection(name, fresh=True)
-        return None if found is None else found.dimensions
-
-    async def search_modes(self, collection: str) -> tuple[SearchMode, ...]:
-        """All three modes for a collection with BM25 terms; only "dense" otherwise."""
-        check_collection_name(collection)
-        found = await self._collection(collection)
-        return SEARCH_MODES if found is not None and found.sparse else ("dense",)
-
-    async def term_layout(self, collection: str) -> int | None:
-        check_collection_name(collection)
-        found = await self._collection(collection)
-        return found.term_layout if found is not None and found.sparse else None
-
-    # Writing
-
-    async def insert(self, collection: str, records: Sequence[VectorRecord]) -> None:
-        """Write `records` in one transaction: all of them or none. A record whose document id,
-        chunk index and metadata are already stored replaces that chunk."""
-        check_collection_name(collection)
-        self._open()
-        if not records:
-            return
-        found = await self._require(collection)
-        points = await off_loop(  # Python per record
-            functools.partial(
-                points_for, records, found.dimensions, new_generation(), stable_ids=True
-            ),
-            len(records),
-        )
-        async with self._transaction() as connection:
-            await self._write(connection, collection, found, records, points)
-
-    async def _write(
-        self,
-        connection: AsyncConnection[Any],
-        collection: str,
-        found: _Collection,
-        records: Sequence[VectorRecord],
-        points: list[PointWrite],
-    ) -> None:
-        """Store `points` (replacing any with the same ids) with their BM25 postings, inside
-        the caller's transaction, holding the collection's write lock."""
-        await self._lock(connection, "collection", collection)
-        tables = found.tables
-        ids = [point.id for point in points]
-        await self._delete_where(
-            connection, collection, found, sql.SQL("c.id = ANY(%s::uuid[])"), [ids]
-        )
-        counts: list[TermCounts | None] = [None] * len(points)
-        if found.sparse:  # Python per chunk
-            encoder = self._encoder(found.term_layout)
-            counts = await off_loop(
-                lambda: [
-                    encoder.count(record.chunk.content.text)
-                    if isinstance(record.chunk.content, TextBlock)
-                    else None
-                    for record in records
-                ],
-                len(records),
-            )
-        lengths = [0 if terms is None else terms.length for terms in counts]
-        async with connection.cursor() as cursor:
-            await cursor.executemany(
-                sql.SQL(
-                    "INSERT INTO {} (id, document_id, generation, chunk_index, total_chunks, "
-                    "source, content, metadata, terms, embedding) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
-                ).format(tables.chunks),
-                [
-                    (
-                        point.id,
-                        point.payload[DOCUMENT_ID],
-                        point.payload[GENERATION],
-                        point.payload[CHUNK_INDEX],
-                        point.payload[TOTAL_CHUNKS],
-                        point.payload[SOURCE],
-                        point.payload[CONTENT],
-                        Jsonb(point.payload[METADATA]),
-                        length,
-                        np.asarray(point.vector, dtype=np.float32),
-                    )
-                    for point, length in zip(points, lengths, strict=True)
-                ],
-            )
-        counted = [(point.id, terms) for point, terms in zip(points, counts, strict=True) if terms]
-        counted = [(point_id, terms) for point_id, terms in counted if terms.length]
-        if not counted:
-            return
-        cursor = await connection.execute(
-            sql.SQL("SELECT sparse_chunks, sparse_tokens FROM {} WHERE name = %s").format(
-                self._registry
-            ),
-            [collection],
-        )
-        row = await cursor.fetchone()
-        chunks = (int(row[0]) if row else 0) + len(counted)
-        tokens = (int(row[1]) if row else 0) + sum(terms.length for _, terms in counted)
-        average = tokens / chunks
-        term_ids: list[int] = []
-        chunk_ids: list[str] = []
-        weights: list[float] = []
-        for point_id, terms in counted:
-            vector = Bm25Encoder.document(terms, average)
-            term_ids.extend(vector.indices)
-            chunk_ids.extend([point_id] * len(vector.indices))
-            weights.extend(vector.values)
-        await connection.execute(
-            sql.SQL(
-                "INSERT INTO {} (term, chunk, weight) "
-                "SELECT * FROM unnest(%s::bigint[], %s::uuid[], %s::real[])"
-            ).format(tables.terms),
-            [term_ids, chunk_ids, weights],
-        )
-        await connection.execute(
-            sql.SQL(
-                "INSERT INTO {0} (term, df) SELECT term, count(*) FROM unnest(%s::bigint[]) "
-                "AS t(term) GROUP BY term ORDER BY term "
-                "ON CONFLICT (term) DO UPDATE SET df = {0}.df + excluded.df"
-            ).format(tables.df),
-            [term_ids],
-        )
-        await connection.execute(
-            sql.SQL(
-                "UPDATE {} SET sparse_chunks = sparse_chunks + %s, "
-                "sparse_tokens = sparse_tokens + %s WHERE name = %s"
-            ).format(self._registry),
-            [len(counted), sum(terms.length for _, terms in counted), collection],
-        )
-
-    async def _delete_where(
-        self,
-        connection: AsyncConnection[Any],
-        collection: str,
-        found: _Collection,
-        condition: sql.Composable,
-        params: Sequence[Any],
-    ) -> None:
-        """Delete the chunks (alias `c`) matching `condition`, keeping document frequencies and
-        BM25 totals exact; inside the caller's transaction, holding the collection's lock."""
-        tables = found.tables
-        if found.sparse:
-            await connection.execute(
-                sql.SQL(
-                    "UPDATE {df} SET df = {df}.df - gone.n FROM ("
-                    "SELECT t.term, count(*) AS n FROM {terms} t JOIN {chunks} c ON c.id = t.chunk "
-                    "WHERE {condition} GROUP BY t.term) AS gone WHERE {df}.term = gone.term"
-                ).format(
-                    df=tables.df, terms=tables.terms, chunks=tables.chunks, condition=condition
-                ),
-                params,
-            )
-        cursor = await connection.execute(
-            sql.SQL(
-                "WITH gone AS (DELETE FROM {chunks} c WHERE {condition} RETURNING c.terms) "
-                "SELECT count(*) FILTER (WHERE terms > 0), coalesce(sum(terms), 0) FROM gone"
-            ).format(chunks=tables.chunks, condition=condition),
-            params,
-        )
-        row = await cursor.fetchone()
-        if found.sparse and row is not None and row[0]:
-            await connection.execute(
-                sql.SQL(
-                    "UPDATE {} SET sparse_chunks = sparse_chunks - %s, "
-                    "sparse_tokens = sparse_tokens - %s WHERE name = %s"
-                ).format(self._registry),
-                [int(row[0]), int(row[1]), collection],
-            )
-
-    async def _delete(
-        self, collection: str, found: _Collection, condition: sql.Composable, params: list[Any]
-    ) -> None:
-        async with self._transaction() as connection:
-            await self._lock(connection, "collection", collection)
-            await self._delete_where(connection, collection, found, condition, params)
-
-    @asynccontextmanager
-    async def _document_lock(self, collection: str, document_id: str) -> AsyncIterator[None]:
-        """Hold the cross-process lock on one document (a session advisory lock on a
-        connection kept for the purpose) while the block runs."""
-        key = "\x1f".join(("document", collection, document_id))
-        async with self._open().connection() as connection:
-            await connection.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", [key])
-            try:
-                yield
-            finally:
-                await connection.execute(
-                    "SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [key]
-                )
-
-    async def replace_document(
-        self,
-        collection: str,
-        document_id: str,
-        batches: AsyncIterable[list[VectorRecord]],
-        metadata_filter: MetadataFilter | None = None,
-    ) -> int:
-        """Write `batches` as the whole of `document_id` (within `metadata_filter`) as a new
-        generation, then drop the old one in one transaction; if anything fails, the new
-        chunks are removed and the old version stays whole. A process killed part-way leaves
-        the old version beside a partial new one, which `repair_document` removes."""
-        scope, scope_params = where_metadata(
-            check_document_arguments(collection, document_id, metadata_filter)
-        )
-        found = await self._require(collection)
-        seen: set[tuple[str, int]] = set()
-
-        async def write(batch: list[VectorRecord], generation: str) -> int:
-            points = await off_loop(
-                functools.partial(
-                    points_for,
-                    batch,
-                    found.dimensions,
-                    generation,
-                    document_id=document_id,
-                    metadata_filter=metadata_filter,
-                    seen=seen,
-                ),
-                len(batch),
-            )
-            if points:
-                async with self._transaction() as connection:
-                    await self._write(connection, collection, found, batch, points)
-            return len(points)
-
-        async def drop_older(generation: str) -> None:
-            await self._delete(
-                collection,
-                found,
-                sql.SQL("c.document_id = %s AND c.generation <> %s AND {}").format(scope),
-                [document_id, generation, *scope_params],
-            )
-
-        async def discard(generation: str) -> None:
-            await self._delete(collection, found, sql.SQL("c.generation = %s"), [generation])
-
-        return await write_generation(
-            batches,
-            lock=self._document_lock(collection, document_id),
-            write=write,
-            drop_older=drop_older,
-            discard=discard,
-        )
-
-    async def delete(
-        self,
-        collection: str,
-        document_id: str,
-        metadata_filter: MetadataFilter | None = None,
-    ) -> None:
-        scope, scope_params = where_metadata(
-            check_document_arguments(collection, document_id, metadata_filter)
-        )
-        found = await self._collection(collection)
-        if found is None:
-            return
-        async with self._document_lock(collection, document_id):
-            await self._delete(
-                collection,
-                found,
-                sql.SQL("c.document_id = %s AND {}").format(scope),
-                [document_id, *scope_params],
-            )
 
     # Reading
 
@@ -752,7 +268,7 @@ class PgVectorStore(VectorStoreBase):
     async def _generations(
         self,
         collection: str,
-        found: _Collection,
+        found: Collection,
         scope: sql.Composable,
         scope_params: list[Any],
         document_id: str | None,
@@ -827,8 +343,3 @@ class PgVectorStore(VectorStoreBase):
 
 def _chunk(row: Mapping[str, Any]) -> Chunk:
     return chunk_from({**row, METADATA: row[METADATA] or {}})
-
-
-def _redacted(url: str) -> str:
-    """`url` without its password."""
-    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)

@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import functools
-import math
-import os
-from collections.abc import AsyncIterable, Callable, Mapping, Sequence
-from datetime import datetime
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any
 
-from archivist._util.extras import require
-from archivist._util.off_loop import off_loop
-from archivist.errors import InvalidArgumentError
-from archivist.message import TextBlock
 from archivist.rag.document import Chunk
-from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
-from archivist.rag.store.base import MetadataFilter, VectorStoreBase
+from archivist.rag.record import DocumentSummary, VectorSearchResult
+from archivist.rag.store.base import MetadataFilter
 from archivist.rag.store.capabilities import StoreCapabilities
 from archivist.rag.store.core.arguments import (
     SEARCH_MODES,
@@ -27,99 +16,69 @@ from archivist.rag.store.core.arguments import (
     check_document_arguments,
     check_search,
 )
-from archivist.rag.store.core.bm25 import Bm25Encoder, SparseVector, TermCounts
-from archivist.rag.store.core.distance import check_distance, higher_is_better
 from archivist.rag.store.core.generations import (
     GenerationInfo,
-    discard_noting,
-    new_generation,
     repair_generations,
-    write_generation,
 )
 from archivist.rag.store.core.layout import (
     CHUNK_INDEX,
     DOCUMENT_ID,
     GENERATION,
-    SOURCE,
     SUMMARY_FIELDS,
     TOTAL_CHUNKS,
     chunk_from,
     summary_from,
 )
-from archivist.rag.store.core.points import PointWrite, points_for
 from archivist.rag.store.core.query import best_hits, plan_query, search_results
 from archivist.rag.store.core.ranking import (
     Judged,
-    cosine,
-    judge,
-    lexical,
-    lexical_evidence,
-    query_weights,
     rank,
 )
-from archivist.rag.store.core.terms import TERM_LAYOUT
 from archivist.rag.store.file_lock import StoreLockedError
-from archivist.rag.store.keyed_lock import KeyedLocks
 from archivist.rag.store.qdrant.backend import (
-    INTERNAL_INDEXES,
     SPARSE_VECTOR,
-    VECTOR_DATATYPES,
-    CollectionParams,
-    QdrantBackend,
-    Quantization,
     ScoredPoint,
     SearchRequest,
-    StoreLayout,
-    VectorDatatype,
 )
-from archivist.rag.store.qdrant.edge.backend import EdgeBackend
-from archivist.rag.store.qdrant.edge.collection import SEARCH_THREADS
-from archivist.rag.store.qdrant.edge.open_shards import MAX_OPEN_COLLECTIONS
-from archivist.rag.store.qdrant.edge.optimizer import SEGMENT_POINTS
+from archivist.rag.store.qdrant.collections import (
+    DEFAULT_QUANTIZATION,
+    DEFAULT_VECTOR_DATATYPE,
+    TENANT_PAYLOAD_KEY,
+    QdrantCollections,
+)
 from archivist.rag.store.qdrant.filter import (
-    Absent,
     AnyOf,
     Between,
-    Condition,
-    Either,
-    HasId,
-    IndexKind,
     Match,
     Where,
-    index_kind,
     metadata_matches,
-    metadata_path,
 )
-from archivist.rag.store.search_filter import (
-    INDEXED_AT_KEY,
-    MODIFIED_KEY,
-    PATH_KEY,
-    Range,
-    SearchFilter,
+from archivist.rag.store.qdrant.hybrid import (
+    chunk_of,
+    document_of,
+    hybrid_hits,
+    judge_for,
+    term_weights,
+    tie_break,
 )
+from archivist.rag.store.qdrant.narrowing import narrowed
+from archivist.rag.store.search_filter import SearchFilter
 from archivist.validation import (
     check_collection_name,
     check_document_id,
     check_non_negative_int,
-    check_positive_int,
 )
 
-if TYPE_CHECKING:
-    from qdrant_client import AsyncQdrantClient
-
-__all__ = ["QdrantStore", "StoreLockedError"]
-
-DEFAULT_QUANTIZATION: Quantization | None = "int8"
-"""New collections quantize their vectors unless told otherwise (see `QdrantStore`): on SciFact
-it cost 0.0005 nDCG@10, and it keeps a million 384-d vectors in 0.4 GB of RAM, not 1.5 GB."""
-DEFAULT_VECTOR_DATATYPE: VectorDatatype = "float16"
-"""New collections store their dense vectors as float16 unless told otherwise: half the memory
-of float32, and cosine similarities that differ by about 1e-3."""
-TENANT_PAYLOAD_KEY = "tenant_id"
-"""The metadata key tenants are told apart by (`archivist.rag.store.tenant.TENANT_KEY`)."""
+__all__ = [
+    "DEFAULT_QUANTIZATION",
+    "DEFAULT_VECTOR_DATATYPE",
+    "TENANT_PAYLOAD_KEY",
+    "QdrantStore",
+    "StoreLockedError",
+]
 
 
-class QdrantStore(VectorStoreBase):
+class QdrantStore(QdrantCollections):
     """Chunks and their vectors in Qdrant; higher scores are better for every distance.
 
     Where the data lives (exactly one of):
@@ -170,8 +129,6 @@ class QdrantStore(VectorStoreBase):
     Use it inside `async with store:`, from one event loop.
     """
 
-    WRITE_BATCH = 64
-    """Points per engine write: bounds how long one write keeps the event loop."""
     SCROLL_PAGE = 1024
     """Points per page when reading many payloads."""
     capabilities = StoreCapabilities(
@@ -189,409 +146,6 @@ class QdrantStore(VectorStoreBase):
     """Candidates each side of a hybrid search fetches (at least `top_k`) to be ranked
     together by relevance. Deeper candidates change no SciFact top 10 (see
     `benchmarks/bench_search_trust.py depth`) and cost time in every search."""
-
-    def __init__(
-        self,
-        location: str | None = None,
-        url: str | None = None,
-        path: str | os.PathLike[str] | None = None,
-        api_key: str | None = None,
-        distance: str = "Cosine",
-        client_kwargs: Mapping[str, Any] | None = None,
-        *,
-        auto_optimize_threshold: int | None = SEGMENT_POINTS,
-        quantization: Quantization | None = DEFAULT_QUANTIZATION,
-        vector_datatype: VectorDatatype = DEFAULT_VECTOR_DATATYPE,
-        tenant_key: str | None = TENANT_PAYLOAD_KEY,
-        tenants_only: bool = False,
-        search_threads: int | None = None,
-        max_open_collections: int | None = None,
-    ) -> None:
-        given = [
-            name
-            for name, value in (("location", location), ("url", url), ("path", path))
-            if value is not None
-        ]
-        if len(given) != 1:
-            raise InvalidArgumentError(
-                f"give exactly one of location, url or path; got {', '.join(given) or 'none'}",
-                argument="location",
-            )
-        if auto_optimize_threshold is not None:
-            check_positive_int(auto_optimize_threshold, "auto_optimize_threshold")
-        segment_points = auto_optimize_threshold or SEGMENT_POINTS
-        layout = _layout(quantization, vector_datatype, tenant_key, tenants_only)
-        if location is not None:
-            if isinstance(location, str) and location.startswith(("http://", "https://")):
-                url = location
-            elif location != ":memory:":
-                raise InvalidArgumentError(
-                    f"location must be ':memory:' or an http(s):// URL, got {location!r}",
-                    argument="location",
-                )
-        if url is None:
-            if api_key is not None or client_kwargs is not None:
-                raise InvalidArgumentError(
-                    "api_key and client_kwargs apply only to a url store", argument="api_key"
-                )
-            if search_threads is not None:
-                check_positive_int(search_threads, "search_threads")
-            if max_open_collections is not None:
-                check_positive_int(max_open_collections, "max_open_collections")
-            directory = None if path is None else Path(path)
-            engine = EdgeBackend(
-                directory,
-                segment_points,
-                auto_optimize_threshold is not None,
-                layout,
-                search_threads or SEARCH_THREADS,
-                max_open_collections or MAX_OPEN_COLLECTIONS,
-            )
-            self._setup(distance, engine)
-            return
-        for name, value in (
-            ("search_threads", search_threads),
-            ("max_open_collections", max_open_collections),
-        ):
-            if value is not None:
-                raise InvalidArgumentError(
-                    f"{name} applies only to an in-process store (path= or ':memory:'), "
-                    "not to a server",
-                    argument=name,
-                )
-        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise InvalidArgumentError(
-                f"url must be an http(s):// URL, got {url!r}", argument="url"
-            )
-        require("server", "qdrant_client", "QdrantStore(url=...)")
-        address, options = url, dict(client_kwargs or {})
-
-        def connect() -> AsyncQdrantClient:
-            from qdrant_client import AsyncQdrantClient
-
-            return AsyncQdrantClient(url=address, api_key=api_key, **options)
-
-        self._setup(distance, _client_backend(connect, layout, owns_client=True))
-
-    @classmethod
-    def from_client(
-        cls,
-        client: AsyncQdrantClient,
-        distance: str = "Cosine",
-        *,
-        quantization: Quantization | None = DEFAULT_QUANTIZATION,
-        vector_datatype: VectorDatatype = DEFAULT_VECTOR_DATATYPE,
-        tenant_key: str | None = TENANT_PAYLOAD_KEY,
-        tenants_only: bool = False,
-    ) -> QdrantStore:
-        """A store on `client`, which stays yours: leaving `async with store` does not close it."""
-        store = cls.__new__(cls)
-        layout = _layout(quantization, vector_datatype, tenant_key, tenants_only)
-        store._setup(distance, _client_backend(lambda: client, layout, owns_client=False))
-        return store
-
-    def _setup(self, distance: str, engine: QdrantBackend) -> None:
-        self._distance = check_distance(distance)
-        self._engine = engine
-        self._is_open = False
-        self._params: dict[str, CollectionParams] = {}
-        self._collections_lock = asyncio.Lock()
-        self._document_locks = KeyedLocks()
-        self._stats_locks = KeyedLocks()
-        self._encoders: dict[int, Bm25Encoder] = {}
-
-    def _encoder(self, params: CollectionParams) -> Bm25Encoder:
-        """The BM25 encoder of the term layout `params`'s collection was indexed with."""
-        encoder = self._encoders.get(params.term_layout)
-        if encoder is None:
-            encoder = self._encoders[params.term_layout] = Bm25Encoder(params.term_layout)
-        return encoder
-
-    async def __aenter__(self) -> Self:
-        if self._is_open:
-            raise RuntimeError("QdrantStore is already open")
-        self._params.clear()
-        await self._engine.open()
-        self._is_open = True
-        return self
-
-    async def aclose(self) -> None:
-        """Close the engine (Edge shards, or the client's connections); `async with` does."""
-        if self._is_open:
-            self._is_open = False
-            self._params.clear()
-            await self._engine.close()
-
-    def _open(self) -> QdrantBackend:
-        if not self._is_open:
-            raise RuntimeError("QdrantStore is not open: use it inside `async with store:`")
-        return self._engine
-
-    async def _params_of(self, name: str) -> CollectionParams | None:
-        cached = self._params.get(name)
-        if cached is not None:
-            return cached
-        backend = self._open()
-        params = await backend.collection_params(name)
-        if params is not None:
-            await backend.ensure_indexes(name, INTERNAL_INDEXES)
-            self._params[name] = params
-        return params
-
-    async def _require(self, name: str) -> CollectionParams:
-        params = await self._params_of(name)
-        if params is None:
-            raise InvalidArgumentError(
-                f"collection {name!r} does not exist; create it with create_collection",
-                argument="collection",
-            )
-        return params
-
-    async def _indexed(self, collection: str, matches: tuple[Condition, ...]) -> Where:
-        """`matches` as a condition, with a payload index made (once) for every key it matches
-        by value."""
-        kinds = {m.key: index_kind(m.value) for m in matches if isinstance(m, Match)}
-        await self._open().ensure_indexes(collection, kinds)
-        return Where(matches)
-
-    async def _narrowed(
-        self, collection: str, scope: Where, search_filter: SearchFilter
-    ) -> Where | None:
-        """`scope` narrowed by `search_filter` as native conditions (payload indexes made
-        once per field), or None when nothing can match. Path globs and types are resolved
-        against the distinct `source` and `path` values within `scope` (a facet), and then
-        matched by value."""
-        backend = self._open()
-        conditions: list[Condition] = []
-        indexes: dict[str, IndexKind] = {}
-        if search_filter.paths or search_filter.types:
-            path = metadata_path(PATH_KEY)
-            indexes.update({SOURCE: "keyword", path: "keyword"})
-            await backend.ensure_indexes(collection, indexes)
-            total = await backend.count(collection, scope)
-            options = []
-            for key in (SOURCE, path):
-                values = await backend.facet(collection, key, scope, limit=max(total, 1))
-                chosen = tuple(sorted(v for v in values if search_filter.path_matches(v)))
-                if chosen:
-                    options.append(Where((AnyOf(key, chosen),)))
-            if not options:
-                return None
-            conditions.append(Either(tuple(options)))
-        if search_filter.since is not None:
-            since = search_filter.since.isoformat()
-            modified, indexed = metadata_path(MODIFIED_KEY), metadata_path(INDEXED_AT_KEY)
-            indexes.update({modified: "datetime", indexed: "datetime"})
-            conditions.append(
-                Either(
-                    (
-                        Where((Between(modified, gte=since, dates=True),)),
-                        Where((Absent(modified), Between(indexed, gte=since, dates=True))),
-                    )
-                )
-            )
-        for key, wanted in search_filter.where.items():
-            field = metadata_path(key)
-            if isinstance(wanted, Range):
-                conditions.append(_between(field, wanted))
-                indexes.setdefault(field, "datetime" if wanted.is_dates else "float")
-            elif wanted is None:
-                conditions.append(Absent(field))
-            else:
-                conditions.append(Match(field, wanted))
-                indexes.setdefault(field, index_kind(wanted))
-        await backend.ensure_indexes(collection, indexes)
-        return Where(scope.must + tuple(conditions), scope.must_not)
-
-    async def create_collection(self, name: str, dimensions: int, *, sparse: bool = True) -> None:
-        """Create collection `name` for `dimensions`-d vectors, with BM25 vectors for hybrid
-        search unless `sparse` is False; a no-op if it exists with the same dimensions."""
-        check_collection_name(name)
-        check_positive_int(dimensions, "dimensions")
-        if not isinstance(sparse, bool):
-            raise InvalidArgumentError(f"sparse must be a bool, got {sparse!r}", argument="sparse")
-        backend = self._open()
-        async with self._collections_lock:
-            existing = await self._params_of(name)
-            if existing is None:
-                params = CollectionParams(dimensions, self._distance, sparse, TERM_LAYOUT)
-                try:
-                    await backend.create_collection(name, params)
-                except Exception:
-                    # Another client of the same server may have created it meanwhile.
-                    existing = await self._params_of(name)
-                    if existing is None:
-                        raise
-                else:
-                    self._params[name] = params
-                    return
-            if existing.dimensions != dimensions:
-                raise InvalidArgumentError(
-                    f"collection {name!r} exists with {existing.dimensions} dimensions, "
-                    f"not dimensions={dimensions}",
-                    argument="dimensions",
-                )
-
-    async def delete_collection(self, name: str) -> None:
-        check_collection_name(name)
-        backend = self._open()
-        async with self._collections_lock:
-            self._params.pop(name, None)
-            if await backend.collection_params(name) is not None:
-                await backend.delete_collection(name)
-
-    async def has_collection(self, name: str) -> bool:
-        check_collection_name(name)
-        self._params.pop(name, None)
-        return await self._params_of(name) is not None
-
-    async def collection_dimensions(self, name: str) -> int | None:
-        check_collection_name(name)
-        self._params.pop(name, None)
-        params = await self._params_of(name)
-        return None if params is None else params.dimensions
-
-    async def search_modes(self, collection: str) -> tuple[SearchMode, ...]:
-        """All three modes for a collection with BM25 vectors; only "dense" otherwise."""
-        check_collection_name(collection)
-        params = await self._params_of(collection)
-        return SEARCH_MODES if params is not None and params.sparse else ("dense",)
-
-    async def term_layout(self, collection: str) -> int | None:
-        check_collection_name(collection)
-        params = await self._params_of(collection)
-        return params.term_layout if params is not None and params.sparse else None
-
-    async def optimize(self, collection: str) -> None:
-        """Build the vector index of every segment that filled up (Edge only); a remainder
-        smaller than a segment stays searched exactly."""
-        check_collection_name(collection)
-        await self._require(collection)
-        await self._open().optimize(collection)
-
-    async def insert(self, collection: str, records: Sequence[VectorRecord]) -> None:
-        """Write `records` as one write: all of them, or (on any error) none. A record whose
-        document id, chunk index and metadata are already stored replaces that point."""
-        check_collection_name(collection)
-        self._open()
-        if not records:
-            return
-        params = await self._require(collection)
-        generation = new_generation()
-        points = await self._points(
-            collection, params, records, generation, functools.partial(points_for, stable_ids=True)
-        )
-        try:
-            await self._upsert(collection, points)
-        except BaseException as error:
-            await discard_noting(functools.partial(self._discard, collection), generation, error)
-            raise
-
-    async def _points(
-        self,
-        collection: str,
-        params: CollectionParams,
-        records: Sequence[VectorRecord],
-        generation: str,
-        build: Callable[[Sequence[VectorRecord], int, str], list[PointWrite]],
-    ) -> list[PointWrite]:
-        """The points `build` makes of `records` (checking them), with the BM25 vector of each
-        text chunk when the collection has them.
-
-        Checking, payloads and term counting are Python per chunk: they run off the loop
-        (`off_loop`), in a worker thread for a batch.
-        Term weights use the collection's running average chunk length, this write included.
-        """
-
-        def built() -> tuple[list[PointWrite], list[TermCounts | None]]:
-            points = build(records, params.dimensions, generation)
-            return points, self._count_terms(params, records) if params.sparse else []
-
-        points, counts = await off_loop(built, len(records))
-        counted = [terms for terms in counts if terms is not None and terms.length]
-        if not counted:
-            return points
-        backend = self._open()
-        async with self._stats_locks.hold(collection):
-            stats = await backend.bm25_stats(collection)
-            average = stats.average_after(counted)
-            stats.add(counted)
-            await backend.save_bm25_stats(collection, stats)
-        return await off_loop(functools.partial(_with_sparse, points, counts, average), len(points))
-
-    def _count_terms(
-        self, params: CollectionParams, records: Sequence[VectorRecord]
-    ) -> list[TermCounts | None]:
-        """The BM25 term counts of each text chunk (None for other chunks)."""
-        encoder = self._encoder(params)
-        return [
-            encoder.count(record.chunk.content.text)
-            if isinstance(record.chunk.content, TextBlock)
-            else None
-            for record in records
-        ]
-
-    async def _upsert(self, collection: str, points: list[PointWrite]) -> None:
-        backend = self._open()
-        for start in range(0, len(points), self.WRITE_BATCH):
-            await backend.upsert(collection, points[start : start + self.WRITE_BATCH])
-
-    async def _discard(self, collection: str, generation: str) -> None:
-        """Delete what a failed write of `generation` stored."""
-        await self._open().delete(collection, Where((Match(GENERATION, generation),)))
-
-    async def replace_document(
-        self,
-        collection: str,
-        document_id: str,
-        batches: AsyncIterable[list[VectorRecord]],
-        metadata_filter: MetadataFilter | None = None,
-    ) -> int:
-        """Write `batches` as the whole of `document_id` (within `metadata_filter`), then drop the
-        old version; if anything fails, the new chunks are removed and the old version stays whole.
-        """
-        scope_filter = check_document_arguments(collection, document_id, metadata_filter)
-        matches = metadata_matches(scope_filter)
-        params = await self._require(collection)
-        scope = await self._indexed(collection, matches)
-        seen: set[tuple[str, int]] = set()
-        build = functools.partial(
-            points_for, document_id=document_id, metadata_filter=scope_filter, seen=seen
-        )
-
-        async def write(batch: list[VectorRecord], generation: str) -> int:
-            points = await self._points(collection, params, batch, generation, build)
-            await self._upsert(collection, points)
-            return len(points)
-
-        async def drop_older(generation: str) -> None:
-            older = Where(
-                (Match(DOCUMENT_ID, document_id), *scope.must), (Match(GENERATION, generation),)
-            )
-            await self._open().delete(collection, older)
-
-        return await write_generation(
-            batches,
-            lock=self._document_locks.hold((collection, document_id)),
-            write=write,
-            drop_older=drop_older,
-            discard=functools.partial(self._discard, collection),
-        )
-
-    async def delete(
-        self,
-        collection: str,
-        document_id: str,
-        metadata_filter: MetadataFilter | None = None,
-    ) -> None:
-        matches = metadata_matches(
-            check_document_arguments(collection, document_id, metadata_filter)
-        )
-        if await self._params_of(collection) is None:
-            return
-        scope = await self._indexed(collection, matches)
-        async with self._document_locks.hold((collection, document_id)):
-            await self._open().delete(collection, scope.also(Match(DOCUMENT_ID, document_id)))
 
     async def search(
         self,
@@ -646,14 +200,14 @@ class QdrantStore(VectorStoreBase):
         dense, sparse = query.dense, query.sparse
         scope = await self._indexed(collection, matches)
         if checked.search_filter is not None:
-            narrowed = await self._narrowed(collection, scope, checked.search_filter)
-            if narrowed is None:
+            within = await narrowed(self._open(), collection, scope, checked.search_filter)
+            if within is None:
                 return []
-            scope = narrowed
+            scope = within
         query_idf: dict[int, float] = {}
         if sparse is not None:
-            query_idf = await self._term_weights(collection, params, scope, sparse, query.exact)
-        judge_hit = _judge(params, dense, sparse, query_idf)
+            query_idf = await term_weights(self._open(), collection, scope, sparse, query.exact)
+        judge_hit = judge_for(params, dense, sparse, query_idf)
         backend = self._open()
 
         async def ranked(excluded: tuple[str, ...], limit: int) -> list[Judged[ScoredPoint]]:
@@ -661,8 +215,9 @@ class QdrantStore(VectorStoreBase):
             if excluded:
                 where = Where(scope.must, (*scope.must_not, AnyOf(DOCUMENT_ID, excluded)))
             if dense is not None and sparse is not None and diversity is None:
-                return await self._hybrid(
-                    collection, params, where, dense, sparse, query_idf, limit
+                depth = max(limit, self.HYBRID_DEPTH)
+                return await hybrid_hits(
+                    backend, collection, params, where, dense, sparse, query_idf, limit, depth
                 )
             request = SearchRequest(
                 limit=limit,
@@ -678,89 +233,10 @@ class QdrantStore(VectorStoreBase):
             hits = await backend.search(collection, request)
             if diversity is not None:  # in the order maximal marginal relevance picked them
                 return [judge_hit(hit) for hit in hits]
-            return rank(map(judge_hit, hits), _tie_break)[:limit]
+            return rank(map(judge_hit, hits), tie_break)[:limit]
 
-        found = await best_hits(ranked, _document_of, _tie_break, top_k, max_per_document)
-        return search_results(found, query, _document_of, _chunk_of)
-
-    async def _hybrid(
-        self,
-        collection: str,
-        params: CollectionParams,
-        where: Where,
-        dense: list[float],
-        sparse: SparseVector,
-        query_idf: dict[int, float],
-        limit: int,
-    ) -> list[Judged[ScoredPoint]]:
-        """The best `limit` of a hybrid search's candidates (each side's best `depth`), ranked
-        by relevance, with their payloads. A candidate's lexical evidence comes from the BM25
-        vector stored with it; its similarity is the engine's dense score, asked for by id
-        where only BM25 found it (computed here from the stored vector for a distance other
-        than Cosine). Payloads are read for the hits kept only."""
-        backend = self._open()
-        depth = max(limit, self.HYBRID_DEPTH)
-        by_cosine = params.distance == "Cosine"
-        vectors = (SPARSE_VECTOR,) if by_cosine else ("", SPARSE_VECTOR)
-        nearest, matching = await backend.search_batch(
-            collection,
-            [
-                SearchRequest(depth, where, dense=dense, vectors=vectors, payload=False),
-                SearchRequest(depth, where, sparse=sparse, vectors=vectors, payload=False),
-            ],
-        )
-        candidates = {hit.id: hit for hit in (*matching, *nearest)}
-        if by_cosine:
-            similarity = {hit.id: hit.score for hit in nearest}
-            unscored = tuple(hit.id for hit in matching if hit.id not in similarity)
-            if unscored:
-                within = where.also(HasId(unscored))
-                request = SearchRequest(len(unscored), within, dense=dense, payload=False)
-                similarity.update(
-                    (hit.id, hit.score) for hit in await backend.search(collection, request)
-                )
-        else:
-            norm = math.hypot(*dense)
-            similarity = {
-                hit.id: cosine(dense, hit.vector, norm)
-                for hit in candidates.values()
-                if hit.vector is not None
-            }
-        judged = []
-        for point_id, hit in candidates.items():
-            cosine_similarity = similarity.get(point_id)
-            match, held = lexical_evidence(query_idf, hit.weights) if hit.weights else (None, None)
-            judged.append(judge(hit, cosine_similarity or 0.0, cosine_similarity, match, held))
-        kept = rank(judged, _tie_break)[:limit]
-        payloads = await backend.retrieve(collection, [hit.item.id for hit in kept])
-        return [
-            dataclasses.replace(
-                hit, item=dataclasses.replace(hit.item, payload=payloads[hit.item.id])
-            )
-            for hit in kept
-            if hit.item.id in payloads  # deleted meanwhile
-        ]
-
-    async def _term_weights(
-        self,
-        collection: str,
-        params: CollectionParams,
-        scope: Where,
-        sparse: SparseVector,
-        exact: frozenset[int],
-    ) -> dict[int, float]:
-        """The IDF of each term of the query the lexical evidence weighs (see
-        `ranking.query_weights`): the terms some chunk in `scope` holds, at the engine's IDF
-        (over the whole collection, the one its BM25 ranking uses), and the query's `exact`
-        terms that none holds, at the IDF of an unknown term. Presence is looked up within
-        the scope only, so nothing of another tenant shows."""
-        terms = sorted(set(sparse.indices))
-        backend = self._open()
-        known = await backend.term_idf(collection, scope, terms)
-        if exact <= known.keys():
-            return known
-        stats = await backend.bm25_stats(collection)
-        return query_weights(known, exact, stats.chunks)
+        found = await best_hits(ranked, document_of, tie_break, top_k, max_per_document)
+        return search_results(found, query, document_of, chunk_of)
 
     async def query_term_weights(
         self, collection: str, query_text: str, metadata_filter: MetadataFilter | None = None
@@ -778,7 +254,7 @@ class QdrantStore(VectorStoreBase):
             return {}
         scope = await self._indexed(collection, matches)
         exact = frozenset(encoder.exact(query_text))
-        return await self._term_weights(collection, params, scope, sparse, exact)
+        return await term_weights(self._open(), collection, scope, sparse, exact)
 
     async def list_documents(
         self,
@@ -943,109 +419,3 @@ class QdrantStore(VectorStoreBase):
             generations=functools.partial(self._generations, collection, scope),
             remove=remove,
         )
-
-
-def _judge(
-    params: CollectionParams,
-    dense: list[float] | None,
-    sparse: SparseVector | None,
-    query_idf: dict[int, float],
-) -> Callable[[ScoredPoint], Judged[ScoredPoint]]:
-    """How a hit of one ranked list is judged (see `archivist.rag.store.core.ranking`): a dense hit
-    by its similarity (the engine's score; none for distances other than Cosine), a BM25 hit
-    by its score's share of the best possible, a pick of maximal marginal relevance over
-    both sides by its similarity and its lexical evidence, computed from the vectors stored
-    with it (lexical evidence only if it has BM25 terms)."""
-    query_norm = math.hypot(*dense) if dense is not None else 0.0
-    cosine_scores = params.distance == "Cosine"
-
-    def judged(hit: ScoredPoint) -> Judged[ScoredPoint]:
-        if dense is None or sparse is None:
-            if sparse is not None:
-                return judge(hit, hit.score, lexical=lexical(query_idf, hit.score))
-            score = higher_is_better(params.distance, hit.score)
-            return judge(hit, score, similarity=hit.score if cosine_scores else None)
-        similarity = None if hit.vector is None else cosine(dense, hit.vector, query_norm)
-        match, held = lexical_evidence(query_idf, hit.weights) if hit.weights else (None, None)
-        return judge(hit, similarity or 0.0, similarity, match, held)
-
-    return judged
-
-
-def _tie_break(point: ScoredPoint) -> tuple[str]:
-    """The order of hits judged alike: by point id, which every store gives a chunk alike."""
-    return (point.id,)
-
-
-def _document_of(point: ScoredPoint) -> str:
-    return str(point.payload[DOCUMENT_ID])
-
-
-def _chunk_of(point: ScoredPoint) -> Chunk:
-    return chunk_from(point.payload)
-
-
-def _between(key: str, wanted: Range) -> Between:
-    def bound(value: float | datetime | None) -> float | str | None:
-        return value.isoformat() if isinstance(value, datetime) else value
-
-    return Between(
-        key,
-        gte=bound(wanted.gte),
-        gt=bound(wanted.gt),
-        lte=bound(wanted.lte),
-        lt=bound(wanted.lt),
-        dates=wanted.is_dates,
-    )
-
-
-def _layout(
-    quantization: object, vector_datatype: object, tenant_key: object, tenants_only: object
-) -> StoreLayout:
-    if quantization is not None and quantization != "int8":
-        raise InvalidArgumentError(
-            f"quantization must be 'int8' or None; got {quantization!r}", argument="quantization"
-        )
-    if vector_datatype not in VECTOR_DATATYPES:
-        raise InvalidArgumentError(
-            f"vector_datatype must be one of {', '.join(map(repr, VECTOR_DATATYPES))}; "
-            f"got {vector_datatype!r}",
-            argument="vector_datatype",
-        )
-    if tenant_key is not None and (not isinstance(tenant_key, str) or not tenant_key):
-        raise InvalidArgumentError(
-            f"tenant_key must be a metadata key or None; got {tenant_key!r}", argument="tenant_key"
-        )
-    if not isinstance(tenants_only, bool):
-        raise InvalidArgumentError(
-            f"tenants_only must be a bool; got {tenants_only!r}", argument="tenants_only"
-        )
-    if tenants_only and tenant_key is None:
-        raise InvalidArgumentError("tenants_only needs a tenant_key", argument="tenants_only")
-    return StoreLayout(
-        quantization="int8" if quantization is not None else None,
-        vector_datatype=vector_datatype,
-        tenant_key=None if tenant_key is None else metadata_path(tenant_key),
-        tenants_only=tenants_only,
-    )
-
-
-def _client_backend(
-    connect: Callable[[], AsyncQdrantClient], layout: StoreLayout, *, owns_client: bool
-) -> QdrantBackend:
-    # Imported on demand: qdrant-client takes about two seconds to import.
-    from archivist.rag.store.qdrant.client.backend import ClientBackend
-
-    return ClientBackend(connect, owns_client, layout)
-
-
-def _with_sparse(
-    points: list[PointWrite], counts: list[TermCounts | None], average: float
-) -> list[PointWrite]:
-    """`points` with the BM25 vector of each one whose chunk has counted terms."""
-    return [
-        dataclasses.replace(point, sparse=Bm25Encoder.document(terms, average))
-        if terms is not None and terms.length
-        else point
-        for point, terms in zip(points, counts, strict=True)
-    ]

@@ -1,0 +1,366 @@
+"""What `QdrantStore` is built on: opening an engine, its collections, and writing to them
+(one write of points with their BM25 vectors, crash-safe replace, delete)."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+from collections.abc import AsyncIterable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Self
+
+from archivist._util.off_loop import off_loop
+from archivist.errors import InvalidArgumentError
+from archivist.rag.record import VectorRecord
+from archivist.rag.store.base import MetadataFilter, VectorStoreBase
+from archivist.rag.store.core.arguments import (
+    SEARCH_MODES,
+    SearchMode,
+    check_document_arguments,
+)
+from archivist.rag.store.core.bm25 import Bm25Encoder, TermCounts
+from archivist.rag.store.core.distance import check_distance
+from archivist.rag.store.core.generations import (
+    discard_noting,
+    new_generation,
+    write_generation,
+)
+from archivist.rag.store.core.layout import (
+    DOCUMENT_ID,
+    GENERATION,
+)
+from archivist.rag.store.core.points import PointWrite, points_for, term_counts, with_sparse
+from archivist.rag.store.core.terms import TERM_LAYOUT
+from archivist.rag.store.keyed_lock import KeyedLocks
+from archivist.rag.store.qdrant.backend import (
+    INTERNAL_INDEXES,
+    CollectionParams,
+    QdrantBackend,
+    Quantization,
+    VectorDatatype,
+)
+from archivist.rag.store.qdrant.connect import client_backend, engine_for, store_layout
+from archivist.rag.store.qdrant.edge.optimizer import SEGMENT_POINTS
+from archivist.rag.store.qdrant.filter import (
+    Condition,
+    Match,
+    Where,
+    index_kind,
+    metadata_matches,
+)
+from archivist.validation import (
+    check_collection_name,
+    check_positive_int,
+)
+
+if TYPE_CHECKING:
+    from qdrant_client import AsyncQdrantClient
+
+__all__ = ["QdrantCollections"]
+
+DEFAULT_QUANTIZATION: Quantization | None = "int8"
+"""New collections quantize their vectors unless told otherwise (see `QdrantStore`): on SciFact
+it cost 0.0005 nDCG@10, and it keeps a million 384-d vectors in 0.4 GB of RAM, not 1.5 GB."""
+DEFAULT_VECTOR_DATATYPE: VectorDatatype = "float16"
+"""New collections store their dense vectors as float16 unless told otherwise: half the memory
+of float32, and cosine similarities that differ by about 1e-3."""
+TENANT_PAYLOAD_KEY = "tenant_id"
+"""The metadata key tenants are told apart by (`archivist.rag.store.tenant.TENANT_KEY`)."""
+
+
+class QdrantCollections(VectorStoreBase):
+    """The engine, the collections and the writes of a `QdrantStore` (see it for what each
+    argument means); searching and reading are `QdrantStore`'s."""
+
+    WRITE_BATCH = 64
+    """Points per engine write: bounds how long one write keeps the event loop."""
+
+    def __init__(
+        self,
+        location: str | None = None,
+        url: str | None = None,
+        path: str | os.PathLike[str] | None = None,
+        api_key: str | None = None,
+        distance: str = "Cosine",
+        client_kwargs: Mapping[str, Any] | None = None,
+        *,
+        auto_optimize_threshold: int | None = SEGMENT_POINTS,
+        quantization: Quantization | None = DEFAULT_QUANTIZATION,
+        vector_datatype: VectorDatatype = DEFAULT_VECTOR_DATATYPE,
+        tenant_key: str | None = TENANT_PAYLOAD_KEY,
+        tenants_only: bool = False,
+        search_threads: int | None = None,
+        max_open_collections: int | None = None,
+    ) -> None:
+        layout = store_layout(quantization, vector_datatype, tenant_key, tenants_only)
+        engine = engine_for(
+            location,
+            url,
+            path,
+            api_key,
+            client_kwargs,
+            auto_optimize_threshold,
+            layout,
+            search_threads,
+            max_open_collections,
+        )
+        self._setup(distance, engine)
+
+    @classmethod
+    def from_client(
+        cls,
+        client: AsyncQdrantClient,
+        distance: str = "Cosine",
+        *,
+        quantization: Quantization | None = DEFAULT_QUANTIZATION,
+        vector_datatype: VectorDatatype = DEFAULT_VECTOR_DATATYPE,
+        tenant_key: str | None = TENANT_PAYLOAD_KEY,
+        tenants_only: bool = False,
+    ) -> Self:
+        """A store on `client`, which stays yours: leaving `async with store` does not close it."""
+        store = cls.__new__(cls)
+        layout = store_layout(quantization, vector_datatype, tenant_key, tenants_only)
+        store._setup(distance, client_backend(lambda: client, layout, owns_client=False))
+        return store
+
+    def _setup(self, distance: str, engine: QdrantBackend) -> None:
+        self._distance = check_distance(distance)
+        self._engine = engine
+        self._is_open = False
+        self._params: dict[str, CollectionParams] = {}
+        self._collections_lock = asyncio.Lock()
+        self._document_locks = KeyedLocks()
+        self._stats_locks = KeyedLocks()
+        self._encoders: dict[int, Bm25Encoder] = {}
+
+    def _encoder(self, params: CollectionParams) -> Bm25Encoder:
+        """The BM25 encoder of the term layout `params`'s collection was indexed with."""
+        encoder = self._encoders.get(params.term_layout)
+        if encoder is None:
+            encoder = self._encoders[params.term_layout] = Bm25Encoder(params.term_layout)
+        return encoder
+
+    async def __aenter__(self) -> Self:
+        if self._is_open:
+            raise RuntimeError("QdrantStore is already open")
+        self._params.clear()
+        await self._engine.open()
+        self._is_open = True
+        return self
+
+    async def aclose(self) -> None:
+        """Close the engine (Edge shards, or the client's connections); `async with` does."""
+        if self._is_open:
+            self._is_open = False
+            self._params.clear()
+            await self._engine.close()
+
+    def _open(self) -> QdrantBackend:
+        if not self._is_open:
+            raise RuntimeError("QdrantStore is not open: use it inside `async with store:`")
+        return self._engine
+
+    async def _params_of(self, name: str) -> CollectionParams | None:
+        cached = self._params.get(name)
+        if cached is not None:
+            return cached
+        backend = self._open()
+        params = await backend.collection_params(name)
+        if params is not None:
+            await backend.ensure_indexes(name, INTERNAL_INDEXES)
+            self._params[name] = params
+        return params
+
+    async def _require(self, name: str) -> CollectionParams:
+        params = await self._params_of(name)
+        if params is None:
+            raise InvalidArgumentError(
+                f"collection {name!r} does not exist; create it with create_collection",
+                argument="collection",
+            )
+        return params
+
+    async def _indexed(self, collection: str, matches: tuple[Condition, ...]) -> Where:
+        """`matches` as a condition, with a payload index made (once) for every key it matches
+        by value."""
+        kinds = {m.key: index_kind(m.value) for m in matches if isinstance(m, Match)}
+        await self._open().ensure_indexes(collection, kinds)
+        return Where(matches)
+
+    async def create_collection(self, name: str, dimensions: int, *, sparse: bool = True) -> None:
+        """Create collection `name` for `dimensions`-d vectors, with BM25 vectors for hybrid
+        search unless `sparse` is False; a no-op if it exists with the same dimensions."""
+        check_collection_name(name)
+        check_positive_int(dimensions, "dimensions")
+        if not isinstance(sparse, bool):
+            raise InvalidArgumentError(f"sparse must be a bool, got {sparse!r}", argument="sparse")
+        backend = self._open()
+        async with self._collections_lock:
+            existing = await self._params_of(name)
+            if existing is None:
+                params = CollectionParams(dimensions, self._distance, sparse, TERM_LAYOUT)
+                try:
+                    await backend.create_collection(name, params)
+                except Exception:
+                    # Another client of the same server may have created it meanwhile.
+                    existing = await self._params_of(name)
+                    if existing is None:
+                        raise
+                else:
+                    self._params[name] = params
+                    return
+            if existing.dimensions != dimensions:
+                raise InvalidArgumentError(
+                    f"collection {name!r} exists with {existing.dimensions} dimensions, "
+                    f"not dimensions={dimensions}",
+                    argument="dimensions",
+                )
+
+    async def delete_collection(self, name: str) -> None:
+        check_collection_name(name)
+        backend = self._open()
+        async with self._collections_lock:
+            self._params.pop(name, None)
+            if await backend.collection_params(name) is not None:
+                await backend.delete_collection(name)
+
+    async def has_collection(self, name: str) -> bool:
+        check_collection_name(name)
+        self._params.pop(name, None)
+        return await self._params_of(name) is not None
+
+    async def collection_dimensions(self, name: str) -> int | None:
+        check_collection_name(name)
+        self._params.pop(name, None)
+        params = await self._params_of(name)
+        return None if params is None else params.dimensions
+
+    async def search_modes(self, collection: str) -> tuple[SearchMode, ...]:
+        """All three modes for a collection with BM25 vectors; only "dense" otherwise."""
+        check_collection_name(collection)
+        params = await self._params_of(collection)
+        return SEARCH_MODES if params is not None and params.sparse else ("dense",)
+
+    async def term_layout(self, collection: str) -> int | None:
+        check_collection_name(collection)
+        params = await self._params_of(collection)
+        return params.term_layout if params is not None and params.sparse else None
+
+    async def optimize(self, collection: str) -> None:
+        """Build the vector index of every segment that filled up (Edge only); a remainder
+        smaller than a segment stays searched exactly."""
+        check_collection_name(collection)
+        await self._require(collection)
+        await self._open().optimize(collection)
+
+    async def insert(self, collection: str, records: Sequence[VectorRecord]) -> None:
+        """Write `records` as one write: all of them, or (on any error) none. A record whose
+        document id, chunk index and metadata are already stored replaces that point."""
+        check_collection_name(collection)
+        self._open()
+        if not records:
+            return
+        params = await self._require(collection)
+        generation = new_generation()
+        points = await self._points(
+            collection, params, records, generation, functools.partial(points_for, stable_ids=True)
+        )
+        try:
+            await self._upsert(collection, points)
+        except BaseException as error:
+            await discard_noting(functools.partial(self._discard, collection), generation, error)
+            raise
+
+    async def _points(
+        self,
+        collection: str,
+        params: CollectionParams,
+        records: Sequence[VectorRecord],
+        generation: str,
+        build: Callable[[Sequence[VectorRecord], int, str], list[PointWrite]],
+    ) -> list[PointWrite]:
+        """The points `build` makes of `records` (checking them), with the BM25 vector of each
+        text chunk when the collection has them.
+
+        Checking, payloads and term counting are Python per chunk: they run off the loop
+        (`off_loop`), in a worker thread for a batch.
+        Term weights use the collection's running average chunk length, this write included.
+        """
+
+        def built() -> tuple[list[PointWrite], list[TermCounts | None]]:
+            points = build(records, params.dimensions, generation)
+            return points, term_counts(self._encoder(params), records) if params.sparse else []
+
+        points, counts = await off_loop(built, len(records))
+        counted = [terms for terms in counts if terms is not None and terms.length]
+        if not counted:
+            return points
+        backend = self._open()
+        async with self._stats_locks.hold(collection):
+            stats = await backend.bm25_stats(collection)
+            average = stats.average_after(counted)
+            stats.add(counted)
+            await backend.save_bm25_stats(collection, stats)
+        return await off_loop(functools.partial(with_sparse, points, counts, average), len(points))
+
+    async def _upsert(self, collection: str, points: list[PointWrite]) -> None:
+        backend = self._open()
+        for start in range(0, len(points), self.WRITE_BATCH):
+            await backend.upsert(collection, points[start : start + self.WRITE_BATCH])
+
+    async def _discard(self, collection: str, generation: str) -> None:
+        """Delete what a failed write of `generation` stored."""
+        await self._open().delete(collection, Where((Match(GENERATION, generation),)))
+
+    async def replace_document(
+        self,
+        collection: str,
+        document_id: str,
+        batches: AsyncIterable[list[VectorRecord]],
+        metadata_filter: MetadataFilter | None = None,
+    ) -> int:
+        """Write `batches` as the whole of `document_id` (within `metadata_filter`), then drop the
+        old version; if anything fails, the new chunks are removed and the old version stays whole.
+        """
+        scope_filter = check_document_arguments(collection, document_id, metadata_filter)
+        matches = metadata_matches(scope_filter)
+        params = await self._require(collection)
+        scope = await self._indexed(collection, matches)
+        seen: set[tuple[str, int]] = set()
+        build = functools.partial(
+            points_for, document_id=document_id, metadata_filter=scope_filter, seen=seen
+        )
+
+        async def write(batch: list[VectorRecord], generation: str) -> int:
+            points = await self._points(collection, params, batch, generation, build)
+            await self._upsert(collection, points)
+            return len(points)
+
+        async def drop_older(generation: str) -> None:
+            older = Where(
+                (Match(DOCUMENT_ID, document_id), *scope.must), (Match(GENERATION, generation),)
+            )
+            await self._open().delete(collection, older)
+
+        return await write_generation(
+            batches,
+            lock=self._document_locks.hold((collection, document_id)),
+            write=write,
+            drop_older=drop_older,
+            discard=functools.partial(self._discard, collection),
+        )
+
+    async def delete(
+        self,
+        collection: str,
+        document_id: str,
+        metadata_filter: MetadataFilter | None = None,
+    ) -> None:
+        matches = metadata_matches(
+            check_document_arguments(collection, document_id, metadata_filter)
+        )
+        if await self._params_of(collection) is None:
+            return
+        scope = await self._indexed(collection, matches)
+        async with self._document_locks.hold((collection, document_id)):
+            await self._open().delete(collection, scope.also(Match(DOCUMENT_ID, document_id)))

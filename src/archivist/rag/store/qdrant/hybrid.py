@@ -1,0 +1,148 @@
+"""How QdrantStore judges its hits: a hybrid search's candidates from both sides with their
+evidence, the query terms' IDF within the scope, and how a hit of one ranked list is judged."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+
+from archivist.rag.document import Chunk
+from archivist.rag.store.core.bm25 import SparseVector
+from archivist.rag.store.core.distance import higher_is_better
+from archivist.rag.store.core.layout import DOCUMENT_ID, chunk_from
+from archivist.rag.store.core.ranking import (
+    Judged,
+    cosine,
+    judge,
+    lexical,
+    lexical_evidence,
+    query_weights,
+    rank,
+)
+from archivist.rag.store.qdrant.backend import (
+    SPARSE_VECTOR,
+    CollectionParams,
+    QdrantBackend,
+    ScoredPoint,
+    SearchRequest,
+)
+from archivist.rag.store.qdrant.filter import HasId, Where
+
+
+async def hybrid_hits(
+    backend: QdrantBackend,
+    collection: str,
+    params: CollectionParams,
+    where: Where,
+    dense: list[float],
+    sparse: SparseVector,
+    query_idf: dict[int, float],
+    limit: int,
+    depth: int,
+) -> list[Judged[ScoredPoint]]:
+    """The best `limit` of a hybrid search's candidates (each side's best `depth`), ranked
+    by relevance, with their payloads. A candidate's lexical evidence comes from the BM25
+    vector stored with it; its similarity is the engine's dense score, asked for by id
+    where only BM25 found it (computed here from the stored vector for a distance other
+    than Cosine). Payloads are read for the hits kept only."""
+    by_cosine = params.distance == "Cosine"
+    vectors = (SPARSE_VECTOR,) if by_cosine else ("", SPARSE_VECTOR)
+    nearest, matching = await backend.search_batch(
+        collection,
+        [
+            SearchRequest(depth, where, dense=dense, vectors=vectors, payload=False),
+            SearchRequest(depth, where, sparse=sparse, vectors=vectors, payload=False),
+        ],
+    )
+    candidates = {hit.id: hit for hit in (*matching, *nearest)}
+    if by_cosine:
+        similarity = {hit.id: hit.score for hit in nearest}
+        unscored = tuple(hit.id for hit in matching if hit.id not in similarity)
+        if unscored:
+            within = where.also(HasId(unscored))
+            request = SearchRequest(len(unscored), within, dense=dense, payload=False)
+            similarity.update(
+                (hit.id, hit.score) for hit in await backend.search(collection, request)
+            )
+    else:
+        norm = math.hypot(*dense)
+        similarity = {
+            hit.id: cosine(dense, hit.vector, norm)
+            for hit in candidates.values()
+            if hit.vector is not None
+        }
+    judged = []
+    for point_id, hit in candidates.items():
+        cosine_similarity = similarity.get(point_id)
+        match, held = lexical_evidence(query_idf, hit.weights) if hit.weights else (None, None)
+        judged.append(judge(hit, cosine_similarity or 0.0, cosine_similarity, match, held))
+    kept = rank(judged, tie_break)[:limit]
+    payloads = await backend.retrieve(collection, [hit.item.id for hit in kept])
+    return [
+        dataclasses.replace(hit, item=dataclasses.replace(hit.item, payload=payloads[hit.item.id]))
+        for hit in kept
+        if hit.item.id in payloads  # deleted meanwhile
+    ]
+
+
+async def term_weights(
+    backend: QdrantBackend,
+    collection: str,
+    scope: Where,
+    sparse: SparseVector,
+    exact: frozenset[int],
+) -> dict[int, float]:
+    """The IDF of each term of the query the lexical evidence weighs (see
+    `ranking.query_weights`): the terms some chunk in `scope` holds, at the engine's IDF
+    (over the whole collection, the one its BM25 ranking uses), and the query's `exact`
+    terms that none holds, at the IDF of an unknown term. Presence is looked up within
+    the scope only, so nothing of another tenant shows."""
+    terms = sorted(set(sparse.indices))
+    known = await backend.term_idf(collection, scope, terms)
+    if exact <= known.keys():
+        return known
+    stats = await backend.bm25_stats(collection)
+    return query_weights(known, exact, stats.chunks)
+
+
+def judge_for(
+    params: CollectionParams,
+    dense: list[float] | None,
+    sparse: SparseVector | None,
+    query_idf: dict[int, float],
+) -> Callable[[ScoredPoint], Judged[ScoredPoint]]:
+    """How a hit of one ranked list is judged (see `archivist.rag.store.core.ranking`): a dense hit
+    by its similarity (the engine's score; none for distances other than Cosine), a BM25 hit
+    by its score's share of the best possible, a pick of maximal marginal relevance over
+    both sides by its similarity and its lexical evidence, computed from the vectors stored
+    with it (lexical evidence only if it has BM25 terms)."""
+    query_norm = math.hypot(*dense) if dense is not None else 0.0
+    cosine_scores = params.distance == "Cosine"
+
+    def judged(hit: ScoredPoint) -> Judged[ScoredPoint]:
+        if dense is None or sparse is None:
+            if sparse is not None:
+                return judge(hit, hit.score, lexical=lexical(query_idf, hit.score))
+            score = higher_is_better(params.distance, hit.score)
+            return judge(hit, score, similarity=hit.score if cosine_scores else None)
+        similarity = None if hit.vector is None else cosine(dense, hit.vector, query_norm)
+        match, held = lexical_evidence(query_idf, hit.weights) if hit.weights else (None, None)
+        return judge(hit, similarity or 0.0, similarity, match, held)
+
+    return judged
+
+
+def tie_break(point: ScoredPoint) -> tuple[str]:
+    """The order of hits judged alike: by point id, which every store gives a chunk alike."""
+    return (point.id,)
+
+
+def document_of(point: ScoredPoint) -> str:
+    """The document a hit belongs to."""
+    return str(point.payload[DOCUMENT_ID])
+
+
+def chunk_of(point: ScoredPoint) -> Chunk:
+    """The chunk a hit's payload holds."""
+    return chunk_from(point.payload)
