@@ -14,19 +14,18 @@ from psycopg import AsyncConnection, OperationalError, sql
 from archivist._util.off_loop import off_loop
 from archivist.errors import InvalidArgumentError
 from archivist.rag.record import VectorRecord
-from archivist.rag.store.base import MetadataFilter, VectorStoreBase
+from archivist.rag.store.base import MetadataFilter
 from archivist.rag.store.core.arguments import (
-    SEARCH_MODES,
-    SearchMode,
     check_document_arguments,
 )
-from archivist.rag.store.core.bm25 import Bm25Encoder, TermCounts, check_term_layout
+from archivist.rag.store.core.bm25 import TermCounts, check_term_layout
 from archivist.rag.store.core.distance import check_distance
 from archivist.rag.store.core.generations import (
     new_generation,
     write_generation,
 )
 from archivist.rag.store.core.points import PointWrite, points_for
+from archivist.rag.store.core.shaped import ShapedStore
 from archivist.rag.store.core.terms import TERM_LAYOUT
 from archivist.rag.store.pgvector.filter import where_metadata
 from archivist.rag.store.pgvector.schema import (
@@ -50,7 +49,7 @@ from archivist.rag.store.pgvector.writing import delete_where, write_chunks
 __all__ = ["PgVectorCollections"]
 
 
-class PgVectorCollections(VectorStoreBase):
+class PgVectorCollections(ShapedStore[Collection]):
     """The pool, the collections and the writes of a `PgVectorStore` (see it); searching and
     reading are `PgVectorStore`'s."""
 
@@ -69,6 +68,7 @@ class PgVectorCollections(VectorStoreBase):
             raise InvalidArgumentError(
                 f"url must be a PostgreSQL connection string, got {url!r}", argument="url"
             )
+        super().__init__()
         self._url = url
         self._distance = check_distance(distance)
         self._prefix = check_prefix(table_prefix)
@@ -76,14 +76,6 @@ class PgVectorCollections(VectorStoreBase):
         self._max_connections = check_positive_int(max_connections, "max_connections")
         self._pool: AsyncConnectionPool | None = None
         self._collections: dict[str, Collection] = {}
-        self._encoders: dict[int, Bm25Encoder] = {}
-
-    def _encoder(self, layout: int) -> Bm25Encoder:
-        """The BM25 encoder of term layout `layout`."""
-        encoder = self._encoders.get(layout)
-        if encoder is None:
-            encoder = self._encoders[layout] = Bm25Encoder(layout)
-        return encoder
 
     # Opening and closing
 
@@ -155,7 +147,8 @@ class PgVectorCollections(VectorStoreBase):
 
     # Collections
 
-    async def _collection(self, name: str, *, fresh: bool = False) -> Collection | None:
+    async def _shape(self, name: str, *, fresh: bool = False) -> Collection | None:
+        """The collection's registry row, remembered once read."""
         if not fresh and name in self._collections:
             return self._collections[name]
         async with self._open().connection() as connection:
@@ -174,18 +167,9 @@ class PgVectorCollections(VectorStoreBase):
             str(row[1]),
             bool(row[2]),
             check_term_layout(int(row[3])),
-            Tables.of(self._prefix, name),
+            tables=Tables.of(self._prefix, name),
         )
         self._collections[name] = found
-        return found
-
-    async def _require(self, name: str) -> Collection:
-        found = await self._collection(name)
-        if found is None:
-            raise InvalidArgumentError(
-                f"collection {name!r} does not exist; create it with create_collection",
-                argument="collection",
-            )
         return found
 
     async def create_collection(self, name: str, dimensions: int, *, sparse: bool = True) -> None:
@@ -195,7 +179,7 @@ class PgVectorCollections(VectorStoreBase):
         check_positive_int(dimensions, "dimensions")
         if not isinstance(sparse, bool):
             raise InvalidArgumentError(f"sparse must be a bool, got {sparse!r}", argument="sparse")
-        existing = await self._collection(name, fresh=True)
+        existing = await self._shape(name, fresh=True)
         if existing is None:
             async with self._transaction() as connection:
                 await self._lock(connection, "collections")
@@ -238,26 +222,6 @@ class PgVectorCollections(VectorStoreBase):
                 sql.SQL("DELETE FROM {} WHERE name = %s").format(self._registry), [name]
             )
 
-    async def has_collection(self, name: str) -> bool:
-        check_collection_name(name)
-        return await self._collection(name, fresh=True) is not None
-
-    async def collection_dimensions(self, name: str) -> int | None:
-        check_collection_name(name)
-        found = await self._collection(name, fresh=True)
-        return None if found is None else found.dimensions
-
-    async def search_modes(self, collection: str) -> tuple[SearchMode, ...]:
-        """All three modes for a collection with BM25 terms; only "dense" otherwise."""
-        check_collection_name(collection)
-        found = await self._collection(collection)
-        return SEARCH_MODES if found is not None and found.sparse else ("dense",)
-
-    async def term_layout(self, collection: str) -> int | None:
-        check_collection_name(collection)
-        found = await self._collection(collection)
-        return found.term_layout if found is not None and found.sparse else None
-
     # Writing
 
     async def insert(self, collection: str, records: Sequence[VectorRecord]) -> None:
@@ -290,7 +254,7 @@ class PgVectorCollections(VectorStoreBase):
         await self._lock(connection, "collection", collection)
         counts: list[TermCounts | None] = [None] * len(points)
         if found.sparse:  # Python per chunk
-            encoder = self._encoder(found.term_layout)
+            encoder = self._encoder(found)
             counts = await off_loop(functools.partial(term_counts, encoder, records), len(records))
         await write_chunks(connection, self._registry, collection, found, points, counts)
 
@@ -378,7 +342,7 @@ class PgVectorCollections(VectorStoreBase):
         scope, scope_params = where_metadata(
             check_document_arguments(collection, document_id, metadata_filter)
         )
-        found = await self._collection(collection)
+        found = await self._shape(collection)
         if found is None:
             return
         async with self._document_lock(collection, document_id):

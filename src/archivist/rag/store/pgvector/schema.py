@@ -18,11 +18,12 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from psycopg import sql
 
 from archivist.errors import InvalidArgumentError
+from archivist.rag.store.core.shaped import CollectionShape
 
 DISTANCE_OPERATORS = {
     "Cosine": ("<=>", "vector_cosine_ops"),
@@ -143,12 +144,7 @@ def collection_ddl(tables: Tables, dimensions: int, distance: str) -> list[sql.C
 
 
 @dataclass(frozen=True)
-class Collection:
-    """One collection's registry row: its vectors' shape, whether it has BM25 terms (and of
-    which term layout), and its tables."""
+class Collection(CollectionShape):
+    """One collection's registry row: its shape and its tables."""
 
-    dimensions: int
-    distance: str
-    sparse: bool
-    term_layout: int
-    tables: Tables
+    tables: Tables = field(kw_only=True)

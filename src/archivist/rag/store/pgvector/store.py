@@ -131,7 +131,7 @@ class PgVectorStore(PgVectorCollections):
         )
         self.capabilities.refuse_undeclared(checked, type(self).__name__)
         scope, scope_params = where_metadata(checked.metadata_filter)
-        found = await self._collection(collection)
+        found = await self._shape(collection)
         if found is None:
             return []
         query = plan_query(
@@ -140,7 +140,7 @@ class PgVectorStore(PgVectorCollections):
             query_text,
             mode,
             dimensions=found.dimensions,
-            encoder=self._encoder(found.term_layout) if found.sparse else None,
+            encoder=self._encoder(found) if found.sparse else None,
         )
         if query is None:
             return []  # no searchable term in the query
@@ -179,7 +179,7 @@ class PgVectorStore(PgVectorCollections):
         described by its lowest chunk."""
         check_collection_name(collection)
         scope, scope_params = where_metadata(metadata_filter)
-        found = await self._collection(collection)
+        found = await self._shape(collection)
         if found is None:
             return []
         statement = sql.SQL(
@@ -209,7 +209,7 @@ class PgVectorStore(PgVectorCollections):
         scope, scope_params = where_metadata(
             check_document_arguments(collection, document_id, metadata_filter)
         )
-        found = await self._collection(collection)
+        found = await self._shape(collection)
         if found is None:
             return None
         statement = sql.SQL(
@@ -238,7 +238,7 @@ class PgVectorStore(PgVectorCollections):
         scope, scope_params = where_metadata(
             check_chunk_page(collection, document_id, offset, limit, metadata_filter)
         )
-        found = await self._collection(collection)
+        found = await self._shape(collection)
         if found is None or limit == 0:
             return []
         statement = sql.SQL(
@@ -260,7 +260,7 @@ class PgVectorStore(PgVectorCollections):
         if document_id is not None:
             check_document_id(document_id)
         scope, scope_params = where_metadata(metadata_filter)
-        found = await self._collection(collection)
+        found = await self._shape(collection)
         if found is None:
             return []
         return await self._generations(collection, found, scope, scope_params, document_id)
@@ -307,7 +307,7 @@ class PgVectorStore(PgVectorCollections):
         scope, scope_params = where_metadata(
             check_document_arguments(collection, document_id, metadata_filter)
         )
-        found = await self._collection(collection)
+        found = await self._shape(collection)
         if found is None:
             return []
 

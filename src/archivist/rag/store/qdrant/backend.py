@@ -10,7 +10,7 @@ from typing import Any, Literal, get_args
 from archivist.rag.store.core.bm25 import Bm25Stats, SparseVector
 from archivist.rag.store.core.layout import CHUNK_INDEX, DOCUMENT_ID, GENERATION
 from archivist.rag.store.core.points import PointWrite
-from archivist.rag.store.core.terms import TERM_LAYOUT
+from archivist.rag.store.core.shaped import CollectionShape
 from archivist.rag.store.qdrant.filter import IndexKind, Where
 
 SPARSE_VECTOR = "bm25"
@@ -22,17 +22,6 @@ INTERNAL_INDEXES: Mapping[str, IndexKind] = {
     CHUNK_INDEX: "integer",
 }
 """Payload indexes every collection gets when it is created (or first used, if made elsewhere)."""
-
-
-@dataclass(frozen=True)
-class CollectionParams:
-    """The fixed shape of a collection: its dense vector, whether it has BM25 vectors, and
-    the term layout they were written with (`archivist.rag.store.core.terms`)."""
-
-    dimensions: int
-    distance: str
-    sparse: bool = False
-    term_layout: int = TERM_LAYOUT
 
 
 Quantization = Literal["int8"]
@@ -154,11 +143,11 @@ class QdrantBackend(ABC):
         """Release everything `open` acquired."""
 
     @abstractmethod
-    async def collection_params(self, name: str) -> CollectionParams | None:
+    async def collection_params(self, name: str) -> CollectionShape | None:
         """The shape of collection `name`, or None if it does not exist."""
 
     @abstractmethod
-    async def create_collection(self, name: str, params: CollectionParams) -> None:
+    async def create_collection(self, name: str, params: CollectionShape) -> None:
         """Create collection `name` (absent) with the internal payload indexes."""
 
     @abstractmethod

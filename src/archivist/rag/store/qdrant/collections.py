@@ -12,13 +12,11 @@ from typing import TYPE_CHECKING, Any, Self
 from archivist._util.off_loop import off_loop
 from archivist.errors import InvalidArgumentError
 from archivist.rag.record import VectorRecord
-from archivist.rag.store.base import MetadataFilter, VectorStoreBase
+from archivist.rag.store.base import MetadataFilter
 from archivist.rag.store.core.arguments import (
-    SEARCH_MODES,
-    SearchMode,
     check_document_arguments,
 )
-from archivist.rag.store.core.bm25 import Bm25Encoder, TermCounts
+from archivist.rag.store.core.bm25 import TermCounts
 from archivist.rag.store.core.distance import check_distance
 from archivist.rag.store.core.generations import (
     discard_noting,
@@ -30,11 +28,11 @@ from archivist.rag.store.core.layout import (
     GENERATION,
 )
 from archivist.rag.store.core.points import PointWrite, points_for, term_counts, with_sparse
+from archivist.rag.store.core.shaped import CollectionShape, ShapedStore
 from archivist.rag.store.core.terms import TERM_LAYOUT
 from archivist.rag.store.keyed_lock import KeyedLocks
 from archivist.rag.store.qdrant.backend import (
     INTERNAL_INDEXES,
-    CollectionParams,
     QdrantBackend,
     Quantization,
     VectorDatatype,
@@ -68,7 +66,7 @@ TENANT_PAYLOAD_KEY = "tenant_id"
 """The metadata key tenants are told apart by (`archivist.rag.store.tenant.TENANT_KEY`)."""
 
 
-class QdrantCollections(VectorStoreBase):
+class QdrantCollections(ShapedStore[CollectionShape]):
     """The engine, the collections and the writes of a `QdrantStore` (see it for what each
     argument means); searching and reading are `QdrantStore`'s."""
 
@@ -124,21 +122,14 @@ class QdrantCollections(VectorStoreBase):
         return store
 
     def _setup(self, distance: str, engine: QdrantBackend) -> None:
+        ShapedStore.__init__(self)
         self._distance = check_distance(distance)
         self._engine = engine
         self._is_open = False
-        self._params: dict[str, CollectionParams] = {}
+        self._params: dict[str, CollectionShape] = {}
         self._collections_lock = asyncio.Lock()
         self._document_locks = KeyedLocks()
         self._stats_locks = KeyedLocks()
-        self._encoders: dict[int, Bm25Encoder] = {}
-
-    def _encoder(self, params: CollectionParams) -> Bm25Encoder:
-        """The BM25 encoder of the term layout `params`'s collection was indexed with."""
-        encoder = self._encoders.get(params.term_layout)
-        if encoder is None:
-            encoder = self._encoders[params.term_layout] = Bm25Encoder(params.term_layout)
-        return encoder
 
     async def __aenter__(self) -> Self:
         if self._is_open:
@@ -160,7 +151,10 @@ class QdrantCollections(VectorStoreBase):
             raise RuntimeError("QdrantStore is not open: use it inside `async with store:`")
         return self._engine
 
-    async def _params_of(self, name: str) -> CollectionParams | None:
+    async def _shape(self, name: str, *, fresh: bool = False) -> CollectionShape | None:
+        """The collection's shape, remembered once read (with its payload indexes made)."""
+        if fresh:
+            self._params.pop(name, None)
         cached = self._params.get(name)
         if cached is not None:
             return cached
@@ -169,15 +163,6 @@ class QdrantCollections(VectorStoreBase):
         if params is not None:
             await backend.ensure_indexes(name, INTERNAL_INDEXES)
             self._params[name] = params
-        return params
-
-    async def _require(self, name: str) -> CollectionParams:
-        params = await self._params_of(name)
-        if params is None:
-            raise InvalidArgumentError(
-                f"collection {name!r} does not exist; create it with create_collection",
-                argument="collection",
-            )
         return params
 
     async def _indexed(self, collection: str, matches: tuple[Condition, ...]) -> Where:
@@ -196,14 +181,14 @@ class QdrantCollections(VectorStoreBase):
             raise InvalidArgumentError(f"sparse must be a bool, got {sparse!r}", argument="sparse")
         backend = self._open()
         async with self._collections_lock:
-            existing = await self._params_of(name)
+            existing = await self._shape(name)
             if existing is None:
-                params = CollectionParams(dimensions, self._distance, sparse, TERM_LAYOUT)
+                params = CollectionShape(dimensions, self._distance, sparse, TERM_LAYOUT)
                 try:
                     await backend.create_collection(name, params)
                 except Exception:
                     # Another client of the same server may have created it meanwhile.
-                    existing = await self._params_of(name)
+                    existing = await self._shape(name)
                     if existing is None:
                         raise
                 else:
@@ -223,28 +208,6 @@ class QdrantCollections(VectorStoreBase):
             self._params.pop(name, None)
             if await backend.collection_params(name) is not None:
                 await backend.delete_collection(name)
-
-    async def has_collection(self, name: str) -> bool:
-        check_collection_name(name)
-        self._params.pop(name, None)
-        return await self._params_of(name) is not None
-
-    async def collection_dimensions(self, name: str) -> int | None:
-        check_collection_name(name)
-        self._params.pop(name, None)
-        params = await self._params_of(name)
-        return None if params is None else params.dimensions
-
-    async def search_modes(self, collection: str) -> tuple[SearchMode, ...]:
-        """All three modes for a collection with BM25 vectors; only "dense" otherwise."""
-        check_collection_name(collection)
-        params = await self._params_of(collection)
-        return SEARCH_MODES if params is not None and params.sparse else ("dense",)
-
-    async def term_layout(self, collection: str) -> int | None:
-        check_collection_name(collection)
-        params = await self._params_of(collection)
-        return params.term_layout if params is not None and params.sparse else None
 
     async def optimize(self, collection: str) -> None:
         """Build the vector index of every segment that filled up (Edge only); a remainder
@@ -274,7 +237,7 @@ class QdrantCollections(VectorStoreBase):
     async def _points(
         self,
         collection: str,
-        params: CollectionParams,
+        params: CollectionShape,
         records: Sequence[VectorRecord],
         generation: str,
         build: Callable[[Sequence[VectorRecord], int, str], list[PointWrite]],
@@ -359,7 +322,7 @@ class QdrantCollections(VectorStoreBase):
         matches = metadata_matches(
             check_document_arguments(collection, document_id, metadata_filter)
         )
-        if await self._params_of(collection) is None:
+        if await self._shape(collection) is None:
             return
         scope = await self._indexed(collection, matches)
         async with self._document_locks.hold((collection, document_id)):

@@ -20,9 +20,9 @@ from archivist.rag.store.core.ranking import (
     query_weights,
     rank,
 )
+from archivist.rag.store.core.shaped import CollectionShape
 from archivist.rag.store.qdrant.backend import (
     SPARSE_VECTOR,
-    CollectionParams,
     QdrantBackend,
     ScoredPoint,
     SearchRequest,
@@ -33,7 +33,7 @@ from archivist.rag.store.qdrant.filter import HasId, Where
 async def hybrid_hits(
     backend: QdrantBackend,
     collection: str,
-    params: CollectionParams,
+    params: CollectionShape,
     where: Where,
     dense: list[float],
     sparse: SparseVector,
@@ -107,7 +107,7 @@ async def term_weights(
 
 
 def judge_for(
-    params: CollectionParams,
+    params: CollectionShape,
     dense: list[float] | None,
     sparse: SparseVector | None,
     query_idf: dict[int, float],

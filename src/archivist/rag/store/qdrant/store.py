@@ -183,7 +183,7 @@ class QdrantStore(QdrantCollections):
             search_filter=search_filter,
         )
         matches = metadata_matches(checked.metadata_filter)
-        params = await self._params_of(collection)
+        params = await self._shape(collection)
         if params is None:
             return []
         encoder = self._encoder(params) if params.sparse else None
@@ -245,7 +245,7 @@ class QdrantStore(QdrantCollections):
         `metadata_filter` weighs (`ranking.query_weights`)."""
         check_collection_name(collection)
         matches = metadata_matches(metadata_filter)
-        params = await self._params_of(collection)
+        params = await self._shape(collection)
         if params is None or not params.sparse or not query_text:
             return {}
         encoder = self._encoder(params)
@@ -264,7 +264,7 @@ class QdrantStore(QdrantCollections):
         """One summary per document (by id), counting its chunks within `metadata_filter`."""
         check_collection_name(collection)
         matches = metadata_matches(metadata_filter)
-        if await self._params_of(collection) is None:
+        if await self._shape(collection) is None:
             return []
         scope = await self._indexed(collection, matches)
         backend = self._open()
@@ -300,7 +300,7 @@ class QdrantStore(QdrantCollections):
         matches = metadata_matches(
             check_document_arguments(collection, document_id, metadata_filter)
         )
-        if await self._params_of(collection) is None:
+        if await self._shape(collection) is None:
             return None
         scope = (await self._indexed(collection, matches)).also(Match(DOCUMENT_ID, document_id))
         backend = self._open()
@@ -321,7 +321,7 @@ class QdrantStore(QdrantCollections):
         matches = metadata_matches(
             check_chunk_page(collection, document_id, offset, limit, metadata_filter)
         )
-        if await self._params_of(collection) is None or limit == 0:
+        if await self._shape(collection) is None or limit == 0:
             return []
         scope = await self._indexed(collection, matches)
         stored = await self._open().scroll_ordered(
@@ -344,7 +344,7 @@ class QdrantStore(QdrantCollections):
         check_non_negative_int(first, "first")
         check_non_negative_int(last, "last")
         matches = metadata_matches(metadata_filter)
-        if await self._params_of(collection) is None or last < first:
+        if await self._shape(collection) is None or last < first:
             return []
         scope = await self._indexed(collection, matches)
         window = scope.also(
@@ -367,7 +367,7 @@ class QdrantStore(QdrantCollections):
         if document_id is not None:
             check_document_id(document_id)
         matches = metadata_matches(metadata_filter)
-        if await self._params_of(collection) is None:
+        if await self._shape(collection) is None:
             return []
         scope = await self._indexed(collection, matches)
         if document_id is not None:
@@ -407,7 +407,7 @@ class QdrantStore(QdrantCollections):
         matches = metadata_matches(
             check_document_arguments(collection, document_id, metadata_filter)
         )
-        if await self._params_of(collection) is None:
+        if await self._shape(collection) is None:
             return []
         scope = (await self._indexed(collection, matches)).also(Match(DOCUMENT_ID, document_id))
 

@@ -10,10 +10,10 @@ from qdrant_client import AsyncQdrantClient, models
 from archivist.errors import InvalidArgumentError
 from archivist.rag.store.core.bm25 import Bm25Stats, SparseVector
 from archivist.rag.store.core.points import PointWrite
+from archivist.rag.store.core.shaped import CollectionShape
 from archivist.rag.store.qdrant.backend import (
     INTERNAL_INDEXES,
     SPARSE_VECTOR,
-    CollectionParams,
     QdrantBackend,
     ScoredPoint,
     SearchRequest,
@@ -152,7 +152,7 @@ class ClientBackend(QdrantBackend):
         if client is not None and self._owns_client:
             await client.close()
 
-    async def collection_params(self, name: str) -> CollectionParams | None:
+    async def collection_params(self, name: str) -> CollectionShape | None:
         if not await self.client.collection_exists(name):
             return None
         info = await self.client.get_collection(name)
@@ -166,9 +166,9 @@ class ClientBackend(QdrantBackend):
         self._indexes.setdefault(name, set()).update(info.payload_schema)
         sparse = SPARSE_VECTOR in (info.config.params.sparse_vectors or {})
         layout = int((info.config.metadata or {}).get(_TERMS_KEY, 1))
-        return CollectionParams(vectors.size, vectors.distance.value, sparse, layout)
+        return CollectionShape(vectors.size, vectors.distance.value, sparse, layout)
 
-    async def create_collection(self, name: str, params: CollectionParams) -> None:
+    async def create_collection(self, name: str, params: CollectionShape) -> None:
         """Create `name` laid out for many tenants: the tenant key gets a keyword index marked
         `is_tenant` (the server keeps each tenant's points together) and HNSW links per tenant
         (`payload_m`), the global graph only when searches may span tenants; with int8

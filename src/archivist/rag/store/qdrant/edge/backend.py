@@ -25,11 +25,11 @@ import qdrant_edge as edge
 from archivist.errors import InvalidArgumentError
 from archivist.rag.store.core.bm25 import Bm25Stats, SparseVector
 from archivist.rag.store.core.points import PointWrite
+from archivist.rag.store.core.shaped import CollectionShape
 from archivist.rag.store.file_lock import StoreLock
 from archivist.rag.store.qdrant.backend import (
     INTERNAL_INDEXES,
     SPARSE_VECTOR,
-    CollectionParams,
     QdrantBackend,
     ScoredPoint,
     SearchRequest,
@@ -129,14 +129,14 @@ class EdgeBackend(QdrantBackend):
         self._open_shards.use(name, collection)
         return collection
 
-    async def collection_params(self, name: str) -> CollectionParams | None:
+    async def collection_params(self, name: str) -> CollectionShape | None:
         collection = self._collections.get(name)
         if collection is None:
             return None
         meta = collection.meta
-        return CollectionParams(meta.dimensions, meta.distance, meta.sparse, meta.term_layout)
+        return CollectionShape(meta.dimensions, meta.distance, meta.sparse, meta.term_layout)
 
-    async def create_collection(self, name: str, params: CollectionParams) -> None:
+    async def create_collection(self, name: str, params: CollectionShape) -> None:
         directory = self._collections_dir / name
         if directory.exists():
             shutil.rmtree(directory)  # an earlier creation that never wrote its meta file
