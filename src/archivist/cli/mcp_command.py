@@ -9,10 +9,9 @@ appear in the next tool listing.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
-from archivist.cli.session import DEFAULT_WAIT_SECONDS
+from archivist.cli.session import add_store_arguments
 
 
 def add_mcp_command(commands: Any) -> None:
@@ -30,22 +29,7 @@ def add_mcp_command(commands: Any) -> None:
         metavar="NAME",
         help="a knowledge base to serve; repeat for several (default: every one in the store)",
     )
-    cmd.add_argument(
-        "--store", type=Path, default=None, help="store directory (default: $ARCHIVIST_HOME/store)"
-    )
-    cmd.add_argument(
-        "--tenant",
-        default=None,
-        help="tenant id: searches only that tenant's records "
-        "(default: the records that belong to no tenant)",
-    )
-    cmd.add_argument(
-        "--wait",
-        type=float,
-        default=DEFAULT_WAIT_SECONDS,
-        metavar="SECONDS",
-        help="how long a search waits while another archivist process has the knowledge base open",
-    )
+    add_store_arguments(cmd, searches_only=True)
     cmd.set_defaults(handler=run_mcp)
 
 

@@ -94,21 +94,32 @@ def non_empty(text: str) -> str:
 def add_common_arguments(cmd: argparse.ArgumentParser) -> None:
     """`--kb`, `--store`, `--tenant` and `--wait`, shared by every command that opens a store."""
     cmd.add_argument("--kb", default="default", help="knowledge base name")
+    add_store_arguments(cmd)
+
+
+def add_store_arguments(cmd: argparse.ArgumentParser, *, searches_only: bool = False) -> None:
+    """`--store`, `--tenant` and `--wait`; `searches_only` words their help for a command
+    that only searches."""
     cmd.add_argument(
         "--store", type=Path, default=None, help="store directory (default: $ARCHIVIST_HOME/store)"
+    )
+    confines = (
+        "searches only that tenant's records"
+        if searches_only
+        else ("confines every read and write to that tenant")
     )
     cmd.add_argument(
         "--tenant",
         default=None,
-        help="tenant id: confines every read and write to that tenant "
-        "(default: the records that belong to no tenant)",
+        help=f"tenant id: {confines} (default: the records that belong to no tenant)",
     )
+    waits = "how long a search waits" if searches_only else "how long to wait"
     cmd.add_argument(
         "--wait",
         type=float,
         default=DEFAULT_WAIT_SECONDS,
         metavar="SECONDS",
-        help="how long to wait while another archivist process has the knowledge base open",
+        help=f"{waits} while another archivist process has the knowledge base open",
     )
 
 
