@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from archivist.embedding.errors import EmbeddingError
+from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
 
 
 def field(container: Any, key: str, model: str, where: str) -> Any:
@@ -52,3 +53,24 @@ def token_count(usage: Any, *keys: str) -> int:
             if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
                 return value
     return 0
+
+
+def response(
+    answer: Any,
+    entries: Any,
+    *,
+    index_key: str,
+    expected: int,
+    model: str,
+    where: str,
+    token_keys: tuple[str, ...],
+) -> EmbeddingResponse:
+    """The embeddings of a provider's `answer`: the vectors of `entries` in input order (see
+    `indexed_vectors`), and the input tokens its usage counts under the first of `token_keys`
+    it has."""
+    vectors = indexed_vectors(
+        entries, index_key=index_key, expected=expected, model=model, where=where
+    )
+    usage = answer.get("usage") if isinstance(answer, dict) else None
+    tokens = token_count(usage, *token_keys)
+    return EmbeddingResponse(embeddings=vectors, usage=EmbeddingUsage(input_tokens=tokens))

@@ -15,7 +15,7 @@ from archivist.embedding import _wire
 from archivist.embedding._http_errors import EmbeddingHttpErrors
 from archivist.embedding.base import BatchItem, EmbeddingInput, EmbeddingModelBase, InputType
 from archivist.embedding.errors import EmbeddingAPIError
-from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
+from archivist.embedding.response import EmbeddingResponse
 from archivist.errors import InvalidArgumentError
 from archivist.message import Base64Source
 
@@ -134,16 +134,15 @@ class DashScopeEmbeddingModel(EmbeddingModelBase):
             raise EmbeddingAPIError(200, message or "error", code=code, model=self.model)
         output = _wire.field(answer, "output", self.model, "response")
         entries = _wire.field(output, "embeddings", self.model, "output")
-        vectors = _wire.indexed_vectors(
+        return _wire.response(
+            answer,
             entries,
             index_key="index" if self.supports_multimodal else "text_index",
             expected=len(batch),
             model=self.model,
             where="output.embeddings",
+            token_keys=("input_tokens", "total_tokens"),
         )
-        usage = answer.get("usage") if isinstance(answer, dict) else None
-        tokens = _wire.token_count(usage, "input_tokens", "total_tokens")
-        return EmbeddingResponse(embeddings=vectors, usage=EmbeddingUsage(input_tokens=tokens))
 
     async def aclose(self) -> None:
         """Close the HTTP client this model opened (a caller-given `http_client` stays open)."""

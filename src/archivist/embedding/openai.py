@@ -13,7 +13,7 @@ from archivist.credential import OpenAICredential
 from archivist.embedding import _wire
 from archivist.embedding._http_errors import EmbeddingHttpErrors
 from archivist.embedding.base import BatchItem, EmbeddingModelBase, InputType
-from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
+from archivist.embedding.response import EmbeddingResponse
 from archivist.errors import InvalidArgumentError
 
 
@@ -103,16 +103,15 @@ class OpenAIEmbeddingModel(EmbeddingModelBase):
             body["dimensions"] = self.dimensions
         headers = {"Content-Type": "application/json", **self.credential.headers()}
         answer = await self._session.post_json(self.endpoint, body, headers)
-        vectors = _wire.indexed_vectors(
+        return _wire.response(
+            answer,
             _wire.field(answer, "data", self.model, "response"),
             index_key="index",
             expected=len(batch),
             model=self.model,
             where="data",
+            token_keys=("prompt_tokens", "total_tokens"),
         )
-        usage = answer.get("usage") if isinstance(answer, dict) else None
-        tokens = _wire.token_count(usage, "prompt_tokens", "total_tokens")
-        return EmbeddingResponse(embeddings=vectors, usage=EmbeddingUsage(input_tokens=tokens))
 
     async def aclose(self) -> None:
         """Close the HTTP client this model opened (a caller-given `http_client` stays open)."""
