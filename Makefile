@@ -45,11 +45,11 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
-	$(BIN)/python benchmarks/run_suite.py
+	$(BIN)/python -m benchmarks suite
 
 bench-quick: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
-	$(BIN)/python benchmarks/run_suite.py --quick
+	$(BIN)/python -m benchmarks suite --quick
 
 clean:
 	rm -rf $(VENV) .demo .pytest_cache .mypy_cache .ruff_cache

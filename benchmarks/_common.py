@@ -30,15 +30,19 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def write_result(name: str, payload: dict[str, Any]) -> Path:
-    """Write `payload` with machine facts to results/NAME.json and return the path."""
-    RESULTS.mkdir(exist_ok=True)
+def write_result(name: str, payload: dict[str, Any], folder: Path = RESULTS) -> Path:
+    """Write `payload` to FOLDER/NAME.json (two-space JSON) and return the path.
+
+    Every benchmark writes its figures through here, so each file also says which Python and
+    machine measured them and when; a key of `payload` with the same name wins.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
     payload = {
         "python": platform.python_version(),
         "machine": platform.machine(),
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         **payload,
     }
-    path = RESULTS / f"{name}.json"
-    path.write_text(json.dumps(payload, indent=2) + "\n")
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     return path

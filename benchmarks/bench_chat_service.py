@@ -6,7 +6,7 @@ static mode, top_k 1) and then replays to the chat server the exact request body
 sent it (captured by a pass-through on the way), both streamed, prompt cache off, so the two
 paths run the same prompt. Rounds alternate which path goes first.
 
-    python benchmarks/bench_chat_service.py --rounds 3 --max-tokens 16
+    python -m benchmarks chat_service --rounds 3 --max-tokens 16
 """
 
 from __future__ import annotations
@@ -91,11 +91,11 @@ def rate(sample: dict[str, float]) -> float:
     return (sample["deltas"] - 1) / span if span > 0 and sample["deltas"] > 1 else 0.0
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=16)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="bench-chat-"))
     llama = LlamaServer(work / "gguf")
     sent: list[dict[str, Any]] = []

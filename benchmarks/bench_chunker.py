@@ -1,6 +1,6 @@
 """ApproxTokenChunker on a large text file: throughput must stay linear in the size.
 
-Run: .venv/bin/python benchmarks/bench_chunker.py [--mb 50]
+Run: .venv/bin/python -m benchmarks chunker [--mb 50]
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from archivist.rag import ApproxTokenChunker
 PARAGRAPH = ("Retrieval systems cut documents into overlapping windows of text. " * 12) + "\n\n"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--mb", type=float, default=50)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     chunker = ApproxTokenChunker(chunk_size=512, overlap=50)
     rows = []
     for fraction in (0.1, 1.0):

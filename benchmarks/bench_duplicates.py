@@ -1,8 +1,9 @@
-"""What collapsing copies costs and gives: a SciFact sample indexed twice (as two checkouts of
-one folder would be), searched with `collapse_duplicates` on and off, alternating query by
-query so machine noise hits both alike.
+"""What collapsing copies costs and gives, on a SciFact sample indexed twice.
 
-    .venv/bin/python benchmarks/bench_duplicates.py [--docs 300] [--queries 100]
+The sample is indexed twice (as two checkouts of one folder would be) and searched with
+`collapse_duplicates` on and off, alternating query by query so machine noise hits both alike.
+
+    .venv/bin/python -m benchmarks duplicates [--docs 300] [--queries 100]
 
 Reports distinct texts among the top 5 and the p50/p95 search latency of each setting; writes
 benchmarks/results/duplicates.json. SciFact from `../shared/datasets/scifact` or
@@ -19,6 +20,8 @@ import statistics
 import time
 from pathlib import Path
 from typing import Any
+
+from _common import write_result
 
 HERE = Path(__file__).parent
 SCIFACT = Path(
@@ -79,17 +82,16 @@ async def run(docs: int, queries: int) -> dict[str, Any]:
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=300)
     parser.add_argument("--queries", type=int, default=100)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if not SCIFACT.is_dir():
         print(f"skipped: no SciFact at {SCIFACT}")
         return
     result = asyncio.run(run(args.docs, args.queries))
-    (HERE / "results").mkdir(exist_ok=True)
-    (HERE / "results" / "duplicates.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_result("duplicates", result)
     print(json.dumps(result, indent=2))
 
 

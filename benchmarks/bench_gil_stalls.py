@@ -7,7 +7,7 @@ Edge on disk, random unit vectors, SciFact abstracts as text when present) while
 thread sleeps 0.5 ms in a loop and records how late it wakes: its lateness is the longest
 time another thread held the GIL. Each segment size runs in a fresh store.
 
-    python benchmarks/bench_gil_stalls.py --segment-points 20000 5000 --chunks 24000
+    python -m benchmarks gil_stalls --segment-points 20000 5000 --chunks 24000
 """
 
 from __future__ import annotations
@@ -144,7 +144,7 @@ async def run(
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -152,7 +152,7 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=24_000)
     parser.add_argument("--per-document", type=int, default=640)
     parser.add_argument("--name", default="gil-stalls")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     sys.setswitchinterval(0.001)  # what `archivist serve` sets
     corpus = texts()
     results = []

@@ -6,7 +6,7 @@ mdBook, `div[role=main]` for Sphinx themes). Each extraction is chunked like an 
 trigrams occur in the page's reference. *Recall* is the share of the reference's trigrams
 the extraction kept (code and tables included).
 
-Run: .venv/bin/python benchmarks/bench_html_extract.py DIR_OR_FILE... [--limit 60]
+Run: .venv/bin/python -m benchmarks html_extract DIR_OR_FILE... [--limit 60]
 (trafilatura comes with the `bench` extra).
 """
 
@@ -99,12 +99,12 @@ def measure(
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("paths", nargs="+", type=Path)
     parser.add_argument("--limit", type=int, default=60, help="pages per path")
     parser.add_argument("--name", default="html_extract")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     chunker = ApproxTokenChunker(chunk_size=256, overlap=32)
     extractors: dict[str, Callable[[str], str]] = {
         "raw HTML as text": raw,

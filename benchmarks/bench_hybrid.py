@@ -1,8 +1,8 @@
 """Hybrid search benchmarks: Chinese retrieval, hybrid vs dense latency, indexing cost of BM25.
 
-    .venv/bin/python benchmarks/bench_hybrid.py zh        # 20 Chinese questions, rank-1 hits
-    .venv/bin/python benchmarks/bench_hybrid.py latency   # 100k chunks, tenant-filtered p50
-    .venv/bin/python benchmarks/bench_hybrid.py ingest    # index throughput, BM25 on vs off
+    .venv/bin/python -m benchmarks hybrid zh        # 20 Chinese questions, rank-1 hits
+    .venv/bin/python -m benchmarks hybrid latency   # 100k chunks, tenant-filtered p50
+    .venv/bin/python -m benchmarks hybrid ingest    # index throughput, BM25 on vs off
 
 Each prints a table and writes benchmarks/results/hybrid-<name>.json (the
 latency run: hybrid-latency-<N>k.json, one per size). Every comparison runs
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _common import write_result
 
 from archivist.embedding import EmbeddingModelBase, LocalEmbeddingModel
 from archivist.message import TextBlock
@@ -34,14 +35,12 @@ from archivist.rag.store.qdrant import QdrantStore
 from archivist.testing import corpora
 
 HERE = Path(__file__).parent
-RESULTS = HERE / "results"
 SCIFACT = HERE.parent.parent / "shared" / "datasets" / "scifact"
 ZH_TOPICS = Path(corpora.__file__).parent / "zh_topics.json"
 
 
 def _write(name: str, payload: dict[str, Any]) -> None:
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"hybrid-{name}.json").write_text(json.dumps(payload, indent=2) + "\n")
+    write_result(f"hybrid-{name}", payload)
     print(json.dumps(payload, indent=2))
 
 
@@ -187,7 +186,7 @@ async def bench_ingest(documents: int, rounds: int) -> dict[str, Any]:
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="bench", required=True)
     zh = sub.add_parser("zh")
@@ -199,7 +198,7 @@ def main() -> None:
     ingest = sub.add_parser("ingest")
     ingest.add_argument("--documents", type=int, default=300)
     ingest.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.bench == "zh":
         _write("zh", asyncio.run(bench_zh(args.models)))
     elif args.bench == "latency":

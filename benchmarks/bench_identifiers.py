@@ -1,6 +1,6 @@
 """Identifier questions over real manuals: do flags and API names find the page that has them?
 
-    .venv/bin/python benchmarks/bench_identifiers.py [--pages 100] [--out NAME]
+    .venv/bin/python -m benchmarks identifiers [--pages 100] [--out NAME]
 
 Corpus: man pages under /usr/share/man/man1 rendered to text with `man` (a fixed-seed
 sample of `--pages` pages of 3-80 kB, default 30, plus tar, cmake, valgrind, git, curl and
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import random
 import re
 import shutil
@@ -33,6 +32,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from _common import write_result
+
 from archivist.embedding import CachedEmbeddingModel, LocalEmbeddingModel
 from archivist.rag import KnowledgeBase
 from archivist.rag.chunker import chunker_for
@@ -42,7 +43,6 @@ from archivist.rag.store.base import SearchMode
 from archivist.rag.store.core.relevance import DEFAULT_MIN_RELEVANCE
 from archivist.rag.store.qdrant import QdrantStore
 
-HERE = Path(__file__).parent
 MAN = Path("/usr/share/man/man1")
 HTML_MANUALS = ["valgrind", "libxslt1-dev"]
 ALWAYS = ["tar", "cmake", "valgrind", "git", "curl", "find"]
@@ -182,20 +182,19 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=30, help="sampled man pages")
     parser.add_argument("--flags", type=int, default=30, help="flag questions")
     parser.add_argument("--names", type=int, default=15, help="API-name questions")
     parser.add_argument("--seed", type=int, default=23)
     parser.add_argument("--out", default="identifiers", help="results/<out>.json")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if not MAN.is_dir() or shutil.which("man") is None:
         print("no man pages or no `man` on this machine: nothing to measure", file=sys.stderr)
         return
     result = asyncio.run(measure(args))
-    (HERE / "results").mkdir(exist_ok=True)
-    (HERE / "results" / f"{args.out}.json").write_text(json.dumps(result, indent=2))
+    write_result(args.out, result)
     print(
         f"{result['questions']} questions, {result['documents']} documents, "
         f"{result['chunks']} chunks"

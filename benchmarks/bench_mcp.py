@@ -7,8 +7,8 @@ CLI: the same documents indexed by `archivist index`; the same queries through
 `RAGMiddleware.retrieve` in this process (store kept open), then through `archivist mcp` over
 stdio (which opens the store for each search, so `archivist index` is never locked out).
 
-    .venv/bin/python benchmarks/bench_mcp.py            # 60 documents, 60 queries
-    .venv/bin/python benchmarks/bench_mcp.py --quick    # 15 documents, 15 queries
+    .venv/bin/python -m benchmarks mcp            # 60 documents, 60 queries
+    .venv/bin/python -m benchmarks mcp --quick    # 15 documents, 15 queries
 """
 
 from __future__ import annotations
@@ -178,17 +178,16 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     return {"documents": args.documents, "queries": args.queries, "service": service, "cli": local}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     args.documents, args.queries = (15, 15) if args.quick else (60, 60)
     result = asyncio.run(main_async(args))
     path = write_result("mcp-quick" if args.quick else "mcp", result)
     print(result)
     print(f"written to {path}")
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

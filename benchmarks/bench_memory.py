@@ -1,14 +1,15 @@
-"""Peak RSS of ingestion (`ingest_files`, the path `archivist index` runs) on SciFact documents,
-one large text file and one long PDF, and of the SciFact quality run, next to AgentScope 2.0.11
-on the same work; each case in a fresh process.
+"""Peak RSS of ingestion and of the SciFact quality run, next to AgentScope 2.0.11's.
+
+Ingestion is `ingest_files` (the path `archivist index` runs) of SciFact documents, one large
+text file and one long PDF; AgentScope 2.0.11 does the same work; each case in a fresh process.
 
 Each worker loads the default local model, embeds one text (the model's own footprint,
 `model_mb`), then ingests into an in-memory Qdrant store and reports its peak RSS; `over_model_mb`
 is the difference. `--src DIR` runs the same cases against another checkout's `src/` (e.g. main
 exported with `git archive`) for a before/after comparison.
 
-    .venv/bin/python benchmarks/bench_memory.py --cases scifact:300 chunk-text:200 chunk-pdf:2000
-    .venv/bin/python benchmarks/bench_memory.py \
+    .venv/bin/python -m benchmarks memory --cases scifact:300 chunk-text:200 chunk-pdf:2000
+    .venv/bin/python -m benchmarks memory \
         --cases scifact:300 agentscope-scifact:300 quality:1000 agentscope-quality:1000
 
 `chunk-text:MB` / `chunk-pdf:PAGES` run only the parse + chunk pass (no model); `text:MB` and
@@ -256,12 +257,12 @@ def run(case: str, size: int, src: Path | None) -> dict[str, Any]:
     return {"case": case, "size": size, "error": proc.stderr.strip().splitlines()[-3:]}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="*", default=["scifact:300", "text:20", "pdf:2000"])
     parser.add_argument("--src", type=Path, help="run against this src/ directory instead")
     parser.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.worker:
         case, size = args.worker[0], int(args.worker[1])
         if case.startswith("chunk-"):

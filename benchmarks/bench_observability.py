@@ -8,8 +8,8 @@
    alternative of counting documents by status, with a million documents and a small or a
    million-job backlog.
 
-    .venv/bin/python benchmarks/bench_observability.py --base 5450174
-    .venv/bin/python benchmarks/bench_observability.py --base 5450174 --seconds 3 --rows 100000
+    .venv/bin/python -m benchmarks observability --base 5450174
+    .venv/bin/python -m benchmarks observability --base 5450174 --seconds 3 --rows 100000
 
 Writes benchmarks/results/observability.json.
 """
@@ -218,13 +218,13 @@ def scrapes(rows: int) -> dict[str, Any]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--base", required=True, help="a git revision without telemetry")
     parser.add_argument("--seconds", type=int, default=5, help="per wrk run")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--rows", type=int, default=1_000_000, help="documents in the catalog")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if shutil.which("wrk") is None:
         print("wrk is not installed (apt-get install wrk); skipping")
         return
@@ -232,7 +232,9 @@ def main() -> None:
         "in_process": in_process(20_000),
         "requests": requests(args.base, args.seconds, args.rounds),
         "scrapes": scrapes(args.rows),
-        "command": " ".join(sys.argv),
+        "command": " ".join(
+            ["python -m benchmarks observability", *(sys.argv[1:] if argv is None else argv)]
+        ),
     }
     write_result("observability", result)
 

@@ -9,8 +9,8 @@ threads (and the engine's search threads among them), its memory maps against
 `vm.max_map_count`, RSS (anonymous and file-backed), and the mean search time. A failure
 (such as the engine running out of maps) is reported with the collection it happened at.
 
-    .venv/bin/python benchmarks/bench_open_collections.py --collections 300
-    .venv/bin/python benchmarks/bench_open_collections.py --collections 1000 --max-open 2000
+    .venv/bin/python -m benchmarks open_collections --collections 300
+    .venv/bin/python -m benchmarks open_collections --collections 1000 --max-open 2000
 
 Writes benchmarks/results/open_collections.json (`--name` to change).
 """
@@ -94,14 +94,14 @@ async def run(count: int, max_open: int | None) -> dict[str, Any]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--collections", type=int, default=300)
     parser.add_argument(
         "--max-open", type=int, default=None, help="the store's max_open_collections"
     )
     parser.add_argument("--name", default="open_collections")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     result = {
         "collections": args.collections,
         "max_open_collections": args.max_open,

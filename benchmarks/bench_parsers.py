@@ -1,7 +1,8 @@
-"""Parse speed of the document parsers on generated files: DOCX, XLSX, HTML, Markdown (and PDF
-as the reference row). Each format runs in its own process so its peak RSS is its own.
+"""Parse speed of the document parsers on generated DOCX, XLSX, HTML and Markdown files.
 
-Run: .venv/bin/python benchmarks/bench_parsers.py [--scale 1.0]
+PDF is the reference row. Each format runs in its own process so its peak RSS is its own.
+
+Run: .venv/bin/python -m benchmarks parsers [--scale 1.0]
 """
 
 from __future__ import annotations
@@ -113,11 +114,11 @@ def run_one(name: str, scale: float) -> dict[str, Any]:
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--one", choices=sorted(FORMATS), help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.one:
         print(json.dumps(run_one(args.one, args.scale)))
         return

@@ -1,6 +1,6 @@
 """PDF text extraction: pypdfium2 (what PDFParser uses) vs pypdf, side by side in one run.
 
-Run: .venv/bin/python benchmarks/bench_pdf.py [--pages 200]
+Run: .venv/bin/python -m benchmarks pdf [--pages 200]
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ def pypdf_extract(data: bytes) -> int:
     return sum(len(page.extract_text() or "") for page in reader.pages)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pages", type=int, default=200)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     data = make_pdf(["\n".join(LINE.format(n=p) for _ in range(40)) for p in range(args.pages)])
     archivist_parser = PDFParser()
     ours = best_of(lambda: asyncio.run(archivist_parser.parse(data, "bench.pdf")))

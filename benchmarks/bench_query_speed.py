@@ -1,9 +1,9 @@
 """Query-side speed of the default model: session settings, memory price, KnowledgeBase.search.
 
-    .venv/bin/python benchmarks/bench_query_speed.py embed  # settings side by side
-    .venv/bin/python benchmarks/bench_query_speed.py rss    # memory, one process per setting
-    .venv/bin/python benchmarks/bench_query_speed.py kb     # search on 10k chunks vs embedding
-    .venv/bin/python benchmarks/bench_query_speed.py plan   # a run's fixed cost; batch plans
+    .venv/bin/python -m benchmarks query_speed embed  # settings side by side
+    .venv/bin/python -m benchmarks query_speed rss    # memory, one process per setting
+    .venv/bin/python -m benchmarks query_speed kb     # search on 10k chunks vs embedding
+    .venv/bin/python -m benchmarks query_speed plan   # a run's fixed cost; batch plans
 
 SciFact queries (`../shared/datasets/scifact` or `$SCIFACT_DIR`; skipped cleanly where absent).
 Every timing comparison runs all settings in one process, alternating query by query, so
@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _common import write_result
 
 HERE = Path(__file__).parent
-RESULTS = HERE / "results"
 SCIFACT = Path(
     os.environ.get("SCIFACT_DIR", HERE.parent.parent / "shared" / "datasets" / "scifact")
 )
@@ -321,7 +321,7 @@ def bench_plan(samples: int) -> dict[str, Any]:
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="bench", required=True)
     embed = sub.add_parser("embed")
@@ -336,7 +336,7 @@ def main() -> None:
     kb.add_argument("--rounds", type=int, default=200)
     plan = sub.add_parser("plan")
     plan.add_argument("--samples", type=int, default=40)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.bench == "rss-one":
         print(json.dumps(rss_one(args.name, args.documents)))
         return
@@ -348,8 +348,7 @@ def main() -> None:
         result = bench_plan(args.samples)
     else:
         result = asyncio.run(bench_kb(args.points, args.rounds))
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"query_speed-{args.bench}.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_result(f"query_speed-{args.bench}", result)
     print(json.dumps(result, indent=2))
 
 

@@ -1,15 +1,16 @@
-"""Relevance on the Chinese set: does the right document clear the default `min_relevance`,
-and does any other?
+"""Relevance on the Chinese set: does the right document, and only it, clear the floor?
 
-    .venv/bin/python benchmarks/bench_relevance_zh.py
-
-The 20 Chinese documents and questions of `bench_hybrid.py zh`, default model and hybrid
-default (the model cannot read Chinese, so these questions go by BM25 alone and their
+For each question: does the right document clear the default `min_relevance`, and does any
+other? The 20 Chinese documents and questions of the `hybrid zh` case, default model and
+hybrid default (the model cannot read Chinese, so these questions go by BM25 alone and their
 relevance by term coverage alone).
+
+    .venv/bin/python -m benchmarks relevance_zh
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 from pathlib import Path
@@ -24,7 +25,7 @@ from archivist.testing import corpora
 DATA = Path(corpora.__file__).parent / "zh_topics.json"
 
 
-async def main() -> None:
+async def run() -> None:
     data = json.loads(DATA.read_text())
     async with QdrantStore(location=":memory:") as store:
         kb = KnowledgeBase("zh", "zh", LocalEmbeddingModel(), store, "zh")
@@ -44,5 +45,10 @@ async def main() -> None:
         print(f"another document clears it: {other}/{total}")
 
 
+def main(argv: list[str] | None = None) -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
+    asyncio.run(run())
+
+
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

@@ -13,10 +13,10 @@ WAL and the store's size on disk, and tenant-filtered top-5 latency p50/p99 for 
 hybrid search. Then the service path: single-file uploads into one knowledge base of a real
 `archivist serve`, upload-to-ready of the first and the last 100.
 
-    .venv/bin/python benchmarks/bench_scale.py                # 20k, 100k, 1M; 10,000 uploads
-    .venv/bin/python benchmarks/bench_scale.py --steps 20000,100000 --uploads 300
-    .venv/bin/python benchmarks/bench_scale.py --quantization none   # float32 in RAM
-    .venv/bin/python benchmarks/bench_scale.py --writer insert       # one insert per batch
+    .venv/bin/python -m benchmarks scale                # 20k, 100k, 1M; 10,000 uploads
+    .venv/bin/python -m benchmarks scale --steps 20000,100000 --uploads 300
+    .venv/bin/python -m benchmarks scale --quantization none   # float32 in RAM
+    .venv/bin/python -m benchmarks scale --writer insert       # one insert per batch
 
 Writes benchmarks/results/NAME.json and NAME.png (`--name`, default scale).
 """
@@ -363,7 +363,7 @@ def plot(steps: list[dict[str, Any]], trace: list[tuple[int, int]], path: Path) 
     figure.savefig(path, dpi=110)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", default="20000,100000,1000000")
     parser.add_argument("--quantization", choices=["int8", "none"], default="int8")
@@ -376,7 +376,7 @@ def main() -> int:
     parser.add_argument("--uploads", type=int, default=10_000, help="0 skips the service path")
     parser.add_argument("--name", default="scale", help="results/NAME.json")
     parser.add_argument("--dataset", type=Path, default=SCIFACT, help="SciFact (chunk texts)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     texts = sentences(args.dataset)
     steps = sorted(int(step) for step in args.steps.split(","))
     quantization = None if args.quantization == "none" else args.quantization
@@ -394,8 +394,7 @@ def main() -> int:
         print(json.dumps(payload["service"]), flush=True)
     print(write_result(args.name, payload))
     plot(payload["steps"], trace, RESULTS / f"{args.name}.png")
-    return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

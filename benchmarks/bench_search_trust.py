@@ -1,9 +1,9 @@
 """Search you can trust: number queries, one document per place, and every store alike.
 
-    .venv/bin/python benchmarks/bench_search_trust.py numbers   # the shipped corpora, rank 1
-    .venv/bin/python benchmarks/bench_search_trust.py spread    # SciFact: the list a user sees
-    .venv/bin/python benchmarks/bench_search_trust.py parity [--pgvector]   # SciFact per store
-    .venv/bin/python benchmarks/bench_search_trust.py depth     # SciFact: hybrid candidates
+    .venv/bin/python -m benchmarks search_trust numbers   # the shipped corpora, rank 1
+    .venv/bin/python -m benchmarks search_trust spread    # SciFact: the list a user sees
+    .venv/bin/python -m benchmarks search_trust parity [--pgvector]   # SciFact per store
+    .venv/bin/python -m benchmarks search_trust depth     # SciFact: hybrid candidates
 
 `numbers`: the corpora of `archivist.testing.corpora` (notes that differ only by their
 numbers, identifiers beside look-alikes, Chinese topics), each question asked in every mode;
@@ -37,13 +37,14 @@ import json
 import math
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
+
+from _common import write_result
 
 from archivist.cli.home import cache_dir
 from archivist.embedding import CachedEmbeddingModel, LocalEmbeddingModel
@@ -67,8 +68,7 @@ def _model() -> CachedEmbeddingModel:
 
 
 def _write(name: str, payload: dict[str, Any]) -> None:
-    (HERE / "results").mkdir(exist_ok=True)
-    (HERE / "results" / f"trust-{name}.json").write_text(json.dumps(payload, indent=2) + "\n")
+    write_result(f"trust-{name}", payload)
 
 
 async def bench_numbers() -> dict[str, Any]:
@@ -254,17 +254,17 @@ async def bench_parity(with_pgvector: bool, local_queries: int) -> dict[str, Any
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("what", choices=["numbers", "spread", "depth", "parity"])
     parser.add_argument("--pgvector", action="store_true", help="parity: PgVectorStore too")
     parser.add_argument(
         "--local-queries", type=int, default=50, help="parity: test queries in local mode"
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.what != "numbers" and not (SCIFACT / "qrels" / "test.tsv").is_file():
         print(f"no SciFact at {SCIFACT}: skipped")
-        sys.exit(0)
+        return
     if args.what == "numbers":
         result = asyncio.run(bench_numbers())
     elif args.what == "spread":

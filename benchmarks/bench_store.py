@@ -5,7 +5,7 @@ Measures insert throughput and top-5 search latency (unfiltered and tenant-filte
 at 10k and 100k points; for Edge also after `optimize()` (HNSW built), with recall@5 against
 exact search. Run on demand:
 
-    .venv/bin/python benchmarks/bench_store.py [--quick] [--output PATH]
+    .venv/bin/python -m benchmarks store [--quick] [--output PATH]
 
 Prints a table with Edge's lead as a ratio and writes benchmarks/results/store.json.
 """
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import platform
 import statistics
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _common import RESULTS, write_result
 from qdrant_client import AsyncQdrantClient
 
 from archivist.message import TextBlock
@@ -41,8 +41,6 @@ INSERT_BATCH = 1_000
 QUERIES = 200
 SECONDS_PER_MEASURE = 20.0
 """A slow backend stops a latency measure after this long (but not before 20 queries)."""
-
-RESULTS = Path(__file__).parent / "results" / "store.json"
 
 
 def dataset(size: int, kind: str, seed: int = 0) -> np.ndarray:
@@ -244,11 +242,13 @@ def table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10k points only")
-    parser.add_argument("--output", type=Path, default=RESULTS)
-    arguments = parser.parse_args()
+    parser.add_argument(
+        "--output", type=Path, default=RESULTS / "store.json", help="the JSON file to write"
+    )
+    arguments = parser.parse_args(argv)
     sizes = [10_000] if arguments.quick else [10_000, 100_000]
     warnings.filterwarnings("ignore", message="Payload indexes have no effect")
     print(f"QdrantStore benchmark: {DIMENSIONS}-d, top-{TOP_K}, sizes {sizes}", flush=True)
@@ -265,9 +265,8 @@ def main() -> None:
         **asyncio.run(run(sizes, clustered_check=True)),
     }
     print(table(report))
-    arguments.output.parent.mkdir(parents=True, exist_ok=True)
-    arguments.output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    print(f"written to {arguments.output}")
+    path = write_result(arguments.output.with_suffix("").name, report, arguments.output.parent)
+    print(f"written to {path}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
-"""TokenChunker with and without table awareness (`table_header`), side by side in one run, on
-Markdown table rows and on prose, with the default model's own tokenizer.
+"""TokenChunker with and without table awareness (`table_header`), side by side in one run.
 
-Run: .venv/bin/python benchmarks/bench_table_chunks.py [--kb 400] [--rounds 3]
+On Markdown table rows and on prose, with the default model's own tokenizer.
+
+Run: .venv/bin/python -m benchmarks table_chunks [--kb 400] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -31,11 +32,11 @@ def table_text(size: int) -> str:
     return HEADER + "".join(rows)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--kb", type=int, default=400, help="kilobytes of each text")
     parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     tokenizer = LocalEmbeddingModel().chunk_tokenizer()
     assert tokenizer is not None
     texts = {"table": table_text(args.kb * 1000), "prose": (PROSE * (args.kb * 1000 // len(PROSE)))}

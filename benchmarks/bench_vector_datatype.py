@@ -7,7 +7,7 @@ quantization built with the index), one storing float32 and one float16, and tim
 queries on both, alternating query by query so machine noise hits them alike. It also reports
 how many of float32's top 10 float16 finds.
 
-    python benchmarks/bench_vector_datatype.py --points 2000 10000
+    python -m benchmarks vector_datatype --points 2000 10000
 """
 
 from __future__ import annotations
@@ -86,12 +86,12 @@ def bench(points: int, queries: int, rounds: int) -> dict[str, Any]:
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--points", type=int, nargs="+", default=[2_000, 10_000])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     results = [bench(points, args.queries, args.rounds) for points in args.points]
     for result in results:
         print(result)

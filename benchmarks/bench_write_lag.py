@@ -5,7 +5,7 @@ words (random unit vectors, a hybrid collection, Qdrant Edge on disk); every tic
 beyond its 2 ms is the loop's lag. Compare two versions by running this file with each one's
 `src` on PYTHONPATH, side by side.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/bench_write_lag.py --chunks 4000
+    PYTHONPATH=src .venv/bin/python -m benchmarks write_lag --chunks 4000
 """
 
 from __future__ import annotations
@@ -85,18 +85,17 @@ async def measure(chunks: int, per_insert: int, words_per_chunk: int) -> dict[st
     }
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=4000)
     parser.add_argument("--per-insert", type=int, default=500)
     parser.add_argument("--words", type=int, default=200, help="words per chunk")
     parser.add_argument("--name", default="write_lag", help="result file name")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     result = asyncio.run(measure(args.chunks, args.per_insert, args.words))
     print(json.dumps(result, indent=2))
     print(f"wrote {write_result(args.name, result)}", file=sys.stderr)
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -5,7 +5,7 @@ is stamping, checking, payloads, BM25 and the engine (Qdrant Edge in memory, hyb
 small documents (3 chunks each, the list path) and one streamed document. Compare two
 versions by running this file with each one's `src` on PYTHONPATH, by turns.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/bench_write_path.py
+    PYTHONPATH=src .venv/bin/python -m benchmarks write_path
 """
 
 from __future__ import annotations
@@ -104,12 +104,12 @@ async def run(documents: int, streamed: int) -> dict[str, Any]:
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--documents", type=int, default=1500)
     parser.add_argument("--streamed", type=int, default=3000)
     parser.add_argument("--name", default="write_path", help="result file name")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     result = asyncio.run(run(args.documents, args.streamed))
     print(result)
     print(f"wrote {write_result(args.name, result)}")

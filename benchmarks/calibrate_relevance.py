@@ -1,6 +1,6 @@
 """Fit and check the relevance calibration (`archivist.rag.store.core.relevance`) on BEIR SciFact.
 
-    .venv/bin/python benchmarks/calibrate_relevance.py [--train N] [--test N]
+    .venv/bin/python -m benchmarks calibrate_relevance [--train N] [--test N]
 
 Indexes the whole SciFact corpus into Qdrant Edge (exact search, embeddings from the shared
 disk cache) and, for every *train* query, gathers the candidates each mode ranks: the best
@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _common import write_result
 
 from archivist.cli.home import cache_dir
 from archivist.embedding import CachedEmbeddingModel, LocalEmbeddingModel
@@ -249,21 +250,19 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", type=Path, default=SCIFACT)
     parser.add_argument("--train", type=int, default=None, help="first N train queries")
     parser.add_argument("--test", type=int, default=None, help="first N test queries")
     parser.add_argument("--threshold", type=float, default=DEFAULT_MIN_RELEVANCE)
     parser.add_argument("--cache", type=Path, default=cache_dir(), help="embedding cache")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if not (args.dataset / "qrels" / "train.tsv").is_file():
         print(f"no SciFact train split at {args.dataset}: skipped")
         return
     result = asyncio.run(run(args))
-    (HERE / "results").mkdir(exist_ok=True)
-    path = HERE / "results" / "relevance-calibration.json"
-    path.write_text(json.dumps(result, indent=2) + "\n")
+    write_result("relevance-calibration", result)
     print(json.dumps({k: v for k, v in result.items() if k != "fits"}))
     for name, fit in result["fits"].items():
         ranked = fit["test_ranked"]

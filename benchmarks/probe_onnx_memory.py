@@ -1,13 +1,15 @@
-"""Peak RSS and wall time of the default local model alone on the chunk texts of the 300-document
-SciFact ingest, under one batching plan and one set of onnxruntime options per process.
+"""Peak RSS and wall time of the default local model alone, per set of onnxruntime options.
+
+The model embeds the chunk texts of the 300-document SciFact ingest, under one batching plan
+and one set of onnxruntime options per process.
 
 Embeds the texts in windows of 256 (as the write path does) and prints one JSON line: model
 footprint after a warm-up (`model_mb`), peak RSS, seconds, and the largest batch × sequence shape
 the session received. Each option is one candidate of the memory investigation:
 
-    .venv/bin/python benchmarks/probe_onnx_memory.py --batch-size 8 --token-budget 0
-    .venv/bin/python benchmarks/probe_onnx_memory.py --batch-size 32 --token-budget 1024
-    .venv/bin/python benchmarks/probe_onnx_memory.py --shrink-arena --no-mem-pattern \\
+    .venv/bin/python -m benchmarks probe_onnx_memory --batch-size 8 --token-budget 0
+    .venv/bin/python -m benchmarks probe_onnx_memory --batch-size 32 --token-budget 1024
+    .venv/bin/python -m benchmarks probe_onnx_memory --shrink-arena --no-mem-pattern \\
         --same-as-requested --threads 1 --no-arena --opt-level basic --no-constant-folding
 
 `--token-budget 0` switches the budget off (plain `batch_size` slices of length-sorted texts).
@@ -165,7 +167,7 @@ async def compare_speed(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--documents", type=int, default=300)
     parser.add_argument("--batch-size", type=int, default=8)
@@ -185,7 +187,7 @@ def main() -> None:
     )
     parser.add_argument("--opt-level", choices=sorted(OPT_LEVELS), help="graph optimization")
     parser.add_argument("--compare-speed", type=int, metavar="ROUNDS")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     work = compare_speed(args) if args.compare_speed else probe(args)
     print(json.dumps(asyncio.run(work)), flush=True)
 

@@ -1,4 +1,4 @@
-"""REPORT.md's sections beyond the suite: the figures other benchmark scripts last wrote to
+"""REPORT.md's sections beyond the suite: the figures the other benchmarks last wrote to
 `benchmarks/results/`, rendered from their JSON files, and the command that makes each.
 
 A file that is missing leaves its table out; nothing here is typed in by hand."""
@@ -10,56 +10,56 @@ import json
 from pathlib import Path
 from typing import Any
 
-PY = ".venv/bin/python benchmarks/"
+PY = ".venv/bin/python -m benchmarks "
 MODES = (("hybrid", "hybrid (default)"), ("dense", "dense"), ("sparse", "BM25"))
 _LABEL = dict(MODES)
 
-OTHER_SCRIPTS = [  # area, scripts (the first with its options), result files: Markdown cells
-    ("parsers (DOCX, XLSX, HTML, Markdown, PDF)", "`bench_parsers.py`", "`parsers.json`"),
-    ("HTML main-content extraction", "`bench_html_extract.py`", "`html_extract.json`"),
+OTHER_SCRIPTS = [  # area, cases (the first with its options), result files: Markdown cells
+    ("parsers (DOCX, XLSX, HTML, Markdown, PDF)", "`parsers`", "`parsers.json`"),
+    ("HTML main-content extraction", "`html_extract`", "`html_extract.json`"),
     (
         "the service under load",
-        "`bench_service_load.py`, `bench_service_wrk.py`",
+        "`service_load`, `service_wrk`",
         "`service_load.json`, `service_wrk.json`",
     ),
     (
         "kill -9 during uploads",
-        "`bench_service_crash.py --trials 10 --files 100`",
+        "`service_crash --trials 10 --files 100`",
         "`service_crash.json`",
     ),
-    ("service security and fairness", "`bench_service_security.py`", "`service_security*.json`"),
+    ("service security and fairness", "`service_security`", "`service_security*.json`"),
     (
         "several machines (pgvector, S3, workers)",
-        "`bench_several_machines.py`",
+        "`several_machines`",
         "`several_machines.json`",
     ),
-    ("scale to 1M chunks", "`bench_scale.py`", "`scale*.json`"),
-    ("memory of the write path", "`bench_memory.py`", "printed; the suite's `rss.png`"),
-    ("MCP search latency", "`bench_mcp.py`", "`mcp.json`"),
+    ("scale to 1M chunks", "`scale`", "`scale*.json`"),
+    ("memory of the write path", "`memory`", "printed; the suite's `rss.png`"),
+    ("MCP search latency", "`mcp`", "`mcp.json`"),
     (
         "query embedding and CLI start",
-        "`bench_query_speed.py embed\\|rss\\|kb\\|plan`",
+        "`query_speed embed\\|rss\\|kb\\|plan`",
         "`query_speed-*.json`",
     ),
     (
         "Chinese retrieval, BM25 indexing cost",
-        "`bench_hybrid.py zh\\|ingest`",
+        "`hybrid zh\\|ingest`",
         "`hybrid-zh.json`, `hybrid-ingest.json`",
     ),
-    ("identifiers over real manuals", "`bench_identifiers.py`", "`identifiers*.json`"),
+    ("identifiers over real manuals", "`identifiers`", "`identifiers*.json`"),
     (
         "table chunks, chunker, write path, write lag",
-        "`bench_table_chunks.py`, `bench_chunker.py`, `bench_write_path.py`, `bench_write_lag.py`",
+        "`table_chunks`, `chunker`, `write_path`, `write_lag`",
         "their JSON files",
     ),
     (
         "stores, vector datatypes, open collections",
-        "`bench_store.py`, `bench_vector_datatype.py`, `bench_open_collections.py`",
+        "`store`, `vector_datatype`, `open_collections`",
         "their JSON files",
     ),
     (
         "observability overhead, GIL stalls, duplicates",
-        "`bench_observability.py`, `bench_gil_stalls.py`, `bench_duplicates.py`",
+        "`observability`, `gil_stalls`, `duplicates`",
         "their JSON files",
     ),
 ]
@@ -81,7 +81,7 @@ def _numbers(data: dict[str, Any]) -> list[str]:
     }
     lines = [
         "**Numbers, identifiers, Chinese: the answering document first** —",
-        f"`{PY}bench_search_trust.py numbers` (`trust-numbers.json`).",
+        f"`{PY}search_trust numbers` (`trust-numbers.json`).",
         "",
         "| corpus | questions | " + " | ".join(label for _, label in MODES) + " |",
         "|---|---:|" + "---:|" * len(MODES),
@@ -104,7 +104,7 @@ def _calibration(data: dict[str, Any]) -> list[str]:
     bins = fits["hybrid"]["test_ranked"]["top10_reliability"]
     reliability = ", ".join(f"{b['predicted']:.3f} → {b['observed']:.3f}" for b in bins)
     return [
-        f"**Relevance calibration** — `{PY}calibrate_relevance.py` (`relevance-calibration.json`):",
+        f"**Relevance calibration** — `{PY}calibrate_relevance` (`relevance-calibration.json`):",
         f"logistic fits on SciFact *train* candidates ({data['train_queries']} queries), checked on",
         f"the {data['test_queries']} test queries. nDCG@10 train / test: {'; '.join(parts)}.",
         f"Hybrid top-10 reliability (predicted → observed share relevant): {reliability}.",
@@ -120,7 +120,7 @@ def _spread(data: dict[str, Any]) -> list[str]:
         ("cap-2", "at most 2"),
     )
     lines = [
-        f"**The list a user sees** — `{PY}bench_search_trust.py spread` (`trust-spread.json`):",
+        f"**The list a user sees** — `{PY}search_trust spread` (`trust-spread.json`):",
         "nDCG where a document gains only at its first hit (documents shown in brackets).",
         "",
         "| top_k | " + " | ".join(label for _, label in variants) + " |",
@@ -141,7 +141,7 @@ def _spread(data: dict[str, Any]) -> list[str]:
 
 def _depth(data: dict[str, Any]) -> list[str]:
     lines = [
-        f"**Candidates per side** — `{PY}bench_search_trust.py depth` (`trust-depth.json`),",
+        f"**Candidates per side** — `{PY}search_trust depth` (`trust-depth.json`),",
         f"{data['queries']} queries, {data['chunks']:,} chunks; the default is 50.",
         "",
         "| candidates a side | shown nDCG@5 | nDCG@10, one per document | seconds for all queries |",
@@ -159,7 +159,7 @@ def _depth(data: dict[str, Any]) -> list[str]:
 def _parity(data: dict[str, Any]) -> list[str]:
     names = {"pgvector": "PostgreSQL + pgvector", "client-local": "qdrant-client local"}
     lines = [
-        f"**Every store alike** — `{PY}bench_search_trust.py parity --pgvector --local-queries 50`",
+        f"**Every store alike** — `{PY}search_trust parity --pgvector --local-queries 50`",
         "(`trust-parity.json`): each store against Qdrant Edge's top 10 for the same query.",
         "",
         "| store | queries | mode | nDCG@10 | Recall@100 | top-10 overlap mean / min | relevance gap |",
@@ -181,7 +181,7 @@ def _parity(data: dict[str, Any]) -> list[str]:
 def _latency(runs: list[dict[str, Any]]) -> list[str]:
     depths = sorted({k.split("@")[1] for run in runs for k in run["p50_ms"] if "@" in k}, key=int)
     lines = [
-        f"**Hybrid latency** — `{PY}bench_hybrid.py latency --points N --queries 200 --depths "
+        f"**Hybrid latency** — `{PY}hybrid latency --points N --queries 200 --depths "
         + " ".join(depths)
         + "` (`hybrid-latency-*.json`): tenant-filtered top 5, random vectors, 120-word texts, modes interleaved.",
         "",
@@ -223,7 +223,7 @@ def render_search_trust(results: Path) -> list[str]:
         parts += _latency(runs)
     if (kb := _load(results, "query_speed-kb.json")) is not None:
         parts += [
-            f"End to end, `{PY}bench_query_speed.py kb --rounds {kb['rounds']}` (`query_speed-kb.json`):",
+            f"End to end, `{PY}query_speed kb --rounds {kb['rounds']}` (`query_speed-kb.json`):",
             f"`KnowledgeBase.search` on {kb['points']:,} chunks takes {kb['search_over_embed']:.1f}× the query",
             f"embedding alone (embedding p50 {kb['embed_p50_ms']:.1f} ms, search p50 {kb['search_p50_ms']:.1f} ms).",
             "",
@@ -234,13 +234,14 @@ def render_search_trust(results: Path) -> list[str]:
 
 
 def render_other_scripts() -> list[str]:
-    """Where each other benchmark script writes its results, with its command."""
+    """Where each other benchmark writes its results, with its command."""
     lines = [
-        "## Other benchmark scripts",
+        "## Other benchmarks",
         "",
-        "Each runs as `.venv/bin/python benchmarks/SCRIPT` and writes its figures to `benchmarks/results/`.",
+        f"Each runs as `{PY}NAME` and writes its figures to `benchmarks/results/`;",
+        "`.venv/bin/python -m benchmarks` lists them all.",
         "",
-        "| area | command | results |",
+        "| area | case and options | results |",
         "|---|---|---|",
     ]
     for area, command, results in OTHER_SCRIPTS:

@@ -1,7 +1,9 @@
-"""Archivist vs AgentScope 2.0.11, side by side: retrieval quality, ingest throughput, search
-latency, PDF parsing and peak memory. One command:
+"""Archivist vs AgentScope 2.0.11: quality, ingest, search latency, PDF parsing, peak memory.
 
-    .venv/bin/python benchmarks/run_suite.py [--quick] [--skip SECTION ...]
+Side by side: retrieval quality, ingest throughput, search latency, PDF parsing and peak
+memory. One command:
+
+    .venv/bin/python -m benchmarks suite [--quick] [--skip SECTION ...]
 
 Every measurement runs in its own subprocess (so each reports its own peak RSS): Archivist's
 through `archivist_driver.py` in this venv, AgentScope's through `agentscope_driver.py` in
@@ -34,6 +36,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from _common import write_result
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -210,14 +214,14 @@ def run_pdf(cfg: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small subsets, < 3 minutes")
     parser.add_argument("--skip", nargs="*", default=[], choices=SECTIONS)
     parser.add_argument(
         "--report-only", action="store_true", help="re-render REPORT.md and plots from suite.json"
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.report_only:
         name = "suite-quick.json" if args.quick else "suite.json"
         write_report(json.loads((RESULTS / name).read_text()))
@@ -317,9 +321,7 @@ def machine() -> dict[str, Any]:
 
 def write_json(name: str, payload: dict[str, Any], mode: str) -> None:
     """results/NAME.json (NAME-quick.json for quick runs, so they never replace full ones)."""
-    RESULTS.mkdir(exist_ok=True)
-    suffix = "-quick" if mode == "quick" else ""
-    (RESULTS / f"{name}{suffix}.json").write_text(json.dumps(payload, indent=2) + "\n")
+    write_result(f"{name}-quick" if mode == "quick" else name, payload)
 
 
 if __name__ == "__main__":

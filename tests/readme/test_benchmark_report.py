@@ -3,6 +3,8 @@ short enough to read, every section beyond the suite drawn from the JSON files b
 
 from __future__ import annotations
 
+import re
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -35,11 +37,24 @@ def test_the_sections_beyond_the_suite_are_rendered_from_the_results(
     trust = report_sections.render_search_trust(RESULTS)
     others = report_sections.render_other_scripts()
     assert trust and trust[0] == "## Search you can trust"
-    assert "\n".join(trust) in text, "REPORT.md is stale: run benchmarks/run_suite.py --report-only"
+    assert "\n".join(trust) in text, (
+        "REPORT.md is stale: run python -m benchmarks suite --report-only"
+    )
     assert "\n".join(others) in text
 
 
-def test_every_script_the_report_names_exists(report_sections: ModuleType) -> None:
-    for _, scripts, _ in report_sections.OTHER_SCRIPTS:
-        for cell in scripts.split("`")[1::2]:
-            assert (ROOT / "benchmarks" / cell.split()[0]).is_file(), cell
+def test_every_case_the_report_names_exists(report_sections: ModuleType) -> None:
+    listing = subprocess.run(
+        [sys.executable, "-m", "benchmarks"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    cases = {line.split()[0] for line in listing.splitlines() if line.startswith("  ")}
+    named = [
+        cell.split()[0]
+        for _, commands, _ in report_sections.OTHER_SCRIPTS
+        for cell in commands.split("`")[1::2]
+    ]
+    trust = "\n".join(report_sections.render_search_trust(RESULTS))
+    named += re.findall(re.escape(report_sections.PY) + r"(\w+)", trust)
+    assert len(named) > 20
+    for name in named:
+        assert name in cases, name
