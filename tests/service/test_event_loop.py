@@ -54,9 +54,9 @@ async def test_a_knowledge_base_model_loads_off_the_event_loop_once(tmp_path: Pa
     from archivist.embedding import LocalEmbeddingModel
     from archivist.embedding.registry import register_embedding_model
     from archivist.rag import QdrantStore
-    from archivist.service.dependencies import ServiceState
     from archivist.service.retrieval.kb_profiles import KBProfiles
     from archivist.service.settings import ServiceSettings
+    from archivist.service.state import ServiceState
     from archivist.service.storage.catalog import KBRecord
 
     default = LocalEmbeddingModel()

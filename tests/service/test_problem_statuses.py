@@ -23,7 +23,11 @@ from archivist.errors import (
     TransientEmbeddingError,
     UnsupportedFileTypeError,
 )
+from archivist.service.guards.quotas import QuotaExceeded
+from archivist.service.indexing.uploads import UploadRejected
+from archivist.service.operations.errors import Conflict, InvalidRequest, NotFound
 from archivist.service.problems import PROBLEM_JSON, install_problem_handlers, public_detail
+from archivist.service.storage.catalog import KBExistsError
 
 SECRET = "/srv/archivist-home/service/files/tenant-7"
 
@@ -46,6 +50,13 @@ CASES: list[tuple[ArchivistError, int, str]] = [
     (InvalidVectorError("emb: vector 0 holds nan", problem="holds nan"), 502, "nan"),
     (ChatModelAPIError(500, "upstream broke"), 502, "upstream broke"),
     (ConfigurationError(f"{SECRET}/settings.json: bad"), 500, "ConfigurationError"),
+    (QuotaExceeded("quota: acme has 3 documents", quota="documents"), 403, "3 documents"),
+    (UploadRejected(413, "a.pdf: larger than the limit"), 413, "a.pdf: larger"),
+    (UploadRejected(415, "tool.exe: unsupported file type"), 415, "tool.exe"),
+    (KBExistsError("knowledge base 'kb' already exists"), 409, "'kb' already exists"),
+    (NotFound("no knowledge base 'kb'"), 404, "no knowledge base 'kb'"),
+    (Conflict("no chat model is configured"), 409, "no chat model"),
+    (InvalidRequest("ids: give between 1 and 1000 document ids"), 422, "ids: give"),
 ]
 
 
@@ -75,6 +86,11 @@ def test_the_status_follows_the_class_and_no_path_leaks(http: TestClient, index:
 def test_a_provider_asking_to_wait_passes_retry_after_on(http: TestClient) -> None:
     index = next(i for i, c in enumerate(CASES) if isinstance(c[0], TransientEmbeddingError))
     assert http.get(f"/raise/{index}").headers["retry-after"] == "2"
+
+
+def test_an_upload_refused_as_too_large_closes_the_connection(http: TestClient) -> None:
+    index = next(i for i, c in enumerate(CASES) if c[1] == 413)
+    assert http.get(f"/raise/{index}").headers["connection"] == "close"
 
 
 def test_anything_else_stays_a_500_without_its_message() -> None:

@@ -12,7 +12,6 @@ from starlette.routing import Route
 from archivist.embedding import EmbeddingModelBase
 from archivist.service import runtime
 from archivist.service.chat import configured_chat_model
-from archivist.service.dependencies import ServiceState
 from archivist.service.guards.auth_gate import AuthGate
 from archivist.service.guards.body_limits import BodyLimits
 from archivist.service.guards.security_headers import SecurityHeaders
@@ -31,6 +30,7 @@ from archivist.service.routers import (
 )
 from archivist.service.schemas import UNAUTHORIZED
 from archivist.service.settings import ServiceSettings
+from archivist.service.state import ServiceState
 from archivist.service.telemetry.metrics import ServiceMetrics, metrics_route
 from archivist.service.telemetry.requests import RequestTelemetry
 
@@ -54,17 +54,7 @@ def create_app(
             async with runtime.running_service(
                 settings, embedding_model=embedding_model, metrics=metrics
             ) as service:
-                app.state.service = ServiceState(
-                    settings,
-                    service.engine,
-                    service.store,
-                    service.model,
-                    service.registry,
-                    service.indexer,
-                    service.locks,
-                    chat_model,
-                    service.profiles,
-                )
+                app.state.service = ServiceState.of(service, chat_model)
                 async with mcp.running():
                     yield
         finally:

@@ -35,7 +35,7 @@ from archivist.model.errors import (
 )
 from archivist.rag import KnowledgeBase
 from archivist.rag.knowledge.knowledge_base import Query
-from archivist.service.routers.search import hit_of
+from archivist.service.schemas import Hit
 from archivist.service.settings import ServiceSettings
 from archivist.service.storage.sessions_store import Citation, MessageRecord, add_exchange
 from archivist.tool import Toolkit
@@ -128,7 +128,7 @@ class ChatRun:
         def report(retrieval: Retrieval) -> None:
             hits: list[dict[str, Any]] = []
             for number, hit in enumerate(retrieval.hits, start=1):
-                out = hit_of(hit.result)
+                out = Hit.of(hit.result)
                 hits.append({**out.model_dump(), "knowledge_base": hit.knowledge_base})
                 key = (hit.knowledge_base, out.document_id, out.chunk_index)
                 self.citations.setdefault(

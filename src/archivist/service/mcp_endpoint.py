@@ -13,8 +13,8 @@ from typing import Any
 from archivist.mcp.http import BearerKeyApp, caller_tenant
 from archivist.mcp.server import KnowledgeSource, knowledge_server
 from archivist.rag import KnowledgeBase
-from archivist.service.dependencies import ServiceState
-from archivist.service.storage import catalog
+from archivist.service.operations import knowledge_bases
+from archivist.service.state import ServiceState
 from archivist.service.storage.keys import tenant_for_key
 
 MCP_PATH = "/mcp"
@@ -27,10 +27,7 @@ class TenantKnowledgeSource(KnowledgeSource):
         self._state = state
 
     async def knowledge_bases(self, request: Any) -> list[KnowledgeBase]:
-        tenant = caller_tenant(request)
-        state = self._state()
-        records = await asyncio.to_thread(catalog.tenant_kbs, state.engine, tenant)
-        return [await state.handle(record) for record in records]
+        return await knowledge_bases.handles(self._state(), caller_tenant(request))
 
 
 def mcp_app(state: Callable[[], ServiceState]) -> BearerKeyApp:

@@ -1,11 +1,12 @@
 """One error shape for the whole service: `application/problem+json` (RFC 9457).
 
 Every non-2xx answer carries `type`, `title`, `status` and `detail`; a 422 adds `errors`
-(one entry per invalid field). Routers keep raising `HTTPException(status, detail)`: the
-handlers installed here turn it, validation errors, the library's errors (`archivist.errors`,
-their status chosen by class) and any unexpected exception into that shape, and the OpenAPI
-document is rewritten to say so. A detail is built from an error's fields, never from a
-message that may hold the server's folders (a file is named by `filename`, not `path`).
+(one entry per invalid field). Routes call the operations and let their errors through: the
+handlers installed here turn those (`archivist.errors` and the service's own refusals, their
+status chosen by class), an `HTTPException`, validation errors and any unexpected exception
+into that shape, and the OpenAPI document is rewritten to say so. A detail is built from an
+error's fields, never from a message that may hold the server's folders (a file is named by
+`filename`, not `path`).
 """
 
 from __future__ import annotations
@@ -38,7 +39,11 @@ from archivist.errors import (
     TransientEmbeddingError,
     UnsupportedFileTypeError,
 )
+from archivist.service.guards.quotas import QuotaExceeded
+from archivist.service.indexing.uploads import UploadRejected
+from archivist.service.operations.errors import Conflict, NotFound
 from archivist.service.schemas import Problem
+from archivist.service.storage.catalog import KBExistsError
 
 PROBLEM_JSON = "application/problem+json"
 LIMIT_SCOPE_KEY = "archivist.body_limit"
@@ -124,12 +129,18 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     if exc.status_code == 413 and detail == "Content Too Large":  # Starlette's body limit
         limit = request.scope.get(LIMIT_SCOPE_KEY, request.scope.get(MAX_BODY_SIZE_SCOPE_KEY))
         detail = f"the request body is larger than the limit of {limit} bytes"
-    headers = dict(exc.headers or {})
-    if exc.status_code in (408, 413):  # the rest of the body is not wanted: hang up
-        headers["Connection"] = "close"
+    headers = _closing(exc.status_code, exc.headers or {})
     if exc.status_code == 405:
         headers["Allow"] = ", ".join(_allowed_methods(request))
     return problem_response(exc.status_code, detail, headers)
+
+
+def _closing(status: int, headers: Mapping[str, str]) -> dict[str, str]:
+    """`headers`, with `Connection: close` where the rest of the body is not wanted."""
+    closing = dict(headers)
+    if status in (408, 413):
+        closing["Connection"] = "close"
+    return closing
 
 
 def _allowed_methods(request: Request) -> list[str]:
@@ -154,6 +165,10 @@ async def _server_error(request: Request, exc: Exception) -> Response:
 
 
 _STATUS_BY_CLASS: tuple[tuple[type[ArchivistError], int], ...] = (
+    (NotFound, 404),
+    (Conflict, 409),
+    (KBExistsError, 409),  # an InvalidArgumentError, but the name is taken, not invalid
+    (QuotaExceeded, 403),
     (DocumentNotFoundError, 404),
     (UnsupportedFileTypeError, 415),
     (FileError, 422),
@@ -164,11 +179,13 @@ _STATUS_BY_CLASS: tuple[tuple[type[ArchivistError], int], ...] = (
     (ChatModelError, 502),
     (ConfigurationError, 500),
 )
-"""The status of a library error that reaches a route, by class (first match wins)."""
+"""The status of an error that reaches a route, by class (first match wins)."""
 
 
 def status_for(error: ArchivistError) -> int:
-    """The HTTP status of a library error, chosen by its class."""
+    """The HTTP status of a library or service error: an upload's own, else by its class."""
+    if isinstance(error, UploadRejected):
+        return error.status
     return next((status for kind, status in _STATUS_BY_CLASS if isinstance(error, kind)), 500)
 
 
@@ -185,6 +202,8 @@ def public_detail(error: BaseException) -> str:
         return f"{type(error).__name__}; the service log has the details"
     if isinstance(error, InvalidArgumentError | EmbeddingError | ChatModelError):
         return str(error)  # the caller's own values, the model's name and its provider's words
+    if isinstance(error, NotFound | Conflict | QuotaExceeded | UploadRejected):
+        return str(error)  # the service's refusals: built from names, ids and counts
     if isinstance(error, OSError):
         name = os.path.basename(os.fsdecode(error.filename)) if error.filename else None
         what = error.strerror or type(error).__name__
@@ -199,7 +218,7 @@ async def _archivist_error(request: Request, exc: Exception) -> Response:
         logger.error(
             "%s on %s %s", type(exc).__name__, request.method, request.url.path, exc_info=exc
         )
-    headers = {}
+    headers = _closing(status, {})
     if isinstance(exc, TransientEmbeddingError) and exc.retry_after is not None:
         headers["Retry-After"] = str(max(1, round(exc.retry_after)))
     return problem_response(status, public_detail(exc), headers)

@@ -7,9 +7,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from archivist.message import TextBlock
 from archivist.rag.chunker.settings import ChunkSettings
-from archivist.rag.knowledge.context import MAX_CONTEXT
+from archivist.rag.document import Chunk
+from archivist.rag.knowledge.citation import citation, copy_citation
+from archivist.rag.knowledge.context import MAX_CONTEXT, context_text
 from archivist.rag.knowledge.ingest import HASH_KEY, PATH_KEY, PIPELINE_KEY
+from archivist.rag.record import VectorSearchResult
 from archivist.rag.store.search_filter import Range, SearchFilter
 from archivist.rag.store.tenant import TENANT_KEY
 from archivist.service.storage.catalog import DocumentRecord, KBRecord, Status
@@ -18,6 +22,11 @@ from archivist.validation import KB_NAME_PATTERN
 
 SERVICE_KEYS = frozenset({PATH_KEY, HASH_KEY, PIPELINE_KEY, TENANT_KEY})
 """Chunk metadata the service keeps for itself: never exposed, never searched by."""
+
+
+def public_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Chunk metadata without the service's bookkeeping (server paths, hashes, tenant)."""
+    return {k: v for k, v in metadata.items() if k not in SERVICE_KEYS}
 
 
 def iso(timestamp: float) -> str:
@@ -155,6 +164,19 @@ class ChunkOut(BaseModel):
     media_type: str
     metadata: dict[str, Any]
 
+    @classmethod
+    def of(cls, chunk: Chunk) -> ChunkOut:
+        """From a stored chunk, without the service's own metadata."""
+        content = chunk.content
+        text = content.text if isinstance(content, TextBlock) else None
+        media_type = "text/plain" if isinstance(content, TextBlock) else content.source.media_type
+        return cls(
+            chunk_index=chunk.chunk_index,
+            text=text,
+            media_type=media_type,
+            metadata=public_metadata(chunk.metadata),
+        )
+
 
 class ChunkPage(BaseModel):
     """`GET .../documents/{id}/chunks`: a page in `chunk_index` order."""
@@ -246,6 +268,38 @@ class Hit(BaseModel):
     """With `context` in the request: the hit's neighbouring chunks."""
     also_in: list[HitCopy] = []
     """The other documents holding this text (with `collapse_duplicates`), best first."""
+
+    @classmethod
+    def of(cls, result: VectorSearchResult) -> Hit:
+        """From a store result, without the service's own metadata."""
+        chunk = result.chunk
+        return cls(
+            score=result.score,
+            relevance=result.relevance,
+            document_id=result.document_id,
+            filename=chunk.source,
+            chunk_index=chunk.chunk_index,
+            text=chunk.content.text if isinstance(chunk.content, TextBlock) else None,
+            citation=citation(chunk),
+            metadata=public_metadata(chunk.metadata),
+            context=None
+            if result.context is None
+            else HitContext(
+                first_chunk=result.context[0].chunk_index,
+                last_chunk=result.context[-1].chunk_index,
+                text=context_text(result),
+            ),
+            also_in=[
+                HitCopy(
+                    document_id=copy.document_id,
+                    filename=copy.source,
+                    chunk_index=copy.chunk_index,
+                    score=copy.score,
+                    citation=copy_citation(copy),
+                )
+                for copy in result.also_in
+            ],
+        )
 
 
 class SearchResponse(BaseModel):

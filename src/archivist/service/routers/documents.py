@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import functools
-from collections.abc import AsyncIterator
-from pathlib import PurePosixPath
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, File, HTTPException, Query, Response, UploadFile, status
+from fastapi import APIRouter, File, Query, Response, UploadFile, status
 from fastapi.responses import StreamingResponse
 from pydantic import AfterValidator
-from sqlalchemy import Engine
 
-from archivist.message import TextBlock
-from archivist.rag import DocumentNotFoundError
 from archivist.service.dependencies import KB, Document, State
-from archivist.service.guards import quotas
 from archivist.service.guards.security_headers import DOWNLOAD_CSP
-from archivist.service.indexing.uploads import IncomingFile, UploadRejected, store_uploads
-from archivist.service.retrieval.vectors import tenant_scope
-from archivist.service.routers.search import public_metadata
+from archivist.service.indexing.uploads import IncomingFile
+from archivist.service.operations import documents as operations
 from archivist.service.schemas import (
     ChunkOut,
     ChunkPage,
@@ -32,9 +22,6 @@ from archivist.service.schemas import (
     UploadAccepted,
     UploadItem,
 )
-from archivist.service.storage import catalog
-from archivist.service.storage.database import reading
-from archivist.service.storage.file_store import DOWNLOAD_BLOCK, FileStore
 from archivist.validation import check_limit
 
 MAX_OFFSET = 2**31 - 1
@@ -82,73 +69,16 @@ async def upload_documents(
 ) -> UploadAccepted:
     """Store the files (fsynced) and queue them for indexing; all are accepted or none."""
     incoming = [IncomingFile(upload.filename, upload.file) for upload in files]
-    received = state.files.local_path(kb.id).parent
-    model = await asyncio.to_thread(state.model_for, kb)  # its own model decides the types
-    try:
-        uploads = await asyncio.to_thread(
-            store_uploads,
-            incoming,
-            received / kb.id,
-            received,
-            state.registry,
-            state.settings.max_upload_bytes,
-            tenant_scope(kb),
-            model.supports_multimodal,
-            model.model,
-        )
-    except UploadRejected as exc:
-        raise HTTPException(exc.status, str(exc)) from None
-    quota = functools.partial(
-        quotas.check_new_documents,
-        tenant=kb.tenant,
-        quota=state.settings.quota_for(kb.tenant),
-        files=len(uploads),
-        size=sum(upload.size for upload in uploads),
-    )
-    keys = [upload.path for upload in uploads]
-    try:
-        # Checked before the files go to the file store (no upload to S3 that is refused
-        # anyway), then again, atomically, in the transaction that records them.
-        await asyncio.to_thread(_check, state.engine, quota)
-        await asyncio.to_thread(_save_all, state.files, keys)
-        records = await asyncio.to_thread(catalog.add_documents, state.engine, kb, uploads, quota)
-    except BaseException as exc:
-        await asyncio.to_thread(_delete_all, state.files, keys)
-        if isinstance(exc, quotas.QuotaExceeded):
-            raise HTTPException(status.HTTP_403_FORBIDDEN, str(exc)) from None
-        raise
-    state.indexer.notify()
+    records = await operations.upload_documents(state, kb, incoming)
     return UploadAccepted(
         items=[UploadItem(id=r.id, filename=r.filename, status=r.status) for r in records]
     )
 
 
-def _check(engine: Engine, check: catalog.Check) -> None:
-    """Run `check` on the database as it is now."""
-    with reading(engine) as db:
-        check(db)
-
-
-def _save_all(files: FileStore, keys: list[str]) -> None:
-    """Put every received upload into the file store; on failure none stays anywhere."""
-    try:
-        for key in keys:
-            files.save(key)
-    except BaseException:
-        _delete_all(files, keys)
-        raise
-
-
-def _delete_all(files: FileStore, keys: list[str]) -> None:
-    """Remove every received upload, wherever it is (received or in the file store)."""
-    for key in keys:
-        files.delete_folder(str(PurePosixPath(key).parent))
-
-
 @router.get("", responses=_NOT_FOUND)
 async def list_documents(kb: KB, state: State) -> DocumentList:
     """Every document of the knowledge base with its indexing status."""
-    documents = await asyncio.to_thread(catalog.list_documents, state.engine, kb.id)
+    documents = await operations.list_documents(state, kb)
     return DocumentList(items=[DocumentOut.of(d) for d in documents])
 
 
@@ -167,20 +97,9 @@ async def list_chunks(
     limit: ChunkPageLimit = 30,
 ) -> ChunkPage:
     """A page of the document's stored chunks in order."""
-    handle = await state.handle(kb)
-    chunks = await handle.list_chunks(document.id, offset, limit)
+    chunks = await operations.list_chunks(state, kb, document, offset, limit)
     return ChunkPage(
-        items=[
-            ChunkOut(
-                chunk_index=c.chunk_index,
-                text=c.content.text if isinstance(c.content, TextBlock) else None,
-                media_type="text/plain"
-                if isinstance(c.content, TextBlock)
-                else c.content.source.media_type,
-                metadata=public_metadata(c.metadata),
-            )
-            for c in chunks
-        ],
+        items=[ChunkOut.of(c) for c in chunks],
         offset=offset,
         limit=limit,
         total=document.chunk_count,
@@ -197,25 +116,14 @@ async def list_chunks(
 )
 async def download_file(document: Document, state: State) -> StreamingResponse:
     """The raw upload as an attachment (never rendered: `nosniff`, a sandboxing CSP)."""
-    opened = await asyncio.to_thread(state.files.open, document.path)
-    if opened is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"the file of {document.id!r} is gone")
-    reader, size = opened
-
-    async def blocks() -> AsyncIterator[bytes]:
-        try:
-            while block := await asyncio.to_thread(reader.read, DOWNLOAD_BLOCK):
-                yield block
-        finally:
-            await asyncio.to_thread(reader.close)
-
+    stored = await operations.open_file(state, document)
     headers = {
-        "Content-Length": str(size),
+        "Content-Length": str(stored.size),
         "Content-Disposition": _attachment(document.filename),
         "Content-Security-Policy": DOWNLOAD_CSP,
         "X-Content-Type-Options": "nosniff",
     }
-    return StreamingResponse(blocks(), media_type=document.media_type, headers=headers)
+    return StreamingResponse(stored.blocks(), media_type=document.media_type, headers=headers)
 
 
 def _attachment(filename: str) -> str:
@@ -229,11 +137,5 @@ def _attachment(filename: str) -> str:
 @router.delete("/{document_id}", status_code=status.HTTP_204_NO_CONTENT, responses=_NOT_FOUND)
 async def delete_document(document: Document, kb: KB, state: State) -> Response:
     """Delete the document: its chunks, its file and its record."""
-    handle = await state.handle(kb)
-    async with state.locks.hold(document.id):  # waits for a running index of it
-        with contextlib.suppress(DocumentNotFoundError):
-            await handle.delete_document(document.id)
-        await asyncio.to_thread(catalog.delete_document, state.engine, document.id)
-    folder = str(PurePosixPath(document.path).parent)
-    await asyncio.to_thread(state.files.delete_folder, folder)
+    await operations.delete_document(state, kb, document)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

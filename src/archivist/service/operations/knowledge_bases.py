@@ -1,0 +1,156 @@
+"""Knowledge-base operations: look up, create (with its indexing and the tenant's quota),
+rename, list, report document statuses and delete with everything stored for it."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from dataclasses import dataclass
+
+from archivist.rag import KnowledgeBase
+from archivist.service.guards import quotas
+from archivist.service.operations.errors import InvalidRequest, NotFound
+from archivist.service.retrieval.kb_profiles import KBIndexing
+from archivist.service.state import ServiceState
+from archivist.service.storage import catalog
+from archivist.service.storage.catalog import DocumentRecord, KBRecord
+
+MAX_STATUS_IDS = 1000
+"""Most document ids one status request may ask about."""
+
+
+async def get_kb(state: ServiceState, tenant: str, name: str) -> KBRecord:
+    """The tenant's knowledge base `name`; NotFound when the tenant has none of that name."""
+    kb = await asyncio.to_thread(catalog.get_kb, state.engine, tenant, name)
+    if kb is None:
+        raise NotFound(f"no knowledge base {name!r}")
+    return kb
+
+
+async def find_searched_kb(state: ServiceState, tenant: str, name: str) -> KBRecord | None:
+    """The tenant's knowledge base `name` to search, or None: from memory when it was found
+    in the last `catalog.KB_CACHE_SECONDS` (a search needs only what never changes about it)."""
+    kb = catalog.recent_kb(state.engine, tenant, name)
+    if kb is None:
+        kb = await asyncio.to_thread(catalog.get_kb, state.engine, tenant, name)
+    return kb
+
+
+async def get_searched_kb(state: ServiceState, tenant: str, name: str) -> KBRecord:
+    """`find_searched_kb`, raising NotFound when the tenant has no knowledge base `name`."""
+    kb = await find_searched_kb(state, tenant, name)
+    if kb is None:
+        raise NotFound(f"no knowledge base {name!r}")
+    return kb
+
+
+def indexing(state: ServiceState, kb: KBRecord) -> KBIndexing | None:
+    """How `kb` indexes (its own choice or the defaults); None without per-KB profiles."""
+    return state.profiles.indexing(kb) if state.profiles is not None else None
+
+
+async def list_kbs(state: ServiceState, tenant: str) -> list[KBRecord]:
+    """The tenant's knowledge bases by name, with their document counts."""
+    return await asyncio.to_thread(catalog.list_kbs, state.engine, tenant)
+
+
+async def handles(state: ServiceState, tenant: str) -> list[KnowledgeBase]:
+    """Tenant-confined handles on every knowledge base of the tenant (for MCP's tools)."""
+    records = await asyncio.to_thread(catalog.tenant_kbs, state.engine, tenant)
+    return [await state.handle(record) for record in records]
+
+
+async def counted(state: ServiceState, kb: KBRecord) -> KBRecord:
+    """`kb` with its current document count."""
+    return await asyncio.to_thread(catalog.counted, state.engine, kb)
+
+
+async def create_kb(
+    state: ServiceState,
+    tenant: str,
+    name: str,
+    description: str = "",
+    *,
+    embedding_model: str | None = None,
+    chunk_size: int | None = None,
+    overlap: int | None = None,
+) -> KBRecord:
+    """Create an empty knowledge base and its collection; `embedding_model`, `chunk_size`
+    and `overlap` (unset: the defaults) fix how it indexes for its whole life.
+
+    Raises InvalidRequest for a model or chunk sizes that cannot be used, QuotaExceeded
+    when the tenant may have no more, KBExistsError when the name is taken.
+    """
+    chosen: KBIndexing | None = None
+    if state.profiles is not None and (
+        embedding_model is not None or chunk_size is not None or overlap is not None
+    ):
+        defaults = state.profiles.defaults()
+        chosen = KBIndexing(
+            embedding_model=embedding_model or defaults.embedding_model,
+            chunk_size=chunk_size if chunk_size is not None else defaults.chunk_size,
+            overlap=overlap if overlap is not None else defaults.overlap,
+        )
+        try:
+            await asyncio.to_thread(state.profiles.chunker_for, chosen)
+        except ValueError as exc:
+            raise InvalidRequest(str(exc)) from None
+    quota = functools.partial(
+        quotas.check_new_kb, tenant=tenant, quota=state.settings.quota_for(tenant)
+    )
+    kb = await asyncio.to_thread(
+        functools.partial(
+            catalog.create_kb,
+            state.engine,
+            tenant,
+            name,
+            description,
+            check=quota,
+            **(chosen.model_dump() if chosen is not None else {}),
+        )
+    )
+    handle = await state.handle(kb)
+    await handle.ensure_collection()
+    return kb
+
+
+async def update_kb(
+    state: ServiceState, kb: KBRecord, name: str | None = None, description: str | None = None
+) -> KBRecord:
+    """Rename `kb` and/or change its description (its indexing stays as created); returns
+    it counted. KBExistsError when the tenant already has the new name."""
+    updated = await asyncio.to_thread(catalog.update_kb, state.engine, kb, name, description)
+    return await counted(state, updated)
+
+
+@dataclass(frozen=True)
+class DocumentStatuses:
+    """The documents found among the asked ids, and the ids the knowledge base lacks."""
+
+    found: list[DocumentRecord]
+    missing: list[str]
+
+
+async def document_statuses(state: ServiceState, kb: KBRecord, ids: list[str]) -> DocumentStatuses:
+    """The records of the documents `ids` names (duplicates asked once); InvalidRequest for
+    none or more than `MAX_STATUS_IDS`."""
+    wanted = list(dict.fromkeys(ids))
+    if not wanted or len(wanted) > MAX_STATUS_IDS:
+        raise InvalidRequest(
+            f"ids: give between 1 and {MAX_STATUS_IDS} document ids", argument="ids"
+        )
+    found = await asyncio.to_thread(catalog.documents_by_id, state.engine, kb.id, wanted)
+    seen = {d.id for d in found}
+    return DocumentStatuses(found, [i for i in wanted if i not in seen])
+
+
+async def delete_kb(state: ServiceState, kb: KBRecord) -> None:
+    """Delete `kb` with its documents, chunks and files; a job indexing one of its documents
+    is let finish first, so nothing writes to the collection after it is gone."""
+    await asyncio.to_thread(catalog.delete_kb, state.engine, kb.id)
+    for job in list(state.indexer.in_flight.values()):
+        if job.kb.id == kb.id:
+            async with state.locks.hold(job.document.id):
+                pass
+    await state.store.delete_collection(kb.collection)
+    await asyncio.to_thread(state.files.delete_folder, kb.id)
