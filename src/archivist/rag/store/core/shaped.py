@@ -13,7 +13,7 @@ from archivist.rag.store.base import VectorStoreBase
 from archivist.rag.store.core.arguments import SEARCH_MODES, SearchMode
 from archivist.rag.store.core.bm25 import Bm25Encoder
 from archivist.rag.store.core.terms import TERM_LAYOUT
-from archivist.validation import check_collection_name
+from archivist.validation import check_collection_name, check_positive_int
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,24 @@ class ShapedStore(VectorStoreBase, Generic[S]):
                 argument="collection",
             )
         return shape
+
+    @staticmethod
+    def _check_new_collection(name: str, dimensions: int, sparse: bool) -> None:
+        """The arguments of `create_collection`, checked alike in every engine."""
+        check_collection_name(name)
+        check_positive_int(dimensions, "dimensions")
+        if not isinstance(sparse, bool):
+            raise InvalidArgumentError(f"sparse must be a bool, got {sparse!r}", argument="sparse")
+
+    @staticmethod
+    def _check_same_dimensions(name: str, existing: CollectionShape, dimensions: int) -> None:
+        """An error naming both sizes when collection `name` exists for other dimensions."""
+        if existing.dimensions != dimensions:
+            raise InvalidArgumentError(
+                f"collection {name!r} exists with {existing.dimensions} dimensions, "
+                f"not dimensions={dimensions}",
+                argument="dimensions",
+            )
 
     def _encoder(self, shape: CollectionShape) -> Bm25Encoder:
         """The BM25 encoder of the term layout `shape`'s collection was indexed with."""

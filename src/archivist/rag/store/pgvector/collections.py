@@ -175,10 +175,7 @@ class PgVectorCollections(ShapedStore[Collection]):
     async def create_collection(self, name: str, dimensions: int, *, sparse: bool = True) -> None:
         """Create collection `name` for `dimensions`-d vectors, with BM25 terms for hybrid
         search unless `sparse` is False; a no-op if it exists with the same dimensions."""
-        check_collection_name(name)
-        check_positive_int(dimensions, "dimensions")
-        if not isinstance(sparse, bool):
-            raise InvalidArgumentError(f"sparse must be a bool, got {sparse!r}", argument="sparse")
+        self._check_new_collection(name, dimensions, sparse)
         existing = await self._shape(name, fresh=True)
         if existing is None:
             async with self._transaction() as connection:
@@ -198,12 +195,7 @@ class PgVectorCollections(ShapedStore[Collection]):
                         [name, dimensions, self._distance, sparse, TERM_LAYOUT],
                     )
             existing = await self._require(name)
-        if existing.dimensions != dimensions:
-            raise InvalidArgumentError(
-                f"collection {name!r} exists with {existing.dimensions} dimensions, "
-                f"not dimensions={dimensions}",
-                argument="dimensions",
-            )
+        self._check_same_dimensions(name, existing, dimensions)
 
     async def delete_collection(self, name: str) -> None:
         check_collection_name(name)

@@ -10,7 +10,6 @@ from collections.abc import AsyncIterable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 from archivist._util.off_loop import off_loop
-from archivist.errors import InvalidArgumentError
 from archivist.rag.record import VectorRecord
 from archivist.rag.store.base import MetadataFilter
 from archivist.rag.store.core.arguments import (
@@ -48,7 +47,6 @@ from archivist.rag.store.qdrant.filter import (
 )
 from archivist.validation import (
     check_collection_name,
-    check_positive_int,
 )
 
 if TYPE_CHECKING:
@@ -175,10 +173,7 @@ class QdrantCollections(ShapedStore[CollectionShape]):
     async def create_collection(self, name: str, dimensions: int, *, sparse: bool = True) -> None:
         """Create collection `name` for `dimensions`-d vectors, with BM25 vectors for hybrid
         search unless `sparse` is False; a no-op if it exists with the same dimensions."""
-        check_collection_name(name)
-        check_positive_int(dimensions, "dimensions")
-        if not isinstance(sparse, bool):
-            raise InvalidArgumentError(f"sparse must be a bool, got {sparse!r}", argument="sparse")
+        self._check_new_collection(name, dimensions, sparse)
         backend = self._open()
         async with self._collections_lock:
             existing = await self._shape(name)
@@ -194,12 +189,7 @@ class QdrantCollections(ShapedStore[CollectionShape]):
                 else:
                     self._params[name] = params
                     return
-            if existing.dimensions != dimensions:
-                raise InvalidArgumentError(
-                    f"collection {name!r} exists with {existing.dimensions} dimensions, "
-                    f"not dimensions={dimensions}",
-                    argument="dimensions",
-                )
+            self._check_same_dimensions(name, existing, dimensions)
 
     async def delete_collection(self, name: str) -> None:
         check_collection_name(name)
