@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from typing import Any
@@ -35,13 +34,13 @@ from archivist.errors import (
     FileError,
     InvalidArgumentError,
     StoreError,
-    StoreLockedError,
     TransientEmbeddingError,
     UnsupportedFileTypeError,
 )
 from archivist.service.guards.quotas import QuotaExceeded
 from archivist.service.indexing.uploads import UploadRejected
 from archivist.service.operations.errors import Conflict, NotFound
+from archivist.service.public_detail import public_detail
 from archivist.service.schemas import Problem
 from archivist.service.storage.catalog import KBExistsError
 
@@ -187,28 +186,6 @@ def status_for(error: ArchivistError) -> int:
     if isinstance(error, UploadRejected):
         return error.status
     return next((status for kind, status in _STATUS_BY_CLASS if isinstance(error, kind)), 500)
-
-
-def public_detail(error: BaseException) -> str:
-    """What a client may read about `error`: built from its fields, so a server path never
-    shows (a file is named by its `filename`; a store's location and holder stay out)."""
-    if isinstance(error, FileError):
-        return f"{error.filename}: {error.reason}" if error.filename else error.reason
-    if isinstance(error, DocumentNotFoundError):
-        return f"no document {error.document_id!r}" if error.document_id else "no such document"
-    if isinstance(error, StoreLockedError):
-        return "the knowledge base is busy; try again shortly"
-    if isinstance(error, StoreError | ConfigurationError):
-        return f"{type(error).__name__}; the service log has the details"
-    if isinstance(error, InvalidArgumentError | EmbeddingError | ChatModelError):
-        return str(error)  # the caller's own values, the model's name and its provider's words
-    if isinstance(error, NotFound | Conflict | QuotaExceeded | UploadRejected):
-        return str(error)  # the service's refusals: built from names, ids and counts
-    if isinstance(error, OSError):
-        name = os.path.basename(os.fsdecode(error.filename)) if error.filename else None
-        what = error.strerror or type(error).__name__
-        return f"{name}: {what}" if name else what
-    return f"{type(error).__name__}; the service log has the details"
 
 
 async def _archivist_error(request: Request, exc: Exception) -> Response:

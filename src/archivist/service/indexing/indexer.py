@@ -27,7 +27,7 @@ from archivist.rag.store.base import VectorStoreBase
 from archivist.rag.store.keyed_lock import KeyedLocks
 from archivist.service.indexing import jobs
 from archivist.service.indexing.jobs import ClaimedJob
-from archivist.service.problems import public_detail
+from archivist.service.public_detail import public_detail
 from archivist.service.retrieval.kb_profiles import KBProfiles
 from archivist.service.retrieval.tenant_cache import PRIORITY, TENANT
 from archivist.service.retrieval.vectors import kb_handle
