@@ -18,7 +18,9 @@ from archivist.rag import ApproxTokenChunker, KnowledgeBase, default_registry
 from archivist.rag.document import Chunk
 from archivist.rag.knowledge.ingest import Outcome, ingest_files
 from archivist.rag.record import VectorRecord
+from archivist.rag.store.core.layout import DOCUMENT_ID
 from archivist.rag.store.qdrant import QdrantStore
+from archivist.rag.store.qdrant.filter import Match, Where
 
 TEXT = " ".join(f"Sentence {i} talks about herons, owls and kestrels." for i in range(60))
 
@@ -46,9 +48,16 @@ class EngineCalls:
         return counted
 
     def _counted_scroll(self, method: Callable[..., Any]) -> Callable[..., Any]:
-        async def counted(*args: Any, **kwargs: Any) -> AsyncIterator[list[dict[str, Any]]]:
-            self.calls["scroll"] += 1
-            async for page in method(*args, **kwargs):
+        async def counted(
+            name: str, where: Where, *args: Any, **kwargs: Any
+        ) -> AsyncIterator[list[dict[str, Any]]]:
+            # A scroll within one document (a replace counting its old chunks' BM25 lengths
+            # out) costs what the document holds, not what the collection does.
+            one_document = any(
+                isinstance(match, Match) and match.key == DOCUMENT_ID for match in where.must
+            )
+            self.calls["document scroll" if one_document else "scroll"] += 1
+            async for page in method(name, where, *args, **kwargs):
                 self.payloads += len(page)
                 yield page
 

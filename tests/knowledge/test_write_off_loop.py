@@ -13,6 +13,7 @@ import pytest
 from archivist.message import TextBlock
 from archivist.rag import ApproxTokenChunker, Chunk, KnowledgeBase, NewDocument, default_registry
 from archivist.rag.knowledge import ingest, writing
+from archivist.rag.store.core import store as store_core
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.rag.store.qdrant import collections as qdrant_store
 from archivist.testing.embedding import HashEmbeddingModel
@@ -45,10 +46,8 @@ def threads_seen(monkeypatch: pytest.MonkeyPatch) -> dict[str, set[bool]]:
     monkeypatch.setattr(
         writing.DocumentWriter, "_stamped", spy("stamping", writing.DocumentWriter._stamped)
     )
-    monkeypatch.setattr(qdrant_store, "points_for", spy("points", qdrant_store.points_for))
-    monkeypatch.setattr(
-        qdrant_store, "with_sparse", spy("bm25 vectors", qdrant_store.with_sparse)
-    )
+    monkeypatch.setattr(store_core, "points_for", spy("points", store_core.points_for))
+    monkeypatch.setattr(qdrant_store, "with_sparse", spy("bm25 vectors", qdrant_store.with_sparse))
     return seen
 
 

@@ -94,8 +94,7 @@ async def test_a_cut_short_replace_is_found_and_repaired(store: PgVectorStore) -
     from archivist.rag.store.core.points import points_for
 
     points = points_for(points_source, DIMENSIONS, new_generation(), document_id="d")
-    async with store._transaction() as connection:
-        await store._write(connection, "docs", found, points_source, points)
+    await store._write("docs", found, points_source, points)
     generations = await store.document_generations("docs", document_id="d")
     assert [g.chunk_count for g in generations] == [3, 1]
     removed = await store.repair_document("docs", "d")

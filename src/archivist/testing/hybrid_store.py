@@ -14,7 +14,7 @@ import pytest
 from archivist.message import Base64Source, DataBlock
 from archivist.rag.document import Chunk
 from archivist.rag.record import VectorRecord
-from archivist.testing.store import DIMENSIONS, StoreTests, record, unit
+from archivist.testing.store import DIMENSIONS, StoreTests, batches, record, unit
 
 TEXTS = {
     "pandas": "Giant pandas live in the bamboo forests of Sichuan and eat bamboo all day.",
@@ -157,6 +157,35 @@ class HybridSearchTests(StoreTests):
         hits = await store.search("docs", None, 3, query_text="pandas", mode="sparse")
         assert [hit.document_id for hit in hits] == ["rockets"]
 
+    async def test_deleted_and_replaced_chunks_leave_the_bm25_totals(self, store: Any) -> None:
+        """The BM25 totals (the average chunk length new chunks are weighed by) are those of
+        the chunks stored: after chunks are written again, a long document is deleted and
+        another replaced, a later
+        chunk is weighed as in a collection that never had them. A one-word query's score
+        ratio between two chunks cancels the word's IDF, which is the engine's (Qdrant Edge
+        counts deleted points in it until it vacuums their segment)."""
+        long_text = " ".join(["bamboo forests and orbital rockets"] * 40)
+        later = record("later", 0, unit(0), total=1, text="Pandas and rockets share a forest.")
+        ratios = {}
+        for collection, churn in (("churned", True), ("fresh", False)):
+            await _fill(store, collection)
+            if churn:
+                await _fill(store, collection)  # the same chunks again overwrite themselves
+                await store.insert(
+                    collection, [record("long", 0, unit(0), total=1, text=long_text)]
+                )
+                await store.delete(collection, "long")
+                replacement = record("bread", 0, unit(1), total=1, text=long_text)
+                await store.replace_document(collection, "bread", batches([replacement]))
+                bread = record("bread", 0, unit(1), total=1, text=TEXTS["bread"])
+                await store.replace_document(collection, "bread", batches([bread]))
+            await store.insert(collection, [later])
+            hits = await store.search(collection, None, 5, query_text="pandas", mode="sparse")
+            scores = {hit.document_id: hit.score for hit in hits}
+            assert scores.keys() == {"later", "pandas"}, collection
+            ratios[collection] = scores["later"] / scores["pandas"]
+        assert ratios["churned"] == pytest.approx(ratios["fresh"], rel=1e-4)
+
     async def test_rare_words_outweigh_common_ones(self, store: Any) -> None:
         # IDF comes from the collection: "forest" is in every chunk, "orchid" in one.
         await store.create_collection("docs", DIMENSIONS)
@@ -187,9 +216,7 @@ class HybridSearchTests(StoreTests):
         await store.insert(
             "man",
             [
-                record(
-                    name, 0, unit(1) if name in lookalikes else unit(1, 0.5), total=1, text=text
-                )
+                record(name, 0, unit(1) if name in lookalikes else unit(1, 0.5), total=1, text=text)
                 for name, text in texts.items()
             ],
         )

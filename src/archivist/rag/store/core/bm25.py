@@ -68,6 +68,14 @@ class Bm25Stats:
         self.tokens += sum(item.length for item in batch)
         self.chunks += len(batch)
 
+    def remove(self, lengths: list[int]) -> None:
+        """Count out the chunks of these term `lengths` that were deleted (those of length 0
+        had no BM25 vector and were never counted): the totals stay those of the chunks
+        stored."""
+        gone = [length for length in lengths if length > 0]
+        self.tokens = max(0, self.tokens - sum(gone))
+        self.chunks = max(0, self.chunks - len(gone))
+
 
 def check_term_layout(layout: object) -> int:
     """`layout` if this version knows it; ValueError naming it otherwise."""

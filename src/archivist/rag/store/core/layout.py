@@ -11,6 +11,8 @@ these fields (Qdrant: its payload; PostgreSQL: columns):
                         which converts and stores one string much faster than a nested object
     metadata      dict  the chunk's own metadata, as JSON, nested so user keys cannot collide
                         with the fields above; filters address `metadata."<key>"`
+    term_length   int   the chunk's length in BM25 terms (absent or 0: no BM25 vector), which
+                        a delete takes off the collection's BM25 totals
 
 Point ids are UUIDs. `replace_document` gives each chunk a new id made from its generation: the
 generation's time, then a hash of (document_id, generation, chunk_index), so a new version never
@@ -42,6 +44,7 @@ TOTAL_CHUNKS = "total_chunks"
 SOURCE = "source"
 CONTENT = "content"
 METADATA = "metadata"
+TERM_LENGTH = "term_length"
 
 SUMMARY_FIELDS = (DOCUMENT_ID, SOURCE, METADATA)
 """The payload fields a DocumentSummary needs (the content block is left on disk)."""

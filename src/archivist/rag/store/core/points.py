@@ -12,6 +12,7 @@ from archivist.rag.record import VectorRecord
 from archivist.rag.store.core.arguments import check_records
 from archivist.rag.store.core.bm25 import Bm25Encoder, SparseVector, TermCounts
 from archivist.rag.store.core.layout import (
+    TERM_LENGTH,
     chunk_metadata,
     generation_point_id,
     metadata_version,
@@ -81,9 +82,14 @@ def term_counts(encoder: Bm25Encoder, records: Sequence[VectorRecord]) -> list[T
 def with_sparse(
     points: list[PointWrite], counts: list[TermCounts | None], average: float
 ) -> list[PointWrite]:
-    """`points` with the BM25 vector of each one whose chunk has counted terms."""
+    """`points` with the BM25 vector of each one whose chunk has counted terms, and that
+    chunk's term length in its payload."""
     return [
-        dataclasses.replace(point, sparse=Bm25Encoder.document(terms, average))
+        dataclasses.replace(
+            point,
+            payload={**point.payload, TERM_LENGTH: terms.length},
+            sparse=Bm25Encoder.document(terms, average),
+        )
         if terms is not None and terms.length
         else point
         for point, terms in zip(points, counts, strict=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import AsyncIterable, AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Self
 
@@ -14,47 +14,32 @@ from psycopg import AsyncConnection, OperationalError, sql
 from archivist._util.off_loop import off_loop
 from archivist.errors import InvalidArgumentError
 from archivist.rag.record import VectorRecord
-from archivist.rag.store.base import MetadataFilter
-from archivist.rag.store.core.arguments import (
-    check_document_arguments,
-)
 from archivist.rag.store.core.bm25 import TermCounts, check_term_layout
 from archivist.rag.store.core.distance import check_distance
-from archivist.rag.store.core.generations import (
-    new_generation,
-    write_generation,
-)
-from archivist.rag.store.core.points import PointWrite, points_for
-from archivist.rag.store.core.shaped import ShapedStore
+from archivist.rag.store.core.points import PointWrite, term_counts
+from archivist.rag.store.core.store import CoreStore
 from archivist.rag.store.core.terms import TERM_LAYOUT
-from archivist.rag.store.pgvector.filter import where_metadata
+from archivist.rag.store.pgvector.filter import SqlScope, where_metadata
 from archivist.rag.store.pgvector.schema import (
+    Collection,
     Tables,
     check_prefix,
     collection_ddl,
     registry_ddl,
 )
-from archivist.validation import (
-    check_collection_name,
-    check_positive_int,
-)
+from archivist.rag.store.pgvector.search import Row
+from archivist.rag.store.pgvector.writing import delete_where, write_chunks
+from archivist.validation import MetadataFilter, check_collection_name, check_positive_int
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
 
-from archivist.rag.store.core.points import term_counts
-from archivist.rag.store.pgvector.schema import Collection
-from archivist.rag.store.pgvector.writing import delete_where, write_chunks
-
 __all__ = ["PgVectorCollections"]
 
 
-class PgVectorCollections(ShapedStore[Collection]):
+class PgVectorCollections(CoreStore[Collection, SqlScope, Row]):
     """The pool, the collections and the writes of a `PgVectorStore` (see it); searching and
     reading are `PgVectorStore`'s."""
-
-    WRITE_BATCH = 256
-    """Chunks per write transaction."""
 
     def __init__(
         self,
@@ -216,46 +201,51 @@ class PgVectorCollections(ShapedStore[Collection]):
 
     # Writing
 
-    async def insert(self, collection: str, records: Sequence[VectorRecord]) -> None:
-        """Write `records` in one transaction: all of them or none. A record whose document id,
-        chunk index and metadata are already stored replaces that chunk."""
-        check_collection_name(collection)
-        self._open()
-        if not records:
-            return
-        found = await self._require(collection)
-        points = await off_loop(  # Python per record
-            functools.partial(
-                points_for, records, found.dimensions, new_generation(), stable_ids=True
-            ),
-            len(records),
-        )
-        async with self._transaction() as connection:
-            await self._write(connection, collection, found, records, points)
+    async def _scope(self, collection: str, metadata_filter: MetadataFilter | None) -> SqlScope:
+        return where_metadata(metadata_filter)
 
     async def _write(
         self,
-        connection: AsyncConnection[Any],
         collection: str,
-        found: Collection,
+        shape: Collection,
         records: Sequence[VectorRecord],
         points: list[PointWrite],
     ) -> None:
-        """Store `points` with their BM25 postings in the caller's transaction, holding the
+        """Store `points` with their BM25 postings in one transaction, holding the
         collection's write lock."""
-        await self._lock(connection, "collection", collection)
         counts: list[TermCounts | None] = [None] * len(points)
-        if found.sparse:  # Python per chunk
-            encoder = self._encoder(found)
+        if shape.sparse:  # Python per chunk
+            encoder = self._encoder(shape)
             counts = await off_loop(functools.partial(term_counts, encoder, records), len(records))
-        await write_chunks(connection, self._registry, collection, found, points, counts)
-
-    async def _delete(
-        self, collection: str, found: Collection, condition: sql.Composable, params: list[Any]
-    ) -> None:
         async with self._transaction() as connection:
             await self._lock(connection, "collection", collection)
-            await delete_where(connection, self._registry, collection, found, condition, params)
+            await write_chunks(connection, self._registry, collection, shape, points, counts)
+
+    async def _remove(
+        self,
+        collection: str,
+        shape: Collection,
+        scope: SqlScope | None,
+        document_id: str | None,
+        *,
+        generation: str | None = None,
+        keep: str | None = None,
+    ) -> None:
+        condition, params = scope or (sql.SQL("TRUE"), [])
+        parts: list[sql.Composable] = [condition]
+        for test, value in (
+            ("c.document_id = %s", document_id),
+            ("c.generation = %s", generation),
+            ("c.generation <> %s", keep),
+        ):
+            if value is not None:
+                parts.append(sql.SQL(test))
+                params = [*params, value]
+        async with self._transaction() as connection:
+            await self._lock(connection, "collection", collection)
+            await delete_where(
+                connection, self._registry, collection, shape, sql.SQL(" AND ").join(parts), params
+            )
 
     @asynccontextmanager
     async def _document_lock(self, collection: str, document_id: str) -> AsyncIterator[None]:
@@ -270,80 +260,6 @@ class PgVectorCollections(ShapedStore[Collection]):
                 await connection.execute(
                     "SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [key]
                 )
-
-    async def replace_document(
-        self,
-        collection: str,
-        document_id: str,
-        batches: AsyncIterable[list[VectorRecord]],
-        metadata_filter: MetadataFilter | None = None,
-    ) -> int:
-        """Write `batches` as the whole of `document_id` (within `metadata_filter`) as a new
-        generation, then drop the old one in one transaction; if anything fails, the new
-        chunks are removed and the old version stays whole. A process killed part-way leaves
-        the old version beside a partial new one, which `repair_document` removes."""
-        scope, scope_params = where_metadata(
-            check_document_arguments(collection, document_id, metadata_filter)
-        )
-        found = await self._require(collection)
-        seen: set[tuple[str, int]] = set()
-
-        async def write(batch: list[VectorRecord], generation: str) -> int:
-            points = await off_loop(
-                functools.partial(
-                    points_for,
-                    batch,
-                    found.dimensions,
-                    generation,
-                    document_id=document_id,
-                    metadata_filter=metadata_filter,
-                    seen=seen,
-                ),
-                len(batch),
-            )
-            if points:
-                async with self._transaction() as connection:
-                    await self._write(connection, collection, found, batch, points)
-            return len(points)
-
-        async def drop_older(generation: str) -> None:
-            await self._delete(
-                collection,
-                found,
-                sql.SQL("c.document_id = %s AND c.generation <> %s AND {}").format(scope),
-                [document_id, generation, *scope_params],
-            )
-
-        async def discard(generation: str) -> None:
-            await self._delete(collection, found, sql.SQL("c.generation = %s"), [generation])
-
-        return await write_generation(
-            batches,
-            lock=self._document_lock(collection, document_id),
-            write=write,
-            drop_older=drop_older,
-            discard=discard,
-        )
-
-    async def delete(
-        self,
-        collection: str,
-        document_id: str,
-        metadata_filter: MetadataFilter | None = None,
-    ) -> None:
-        scope, scope_params = where_metadata(
-            check_document_arguments(collection, document_id, metadata_filter)
-        )
-        found = await self._shape(collection)
-        if found is None:
-            return
-        async with self._document_lock(collection, document_id):
-            await self._delete(
-                collection,
-                found,
-                sql.SQL("c.document_id = %s AND {}").format(scope),
-                [document_id, *scope_params],
-            )
 
 
 def _redacted(url: str) -> str:

@@ -16,10 +16,11 @@ from psycopg.types.json import Jsonb
 
 from archivist.validation import check_metadata_filter
 
+SqlScope = tuple[sql.Composable, list[Any]]
+"""A metadata filter as an SQL condition on the chunk table and its parameters."""
 
-def where_metadata(
-    metadata_filter: Mapping[str, Any] | None, alias: str = "c"
-) -> tuple[sql.Composable, list[Any]]:
+
+def where_metadata(metadata_filter: Mapping[str, Any] | None, alias: str = "c") -> SqlScope:
     """(SQL condition, its parameters) for `metadata_filter` on table alias `alias`; TRUE when
     there is no filter. Checked by `archivist.validation.check_metadata_filter`."""
     checked = check_metadata_filter(metadata_filter) or {}

@@ -10,7 +10,7 @@ import numpy as np
 from psycopg import AsyncConnection, sql
 from psycopg.types.json import Jsonb
 
-from archivist.rag.store.core.bm25 import Bm25Encoder, TermCounts
+from archivist.rag.store.core.bm25 import Bm25Encoder, Bm25Stats, TermCounts
 from archivist.rag.store.core.layout import (
     CHUNK_INDEX,
     CONTENT,
@@ -73,9 +73,8 @@ async def write_chunks(
         [collection],
     )
     row = await cursor.fetchone()
-    chunks = (int(row[0]) if row else 0) + len(counted)
-    tokens = (int(row[1]) if row else 0) + sum(terms.length for _, terms in counted)
-    average = tokens / chunks
+    stats = Bm25Stats(tokens=int(row[1]), chunks=int(row[0])) if row else Bm25Stats()
+    average = stats.average_after([terms for _, terms in counted])
     term_ids: list[int] = []
     chunk_ids: list[str] = []
     weights: list[float] = []

@@ -6,48 +6,30 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-from collections.abc import AsyncIterable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Self
 
 from archivist._util.off_loop import off_loop
 from archivist.rag.record import VectorRecord
-from archivist.rag.store.base import MetadataFilter
-from archivist.rag.store.core.arguments import (
-    check_document_arguments,
-)
-from archivist.rag.store.core.bm25 import TermCounts
 from archivist.rag.store.core.distance import check_distance
-from archivist.rag.store.core.generations import (
-    discard_noting,
-    new_generation,
-    write_generation,
-)
-from archivist.rag.store.core.layout import (
-    DOCUMENT_ID,
-    GENERATION,
-)
-from archivist.rag.store.core.points import PointWrite, points_for, term_counts, with_sparse
-from archivist.rag.store.core.shaped import CollectionShape, ShapedStore
+from archivist.rag.store.core.layout import DOCUMENT_ID, GENERATION, TERM_LENGTH
+from archivist.rag.store.core.points import PointWrite, term_counts, with_sparse
+from archivist.rag.store.core.shaped import CollectionShape
+from archivist.rag.store.core.store import CoreStore
 from archivist.rag.store.core.terms import TERM_LAYOUT
 from archivist.rag.store.keyed_lock import KeyedLocks
 from archivist.rag.store.qdrant.backend import (
     INTERNAL_INDEXES,
     QdrantBackend,
     Quantization,
+    ScoredPoint,
     VectorDatatype,
 )
 from archivist.rag.store.qdrant.connect import client_backend, engine_for, store_layout
 from archivist.rag.store.qdrant.edge.optimizer import SEGMENT_POINTS
-from archivist.rag.store.qdrant.filter import (
-    Condition,
-    Match,
-    Where,
-    index_kind,
-    metadata_matches,
-)
-from archivist.validation import (
-    check_collection_name,
-)
+from archivist.rag.store.qdrant.filter import Match, Where, index_kind, metadata_matches
+from archivist.validation import MetadataFilter, check_collection_name
 
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient
@@ -60,11 +42,13 @@ it cost 0.0005 nDCG@10, and it keeps a million 384-d vectors in 0.4 GB of RAM, n
 DEFAULT_VECTOR_DATATYPE: VectorDatatype = "float16"
 """New collections store their dense vectors as float16 unless told otherwise: half the memory
 of float32, and cosine similarities that differ by about 1e-3."""
+SCROLL_PAGE = 1024
+"""Payloads read per page when a delete counts its chunks' BM25 lengths out."""
 TENANT_PAYLOAD_KEY = "tenant_id"
 """The metadata key tenants are told apart by (`archivist.rag.store.tenant.TENANT_KEY`)."""
 
 
-class QdrantCollections(ShapedStore[CollectionShape]):
+class QdrantCollections(CoreStore[CollectionShape, Where, ScoredPoint]):
     """The engine, the collections and the writes of a `QdrantStore` (see it for what each
     argument means); searching and reading are `QdrantStore`'s."""
 
@@ -120,7 +104,7 @@ class QdrantCollections(ShapedStore[CollectionShape]):
         return store
 
     def _setup(self, distance: str, engine: QdrantBackend) -> None:
-        ShapedStore.__init__(self)
+        CoreStore.__init__(self)
         self._distance = check_distance(distance)
         self._engine = engine
         self._is_open = False
@@ -163,13 +147,6 @@ class QdrantCollections(ShapedStore[CollectionShape]):
             self._params[name] = params
         return params
 
-    async def _indexed(self, collection: str, matches: tuple[Condition, ...]) -> Where:
-        """`matches` as a condition, with a payload index made (once) for every key it matches
-        by value."""
-        kinds = {m.key: index_kind(m.value) for m in matches if isinstance(m, Match)}
-        await self._open().ensure_indexes(collection, kinds)
-        return Where(matches)
-
     async def create_collection(self, name: str, dimensions: int, *, sparse: bool = True) -> None:
         """Create collection `name` for `dimensions`-d vectors, with BM25 vectors for hybrid
         search unless `sparse` is False; a no-op if it exists with the same dimensions."""
@@ -206,114 +183,85 @@ class QdrantCollections(ShapedStore[CollectionShape]):
         await self._require(collection)
         await self._open().optimize(collection)
 
-    async def insert(self, collection: str, records: Sequence[VectorRecord]) -> None:
-        """Write `records` as one write: all of them, or (on any error) none. A record whose
-        document id, chunk index and metadata are already stored replaces that point."""
-        check_collection_name(collection)
-        self._open()
-        if not records:
-            return
-        params = await self._require(collection)
-        generation = new_generation()
-        points = await self._points(
-            collection, params, records, generation, functools.partial(points_for, stable_ids=True)
-        )
-        try:
-            await self._upsert(collection, points)
-        except BaseException as error:
-            await discard_noting(functools.partial(self._discard, collection), generation, error)
-            raise
+    async def _scope(self, collection: str, metadata_filter: MetadataFilter | None) -> Where:
+        """`metadata_filter` as a condition, with a payload index made (once) for every key it
+        matches by value."""
+        matches = metadata_matches(metadata_filter)
+        kinds = {m.key: index_kind(m.value) for m in matches if isinstance(m, Match)}
+        await self._open().ensure_indexes(collection, kinds)
+        return Where(matches)
 
-    async def _points(
+    async def _write(
         self,
         collection: str,
-        params: CollectionShape,
+        shape: CollectionShape,
         records: Sequence[VectorRecord],
-        generation: str,
-        build: Callable[[Sequence[VectorRecord], int, str], list[PointWrite]],
-    ) -> list[PointWrite]:
-        """The points `build` makes of `records` (checking them), with the BM25 vector of each
-        text chunk when the collection has them.
+        points: list[PointWrite],
+    ) -> None:
+        """Upsert `points`, `WRITE_BATCH` at a time, with the BM25 vector of each text chunk
+        when the collection has them.
 
-        Checking, payloads and term counting are Python per chunk: they run off the loop
-        (`off_loop`), in a worker thread for a batch.
-        Term weights use the collection's running average chunk length, this write included.
+        Term counting is Python per chunk: it runs off the loop (`off_loop`). Term weights use
+        the collection's running average chunk length, this write included (and the chunks it
+        overwrites counted out).
         """
-
-        def built() -> tuple[list[PointWrite], list[TermCounts | None]]:
-            points = build(records, params.dimensions, generation)
-            return points, term_counts(self._encoder(params), records) if params.sparse else []
-
-        points, counts = await off_loop(built, len(records))
-        counted = [terms for terms in counts if terms is not None and terms.length]
-        if not counted:
-            return points
-        backend = self._open()
-        async with self._stats_locks.hold(collection):
-            stats = await backend.bm25_stats(collection)
-            average = stats.average_after(counted)
-            stats.add(counted)
-            await backend.save_bm25_stats(collection, stats)
-        return await off_loop(functools.partial(with_sparse, points, counts, average), len(points))
-
-    async def _upsert(self, collection: str, points: list[PointWrite]) -> None:
+        if shape.sparse:
+            counts = await off_loop(
+                functools.partial(term_counts, self._encoder(shape), records), len(records)
+            )
+            counted = [terms for terms in counts if terms is not None and terms.length]
+            if counted:
+                backend = self._open()
+                async with self._stats_locks.hold(collection):
+                    # A point written again (an insert of a chunk already stored) is counted
+                    # out before it is counted in.
+                    stored = await backend.retrieve(collection, [point.id for point in points])
+                    stats = await backend.bm25_stats(collection)
+                    stats.remove([int(item.get(TERM_LENGTH) or 0) for item in stored.values()])
+                    average = stats.average_after(counted)
+                    stats.add(counted)
+                    await backend.save_bm25_stats(collection, stats)
+                points = await off_loop(
+                    functools.partial(with_sparse, points, counts, average), len(points)
+                )
         backend = self._open()
         for start in range(0, len(points), self.WRITE_BATCH):
             await backend.upsert(collection, points[start : start + self.WRITE_BATCH])
 
-    async def _discard(self, collection: str, generation: str) -> None:
-        """Delete what a failed write of `generation` stored."""
-        await self._open().delete(collection, Where((Match(GENERATION, generation),)))
-
-    async def replace_document(
+    async def _remove(
         self,
         collection: str,
-        document_id: str,
-        batches: AsyncIterable[list[VectorRecord]],
-        metadata_filter: MetadataFilter | None = None,
-    ) -> int:
-        """Write `batches` as the whole of `document_id` (within `metadata_filter`), then drop the
-        old version; if anything fails, the new chunks are removed and the old version stays whole.
-        """
-        scope_filter = check_document_arguments(collection, document_id, metadata_filter)
-        matches = metadata_matches(scope_filter)
-        params = await self._require(collection)
-        scope = await self._indexed(collection, matches)
-        seen: set[tuple[str, int]] = set()
-        build = functools.partial(
-            points_for, document_id=document_id, metadata_filter=scope_filter, seen=seen
-        )
-
-        async def write(batch: list[VectorRecord], generation: str) -> int:
-            points = await self._points(collection, params, batch, generation, build)
-            await self._upsert(collection, points)
-            return len(points)
-
-        async def drop_older(generation: str) -> None:
-            older = Where(
-                (Match(DOCUMENT_ID, document_id), *scope.must), (Match(GENERATION, generation),)
-            )
-            await self._open().delete(collection, older)
-
-        return await write_generation(
-            batches,
-            lock=self._document_locks.hold((collection, document_id)),
-            write=write,
-            drop_older=drop_older,
-            discard=functools.partial(self._discard, collection),
-        )
-
-    async def delete(
-        self,
-        collection: str,
-        document_id: str,
-        metadata_filter: MetadataFilter | None = None,
+        shape: CollectionShape,
+        scope: Where | None,
+        document_id: str | None,
+        *,
+        generation: str | None = None,
+        keep: str | None = None,
     ) -> None:
-        matches = metadata_matches(
-            check_document_arguments(collection, document_id, metadata_filter)
-        )
-        if await self._shape(collection) is None:
+        where = scope or Where()
+        if document_id is not None:
+            where = where.also(Match(DOCUMENT_ID, document_id))
+        if generation is not None:
+            where = where.also(Match(GENERATION, generation))
+        if keep is not None:
+            where = Where(where.must, (*where.must_not, Match(GENERATION, keep)))
+        backend = self._open()
+        if not shape.sparse:
+            await backend.delete(collection, where)
             return
-        scope = await self._indexed(collection, matches)
-        async with self._document_locks.hold((collection, document_id)):
-            await self._open().delete(collection, scope.also(Match(DOCUMENT_ID, document_id)))
+        # The BM25 totals are those of the chunks stored: the lengths of the doomed chunks
+        # are read and counted out with the delete, under the lock writes count in with.
+        async with self._stats_locks.hold(collection):
+            lengths: list[int] = []
+            async for page in backend.scroll(collection, where, (TERM_LENGTH,), SCROLL_PAGE):
+                lengths.extend(int(item.get(TERM_LENGTH) or 0) for item in page)
+            await backend.delete(collection, where)
+            if any(lengths):
+                stats = await backend.bm25_stats(collection)
+                stats.remove(lengths)
+                await backend.save_bm25_stats(collection, stats)
+
+    def _document_lock(
+        self, collection: str, document_id: str
+    ) -> AbstractAsyncContextManager[object]:
+        return self._document_locks.hold((collection, document_id))

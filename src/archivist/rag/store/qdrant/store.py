@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from archivist.rag.document import Chunk
-from archivist.rag.record import DocumentSummary, VectorSearchResult
-from archivist.rag.store.base import MetadataFilter
+from archivist.rag.record import DocumentSummary
 from archivist.rag.store.capabilities import StoreCapabilities
-from archivist.rag.store.core.arguments import (
-    SEARCH_MODES,
-    SearchMode,
-    check_chunk_page,
-    check_document_arguments,
-    check_search,
-)
-from archivist.rag.store.core.generations import (
-    GenerationInfo,
-    repair_generations,
-)
+from archivist.rag.store.core.arguments import SEARCH_MODES, SearchArguments
+from archivist.rag.store.core.generations import GenerationInfo
 from archivist.rag.store.core.layout import (
     CHUNK_INDEX,
     DOCUMENT_ID,
@@ -29,30 +18,18 @@ from archivist.rag.store.core.layout import (
     chunk_from,
     summary_from,
 )
-from archivist.rag.store.core.query import best_hits, plan_query, search_results
-from archivist.rag.store.core.ranking import (
-    Judged,
-    rank,
-)
+from archivist.rag.store.core.query import Query, Ranked
+from archivist.rag.store.core.ranking import Judged, rank
+from archivist.rag.store.core.shaped import CollectionShape
 from archivist.rag.store.file_lock import StoreLockedError
-from archivist.rag.store.qdrant.backend import (
-    SPARSE_VECTOR,
-    ScoredPoint,
-    SearchRequest,
-)
+from archivist.rag.store.qdrant.backend import SPARSE_VECTOR, ScoredPoint, SearchRequest
 from archivist.rag.store.qdrant.collections import (
     DEFAULT_QUANTIZATION,
     DEFAULT_VECTOR_DATATYPE,
     TENANT_PAYLOAD_KEY,
     QdrantCollections,
 )
-from archivist.rag.store.qdrant.filter import (
-    AnyOf,
-    Between,
-    Match,
-    Where,
-    metadata_matches,
-)
+from archivist.rag.store.qdrant.filter import AnyOf, Between, Match, Where
 from archivist.rag.store.qdrant.hybrid import (
     chunk_of,
     document_of,
@@ -62,12 +39,7 @@ from archivist.rag.store.qdrant.hybrid import (
     tie_break,
 )
 from archivist.rag.store.qdrant.narrowing import narrowed
-from archivist.rag.store.search_filter import SearchFilter
-from archivist.validation import (
-    check_collection_name,
-    check_document_id,
-    check_non_negative_int,
-)
+from archivist.validation import MetadataFilter, check_collection_name, check_metadata_filter
 
 __all__ = [
     "DEFAULT_QUANTIZATION",
@@ -142,89 +114,44 @@ class QdrantStore(QdrantCollections):
         atomic_replace=True,
         generations=True,
     )
-    HYBRID_DEPTH = 50
-    """Candidates each side of a hybrid search fetches (at least `top_k`) to be ranked
-    together by relevance. Deeper candidates change no SciFact top 10 (see
-    `benchmarks/bench_search_trust.py depth`) and cost time in every search."""
 
-    async def search(
+    async def _ranker(
         self,
         collection: str,
-        query_vector: list[float] | None,
-        top_k: int = 5,
-        metadata_filter: MetadataFilter | None = None,
-        *,
-        query_text: str | None = None,
-        mode: SearchMode = "dense",
-        diversity: float | None = None,
-        max_per_document: int | None = None,
-        search_filter: SearchFilter | None = None,
-    ) -> list[VectorSearchResult]:
-        """The `top_k` best chunks within `metadata_filter` and `search_filter`, by `mode`,
-        best first by relevance (`archivist.rag.store.core.ranking`):
-
-        "dense" ranks by `query_vector` (scores are similarities); "sparse" by BM25 of
-        `query_text` (scores are BM25 sums); "hybrid" takes the best chunks of both sides and
-        ranks them together (scores are relevances). Sparse and hybrid need a collection with
-        BM25 vectors. With `diversity` (0 = relevance only .. 1 = diversity only; dense and
-        hybrid), the engine picks the hits from the candidates by maximal marginal relevance,
-        and they come in the order it picked them.
-        With `max_per_document`, at most that many chunks of one document.
-        """
-        checked = check_search(
-            collection,
-            query_vector,
-            top_k,
-            metadata_filter,
-            query_text=query_text,
-            mode=mode,
-            diversity=diversity,
-            max_per_document=max_per_document,
-            search_filter=search_filter,
-        )
-        matches = metadata_matches(checked.metadata_filter)
-        params = await self._shape(collection)
-        if params is None:
-            return []
-        encoder = self._encoder(params) if params.sparse else None
-        query = plan_query(
-            collection,
-            query_vector,
-            query_text,
-            mode,
-            dimensions=params.dimensions,
-            encoder=encoder,
-        )
-        if query is None:
-            return []  # no searchable term in the query
-        dense, sparse = query.dense, query.sparse
-        scope = await self._indexed(collection, matches)
-        if checked.search_filter is not None:
-            within = await narrowed(self._open(), collection, scope, checked.search_filter)
+        shape: CollectionShape,
+        scope: Where,
+        query: Query,
+        search: SearchArguments,
+    ) -> Ranked[ScoredPoint] | None:
+        """Hits ranked by the engine's query (narrowed natively by the search filter), judged
+        from the vectors stored with them; a hybrid search ranks both sides' candidates."""
+        if search.search_filter is not None:
+            within = await narrowed(self._open(), collection, scope, search.search_filter)
             if within is None:
-                return []
+                return None
             scope = within
+        dense, sparse, diversity = query.dense, query.sparse, search.diversity
         query_idf: dict[int, float] = {}
         if sparse is not None:
             query_idf = await term_weights(self._open(), collection, scope, sparse, query.exact)
-        judge_hit = judge_for(params, dense, sparse, query_idf)
+        judge_hit = judge_for(shape, dense, sparse, query_idf)
         backend = self._open()
 
         async def ranked(excluded: tuple[str, ...], limit: int) -> list[Judged[ScoredPoint]]:
             where = scope
             if excluded:
                 where = Where(scope.must, (*scope.must_not, AnyOf(DOCUMENT_ID, excluded)))
+            depth = max(limit, self.HYBRID_DEPTH)
             if dense is not None and sparse is not None and diversity is None:
-                depth = max(limit, self.HYBRID_DEPTH)
                 return await hybrid_hits(
-                    backend, collection, params, where, dense, sparse, query_idf, limit, depth
+                    backend, collection, shape, where, dense, sparse, query_idf, limit, depth
                 )
             request = SearchRequest(
                 limit=limit,
                 where=where,
                 dense=dense,
                 sparse=sparse,
-                depth=max(limit, self.HYBRID_DEPTH),
+                depth=depth,
                 diversity=diversity,
                 # Maximal marginal relevance over both sides: each pick is judged by its
                 # cosine similarity and its BM25 terms, read from its stored vectors.
@@ -235,8 +162,16 @@ class QdrantStore(QdrantCollections):
                 return [judge_hit(hit) for hit in hits]
             return rank(map(judge_hit, hits), tie_break)[:limit]
 
-        found = await best_hits(ranked, document_of, tie_break, top_k, max_per_document)
-        return search_results(found, query, document_of, chunk_of)
+        return ranked
+
+    def _document_of(self, hit: ScoredPoint) -> str:
+        return document_of(hit)
+
+    def _tie_break(self, hit: ScoredPoint) -> tuple[str, ...]:
+        return tie_break(hit)
+
+    def _chunk_of(self, hit: ScoredPoint) -> Chunk:
+        return chunk_of(hit)
 
     async def query_term_weights(
         self, collection: str, query_text: str, metadata_filter: MetadataFilter | None = None
@@ -244,29 +179,22 @@ class QdrantStore(QdrantCollections):
         """The IDF of each BM25 term of `query_text` the lexical evidence of a search within
         `metadata_filter` weighs (`ranking.query_weights`)."""
         check_collection_name(collection)
-        matches = metadata_matches(metadata_filter)
-        params = await self._shape(collection)
-        if params is None or not params.sparse or not query_text:
+        checked = check_metadata_filter(metadata_filter)
+        shape = await self._shape(collection)
+        if shape is None or not shape.sparse or not query_text:
             return {}
-        encoder = self._encoder(params)
+        encoder = self._encoder(shape)
         sparse = encoder.query(query_text)
         if not sparse.indices:
             return {}
-        scope = await self._indexed(collection, matches)
+        scope = await self._scope(collection, checked)
         exact = frozenset(encoder.exact(query_text))
         return await term_weights(self._open(), collection, scope, sparse, exact)
 
-    async def list_documents(
-        self,
-        collection: str,
-        metadata_filter: MetadataFilter | None = None,
+    async def _summaries(
+        self, collection: str, shape: CollectionShape, scope: Where
     ) -> list[DocumentSummary]:
-        """One summary per document (by id), counting its chunks within `metadata_filter`."""
-        check_collection_name(collection)
-        matches = metadata_matches(metadata_filter)
-        if await self._shape(collection) is None:
-            return []
-        scope = await self._indexed(collection, matches)
+        """Chunk counts per document from one facet, and each document's chunk 0."""
         backend = self._open()
         total = await backend.count(collection, scope)
         if total == 0:
@@ -289,20 +217,11 @@ class QdrantStore(QdrantCollections):
             summary_from(firsts[document_id], counts[document_id]) for document_id in sorted(counts)
         ]
 
-    async def document_summary(
-        self,
-        collection: str,
-        document_id: str,
-        metadata_filter: MetadataFilter | None = None,
+    async def _summary(
+        self, collection: str, shape: CollectionShape, scope: Where, document_id: str
     ) -> DocumentSummary | None:
-        """One document's summary from two indexed lookups: its chunk count, and its lowest
-        chunk's payload; the other documents are never read."""
-        matches = metadata_matches(
-            check_document_arguments(collection, document_id, metadata_filter)
-        )
-        if await self._shape(collection) is None:
-            return None
-        scope = (await self._indexed(collection, matches)).also(Match(DOCUMENT_ID, document_id))
+        """Two indexed lookups: the chunk count, and the lowest chunk's payload."""
+        scope = scope.also(Match(DOCUMENT_ID, document_id))
         backend = self._open()
         count = await backend.count(collection, scope)
         if count == 0:
@@ -310,43 +229,29 @@ class QdrantStore(QdrantCollections):
         first = await backend.scroll_ordered(collection, scope, CHUNK_INDEX, 1)
         return summary_from(first[0], count) if first else None
 
-    async def list_chunks(
+    async def _chunk_page(
         self,
         collection: str,
+        shape: CollectionShape,
+        scope: Where,
         document_id: str,
-        offset: int = 0,
-        limit: int = 30,
-        metadata_filter: MetadataFilter | None = None,
+        offset: int,
+        limit: int,
     ) -> list[Chunk]:
-        matches = metadata_matches(
-            check_chunk_page(collection, document_id, offset, limit, metadata_filter)
-        )
-        if await self._shape(collection) is None or limit == 0:
-            return []
-        scope = await self._indexed(collection, matches)
         stored = await self._open().scroll_ordered(
             collection, scope.also(Match(DOCUMENT_ID, document_id)), CHUNK_INDEX, offset + limit
         )
         return [chunk_from(payload) for payload in stored[offset:]]
 
-    async def chunk_window(
+    async def _chunk_range(
         self,
         collection: str,
+        shape: CollectionShape,
+        scope: Where,
         document_id: str,
         first: int,
         last: int,
-        metadata_filter: MetadataFilter | None = None,
     ) -> list[Chunk]:
-        """The chunks of `document_id` indexed `first`..`last`: one range condition on the
-        indexed `chunk_index`, so a window deep in a long document reads only its chunks."""
-        check_collection_name(collection)
-        check_document_id(document_id)
-        check_non_negative_int(first, "first")
-        check_non_negative_int(last, "last")
-        matches = metadata_matches(metadata_filter)
-        if await self._shape(collection) is None or last < first:
-            return []
-        scope = await self._indexed(collection, matches)
         window = scope.also(
             Match(DOCUMENT_ID, document_id), Between(CHUNK_INDEX, gte=first, lte=last)
         )
@@ -355,26 +260,12 @@ class QdrantStore(QdrantCollections):
         )
         return [chunk_from(payload) for payload in stored]
 
-    async def document_generations(
-        self,
-        collection: str,
-        metadata_filter: MetadataFilter | None = None,
-        document_id: str | None = None,
+    async def _generations(
+        self, collection: str, shape: CollectionShape, scope: Where, document_id: str | None
     ) -> list[GenerationInfo]:
-        """Every (document, generation) within `metadata_filter` with the chunk indexes it holds;
-        a full scan of the chunk headers (no content), for `KnowledgeBase.verify`."""
-        check_collection_name(collection)
-        if document_id is not None:
-            check_document_id(document_id)
-        matches = metadata_matches(metadata_filter)
-        if await self._shape(collection) is None:
-            return []
-        scope = await self._indexed(collection, matches)
+        """A scan of the chunk headers within `scope`."""
         if document_id is not None:
             scope = scope.also(Match(DOCUMENT_ID, document_id))
-        return await self._generations(collection, scope)
-
-    async def _generations(self, collection: str, scope: Where) -> list[GenerationInfo]:
         found: dict[tuple[str, str], tuple[list[int], set[int]]] = {}
         fields = (DOCUMENT_ID, GENERATION, CHUNK_INDEX, TOTAL_CHUNKS)
         async for page in self._open().scroll(collection, scope, fields, self.SCROLL_PAGE):
@@ -392,30 +283,3 @@ class QdrantStore(QdrantCollections):
             )
             for (document_id, generation), (indexes, totals) in sorted(found.items())
         ]
-
-    async def repair_document(
-        self,
-        collection: str,
-        document_id: str,
-        metadata_filter: MetadataFilter | None = None,
-    ) -> list[GenerationInfo]:
-        """Make `document_id` (within `metadata_filter`) whole again; returns what was removed.
-
-        Holds the document's lock, so a write of it in flight in this store finishes first and
-        is never mistaken for a leftover. See `generations.repair_plan` for what is kept.
-        """
-        matches = metadata_matches(
-            check_document_arguments(collection, document_id, metadata_filter)
-        )
-        if await self._shape(collection) is None:
-            return []
-        scope = (await self._indexed(collection, matches)).also(Match(DOCUMENT_ID, document_id))
-
-        async def remove(stale: GenerationInfo) -> None:
-            await self._open().delete(collection, scope.also(Match(GENERATION, stale.generation)))
-
-        return await repair_generations(
-            lock=self._document_locks.hold((collection, document_id)),
-            generations=functools.partial(self._generations, collection, scope),
-            remove=remove,
-        )
