@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 
@@ -30,3 +30,14 @@ def lazy_exports(
         return sorted(set(vars(sys.modules[package])) | set(exports))
 
     return __getattr__, __dir__
+
+
+def lazy_submodule_exports(
+    package: str, modules: Mapping[str, Sequence[str]]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """`lazy_exports` from a table of `package`'s submodules, named relative to it
+    (`"store.qdrant"`), each with the names it exports."""
+    return lazy_exports(
+        package,
+        {name: f"{package}.{module}" for module, names in modules.items() for name in names},
+    )

@@ -8,7 +8,7 @@ is imported on first use, so importing the package costs nothing.
 
 from typing import TYPE_CHECKING
 
-from archivist._util.lazy import lazy_exports
+from archivist._util.lazy import lazy_submodule_exports
 
 if TYPE_CHECKING:
     from archivist.embedding.base import EmbeddingInput, EmbeddingModelBase, InputType
@@ -52,10 +52,7 @@ _MODULES = {
     ],
     "response": ["EmbeddingResponse", "EmbeddingUsage"],
 }
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    {name: f"{__name__}.{module}" for module, names in _MODULES.items() for name in names},
-)
+__getattr__, __dir__ = lazy_submodule_exports(__name__, _MODULES)
 
 __all__ = [
     "DEFAULT_EMBEDDING_MODEL",

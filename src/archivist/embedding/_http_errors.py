@@ -1,16 +1,20 @@
-"""How a failed HTTP request to an embedding provider becomes an embedding error."""
+"""An embedding provider's HTTP session, and how its failed requests become embedding errors."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from archivist._http.retry import should_retry
+from archivist._http.session import HttpSession
 from archivist.embedding.errors import EmbeddingAPIError, EmbeddingError, TransientEmbeddingError
+
+if TYPE_CHECKING:
+    from archivist.embedding.base import EmbeddingModelBase
 
 ErrorReader = Callable[[Any], tuple[str | None, str | None]]
 """Reads `(code, message)` out of a provider's parsed error body."""
@@ -49,3 +53,20 @@ class EmbeddingHttpErrors:
         return EmbeddingError(
             f"{self.model}: malformed JSON in the response from {url}: {snippet!r}"
         )
+
+
+def embedding_session(
+    model: EmbeddingModelBase,
+    read_error: ErrorReader,
+    *,
+    timeout: float,
+    http_client: httpx.AsyncClient | None,
+) -> HttpSession:
+    """The session an HTTP embedding model posts through: `Retry-After` dates are measured on
+    the model's clock, and failures become embedding errors naming the model."""
+    return HttpSession(
+        timeout=timeout,
+        http_client=http_client,
+        now=lambda: model.clock.now(),
+        errors=EmbeddingHttpErrors(model.model, read_error),
+    )

@@ -9,10 +9,9 @@ from typing import Any
 import httpx
 
 from archivist._http.clock import Clock
-from archivist._http.session import HttpSession
 from archivist.credential import DashScopeCredential
 from archivist.embedding import _wire
-from archivist.embedding._http_errors import EmbeddingHttpErrors
+from archivist.embedding._http_errors import embedding_session
 from archivist.embedding.base import BatchItem, EmbeddingInput, EmbeddingModelBase, InputType
 from archivist.embedding.errors import EmbeddingAPIError
 from archivist.embedding.response import EmbeddingResponse
@@ -88,11 +87,8 @@ class DashScopeEmbeddingModel(EmbeddingModelBase):
         self.send_dimension = (
             model not in _FIXED_DIMENSION_MODELS if send_dimension is None else send_dimension
         )
-        self._session = HttpSession(
-            timeout=timeout,
-            http_client=http_client,
-            now=lambda: self.clock.now(),
-            errors=EmbeddingHttpErrors(model, _read_error),
+        self._session = embedding_session(
+            self, _read_error, timeout=timeout, http_client=http_client
         )
 
     @property

@@ -8,10 +8,9 @@ from typing import Any
 import httpx
 
 from archivist._http.clock import Clock
-from archivist._http.session import HttpSession
 from archivist.credential import OpenAICredential
 from archivist.embedding import _wire
-from archivist.embedding._http_errors import EmbeddingHttpErrors
+from archivist.embedding._http_errors import embedding_session
 from archivist.embedding.base import BatchItem, EmbeddingModelBase, InputType
 from archivist.embedding.response import EmbeddingResponse
 from archivist.errors import InvalidArgumentError
@@ -74,11 +73,8 @@ class OpenAIEmbeddingModel(EmbeddingModelBase):
         self.send_dimensions = send_dimensions
         self.query_prefix = query_prefix
         self.document_prefix = document_prefix
-        self._session = HttpSession(
-            timeout=timeout,
-            http_client=http_client,
-            now=lambda: self.clock.now(),
-            errors=EmbeddingHttpErrors(model, _read_error),
+        self._session = embedding_session(
+            self, _read_error, timeout=timeout, http_client=http_client
         )
 
     @property

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Literal, overload
 
 from archivist._util.closable import AsyncClosable
-from archivist.message import Msg, TextBlock
+from archivist.message import Msg
 from archivist.model.delta import ChatDelta, ToolCallDelta
 from archivist.model.response import ChatResponse
 
@@ -97,7 +97,9 @@ def response_as_delta(response: ChatResponse) -> ChatDelta:
         )
         for i, call in enumerate(response.tool_calls)
     ]
-    text = "".join(b.text for b in response.content if isinstance(b, TextBlock))
     return ChatDelta(
-        text=text, tool_calls=tool_calls, usage=response.usage, stop_reason=response.stop_reason
+        text=response.text,
+        tool_calls=tool_calls,
+        usage=response.usage,
+        stop_reason=response.stop_reason,
     )

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from archivist.message import Msg, TextBlock
+from archivist.message import Msg
 from archivist.model.base import ChatModelBase
 from archivist.model.delta import ChatDelta, ToolCallDelta
 from archivist.model.errors import ChatModelError
@@ -60,9 +60,7 @@ class ScriptedChatModel(ChatModelBase):
         tool_choice: str | None,
     ) -> AsyncIterator[ChatDelta]:
         response = await self._next(messages, tools, tool_choice, stream=True)
-        for piece in _split_words(
-            "".join(b.text for b in response.content if isinstance(b, TextBlock))
-        ):
+        for piece in _split_words(response.text):
             yield ChatDelta(text=piece)
         for index, call in enumerate(response.tool_calls):
             arguments = json.dumps(call.input, ensure_ascii=False)

@@ -5,7 +5,7 @@ Each name is imported on first use, so a command that searches never loads the p
 
 from typing import TYPE_CHECKING
 
-from archivist._util.lazy import lazy_exports
+from archivist._util.lazy import lazy_submodule_exports
 
 if TYPE_CHECKING:
     from archivist.rag.chunker import ApproxTokenChunker, ChunkerBase
@@ -74,10 +74,7 @@ _MODULES = {
     "store.pgvector": ["PgVectorStore"],
     "store.qdrant": ["QdrantStore", "StoreLockedError"],
 }
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    {name: f"{__name__}.{module}" for module, names in _MODULES.items() for name in names},
-)
+__getattr__, __dir__ = lazy_submodule_exports(__name__, _MODULES)
 
 __all__ = [
     "ApproxTokenChunker",

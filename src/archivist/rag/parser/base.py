@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import mimetypes
 import os
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import ClassVar
 
 from archivist.errors import DocumentParseError
@@ -88,3 +89,14 @@ def read_binary(file: bytes | str | os.PathLike[str], filename: str) -> bytes:
     if not data:
         raise DocumentParseError("the file is empty", filename=filename)
     return data
+
+
+async def sections_in_thread(
+    parse: Callable[[], Iterable[Section]], filename: str, empty: str
+) -> list[Section]:
+    """`parse()`'s Sections, read in a worker thread so the event loop stays free; none at all
+    is a DocumentParseError saying `empty`, as a file that parses to nothing is unreadable."""
+    sections = await asyncio.to_thread(lambda: list(parse()))
+    if not sections:
+        raise DocumentParseError(empty, filename=filename)
+    return sections

@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import io
 import json
 import logging
 from collections.abc import Iterator
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from archivist._util.extras import require
-from archivist.errors import DocumentParseError, InvalidArgumentError
+from archivist.errors import DocumentParseError
 from archivist.message import TextBlock
 from archivist.rag.document import Section
 from archivist.rag.parser.archive import ArchiveLimits, check_archive
-from archivist.rag.parser.base import ParserBase, read_binary
+from archivist.rag.parser.base import ParserBase, read_binary, sections_in_thread
 from archivist.rag.parser.image import embedded_image_section
-from archivist.rag.parser.table import table_to_json, table_to_markdown
+from archivist.rag.parser.table import (
+    TableFormat,
+    check_table_format,
+    render_table,
+    table_to_markdown,
+)
 from archivist.validation import check_positive_int
 
 logger = logging.getLogger(__name__)
@@ -67,15 +71,11 @@ class ExcelParser(ParserBase):
         include_cell_coordinates: bool = False,
         include_image: bool = False,
         separate_sheet: bool = False,
-        table_format: Literal["markdown", "json"] = "markdown",
+        table_format: TableFormat = "markdown",
         *,
         max_rows_per_section: int = 100,
     ) -> None:
-        if table_format not in ("markdown", "json"):
-            raise InvalidArgumentError(
-                f"table_format must be 'markdown' or 'json', not {table_format!r}",
-                argument="table_format",
-            )
+        check_table_format(table_format)
         check_positive_int(max_rows_per_section, "max_rows_per_section")
         self.include_sheet_names = include_sheet_names
         self.include_cell_coordinates = include_cell_coordinates
@@ -86,10 +86,9 @@ class ExcelParser(ParserBase):
 
     async def parse(self, file: bytes | str, filename: str) -> list[Section]:
         data = read_binary(file, filename)
-        sections = await asyncio.to_thread(lambda: list(self.iter_sections(data, filename)))
-        if not sections:
-            raise DocumentParseError("the workbook has no filled cells", filename=filename)
-        return sections
+        return await sections_in_thread(
+            lambda: self.iter_sections(data, filename), filename, "the workbook has no filled cells"
+        )
 
     def iter_sections(self, data: bytes, filename: str) -> Iterator[Section]:
         """Yield the Sections of workbook `data` sheet by sheet (synchronous)."""
@@ -163,10 +162,8 @@ class ExcelParser(ParserBase):
         table = [header + [""] * (width - len(header)), *rows]
         if self.include_cell_coordinates:
             body = _with_coordinates(table, [header_row, *numbers], self.table_format)
-        elif self.table_format == "markdown":
-            body = table_to_markdown(table)
         else:
-            body = table_to_json(table)
+            body = render_table(table, self.table_format)
         text = f"Sheet: {sheet}\n{body}" if self.include_sheet_names else body
         span = (numbers[0], numbers[-1]) if numbers else (header_row, header_row)
         return Section(
@@ -176,9 +173,7 @@ class ExcelParser(ParserBase):
         )
 
 
-def _with_coordinates(
-    table: list[list[str]], numbers: list[int], table_format: Literal["markdown", "json"]
-) -> str:
+def _with_coordinates(table: list[list[str]], numbers: list[int], table_format: TableFormat) -> str:
     """`table` with each filled cell's address: `[B7] 42` cells in Markdown, or one JSON
     object per row keyed by address."""
     from openpyxl.utils import get_column_letter

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from abc import abstractmethod
 from typing import ClassVar
 
-from archivist.errors import DocumentParseError, InvalidArgumentError
+from archivist.errors import InvalidArgumentError
 from archivist.rag.document import Section
-from archivist.rag.parser.base import ParserBase
+from archivist.rag.parser.base import ParserBase, sections_in_thread
 from archivist.rag.parser.text import read_text
 
 
@@ -31,10 +30,9 @@ class HeadingTextParser(ParserBase):
 
     async def parse(self, file: bytes | str, filename: str) -> list[Section]:
         text = self.read(file, filename)
-        sections = await asyncio.to_thread(self.parse_text, text, filename)
-        if not sections:
-            raise DocumentParseError(f"{self.empty_message}", filename=filename)
-        return sections
+        return await sections_in_thread(
+            lambda: self.parse_text(text, filename), filename, self.empty_message
+        )
 
     def read(self, file: bytes | str, filename: str) -> str:
         """The file's text, decoded like `TextParser` does (BOM, `encoding`, detection)."""

@@ -12,10 +12,12 @@ import pypdfium2 as pdfium
 from archivist.errors import DocumentParseError
 from archivist.message import TextBlock
 from archivist.rag.document import Section
-from archivist.rag.parser.base import ParserBase, read_binary
+from archivist.rag.parser.base import ParserBase, read_binary, sections_in_thread
 
 # PDFium is not thread-safe: every call into it from any thread goes through this lock.
 PDFIUM_LOCK = threading.Lock()
+
+_NO_TEXT = "the PDF has no extractable text (scanned pages need OCR first)"
 
 
 class PDFParser(ParserBase):
@@ -30,13 +32,9 @@ class PDFParser(ParserBase):
 
     async def parse(self, file: bytes | str, filename: str) -> list[Section]:
         data = read_binary(file, filename)
-        sections = await asyncio.to_thread(lambda: list(self.iter_sections(data, filename)))
-        if not sections:
-            raise DocumentParseError(
-                "the PDF has no extractable text (scanned pages need OCR first)",
-                filename=filename,
-            )
-        return sections
+        return await sections_in_thread(
+            lambda: self.iter_sections(data, filename), filename, _NO_TEXT
+        )
 
     async def stream_sections(self, file: bytes | str, filename: str) -> AsyncIterator[Section]:
         """The pages' Sections one at a time, each read in a worker thread."""
@@ -55,10 +53,7 @@ class PDFParser(ParserBase):
         finally:
             await asyncio.to_thread(pages.close)
         if not found:
-            raise DocumentParseError(
-                "the PDF has no extractable text (scanned pages need OCR first)",
-                filename=filename,
-            )
+            raise DocumentParseError(_NO_TEXT, filename=filename)
 
     def iter_sections(self, data: bytes, filename: str) -> Generator[Section, None, None]:
         """Yield the Sections of PDF `data` page by page (synchronous, holds one page)."""

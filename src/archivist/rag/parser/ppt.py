@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import io
 import zipfile
 from collections.abc import Iterable, Iterator
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from archivist._util.extras import require
-from archivist.errors import DocumentParseError, InvalidArgumentError
+from archivist.errors import DocumentParseError
 from archivist.message import TextBlock
 from archivist.rag.document import Section
 from archivist.rag.parser.archive import ArchiveLimits, check_archive
-from archivist.rag.parser.base import ParserBase, read_binary
+from archivist.rag.parser.base import ParserBase, read_binary, sections_in_thread
 from archivist.rag.parser.image import embedded_image_section
-from archivist.rag.parser.table import table_to_json, table_to_markdown
+from archivist.rag.parser.table import TableFormat, check_table_format, render_table
 
 PPTX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
 
@@ -53,7 +52,7 @@ class PPTParser(ParserBase):
         self,
         include_image: bool = True,
         separate_table: bool = False,
-        table_format: Literal["markdown", "json"] = "markdown",
+        table_format: TableFormat = "markdown",
         slide_prefix: str | None = "<slide index={index}>",
         slide_suffix: str | None = "</slide>",
         *,
@@ -62,11 +61,7 @@ class PPTParser(ParserBase):
         max_total_size: int | None = None,
         max_compression_ratio: float | None = None,
     ) -> None:
-        if table_format not in ("markdown", "json"):
-            raise InvalidArgumentError(
-                f"table_format must be 'markdown' or 'json', not {table_format!r}",
-                argument="table_format",
-            )
+        check_table_format(table_format)
         if max_parts is not None:
             self.max_parts = max_parts
         if max_part_size is not None:
@@ -84,10 +79,11 @@ class PPTParser(ParserBase):
     async def parse(self, file: bytes | str, filename: str) -> list[Section]:
         require("office", "pptx", f"reading {filename}")
         data = read_binary(file, filename)
-        sections = await asyncio.to_thread(self._parse_bytes, data, filename)
-        if not sections:
-            raise DocumentParseError("the deck has no text, tables or pictures", filename=filename)
-        return sections
+        return await sections_in_thread(
+            lambda: self._parse_bytes(data, filename),
+            filename,
+            "the deck has no text, tables or pictures",
+        )
 
     def _open(self, data: bytes, filename: str) -> Any:
         from pptx import Presentation
@@ -153,7 +149,7 @@ class PPTParser(ParserBase):
         rows = [[c.text for c in row.cells] for row in table.rows]
         if not rows or not any(any(c.strip() for c in r) for r in rows):
             return ""
-        return table_to_markdown(rows) if self.table_format == "markdown" else table_to_json(rows)
+        return render_table(rows, self.table_format)
 
     def _text_section(self, body: str, number: int, filename: str) -> Section:
         parts = [body]

@@ -3,6 +3,27 @@
 from __future__ import annotations
 
 import json
+from typing import Literal, TypeAlias
+
+from archivist.errors import InvalidArgumentError
+
+TableFormat: TypeAlias = Literal["markdown", "json"]
+"""How a parser renders tables: `table_to_markdown` or `table_to_json`."""
+
+
+def check_table_format(table_format: TableFormat) -> None:
+    """Reject a `table_format` other than "markdown" or "json" (the office parsers' option),
+    which a caller without a type checker may pass."""
+    if table_format not in ("markdown", "json"):
+        raise InvalidArgumentError(
+            f"table_format must be 'markdown' or 'json', not {table_format!r}",
+            argument="table_format",
+        )
+
+
+def render_table(rows: list[list[str]], table_format: TableFormat) -> str:
+    """`rows` as `table_format` says: a Markdown table or a JSON array of row objects."""
+    return table_to_markdown(rows) if table_format == "markdown" else table_to_json(rows)
 
 
 def table_to_markdown(rows: list[list[str]]) -> str:

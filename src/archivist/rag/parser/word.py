@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import io
 import re
 from collections.abc import Iterator
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from archivist._util.extras import require
-from archivist.errors import DocumentParseError, InvalidArgumentError
+from archivist.errors import DocumentParseError
 from archivist.rag.document import Section
 from archivist.rag.parser.archive import ArchiveLimits, check_archive
-from archivist.rag.parser.base import ParserBase, read_binary
+from archivist.rag.parser.base import ParserBase, read_binary, sections_in_thread
 from archivist.rag.parser.image import embedded_image_section
 from archivist.rag.parser.structure import Block, sections_by_heading
-from archivist.rag.parser.table import table_to_json, table_to_markdown
+from archivist.rag.parser.table import TableFormat, check_table_format, render_table
 
 DOCX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
@@ -76,13 +75,9 @@ class WordParser(ParserBase):
         self,
         include_image: bool = True,
         separate_table: bool = False,
-        table_format: Literal["markdown", "json"] = "markdown",
+        table_format: TableFormat = "markdown",
     ) -> None:
-        if table_format not in ("markdown", "json"):
-            raise InvalidArgumentError(
-                f"table_format must be 'markdown' or 'json', not {table_format!r}",
-                argument="table_format",
-            )
+        check_table_format(table_format)
         self.include_image = include_image
         self.separate_table = separate_table
         self.table_format = table_format
@@ -90,12 +85,11 @@ class WordParser(ParserBase):
     async def parse(self, file: bytes | str, filename: str) -> list[Section]:
         require("office", "docx", f"reading {filename}")
         data = read_binary(file, filename)
-        sections = await asyncio.to_thread(self._parse_bytes, data, filename)
-        if not sections:
-            raise DocumentParseError(
-                "the document has no text, tables or pictures", filename=filename
-            )
-        return sections
+        return await sections_in_thread(
+            lambda: self._parse_bytes(data, filename),
+            filename,
+            "the document has no text, tables or pictures",
+        )
 
     def _parse_bytes(self, data: bytes, filename: str) -> list[Section]:
         from docx import Document
@@ -152,12 +146,7 @@ class WordParser(ParserBase):
                     [cell.text.strip() for cell in row.cells] for row in Table(child, document).rows
                 ]
                 if any(any(c for c in row) for row in rows):
-                    rendered = (
-                        table_to_markdown(rows)
-                        if self.table_format == "markdown"
-                        else table_to_json(rows)
-                    )
-                    yield Block(rendered, alone=self.separate_table)
+                    yield Block(render_table(rows, self.table_format), alone=self.separate_table)
         if list_run:
             yield Block("\n".join(list_run))
 
