@@ -12,6 +12,8 @@ WITHOUT_HTTP = [
     "archivist.service.operations.documents",
     "archivist.service.operations.knowledge_bases",
     "archivist.service.operations.search",
+    "archivist.service.operations.sessions",
+    "archivist.service.chat",
     "archivist.service.state",
     "archivist.service.runtime",
     "archivist.service.indexing.indexer",

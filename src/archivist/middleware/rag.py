@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -31,6 +31,8 @@ class RAGMiddleware(MiddlewareBase):
     - `agentic` (default): `list_tools()` offers a `search_knowledge` tool to register.
     Hits from all KBs are merged by relevance, deduplicated and cut to `top_k`; each one
     is labelled with its source, page/slide and chunk so the answer can cite it.
+    `on_retrieval`, if given, is called with every retrieval (static or by the tool) as it
+    happens, e.g. to show the passages while the answer is still being written.
     """
 
     class Parameters(BaseModel):
@@ -70,6 +72,7 @@ class RAGMiddleware(MiddlewareBase):
         parameters: Parameters | None = None,
         *,
         knowledge_bases: Sequence[KnowledgeBase] | None = None,
+        on_retrieval: Callable[[Retrieval], None] | None = None,
     ) -> None:
         if knowledges is not None and knowledge_bases is not None:
             raise InvalidArgumentError(
@@ -93,6 +96,7 @@ class RAGMiddleware(MiddlewareBase):
         self.knowledges = kbs
         self.parameters = parameters or self.Parameters()
         self._state_key = f"rag-hint:{id(self)}"
+        self._on_retrieval = on_retrieval
 
     async def retrieve(
         self,
@@ -114,7 +118,7 @@ class RAGMiddleware(MiddlewareBase):
                     argument="knowledge_bases",
                 )
             chosen = [kb for kb in self.knowledges if kb.name in knowledge_bases]
-        return await search_and_fuse(
+        retrieval = await search_and_fuse(
             chosen,
             queries,
             self.parameters.top_k,
@@ -122,6 +126,9 @@ class RAGMiddleware(MiddlewareBase):
             context=self.parameters.context if context is None else context,
             min_relevance=self.parameters.min_relevance,
         )
+        if self._on_retrieval is not None:
+            self._on_retrieval(retrieval)
+        return retrieval
 
     async def list_tools(self) -> list[ToolBase]:
         if self.parameters.mode != "agentic":

@@ -1,5 +1,5 @@
 """Answers over HTTP: the package's `Agent` with `RAGMiddleware` over a tenant's knowledge
-bases, streamed as Server-Sent Events.
+bases, streamed as events (the sessions router writes them as Server-Sent Events).
 
 Events: `retrieval` (`{"hits", "knowledge_bases", "errors"}`, hits shaped as in search),
 `delta` (`{"text"}`), `tool_call` (`{"id", "name", "input"}`), then either `done`
@@ -14,11 +14,10 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any
+from collections.abc import AsyncGenerator, Callable, Sequence
+from typing import Any, NamedTuple
 
 import httpx
-from fastapi.sse import KEEPALIVE_COMMENT, format_sse_event
 from sqlalchemy import Engine
 
 from archivist.agent import Agent
@@ -34,7 +33,6 @@ from archivist.model.errors import (
     ChatModelError,
 )
 from archivist.rag import KnowledgeBase
-from archivist.rag.knowledge.knowledge_base import Query
 from archivist.service.schemas import Hit
 from archivist.service.settings import ServiceSettings
 from archivist.service.storage.sessions_store import Citation, MessageRecord, add_exchange
@@ -52,8 +50,16 @@ HISTORY_TURNS = 20
 MAX_ITERS = 4
 """Reasoning steps of one answer in agentic mode before it must answer."""
 KEEPALIVE_SECONDS = 15.0
+"""Quiet seconds after which `stream_events` yields None, for the stream's keep-alive."""
 
 Emit = Callable[[str, dict[str, Any]], None]
+
+
+class ChatEvent(NamedTuple):
+    """One event of a run: its name (`delta`, `done`, ...) and its data as JSON text."""
+
+    event: str
+    data: str
 
 
 def configured_chat_model(settings: ServiceSettings) -> ChatModelBase | None:
@@ -71,30 +77,6 @@ def configured_chat_model(settings: ServiceSettings) -> ChatModelBase | None:
             {"max_tokens": settings.chat_max_tokens} if settings.chat_max_tokens else None
         ),
     )
-
-
-class _ReportingRAG(RAGMiddleware):
-    """RAGMiddleware that reports every retrieval (static or by the tool) as it happens."""
-
-    def __init__(
-        self,
-        knowledges: Sequence[KnowledgeBase],
-        parameters: RAGMiddleware.Parameters,
-        report: Callable[[Retrieval], None],
-    ) -> None:
-        super().__init__(knowledges, parameters)
-        self._report = report
-
-    async def retrieve(
-        self,
-        queries: Sequence[Query],
-        knowledge_bases: Sequence[str] | None = None,
-        *,
-        context: int | None = None,
-    ) -> Retrieval:
-        retrieval = await super().retrieve(queries, knowledge_bases, context=context)
-        self._report(retrieval)
-        return retrieval
 
 
 class ChatRun:
@@ -149,10 +131,10 @@ class ChatRun:
 
         modes = ["static", "agentic"] if self.mode == "both" else [self.mode]
         middlewares = [
-            _ReportingRAG(
+            RAGMiddleware(
                 self.knowledge_bases,
                 RAGMiddleware.Parameters(mode=mode, top_k=self.top_k),
-                report,
+                on_retrieval=report,
             )
             for mode in modes
         ]
@@ -223,17 +205,18 @@ def _error(detail: str, status: int) -> dict[str, Any]:
     return {"detail": detail, "status": status}
 
 
-async def stream_events(run: ChatRun, answering: set[str]) -> AsyncIterator[bytes]:
-    """The run's events in SSE wire format, with keep-alive comments while the model is
-    quiet. Closing the iterator (the client went away) cancels the run. The session is in
-    `answering` from the first event until the run has ended."""
+async def stream_events(
+    run: ChatRun, answering: set[str]
+) -> AsyncGenerator[ChatEvent | None, None]:
+    """The run's events as they come, and None after each `KEEPALIVE_SECONDS` the model is
+    quiet (for the transport's keep-alive). Closing the generator (the client went away)
+    cancels the run. The session is in `answering` from the first event until the run has
+    ended."""
     answering.add(run.session_id)
-    queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+    queue: asyncio.Queue[ChatEvent | None] = asyncio.Queue()
 
     def emit(event: str, data: dict[str, Any]) -> None:
-        queue.put_nowait(
-            format_sse_event(event=event, data_str=json.dumps(data, ensure_ascii=False))
-        )
+        queue.put_nowait(ChatEvent(event, json.dumps(data, ensure_ascii=False)))
 
     async def execute() -> None:
         try:
@@ -248,7 +231,7 @@ async def stream_events(run: ChatRun, answering: set[str]) -> AsyncIterator[byte
             try:
                 item = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
             except TimeoutError:
-                yield KEEPALIVE_COMMENT
+                yield None
                 continue
             if item is None:
                 break

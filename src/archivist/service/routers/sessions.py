@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from fastapi import APIRouter, Response, status
-from fastapi.sse import EventSourceResponse
+from fastapi.sse import KEEPALIVE_COMMENT, EventSourceResponse, format_sse_event
 
-from archivist.service.chat import stream_events
+from archivist.service.chat import ChatEvent, stream_events
 from archivist.service.dependencies import ChatSession, State, Tenant
 from archivist.service.operations import sessions as operations
 from archivist.service.schemas import (
@@ -90,6 +92,19 @@ async def post_message(
         top_k=body.top_k,
     )
     return EventSourceResponse(
-        stream_events(run, state.answering),
+        sse_wire(stream_events(run, state.answering)),
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
+
+
+async def sse_wire(
+    events: AsyncGenerator[ChatEvent | None, None],
+) -> AsyncGenerator[bytes, None]:
+    """A run's `events` in SSE wire format, a quiet spell (None) as a keep-alive comment.
+    Closing this closes `events` at once, which cancels the run (the client went away)."""
+    async with contextlib.aclosing(events):
+        async for item in events:
+            if item is None:
+                yield KEEPALIVE_COMMENT
+            else:
+                yield format_sse_event(event=item.event, data_str=item.data)
