@@ -71,6 +71,11 @@ def check_positive_int(value: object, argument: str) -> int:
     return value
 
 
+def check_optional_positive_int(value: object, argument: str) -> int | None:
+    """`value` if it is None (not set) or a positive int (`check_positive_int`)."""
+    return None if value is None else check_positive_int(value, argument)
+
+
 def check_non_negative_int(value: object, argument: str) -> int:
     """`value` if it is an int (not a bool) of zero or more."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:

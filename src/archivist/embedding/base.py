@@ -30,7 +30,7 @@ from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
 from archivist.embedding.tokenizer import ModelTokenizer
 from archivist.errors import InvalidArgumentError
 from archivist.message import DataBlock, TextBlock
-from archivist.validation import check_positive_int, vector_problem
+from archivist.validation import check_optional_positive_int, check_positive_int, vector_problem
 
 logger = logging.getLogger(__name__)
 
@@ -102,10 +102,8 @@ class EmbeddingModelBase(AsyncClosable, ABC):
             if dimensions is None and legacy is not None:
                 dimensions = legacy
             resolved = type(resolved)(**extra)
-        if dimensions is not None:
-            check_positive_int(dimensions, "dimensions")
-        if context_size is not None:
-            check_positive_int(context_size, "context_size")
+        check_optional_positive_int(dimensions, "dimensions")
+        check_optional_positive_int(context_size, "context_size")
         check_positive_int(batch_size, "batch_size")
         check_positive_int(max_concurrency, "max_concurrency")
         if retry_delay is not None:

@@ -23,7 +23,10 @@ from archivist.embedding.errors import EmbeddingError
 from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
 from archivist.embedding.tokenizer import ModelTokenizer
 from archivist.errors import ConfigurationError, InvalidArgumentError
-from archivist.validation import check_non_negative_int, check_positive_int
+from archivist.validation import (
+    check_non_negative_int,
+    check_optional_positive_int,
+)
 
 if TYPE_CHECKING:  # numpy and onnxruntime load with the first session: a cached query
     # never needs them, and they are most of a one-search process's start
@@ -131,12 +134,9 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
             raise InvalidArgumentError(
                 f"max_length must be an integer >= 2, got {max_length!r}", argument="max_length"
             )
-        if token_budget is not None:
-            check_positive_int(token_budget, "token_budget")
-        if threads is not None:
-            check_positive_int(threads, "threads")
-        if query_threads is not None:
-            check_positive_int(query_threads, "query_threads")
+        check_optional_positive_int(token_budget, "token_budget")
+        check_optional_positive_int(threads, "threads")
+        check_optional_positive_int(query_threads, "query_threads")
         check_non_negative_int(query_session_after, "query_session_after")
         check_non_negative_int(document_niceness, "document_niceness")
         self.sha256 = _check_digests(sha256)

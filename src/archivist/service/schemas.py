@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from archivist.message import TextBlock
 from archivist.rag.chunker.settings import ChunkSettings
@@ -32,6 +32,12 @@ def public_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
 def iso(timestamp: float) -> str:
     """A Unix time as ISO 8601 UTC."""
     return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="milliseconds")
+
+
+IsoTime = Annotated[
+    str, BeforeValidator(lambda value: iso(value) if isinstance(value, int | float) else value)
+]
+"""A time the API shows as ISO 8601 UTC, read from a record's Unix time."""
 
 
 class KnowledgeBaseCreate(BaseModel):
@@ -124,23 +130,13 @@ class DocumentOut(BaseModel):
     status: Status
     chunk_count: int
     error: str | None
-    created_at: str
-    updated_at: str
+    created_at: IsoTime
+    updated_at: IsoTime
 
     @classmethod
     def of(cls, document: DocumentRecord) -> DocumentOut:
-        """From a catalog record."""
-        return cls(
-            id=document.id,
-            filename=document.filename,
-            media_type=document.media_type,
-            size=document.size,
-            status=document.status,
-            chunk_count=document.chunk_count,
-            error=document.error,
-            created_at=iso(document.created_at),
-            updated_at=iso(document.updated_at),
-        )
+        """From a catalog record (its fields of the same names)."""
+        return cls.model_validate(document, from_attributes=True)
 
 
 class DocumentList(BaseModel):

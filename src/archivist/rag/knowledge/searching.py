@@ -28,7 +28,11 @@ from archivist.rag.store.base import (
 from archivist.rag.store.core.relevance import DEFAULT_MIN_RELEVANCE, check_min_relevance
 from archivist.rag.store.core.terms import TERM_LAYOUT, exact_lookup
 from archivist.rag.store.search_filter import SearchFilter
-from archivist.validation import check_non_negative_int, check_positive_int
+from archivist.validation import (
+    check_non_negative_int,
+    check_optional_positive_int,
+    check_positive_int,
+)
 
 if TYPE_CHECKING:
     from archivist.embedding import EmbeddingModelBase
@@ -85,8 +89,7 @@ class Searcher:
                 f"score_threshold must be finite, got {score_threshold!r}",
                 argument="score_threshold",
             )
-        if max_per_document is not None:
-            check_positive_int(max_per_document, "max_per_document")
+        check_optional_positive_int(max_per_document, "max_per_document")
         check_diversity(diversity)
         if diversity is not None and not store.capabilities.diversity:
             raise InvalidArgumentError(

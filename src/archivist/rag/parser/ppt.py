@@ -17,6 +17,7 @@ from archivist.rag.parser.image import embedded_image_section
 from archivist.rag.parser.table import TableFormat, check_table_format, render_table
 
 PPTX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+_EMPTY = "the deck has no text, tables or pictures"
 
 
 class PPTParser(ParserBase):
@@ -77,13 +78,8 @@ class PPTParser(ParserBase):
         self.slide_suffix = slide_suffix
 
     async def parse(self, file: bytes | str, filename: str) -> list[Section]:
-        require("office", "pptx", f"reading {filename}")
         data = read_binary(file, filename)
-        return await sections_in_thread(
-            lambda: self._parse_bytes(data, filename),
-            filename,
-            "the deck has no text, tables or pictures",
-        )
+        return await sections_in_thread(lambda: self._parse_bytes(data, filename), filename, _EMPTY)
 
     def _open(self, data: bytes, filename: str) -> Any:
         from pptx import Presentation
@@ -109,6 +105,7 @@ class PPTParser(ParserBase):
             ) from exc
 
     def _parse_bytes(self, data: bytes, filename: str) -> list[Section]:
+        require("office", "pptx", f"reading {filename}")
         presentation = self._open(data, filename)
         sections: list[Section] = []
         try:  # python-pptx raises ValueError, KeyError, ... that do not name the file

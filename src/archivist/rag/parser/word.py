@@ -17,6 +17,7 @@ from archivist.rag.parser.structure import Block, sections_by_heading
 from archivist.rag.parser.table import TableFormat, check_table_format, render_table
 
 DOCX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+_EMPTY = "the document has no text, tables or pictures"
 
 _HEADING_STYLE = re.compile(r"^heading\s*([1-9])$", re.IGNORECASE)
 # The WordprocessingML element names the walk looks for, in lxml's {namespace}tag spelling
@@ -83,15 +84,11 @@ class WordParser(ParserBase):
         self.table_format = table_format
 
     async def parse(self, file: bytes | str, filename: str) -> list[Section]:
-        require("office", "docx", f"reading {filename}")
         data = read_binary(file, filename)
-        return await sections_in_thread(
-            lambda: self._parse_bytes(data, filename),
-            filename,
-            "the document has no text, tables or pictures",
-        )
+        return await sections_in_thread(lambda: self._parse_bytes(data, filename), filename, _EMPTY)
 
     def _parse_bytes(self, data: bytes, filename: str) -> list[Section]:
+        require("office", "docx", f"reading {filename}")
         from docx import Document
 
         names = check_archive(data, filename, "DOCX", self.archive_limits)

@@ -147,13 +147,8 @@ class PgVectorStore(PgVectorCollections):
         offset: int,
         limit: int,
     ) -> list[Chunk]:
-        condition, params = scope
-        statement = sql.SQL(
-            "SELECT {} FROM {} c WHERE c.document_id = %s AND {} "
-            "ORDER BY c.chunk_index, c.generation OFFSET %s LIMIT %s"
-        ).format(CHUNK_COLUMNS, shape.tables.chunks, condition)
-        rows = await self._fetch(collection, statement, [document_id, *params, offset, limit])
-        return [_chunk(row) for row in rows]
+        page = (sql.SQL("OFFSET %s LIMIT %s"), [offset, limit])
+        return await self._chunks(collection, shape, scope, document_id, tail=page)
 
     async def _chunk_range(
         self,
@@ -164,13 +159,29 @@ class PgVectorStore(PgVectorCollections):
         first: int,
         last: int,
     ) -> list[Chunk]:
-        condition, params = scope
+        between = (sql.SQL("c.chunk_index BETWEEN %s AND %s"), [first, last])
+        return await self._chunks(collection, shape, scope, document_id, where=between)
+
+    async def _chunks(
+        self,
+        collection: str,
+        shape: Collection,
+        scope: SqlScope,
+        document_id: str,
+        *,
+        where: SqlScope | None = None,
+        tail: SqlScope | None = None,
+    ) -> list[Chunk]:
+        """The chunks of `document_id` within `scope` and `where`, in order, then `tail`
+        (each a piece of SQL with its parameters)."""
+        where = where or (sql.SQL("TRUE"), [])
+        tail = tail or (sql.SQL(""), [])
         statement = sql.SQL(
-            "SELECT {} FROM {} c WHERE c.document_id = %s AND c.chunk_index BETWEEN %s AND %s "
-            "AND {} ORDER BY c.chunk_index, c.generation"
-        ).format(CHUNK_COLUMNS, shape.tables.chunks, condition)
-        rows = await self._fetch(collection, statement, [document_id, first, last, *params])
-        return [_chunk(row) for row in rows]
+            "SELECT {} FROM {} c WHERE c.document_id = %s AND {} AND {} "
+            "ORDER BY c.chunk_index, c.generation {}"
+        ).format(CHUNK_COLUMNS, shape.tables.chunks, where[0], scope[0], tail[0])
+        values = [document_id, *where[1], *scope[1], *tail[1]]
+        return [_chunk(row) for row in await self._fetch(collection, statement, values)]
 
     async def _generations(
         self, collection: str, shape: Collection, scope: SqlScope, document_id: str | None

@@ -16,7 +16,7 @@ from archivist.rag.store.qdrant.edge.collection import SEARCH_THREADS
 from archivist.rag.store.qdrant.edge.open_shards import MAX_OPEN_COLLECTIONS
 from archivist.rag.store.qdrant.edge.optimizer import SEGMENT_POINTS
 from archivist.rag.store.qdrant.filter import metadata_path
-from archivist.validation import check_positive_int
+from archivist.validation import check_optional_positive_int
 
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient
@@ -44,8 +44,7 @@ def engine_for(
             f"give exactly one of location, url or path; got {', '.join(given) or 'none'}",
             argument="location",
         )
-    if auto_optimize_threshold is not None:
-        check_positive_int(auto_optimize_threshold, "auto_optimize_threshold")
+    check_optional_positive_int(auto_optimize_threshold, "auto_optimize_threshold")
     segment_points = auto_optimize_threshold or SEGMENT_POINTS
     if location is not None:
         if isinstance(location, str) and location.startswith(("http://", "https://")):
@@ -60,10 +59,8 @@ def engine_for(
             raise InvalidArgumentError(
                 "api_key and client_kwargs apply only to a url store", argument="api_key"
             )
-        if search_threads is not None:
-            check_positive_int(search_threads, "search_threads")
-        if max_open_collections is not None:
-            check_positive_int(max_open_collections, "max_open_collections")
+        check_optional_positive_int(search_threads, "search_threads")
+        check_optional_positive_int(max_open_collections, "max_open_collections")
         directory = None if path is None else Path(path)
         return EdgeBackend(
             directory,
