@@ -1,7 +1,7 @@
 """Parsers: files in, Sections out."""
 
 from archivist.rag.parser.archive import ArchiveLimits, ArchiveTooLargeError
-from archivist.rag.parser.base import ParserBase
+from archivist.rag.parser.base import BinaryParser, ParserBase
 from archivist.rag.parser.excel import ExcelParser
 from archivist.rag.parser.html import HTMLParser
 from archivist.rag.parser.image import ImageParser
@@ -20,6 +20,7 @@ from archivist.rag.parser.word import WordParser
 __all__ = [
     "ArchiveLimits",
     "ArchiveTooLargeError",
+    "BinaryParser",
     "ExcelParser",
     "HTMLParser",
     "ImageParser",

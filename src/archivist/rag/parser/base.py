@@ -74,6 +74,24 @@ class ParserBase(ABC):
             yield section
 
 
+class BinaryParser(ParserBase):
+    """A parser of a binary format: the file is read whole, then `iter_sections` reads it in a
+    worker thread so the event loop stays free; a file that parses to nothing is unreadable,
+    and the DocumentParseError says `nothing_found`."""
+
+    nothing_found: ClassVar[str] = "the file holds nothing to index"
+
+    @abstractmethod
+    def iter_sections(self, data: bytes, filename: str) -> Iterable[Section]:
+        """The Sections of file `data` named `filename` (synchronous)."""
+
+    async def parse(self, file: bytes | str, filename: str) -> list[Section]:
+        data = read_binary(file, filename)
+        return await sections_in_thread(
+            lambda: self.iter_sections(data, filename), filename, self.nothing_found
+        )
+
+
 def read_binary(file: bytes | str | os.PathLike[str], filename: str) -> bytes:
     """Raw bytes of `file`: bytes as given, a str/PathLike read from disk; empty → ValueError."""
     if isinstance(file, bytes | bytearray | memoryview):

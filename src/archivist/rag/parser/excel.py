@@ -14,7 +14,7 @@ from archivist.errors import DocumentParseError
 from archivist.message import TextBlock
 from archivist.rag.document import Section
 from archivist.rag.parser.archive import ArchiveLimits, check_archive
-from archivist.rag.parser.base import ParserBase, read_binary, sections_in_thread
+from archivist.rag.parser.base import BinaryParser
 from archivist.rag.parser.image import embedded_image_section
 from archivist.rag.parser.table import (
     TableFormat,
@@ -45,7 +45,7 @@ def cell_text(value: Any) -> str:
     return str(value).replace("\r\n", "\n").replace("\r", "\n").strip()
 
 
-class ExcelParser(ParserBase):
+class ExcelParser(BinaryParser):
     """Excel `.xlsx` workbooks → one Section per sheet, or per block of at most
     `max_rows_per_section` data rows for big sheets; every block repeats the sheet's header
     row (its first non-empty row) so each chunk is self-describing.
@@ -63,6 +63,7 @@ class ExcelParser(ParserBase):
     """
 
     supported_media_types: ClassVar[list[str]] = [XLSX_MEDIA_TYPE]
+    nothing_found: ClassVar[str] = "the workbook has no filled cells"
     archive_limits: ClassVar[ArchiveLimits] = ArchiveLimits()
 
     def __init__(
@@ -83,12 +84,6 @@ class ExcelParser(ParserBase):
         self.separate_sheet = separate_sheet
         self.table_format = table_format
         self.max_rows_per_section = max_rows_per_section
-
-    async def parse(self, file: bytes | str, filename: str) -> list[Section]:
-        data = read_binary(file, filename)
-        return await sections_in_thread(
-            lambda: self.iter_sections(data, filename), filename, "the workbook has no filled cells"
-        )
 
     def iter_sections(self, data: bytes, filename: str) -> Iterator[Section]:
         """Yield the Sections of workbook `data` sheet by sheet (synchronous)."""

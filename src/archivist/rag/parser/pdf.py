@@ -12,7 +12,7 @@ import pypdfium2 as pdfium
 from archivist.errors import DocumentParseError
 from archivist.message import TextBlock
 from archivist.rag.document import Section
-from archivist.rag.parser.base import ParserBase, read_binary, sections_in_thread
+from archivist.rag.parser.base import BinaryParser, read_binary
 
 # PDFium is not thread-safe: every call into it from any thread goes through this lock.
 PDFIUM_LOCK = threading.Lock()
@@ -20,7 +20,7 @@ PDFIUM_LOCK = threading.Lock()
 _NO_TEXT = "the PDF has no extractable text (scanned pages need OCR first)"
 
 
-class PDFParser(ParserBase):
+class PDFParser(BinaryParser):
     """PDF text, one Section per page with `{"page": n}` counted from 1.
 
     Pages are opened, read and closed one at a time, so a long PDF never holds all its
@@ -29,12 +29,7 @@ class PDFParser(ParserBase):
     """
 
     supported_media_types: ClassVar[list[str]] = ["application/pdf"]
-
-    async def parse(self, file: bytes | str, filename: str) -> list[Section]:
-        data = read_binary(file, filename)
-        return await sections_in_thread(
-            lambda: self.iter_sections(data, filename), filename, _NO_TEXT
-        )
+    nothing_found: ClassVar[str] = _NO_TEXT
 
     async def stream_sections(self, file: bytes | str, filename: str) -> AsyncIterator[Section]:
         """The pages' Sections one at a time, each read in a worker thread."""

@@ -12,7 +12,7 @@ from archivist.errors import DocumentParseError
 from archivist.message import TextBlock
 from archivist.rag.document import Section
 from archivist.rag.parser.archive import ArchiveLimits, check_archive
-from archivist.rag.parser.base import ParserBase, read_binary, sections_in_thread
+from archivist.rag.parser.base import BinaryParser
 from archivist.rag.parser.image import embedded_image_section
 from archivist.rag.parser.table import TableFormat, check_table_format, render_table
 
@@ -20,7 +20,7 @@ PPTX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.presentationml.
 _EMPTY = "the deck has no text, tables or pictures"
 
 
-class PPTParser(ParserBase):
+class PPTParser(BinaryParser):
     """`.pptx` decks: per slide, text and tables merge into one Section (tables apart if
     `separate_table`), each picture is its own DataBlock Section; `{"slide": n}` from 1.
 
@@ -42,6 +42,7 @@ class PPTParser(ParserBase):
     """
 
     supported_media_types: ClassVar[list[str]] = [PPTX_MEDIA_TYPE]
+    nothing_found: ClassVar[str] = _EMPTY
 
     max_parts: int = ArchiveLimits.max_parts
     max_part_size: int = ArchiveLimits.max_part_size
@@ -77,10 +78,6 @@ class PPTParser(ParserBase):
         self.slide_prefix = slide_prefix
         self.slide_suffix = slide_suffix
 
-    async def parse(self, file: bytes | str, filename: str) -> list[Section]:
-        data = read_binary(file, filename)
-        return await sections_in_thread(lambda: self._parse_bytes(data, filename), filename, _EMPTY)
-
     def _open(self, data: bytes, filename: str) -> Any:
         from pptx import Presentation
         from pptx.exc import PackageNotFoundError
@@ -104,7 +101,7 @@ class PPTParser(ParserBase):
                 f"corrupt PPTX: {type(exc).__name__}: {exc}", filename=filename
             ) from exc
 
-    def _parse_bytes(self, data: bytes, filename: str) -> list[Section]:
+    def iter_sections(self, data: bytes, filename: str) -> list[Section]:
         require("office", "pptx", f"reading {filename}")
         presentation = self._open(data, filename)
         sections: list[Section] = []

@@ -11,7 +11,7 @@ from archivist._util.extras import require
 from archivist.errors import DocumentParseError
 from archivist.rag.document import Section
 from archivist.rag.parser.archive import ArchiveLimits, check_archive
-from archivist.rag.parser.base import ParserBase, read_binary, sections_in_thread
+from archivist.rag.parser.base import BinaryParser
 from archivist.rag.parser.image import embedded_image_section
 from archivist.rag.parser.structure import Block, sections_by_heading
 from archivist.rag.parser.table import TableFormat, check_table_format, render_table
@@ -58,7 +58,7 @@ def _body_elements(body: Any) -> Iterator[Any]:
             yield element
 
 
-class WordParser(ParserBase):
+class WordParser(BinaryParser):
     """Word `.docx` files → one Section per heading ("Heading 1"… styles), with
     `heading_path` metadata; the document's core-properties title, if set, as `title`.
 
@@ -70,6 +70,7 @@ class WordParser(ParserBase):
     """
 
     supported_media_types: ClassVar[list[str]] = [DOCX_MEDIA_TYPE]
+    nothing_found: ClassVar[str] = _EMPTY
     archive_limits: ClassVar[ArchiveLimits] = ArchiveLimits()
 
     def __init__(
@@ -83,11 +84,7 @@ class WordParser(ParserBase):
         self.separate_table = separate_table
         self.table_format = table_format
 
-    async def parse(self, file: bytes | str, filename: str) -> list[Section]:
-        data = read_binary(file, filename)
-        return await sections_in_thread(lambda: self._parse_bytes(data, filename), filename, _EMPTY)
-
-    def _parse_bytes(self, data: bytes, filename: str) -> list[Section]:
+    def iter_sections(self, data: bytes, filename: str) -> list[Section]:
         require("office", "docx", f"reading {filename}")
         from docx import Document
 
