@@ -41,7 +41,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "no spinning": {"allow_spinning": False},
     "query folded, 1 thread": {"query_threads": 1},
     "all folded, 1 thread": {"fold_constants": True, "threads": 1},
-    "all unfolded (issue 14)": {
+    "all unfolded, every core": {
         "fold_constants": False,
         "query_fold_constants": False,
         "query_threads": len(os.sched_getaffinity(0)),

@@ -1,4 +1,4 @@
-"""Security and fairness benchmark for `archivist serve` (issue 18), loopback only, bounded.
+"""Security and fairness benchmark for `archivist serve`, loopback only, bounded.
 
 One real `archivist serve` process (its temp files in a private TMPDIR, so their disk use
 is measured exactly) goes through, in order:

@@ -1,4 +1,4 @@
-"""Benchmark the service spread over processes (issue 24), on loopback with real servers.
+"""Benchmark the service spread over processes, on loopback with real servers.
 
     .venv/bin/python -m benchmarks several_machines [--docs 24] [--queries 200]
         [--parts store,service,conformance]
