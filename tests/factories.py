@@ -190,3 +190,26 @@ def make_docs_page(chapters: int = 12) -> str:
 <footer>FOOTERTEXT © 2026 The Guide authors</footer>
 <script src="book.js"></script><script>SCRIPTCODE.run()</script>
 </body></html>"""
+
+
+def make_docx_bomb(xml_megabytes: int) -> bytes:
+    """A real Word document whose text is `xml_megabytes` MB of XML in paragraphs of numbered
+    words: a small file, within the archive limits, whose parse needs gigabytes."""
+    import zipfile
+
+    template = zipfile.ZipFile(io.BytesIO(make_docx([("p", "placeholder")])))
+    paragraph = "<w:p><w:r><w:t>{}</w:t></w:r></w:p>"
+    words = " ".join(f"w{n}" for n in range(40))
+    one = paragraph.format(words)
+    count = xml_megabytes * 1024 * 1024 // len(one)
+    body = "".join(paragraph.format(f"{n} {words}") for n in range(count))
+    document = template.read("word/document.xml").decode()
+    start, end = document.index("<w:body>") + len("<w:body>"), document.index("</w:body>")
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as out:
+        for item in template.infolist():
+            data = template.read(item.filename)
+            if item.filename == "word/document.xml":
+                data = (document[:start] + body + document[end:]).encode()
+            out.writestr(item.filename, data)
+    return buffer.getvalue()

@@ -88,3 +88,20 @@ class RaisesUnpicklable(_OneSection):
 
     def text(self, file: bytes | str) -> str:
         raise _Unpicklable("the library's own words")
+
+
+class Hogs(_OneSection):
+    """Asks for far more memory than a parse should need, a chunk of it at a time."""
+
+    def text(self, file: bytes | str) -> str:
+        held = [bytearray(64 * 1024 * 1024) for _ in range(64)]  # 4 GiB
+        return f"held {len(held)}"
+
+
+class Spins(_OneSection):
+    """Computes without end, as a parser caught in a pathological input does."""
+
+    def text(self, file: bytes | str) -> str:
+        n = 0
+        while True:
+            n += 1

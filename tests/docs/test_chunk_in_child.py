@@ -8,19 +8,23 @@ import os
 from pathlib import Path
 
 import pytest
-from child_parsers import Crashes, Prints, RaisesUnpicklable, Slow, WhoParses
+from child_parsers import Crashes, Hogs, Prints, RaisesUnpicklable, Slow, Spins, WhoParses
 
 from archivist.embedding import LocalEmbeddingModel
 from archivist.errors import DocumentParseError
 from archivist.rag import ApproxTokenChunker, KnowledgeBase, QdrantStore, default_registry
 from archivist.rag.chunker import chunker_for
 from archivist.rag.chunker.base import ChunkerBase
-from archivist.rag.chunker.child_process import child_processes_available, chunk_file_in_child
+from archivist.rag.chunker.child_process import (
+    ChildLimits,
+    child_processes_available,
+    chunk_file_in_child,
+)
 from archivist.rag.document import Chunk
 from archivist.rag.knowledge.ingest import Outcome, ingest_files
 from archivist.rag.parser.base import ParserBase
 from archivist.service.indexing.offload import OffloadedChunker
-from factories import make_docx, make_pdf
+from factories import make_docx, make_docx_bomb, make_pdf
 
 pytestmark = pytest.mark.skipif(not child_processes_available(), reason="POSIX only")
 
@@ -192,3 +196,60 @@ async def test_a_large_file_indexes_through_the_child(tmp_path: Path) -> None:
         assert result.outcome is Outcome.INDEXED and result.chunks > 2
         hits = await kb.search("orchard ledger apple trees", top_k=1)
         assert hits and "orchard ledger" in hits[0].chunk.content.text  # type: ignore[union-attr]
+
+
+async def limited(parser: ParserBase, path: Path, limits: ChildLimits) -> list[Chunk]:
+    stream = chunk_file_in_child(ApproxTokenChunker(), parser, str(path), path.name, limits=limits)
+    return [c async for c in stream]
+
+
+async def test_a_parse_past_the_memory_limit_fails_naming_the_limit(tmp_path: Path) -> None:
+    path = tmp_path / "greedy.txt"
+    path.write_text("anything")
+    with pytest.raises(DocumentParseError, match="more than the 256 MiB memory limit") as e:
+        await limited(Hogs(), path, ChildLimits(memory_bytes=256 * 1024 * 1024))
+    assert e.value.filename == "greedy.txt"
+
+
+async def test_a_real_zip_bomb_document_fails_on_the_memory_limit_and_a_normal_one_passes(
+    tmp_path: Path,
+) -> None:
+    """A 1 MB .docx within the archive limits whose XML takes over 600 MB to hold parsed; a
+    normal document parses within the same limit."""
+    limits = ChildLimits(memory_bytes=256 * 1024 * 1024)
+    bomb, normal = tmp_path / "bomb.docx", tmp_path / "normal.docx"
+    bomb.write_bytes(make_docx_bomb(60))
+    normal.write_bytes(make_docx([("h1", "Harbour"), ("p", "Tolls are paid at the gate.")]))
+    parser = default_registry().parser_for("x.docx")
+    with pytest.raises(DocumentParseError, match="256 MiB memory limit") as e:
+        await limited(parser, bomb, limits)
+    assert e.value.filename == "bomb.docx"
+    chunks = await limited(parser, normal, limits)
+    assert "Tolls are paid" in "".join(c.content.text for c in chunks)  # type: ignore[union-attr]
+
+
+async def test_a_parse_past_the_cpu_limit_fails_naming_the_limit(tmp_path: Path) -> None:
+    path = tmp_path / "endless.txt"
+    path.write_text("anything")
+    with pytest.raises(DocumentParseError, match="more than the 1 s CPU-time limit") as e:
+        await limited(Spins(), path, ChildLimits(cpu_seconds=1))
+    assert e.value.filename == "endless.txt"
+
+
+async def test_a_parse_past_the_time_limit_fails_naming_it_and_ends_the_child(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "slow.txt"
+    path.write_text("x")
+    pid_file = tmp_path / "pid"
+    with pytest.raises(DocumentParseError, match="longer than the 2 s time limit"):
+        await limited(Slow(str(pid_file)), path, ChildLimits(wall_seconds=2))
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)
+
+
+def test_limits_are_checked() -> None:
+    with pytest.raises(ValueError, match="wall_seconds"):
+        ChildLimits(wall_seconds=0)
+    with pytest.raises(ValueError, match="memory_bytes"):
+        ChildLimits(memory_bytes=-1)

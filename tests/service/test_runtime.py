@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -14,12 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from niceness_parser import RecordsNiceness, niceness
 
 from archivist._util.thread_priority import MAX_NICENESS
 from archivist.cli.main import main
-from archivist.message import TextBlock
-from archivist.rag.document import Section
-from archivist.rag.parser.base import ParserBase
 from archivist.service import ServiceSettings, create_app, runtime
 from archivist.service.indexing.offload import OffloadedChunker
 from archivist.service.runtime import ServiceRuntime
@@ -29,23 +26,6 @@ NICENESS = 7
 
 class Assembled(Exception):
     """Ends the app's or the worker's start once its runtime was looked at."""
-
-
-def _niceness() -> int:
-    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-
-
-class RecordsNiceness(ParserBase):
-    """One Section; notes the nice value of the thread that parses."""
-
-    supported_media_types = ["text/plain"]
-
-    def __init__(self) -> None:
-        self.seen: list[int] = []
-
-    async def parse(self, file: bytes | str, filename: str) -> list[Section]:
-        self.seen.append(_niceness())
-        return [Section(content=TextBlock(text="a passage to chunk"), source=filename)]
 
 
 @dataclass
@@ -58,6 +38,10 @@ class Seen:
 @pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("ARCHIVIST_HOME", str(tmp_path / "home"))
+    # Uploads are parsed in a child process, which imports `niceness_parser` by name.
+    path = os.environ.get("PYTHONPATH")
+    here = str(Path(__file__).parent)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (here, path) if p))
     for name in ("ARCHIVIST_DATABASE_URL", "ARCHIVIST_PGVECTOR_URL", "ARCHIVIST_FILES_URL"):
         monkeypatch.delenv(name, raising=False)
     return tmp_path / "home"
@@ -78,9 +62,11 @@ def assemblies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[Seen]:
         local = settings.model_copy(update={"qdrant_url": None, "pgvector_url": None})
         async with real(local, **options) as service:
             chunker = service.indexer.chunker
-            parser = RecordsNiceness()
+            record = tmp_path / f"niceness-{len(seen)}"
+            parser = RecordsNiceness(str(record))
             assert [c async for c in chunker.chunk_file(parser, str(text), "a.txt")]
-            seen.append(Seen(settings, chunker, parser.seen))
+            parsed_at = [int(line) for line in record.read_text().split()]
+            seen.append(Seen(settings, chunker, parsed_at))
             raise Assembled
             yield service
 
@@ -91,10 +77,10 @@ def assemblies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[Seen]:
 def test_serve_and_the_worker_are_assembled_alike_and_chunk_at_the_index_niceness(
     assemblies: list[Seen], home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    before = _niceness()
+    before = niceness()
     nicer = min(before + NICENESS, MAX_NICENESS) if sys.platform.startswith("linux") else before
 
-    app = create_app(ServiceSettings(home=home, index_niceness=NICENESS))
+    app = create_app(ServiceSettings(home=home, index_niceness=NICENESS, parse_memory_mb=300))
 
     async def start() -> None:
         async with app.router.lifespan_context(app):
@@ -105,6 +91,7 @@ def test_serve_and_the_worker_are_assembled_alike_and_chunk_at_the_index_nicenes
     assert len(assemblies) == 1
 
     worker = ["worker", "--qdrant-url", "http://127.0.0.1:1", "--index-niceness", str(NICENESS)]
+    worker += ["--parse-memory-mb", "300"]
     assert main(worker) != 0
     assert "internal error Assembled" in capsys.readouterr().err
     assert len(assemblies) == 2
@@ -113,7 +100,11 @@ def test_serve_and_the_worker_are_assembled_alike_and_chunk_at_the_index_nicenes
     assert work.settings.qdrant_url == "http://127.0.0.1:1"  # the worker's own settings
     for seen in (serve, work):
         assert seen.settings.index_niceness == NICENESS
-        assert seen.parsed_at == [nicer]  # the thread that chunked ran NICENESS steps nicer
+        assert seen.parsed_at == [nicer]  # the child that parsed ran NICENESS steps nicer
         assert isinstance(seen.chunker, OffloadedChunker)
         assert seen.chunker.niceness == NICENESS
-    assert _niceness() == before
+        # Every upload is parsed in a child within the configured limits.
+        assert seen.chunker.process_bytes == 0
+        assert seen.chunker.limits == seen.settings.parse_limits
+        assert seen.chunker.limits.memory_bytes == 300 * 1024 * 1024
+    assert niceness() == before

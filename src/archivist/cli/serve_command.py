@@ -8,6 +8,11 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from archivist._util.extras import EXTRAS, require
+from archivist.chunk_defaults import (
+    PARSE_CPU_SECONDS,
+    PARSE_MEMORY_MB,
+    PARSE_WALL_SECONDS,
+)
 from archivist.cli.home import archivist_home
 from archivist.cli.session import (
     CHUNKING_OPTIONS,
@@ -142,10 +147,40 @@ def add_indexing_arguments(cmd: argparse.ArgumentParser) -> None:
         "answering requests, 0-19 (Linux; default 10)",
     )
 
+    cmd.add_argument(
+        "--parse-memory-mb",
+        type=int,
+        default=PARSE_MEMORY_MB,
+        metavar="MIB",
+        help="memory one upload's parsing may use, in a child process; a file that needs more "
+        f"fails (default {PARSE_MEMORY_MB})",
+    )
+    cmd.add_argument(
+        "--parse-cpu-seconds",
+        type=int,
+        default=PARSE_CPU_SECONDS,
+        metavar="S",
+        help=f"CPU time one upload's parsing may take (default {PARSE_CPU_SECONDS})",
+    )
+    cmd.add_argument(
+        "--parse-wall-seconds",
+        type=float,
+        default=PARSE_WALL_SECONDS,
+        metavar="S",
+        help="time the indexer waits for one upload's chunks in all "
+        f"(default {PARSE_WALL_SECONDS:g})",
+    )
+
 
 def indexing_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The ServiceSettings fields `add_indexing_arguments` set."""
-    return {"index_threads": args.index_threads, "index_niceness": args.index_niceness}
+    return {
+        "index_threads": args.index_threads,
+        "index_niceness": args.index_niceness,
+        "parse_memory_mb": args.parse_memory_mb,
+        "parse_cpu_seconds": args.parse_cpu_seconds,
+        "parse_wall_seconds": args.parse_wall_seconds,
+    }
 
 
 def add_shared_store_arguments(cmd: argparse.ArgumentParser) -> None:

@@ -91,6 +91,8 @@ async def running_service(
         chunker = OffloadedChunker(
             chunker_for(model.chunk_tokenizer(), settings.chunk_size, settings.overlap),
             settings.index_niceness,
+            process_bytes=0,
+            limits=settings.parse_limits,
         )
         profiles = kb_profiles(settings, model, observe)
         locks = KeyedLocks()

@@ -6,7 +6,9 @@ from pathlib import Path
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
+from archivist.chunk_defaults import PARSE_CPU_SECONDS, PARSE_MEMORY_MB, PARSE_WALL_SECONDS
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL
+from archivist.rag.chunker.child_process import ChildLimits
 from archivist.rag.chunker.settings import ChunkSettings
 from archivist.service.guards.quotas import Quota
 from archivist.service.storage.file_store import open_file_store
@@ -59,6 +61,13 @@ class ServiceSettings(ChunkSettings):
     index_niceness: int = Field(default=10, ge=0, le=19)
     """How much nicer (lower CPU priority, Linux) the threads that parse, chunk and embed
     uploads run than the ones answering requests, so searches get the CPU first."""
+    parse_memory_mb: int = Field(default=PARSE_MEMORY_MB, ge=64)
+    """Memory (address space, MiB) the child process parsing and chunking one upload may
+    use; a file that needs more fails, and the error names the limit."""
+    parse_cpu_seconds: int = Field(default=PARSE_CPU_SECONDS, ge=1)
+    """CPU time one upload's parsing and chunking may take."""
+    parse_wall_seconds: float = Field(default=PARSE_WALL_SECONDS, gt=0)
+    """Time the indexer may wait for one upload's chunks in all."""
     lease_seconds: float = Field(default=60.0, gt=0)
     """A claimed job not renewed for this long is taken over by another worker or replica."""
     max_attempts: int = Field(default=3, ge=1)
@@ -97,6 +106,15 @@ class ServiceSettings(ChunkSettings):
         if self.open_collections is not None and (self.qdrant_url or self.pgvector_url):
             raise ValueError("--open-collections applies only to Qdrant Edge on disk")
         return self
+
+    @property
+    def parse_limits(self) -> ChildLimits:
+        """What parsing and chunking one upload may cost (its child process's limits)."""
+        return ChildLimits(
+            memory_bytes=self.parse_memory_mb * 1024 * 1024,
+            cpu_seconds=self.parse_cpu_seconds,
+            wall_seconds=self.parse_wall_seconds,
+        )
 
     def quota_for(self, tenant: str) -> Quota:
         """The quotas of `tenant`."""

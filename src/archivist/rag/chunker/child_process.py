@@ -11,21 +11,29 @@ costs a new interpreter's start, so callers send only large files. Its frames ar
 so they are trusted as the caller's own code is. Protocol: the pickled (chunker, parser,
 path, name) on its stdin; on its stdout frames of an 8-byte length and a pickled
 ("chunks", [...]), then ("end", None) or ("error", exception).
+
+`ChildLimits` bound what one file may cost: the child's address space and CPU time are
+operating-system limits set in the child (`RLIMIT_AS`, `RLIMIT_CPU`), and the time spent
+waiting for it is counted by the caller; a file over a limit fails with an error naming it,
+and the caller's own memory never holds more of it than a few batches of chunks.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import pickle
 import signal
 import struct
 import sys
+import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO
 
 from archivist._util.thread_priority import lower_this_thread
-from archivist.errors import DocumentParseError
+from archivist.errors import DocumentParseError, InvalidArgumentError
 from archivist.validation import check_non_negative_int
 
 if TYPE_CHECKING:
@@ -38,6 +46,38 @@ BATCH = 32
 
 _FRAME = struct.Struct("!Q")
 _STREAM_LIMIT = 1 << 20
+_MIB = 1024 * 1024
+_MEMORY_SHARE = 0.9
+"""An error in a child whose address space came this close to its limit is the limit's."""
+
+
+@dataclass(frozen=True)
+class ChildLimits:
+    """What parsing and chunking one file may cost (None: no bound).
+
+    `memory_bytes` caps the child's address space, `cpu_seconds` its CPU time, and
+    `wall_seconds` the time the caller waits for its chunks (not the time the caller takes
+    to use them).
+    """
+
+    memory_bytes: int | None = None
+    cpu_seconds: int | None = None
+    wall_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("memory_bytes", "cpu_seconds"):
+            value = getattr(self, name)
+            if value is not None:
+                check_non_negative_int(value, name)
+        if self.wall_seconds is not None and not self.wall_seconds > 0:
+            raise InvalidArgumentError(
+                f"wall_seconds must be above 0, got {self.wall_seconds!r}",
+                argument="wall_seconds",
+            )
+
+    def memory_words(self) -> str:
+        """The memory limit as the errors name it."""
+        return f"{(self.memory_bytes or 0) / _MIB:g} MiB memory limit"
 
 
 def child_processes_available() -> bool:
@@ -46,16 +86,25 @@ def child_processes_available() -> bool:
 
 
 async def chunk_file_in_child(
-    chunker: ChunkerBase, parser: ParserBase, path: str, name: str, *, niceness: int = 0
+    chunker: ChunkerBase,
+    parser: ParserBase,
+    path: str,
+    name: str,
+    *,
+    niceness: int = 0,
+    limits: ChildLimits | None = None,
 ) -> AsyncIterator[Chunk]:
-    """`chunker.chunk_file(parser, path, name)`, run in a child process `niceness` steps nicer.
+    """`chunker.chunk_file(parser, path, name)`, run in a child process `niceness` steps nicer
+    and within `limits`.
 
-    The child is killed when the caller stops reading (break, error, cancel). A child that
-    dies (a parser's crash, the OOM killer) is a `DocumentParseError` naming the file; an
-    error the parser or chunker raises comes through as it was raised. `chunker` and
-    `parser` must pickle (the library's do).
+    The child is killed when the caller stops reading (break, error, cancel) or a limit is
+    passed. A child that dies (a parser's crash, the OOM killer) or passes a limit is a
+    `DocumentParseError` naming the file (and the limit); an error the parser or chunker
+    raises comes through as it was raised. `chunker` and `parser` must pickle (the
+    library's do).
     """
     check_non_negative_int(niceness, "niceness")
+    limits = limits or ChildLimits()
     payload = pickle.dumps((chunker, parser, path, name), pickle.HIGHEST_PROTOCOL)
     process = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -63,10 +112,15 @@ async def chunk_file_in_child(
         "-m",
         __name__,
         str(niceness),
+        str(limits.memory_bytes or 0),
+        str(limits.cpu_seconds or 0),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         limit=_STREAM_LIMIT,
+        # Few malloc arenas: each thread's arena reserves address space the limit counts.
+        env={**os.environ, "MALLOC_ARENA_MAX": "2"},
     )
+    waited = 0.0
     try:
         assert process.stdin is not None and process.stdout is not None
         try:
@@ -76,14 +130,21 @@ async def chunk_file_in_child(
         except (BrokenPipeError, ConnectionResetError):
             pass  # the child died before it read its work: reported below with its exit
         while True:
+            started = time.monotonic()
+            left = None if limits.wall_seconds is None else limits.wall_seconds - waited
             try:
-                header = await process.stdout.readexactly(_FRAME.size)
-                body = await process.stdout.readexactly(_FRAME.unpack(header)[0])
+                async with asyncio.timeout(left):
+                    header = await process.stdout.readexactly(_FRAME.size)
+                    body = await process.stdout.readexactly(_FRAME.unpack(header)[0])
+            except TimeoutError:
+                raise DocumentParseError(
+                    f"parsing took longer than the {limits.wall_seconds:g} s time limit",
+                    filename=name,
+                ) from None
             except asyncio.IncompleteReadError:
                 code = await process.wait()
-                raise DocumentParseError(
-                    f"the parser stopped unexpectedly ({_describe(code)})", filename=name
-                ) from None
+                raise DocumentParseError(_death(code, limits), filename=name) from None
+            waited += time.monotonic() - started
             kind, value = await asyncio.to_thread(pickle.loads, body)  # Python per chunk
             if kind == "chunks":
                 for chunk in value:
@@ -98,6 +159,14 @@ async def chunk_file_in_child(
         await process.wait()
 
 
+def _death(code: int, limits: ChildLimits) -> str:
+    """Why a child that exited without a last frame stopped, as the file's error says it."""
+    if limits.cpu_seconds and code == -signal.SIGXCPU:  # the kernel's signal past RLIMIT_CPU
+        return f"parsing used more than the {limits.cpu_seconds} s CPU-time limit"
+    memory = f"; the {limits.memory_words()}" if limits.memory_bytes else ""
+    return f"the parser stopped unexpectedly ({_describe(code)}{memory})"
+
+
 def _describe(code: int) -> str:
     if code < 0:
         try:
@@ -107,9 +176,13 @@ def _describe(code: int) -> str:
     return f"exit status {code}"
 
 
-def _child(niceness: int, stdin: BinaryIO, stdout: BinaryIO) -> None:
+def _child(niceness: int, limits: ChildLimits, stdin: BinaryIO, stdout: BinaryIO) -> None:
     """The child's side: read the work, send batches of chunks, then the end or the error."""
     lower_this_thread(niceness)
+    _limit_this_process(limits)
+    # A parser's warnings name the file; the caller's log names documents by id, and the
+    # file's failure reaches the caller as its error.
+    logging.disable(logging.WARNING)
 
     def send(kind: str, value: object) -> None:
         body = pickle.dumps((kind, value), pickle.HIGHEST_PROTOCOL)
@@ -131,9 +204,39 @@ def _child(niceness: int, stdin: BinaryIO, stdout: BinaryIO) -> None:
     try:
         asyncio.run(pump())
     except Exception as exc:  # handed to the caller, raised there
+        if limits.memory_bytes and _near_memory_limit(exc, limits.memory_bytes):
+            exc = DocumentParseError(
+                f"parsing needed more than the {limits.memory_words()}", filename=name
+            )
         send("error", _portable(exc, name))
         return
     send("end", None)
+
+
+def _limit_this_process(limits: ChildLimits) -> None:
+    """Set the operating system's limits of `limits` on this process."""
+    import resource
+
+    if limits.memory_bytes:
+        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+    if limits.cpu_seconds:
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        spent = int(used.ru_utime + used.ru_stime)  # the interpreter's start is not the file's
+        soft = spent + limits.cpu_seconds
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 1))
+
+
+def _near_memory_limit(error: BaseException, memory_bytes: int) -> bool:
+    """Whether `error` came of the memory limit: a MemoryError, or any error (libraries
+    word allocation failures their own way) once the address space neared the limit."""
+    if isinstance(error, MemoryError) or isinstance(error.__cause__, MemoryError):
+        return True
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            peak = next(line for line in status if line.startswith("VmPeak:"))
+    except (OSError, StopIteration):
+        return False
+    return int(peak.split()[1]) * 1024 >= _MEMORY_SHARE * memory_bytes
 
 
 def _portable(exc: Exception, name: str) -> Exception:
@@ -151,4 +254,10 @@ if __name__ == "__main__":
     # caller's (so does a traceback of the child failing to start).
     frames = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    _child(int(sys.argv[1]), sys.stdin.buffer, frames)
+    memory, cpu = int(sys.argv[2]), int(sys.argv[3])
+    _child(
+        int(sys.argv[1]),
+        ChildLimits(memory_bytes=memory or None, cpu_seconds=cpu or None),
+        sys.stdin.buffer,
+        frames,
+    )

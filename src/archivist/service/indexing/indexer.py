@@ -71,6 +71,7 @@ class Indexer:
         self.in_flight: dict[int, ClaimedJob] = {}
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self._indexing: dict[str, asyncio.Task[tuple[Status, int, str | None]]] = {}
 
     async def start(self) -> None:
         """Requeue what a dead predecessor left running (when it must be dead), then work."""
@@ -95,6 +96,16 @@ class Indexer:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks = []
+
+    def cancel(self, document_id: str) -> bool:
+        """Stop indexing `document_id` in this process, if it is (its parsing child is
+        killed, its partial version removed); True if it was. The job ends failed, and the
+        caller deletes the document once the document's lock is free."""
+        task = self._indexing.get(document_id)
+        if task is None or task.done():
+            return False
+        task.cancel()
+        return True
 
     def notify(self) -> None:
         """New jobs were queued: wake an idle worker now rather than at the next poll."""
@@ -136,11 +147,20 @@ class Indexer:
                 await asyncio.to_thread(jobs.finish, self.engine, job, Status.FAILED)
                 return
             started = time.perf_counter()
+            task = asyncio.create_task(self._index(job), name=f"index-{document.id}")
+            self._indexing[document.id] = task
             try:
-                status, count, error = await self._index(job)
+                status, count, error = await task
+            except asyncio.CancelledError:
+                if _this_task_cancelled():  # the indexer stops: the job stays leased
+                    raise
+                logger.info("indexing %s stopped: the document is being deleted", document.id)
+                status, count, error = Status.FAILED, 0, "deleted while it was being indexed"
             except Exception as exc:
                 logger.exception("indexing %s failed", document.id)
                 status, count, error = Status.FAILED, 0, public_detail(exc)
+            finally:
+                del self._indexing[document.id]
             seconds = time.perf_counter() - started
             kept = await asyncio.to_thread(jobs.finish, self.engine, job, status, count, error)
             if self.observe is not None:
@@ -190,6 +210,12 @@ class Indexer:
                 )
             except Exception:
                 logger.exception("renewing job leases failed")
+
+
+def _this_task_cancelled() -> bool:
+    """Whether the running task itself is being cancelled (not only a task it awaited)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 @contextlib.asynccontextmanager

@@ -23,7 +23,11 @@ from typing import TypeVar
 
 from archivist._util.thread_priority import lower_this_thread
 from archivist.rag.chunker.base import ChunkerBase
-from archivist.rag.chunker.child_process import child_processes_available, chunk_file_in_child
+from archivist.rag.chunker.child_process import (
+    ChildLimits,
+    child_processes_available,
+    chunk_file_in_child,
+)
 from archivist.rag.document import Chunk, Section
 from archivist.rag.parser.base import ParserBase
 from archivist.validation import check_non_negative_int
@@ -97,15 +101,21 @@ async def iterate_in_thread(
 
 class OffloadedChunker(ChunkerBase):
     """`inner`, with parsing and chunking run off the loop, `niceness` steps nicer than the
-    loop so requests get the CPU first: in a thread, or in a child process for a file of
-    `process_bytes` or more (see the module's docstring)."""
+    loop so requests get the CPU first: in a thread, or in a child process within `limits`
+    for a file of `process_bytes` or more (see the module's docstring). A service sends
+    every file to a child (`process_bytes=0`), so no upload can take its memory."""
 
     def __init__(
-        self, inner: ChunkerBase, niceness: int = 0, process_bytes: int = PROCESS_BYTES
+        self,
+        inner: ChunkerBase,
+        niceness: int = 0,
+        process_bytes: int = PROCESS_BYTES,
+        limits: ChildLimits | None = None,
     ) -> None:
         self.inner = inner
         self.niceness = check_non_negative_int(niceness, "niceness")
         self.process_bytes = check_non_negative_int(process_bytes, "process_bytes")
+        self.limits = limits
         self.parameters = getattr(inner, "parameters", None)
 
     async def chunk(self, sections: list[Section]) -> list[Chunk]:
@@ -124,7 +134,9 @@ class OffloadedChunker(ChunkerBase):
 
     async def chunk_file(self, parser: ParserBase, path: str, name: str) -> AsyncIterator[Chunk]:
         if child_processes_available() and _size(path) >= self.process_bytes:
-            chunks = chunk_file_in_child(self.inner, parser, path, name, niceness=self.niceness)
+            chunks = chunk_file_in_child(
+                self.inner, parser, path, name, niceness=self.niceness, limits=self.limits
+            )
         else:
             chunks = iterate_in_thread(
                 lambda: self.inner.chunk_file(parser, path, name), niceness=self.niceness

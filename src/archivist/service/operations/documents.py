@@ -132,9 +132,11 @@ async def open_file(state: ServiceState, document: DocumentRecord) -> StoredFile
 
 
 async def delete_document(state: ServiceState, kb: KBRecord, document: DocumentRecord) -> None:
-    """Delete the document: its chunks, its record and its file (after any running index of
-    it finishes, so nothing of it is written back)."""
+    """Delete the document: its chunks, its record and its file. Indexing it in this process
+    is stopped first (its parsing child killed), and the delete waits until that has
+    unwound, so nothing of it is written back."""
     handle = await state.handle(kb)
+    state.indexer.cancel(document.id)
     async with state.locks.hold(document.id):
         with contextlib.suppress(DocumentNotFoundError):
             await handle.delete_document(document.id)

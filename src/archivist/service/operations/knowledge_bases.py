@@ -145,12 +145,15 @@ async def document_statuses(state: ServiceState, kb: KBRecord, ids: list[str]) -
 
 
 async def delete_kb(state: ServiceState, kb: KBRecord) -> None:
-    """Delete `kb` with its documents, chunks and files; a job indexing one of its documents
-    is let finish first, so nothing writes to the collection after it is gone."""
+    """Delete `kb` with its documents, chunks and files; indexing one of its documents in
+    this process is stopped, and the delete waits until that has unwound, so nothing writes
+    to the collection after it is gone."""
     await asyncio.to_thread(catalog.delete_kb, state.engine, kb.id)
-    for job in list(state.indexer.in_flight.values()):
-        if job.kb.id == kb.id:
-            async with state.locks.hold(job.document.id):
-                pass
+    running = [job for job in state.indexer.in_flight.values() if job.kb.id == kb.id]
+    for job in running:
+        state.indexer.cancel(job.document.id)
+    for job in running:
+        async with state.locks.hold(job.document.id):
+            pass
     await state.store.delete_collection(kb.collection)
     await asyncio.to_thread(state.files.delete_folder, kb.id)

@@ -90,9 +90,11 @@ class KBProfiles:
         if chunker is not None:
             return chunker
         model = self.model_named(indexing.embedding_model)
-        built = OffloadedChunker(  # cut off the event loop, like the service's own chunker
+        built = OffloadedChunker(  # in a child within limits, like the service's own chunker
             chunker_for(model.chunk_tokenizer(), indexing.chunk_size, indexing.overlap),
             self.settings.index_niceness,
+            process_bytes=0,
+            limits=self.settings.parse_limits,
         )
         with self._lock:
             return self._chunkers.setdefault(key, built)
