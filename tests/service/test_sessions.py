@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -297,6 +298,31 @@ def test_one_answer_at_a_time_per_session(chat_service) -> None:
             assert busy.status_code == 409 and "still answering" in busy.json()["detail"]
             assert [e.event for e in events][-1] == "done"
         assert ask(acme, session, content="Second?")[-1][1]["content"] == "next"
+
+
+def test_concurrent_messages_to_one_session_get_one_answer_and_409s(chat_service) -> None:
+    """Four posts at once: the session is marked answering in the database before any of
+    them is answered, so exactly one runs."""
+    chat = chat_service.chat
+    chat.replies.extend(Reply(pieces=["only ", "one"], delay=0.3) for _ in range(4))
+    body = {"content": "Now?", "knowledge_bases": ["planets"]}
+    with client(chat_service.url, chat_service.keys["acme"]) as acme:
+        session = new_session(acme)
+
+    def post() -> int:
+        with client(chat_service.url, chat_service.keys["acme"]) as http:
+            path = f"/v1/sessions/{session}/messages"
+            with http.stream("POST", path, json=body) as response:
+                response.read()
+                return response.status_code
+
+    with ThreadPoolExecutor(4) as pool:
+        statuses = sorted(pool.map(lambda _: post(), range(4)))
+    chat.replies.clear()
+    assert statuses == [200, 409, 409, 409]
+    with client(chat_service.url, chat_service.keys["acme"]) as acme:
+        history = acme.get(f"/v1/sessions/{session}").json()["messages"]
+    assert [m["role"] for m in history] == ["user", "assistant"]
 
 
 def test_a_chat_server_that_is_down_is_an_error_event(chat_service) -> None:

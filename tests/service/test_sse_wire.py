@@ -70,22 +70,23 @@ async def test_a_quiet_model_gets_keep_alives_and_json_is_kept_unescaped(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(chat, "KEEPALIVE_SECONDS", 0.05)
-    answering: set[str] = set()
+    released: list[bool] = []
     run: Any = _SlowRun(quiet=0.2)
-    items = [item async for item in stream_events(run, answering)]
+    items = [item async for item in stream_events(run, lambda: released.append(True))]
     assert None in items[:-2]
     assert items[-2:] == [
         ChatEvent("delta", '{"text": "é"}'),
         ChatEvent("done", '{"content": "é", "citations": []}'),
     ]
-    await asyncio.sleep(0)
-    assert answering == set()
+    assert released == [True]
 
 
 async def test_a_client_going_away_cancels_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(chat, "KEEPALIVE_SECONDS", 0.01)
     run: Any = _SlowRun(quiet=0, hang=True)
-    wire = sse_wire(stream_events(run, set()))
+    released: list[bool] = []
+    wire = sse_wire(stream_events(run, lambda: released.append(True)))
     assert await anext(wire) == b": ping\n\n"
     await wire.aclose()
     assert run.cancelled
+    assert released == [True]  # a cancelled run ends its session's answering mark too

@@ -206,13 +206,12 @@ def _error(detail: str, status: int) -> dict[str, Any]:
 
 
 async def stream_events(
-    run: ChatRun, answering: set[str]
+    run: ChatRun, release: Callable[[], None] | None = None
 ) -> AsyncGenerator[ChatEvent | None, None]:
     """The run's events as they come, and None after each `KEEPALIVE_SECONDS` the model is
     quiet (for the transport's keep-alive). Closing the generator (the client went away)
-    cancels the run. The session is in `answering` from the first event until the run has
-    ended."""
-    answering.add(run.session_id)
+    cancels the run. `release` (blocking: it runs in a thread) is called once the run has
+    ended, however it ended: it ends the session's answering mark."""
     queue: asyncio.Queue[ChatEvent | None] = asyncio.Queue()
 
     def emit(event: str, data: dict[str, Any]) -> None:
@@ -223,9 +222,11 @@ async def stream_events(
             await run.run(emit)
         finally:
             queue.put_nowait(None)
+            if release is not None:
+                # Shielded: a run cancelled while it ends still releases its session.
+                await asyncio.shield(asyncio.to_thread(release))
 
     task = asyncio.create_task(execute())
-    task.add_done_callback(lambda _: answering.discard(run.session_id))
     try:
         while True:
             try:

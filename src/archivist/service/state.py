@@ -4,7 +4,7 @@ operations (no web framework here, so the operations run without one)."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
@@ -37,8 +37,6 @@ class ServiceState:
     """The OpenAI-compatible chat server answers come from; None when not configured."""
     profiles: KBProfiles | None = None
     """Each knowledge base's own embedding model and chunker; None: all use `model`."""
-    answering: set[str] = field(default_factory=set)
-    """Sessions with an answer in progress in this process (one at a time per session)."""
 
     @classmethod
     def of(cls, service: ServiceRuntime, chat_model: ChatModelBase | None = None) -> ServiceState:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from archivist.service.chat import ChatRun
 from archivist.service.operations.errors import Conflict, NotFound
@@ -46,6 +48,19 @@ async def delete_session(state: ServiceState, session: SessionRecord) -> None:
     await asyncio.to_thread(sessions_store.delete_session, state.engine, session.id)
 
 
+ANSWER_MARK_SLACK_SECONDS = 60.0
+"""An answering mark older than the longest run by this much was left by a replica that
+died mid-answer, and is taken over."""
+
+
+@dataclass(frozen=True)
+class AnswerStart:
+    """A run that may start, and how to end the session's answering mark once it has run."""
+
+    run: ChatRun
+    release: Callable[[], None]
+
+
 async def start_answer(
     state: ServiceState,
     tenant: str,
@@ -55,11 +70,12 @@ async def start_answer(
     *,
     mode: str,
     top_k: int,
-) -> ChatRun:
+) -> AnswerStart:
     """The run that answers `question` in `session` from the tenant's `knowledge_bases`.
 
-    Conflict without a chat model or while the session is still answering; NotFound naming
-    every knowledge base the tenant lacks.
+    The session is marked answering in the database (Conflict while it already is, on any
+    replica) until `release` is called; Conflict without a chat model; NotFound naming every
+    knowledge base the tenant lacks.
     """
     if state.chat_model is None:
         raise Conflict(NO_CHAT_MODEL)
@@ -68,19 +84,30 @@ async def start_answer(
     missing = [name for name, kb in zip(names, records, strict=True) if kb is None]
     if missing:
         raise NotFound(f"no knowledge base {', '.join(map(repr, missing))}")
-    if session.id in state.answering:
+    stale_after = state.settings.chat_run_seconds + ANSWER_MARK_SLACK_SECONDS
+    token = await asyncio.to_thread(
+        sessions_store.claim_answer, state.engine, session.id, stale_after
+    )
+    if token is None:
         raise Conflict(
             "this session is still answering a message; wait for it or close that request"
         )
-    history = await list_messages(state, session)
-    return ChatRun(
+    release = functools.partial(sessions_store.release_answer, state.engine, session.id, token)
+    try:
+        history = await list_messages(state, session)
+        handles = [await state.handle(kb) for kb in records if kb is not None]
+    except BaseException:
+        await asyncio.shield(asyncio.to_thread(release))
+        raise
+    run = ChatRun(
         engine=state.engine,
         settings=state.settings,
         model=state.chat_model,
         session_id=session.id,
         question=question,
-        knowledge_bases=[await state.handle(kb) for kb in records if kb is not None],
+        knowledge_bases=handles,
         mode=mode,
         top_k=top_k,
         history=history,
     )
+    return AnswerStart(run, release)

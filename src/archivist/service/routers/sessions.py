@@ -82,7 +82,7 @@ async def post_message(
 
     The question and its answer join the session's history once the answer is complete.
     """
-    run = await operations.start_answer(
+    start = await operations.start_answer(
         state,
         tenant,
         session,
@@ -92,7 +92,7 @@ async def post_message(
         top_k=body.top_k,
     )
     return EventSourceResponse(
-        sse_wire(stream_events(run, state.answering)),
+        sse_wire(stream_events(start.run, start.release)),
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
 

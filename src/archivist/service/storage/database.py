@@ -123,6 +123,21 @@ chat_sessions = Table(
     Column("updated_at", Float, nullable=False),
 )
 
+chat_answering = Table(
+    "chat_answering",
+    metadata,
+    Column(
+        "session_id",
+        String(32),
+        ForeignKey("chat_sessions.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("token", String(32), nullable=False),
+    Column("started_at", Float, nullable=False),
+)
+"""The sessions answering a message now: one row a session, so one answer at a time across
+every replica on the database."""
+
 chat_messages = Table(
     "chat_messages",
     metadata,

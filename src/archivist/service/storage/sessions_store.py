@@ -9,8 +9,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import Engine, delete, insert, select, update
+from sqlalchemy.exc import IntegrityError
 
-from archivist.service.storage.database import chat_messages, chat_sessions, reading, writing
+from archivist.service.storage.database import (
+    chat_answering,
+    chat_messages,
+    chat_sessions,
+    reading,
+    writing,
+)
 
 ChatRole = Literal["user", "assistant"]
 
@@ -89,7 +96,48 @@ def delete_session(engine: Engine, session_id: str) -> None:
     """Remove a session and its messages."""
     with writing(engine) as db:
         db.execute(delete(chat_messages).where(chat_messages.c.session_id == session_id))
+        db.execute(delete(chat_answering).where(chat_answering.c.session_id == session_id))
         db.execute(delete(chat_sessions).where(chat_sessions.c.id == session_id))
+
+
+def claim_answer(engine: Engine, session_id: str, stale_after: float) -> str | None:
+    """Mark `session_id` as answering and return the mark's token; None when it already is.
+    A mark older than `stale_after` seconds (its replica died mid-answer) is taken over.
+    The mark is a row keyed by the session, so two claims on any replicas cannot both win."""
+    token = uuid.uuid4().hex
+    now = time.time()
+    with writing(engine) as db:
+        db.execute(
+            delete(chat_answering).where(
+                chat_answering.c.session_id == session_id,
+                chat_answering.c.started_at < now - stale_after,
+            )
+        )
+        taken = db.execute(
+            select(chat_answering.c.token).where(chat_answering.c.session_id == session_id)
+        ).one_or_none()
+        if taken is not None:
+            return None
+        try:
+            with db.begin_nested():
+                db.execute(
+                    insert(chat_answering).values(
+                        session_id=session_id, token=token, started_at=now
+                    )
+                )
+        except IntegrityError:  # another replica's claim won meanwhile (PostgreSQL)
+            return None
+    return token
+
+
+def release_answer(engine: Engine, session_id: str, token: str) -> None:
+    """End the answering mark `token` of `session_id` (a taken-over one stays)."""
+    with writing(engine) as db:
+        db.execute(
+            delete(chat_answering).where(
+                chat_answering.c.session_id == session_id, chat_answering.c.token == token
+            )
+        )
 
 
 def list_messages(engine: Engine, session_id: str) -> list[MessageRecord]:
