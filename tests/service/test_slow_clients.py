@@ -119,3 +119,63 @@ def test_idle_keep_alive_connections_are_closed(quick) -> None:
         closed, received = closed_after(sock, LIMIT + 5)
     assert received.startswith(b"HTTP/1.1 200")
     assert closed
+
+
+def _exchange(url: str, raw: bytes) -> tuple[bool, bytes]:
+    """Send `raw` on a new connection; whether the server closed it, and what it answered."""
+    sock = connect(url)
+    try:
+        sock.sendall(raw)
+        return closed_after(sock, 10)
+    finally:
+        sock.close()
+
+
+def test_a_request_with_both_transfer_encoding_and_content_length_is_refused(quick) -> None:
+    """A body length two parsers could read differently: 400, and the connection closed, so
+    the bytes after the first body never run as a second (smuggled) request."""
+    url, key = quick
+    smuggled = b"GET /v1/knowledge-bases HTTP/1.1\r\nHost: x\r\n\r\n"
+    raw = (
+        b"POST /v1/knowledge-bases HTTP/1.1\r\nHost: x\r\n"
+        + f"Authorization: Bearer {key}\r\n".encode()
+        + b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+        + b"Content-Length: 4\r\n\r\n0\r\n\r\n"
+        + smuggled
+    )
+    closed, received = _exchange(url, raw)
+    assert closed
+    assert received.startswith(b"HTTP/1.1 400")
+    assert received.count(b"HTTP/1.1 ") == 1  # nothing answered the smuggled request
+    assert b"both Transfer-Encoding and Content-Length" in received
+    assert b"application/problem+json" in received and b"x-frame-options: DENY" in received
+
+
+def test_a_folded_header_is_refused_with_a_problem_and_security_headers(quick) -> None:
+    url, key = quick
+    raw = (
+        b"GET /v1/knowledge-bases HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer\r\n "
+        + key.encode()
+        + b"\r\n\r\n"
+    )
+    closed, received = _exchange(url, raw)
+    assert closed
+    assert received.startswith(b"HTTP/1.1 400")
+    head, _, body = received.partition(b"\r\n\r\n")
+    assert b"content-type: application/problem+json" in head
+    assert b"x-content-type-options: nosniff" in head
+    assert b"folded" in body
+
+
+def test_ordinary_requests_on_one_connection_still_work(quick) -> None:
+    url, key = quick
+    one = f"GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\n\r\n".encode()
+    sock = connect(url)
+    try:
+        for _ in range(3):  # keep-alive: each request's headers are checked anew
+            sock.sendall(one)
+            sock.settimeout(5)
+            answer = sock.recv(65536)
+            assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+    finally:
+        sock.close()

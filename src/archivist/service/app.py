@@ -14,6 +14,7 @@ from archivist.service import runtime
 from archivist.service.chat import configured_chat_model
 from archivist.service.guards.auth_gate import AuthGate
 from archivist.service.guards.body_limits import BodyLimits
+from archivist.service.guards.framing import RequestFraming
 from archivist.service.guards.security_headers import SecurityHeaders
 from archivist.service.guards.slow_clients import BodyTimeout
 from archivist.service.mcp_endpoint import MCP_PATH, mcp_app
@@ -80,7 +81,8 @@ def create_app(
     app.add_middleware(
         AuthGate, rate=settings.rate_per_second, burst=settings.rate_burst
     )  # outside BodyLimits: no key, no byte read
-    app.add_middleware(SecurityHeaders)  # on every answer, 401 and 413 too
+    app.add_middleware(RequestFraming)  # before any layer reads a body
+    app.add_middleware(SecurityHeaders)  # on every answer, 400, 401 and 413 too
     app.add_middleware(RequestTelemetry, metrics=metrics)  # outermost: ids and timing of all
     install_problem_handlers(app)
     for module in OPEN_ROUTERS:

@@ -17,9 +17,35 @@ from fastapi import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from archivist.service.guards.security_headers import SECURITY_HEADERS
+from archivist.service.problems import problem_body, title_of
 from archivist.service.settings import ServiceSettings
 
-_REQUEST_TIMEOUT = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+_HEAD_LIMIT = 64 * 1024
+
+
+def raw_problem(status: int, detail: str) -> bytes:
+    """A whole HTTP/1.1 problem response with the security headers, closing the connection,
+    for answers the protocol writes before any ASGI layer runs."""
+    body = problem_body(status, detail)
+    head = [
+        b"HTTP/1.1 %d %s" % (status, title_of(status).encode()),
+        b"content-type: application/problem+json",
+        b"content-length: %d" % len(body),
+        b"connection: close",
+        *(name + b": " + value for name, value in SECURITY_HEADERS),
+    ]
+    return b"\r\n".join(head) + b"\r\n\r\n" + body
+
+
+_REQUEST_TIMEOUT = raw_problem(408, "the request's headers took too long to arrive")
+_FOLDED = raw_problem(400, "a header is folded over lines (obsolete line folding is refused)")
+
+
+def _folded(head: bytes) -> bool:
+    """Whether a header line of `head` (request line first) continues the one before it
+    (starts with a space or a tab): RFC 9112 5.2's obsolete line folding."""
+    return any(line[:1] in (b" ", b"\t") for line in head.split(b"\r\n")[1:])
 
 
 def timed_protocol(header_seconds: float) -> type[H11Protocol]:
@@ -34,6 +60,10 @@ def timed_protocol(header_seconds: float) -> type[H11Protocol]:
             self._arm()
 
         def data_received(self, data: bytes) -> None:
+            if self.conn.their_state is h11.IDLE and _folded(self._head_seen(data)):
+                self.transport.write(_FOLDED)
+                self.transport.close()
+                return
             super().data_received(data)
             if self.conn.their_state is h11.IDLE:  # still reading a request's headers
                 self._arm()
@@ -44,7 +74,13 @@ def timed_protocol(header_seconds: float) -> type[H11Protocol]:
             self._disarm()
             super().connection_lost(exc)
 
+        def _head_seen(self, data: bytes) -> bytes:
+            """The request's header block so far (its start, up to the blank line)."""
+            self._head = (getattr(self, "_head", b"") + data)[:_HEAD_LIMIT]
+            return self._head.split(b"\r\n\r\n", 1)[0]
+
         def on_response_complete(self) -> None:
+            self._head = b""
             super().on_response_complete()
             if not self.transport.is_closing():
                 self._arm()  # the next request's headers get the same time
