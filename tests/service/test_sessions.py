@@ -325,6 +325,28 @@ def test_concurrent_messages_to_one_session_get_one_answer_and_409s(chat_service
     assert [m["role"] for m in history] == ["user", "assistant"]
 
 
+def test_an_answer_past_the_size_limit_is_cut_and_the_chat_stream_closed(chat_service) -> None:
+    """A chat server that will not stop (here 4 MiB, a piece at a time): the service relays
+    256 KiB, closes the server's stream, says why, and keeps the cut text."""
+    chat = chat_service.chat
+    cancelled = chat.cancelled
+    chat.replies.append(Reply(pieces=["é" * 2048] * 1024, delay=0.001))
+    with client(chat_service.url, chat_service.keys["acme"]) as acme:
+        session = new_session(acme)
+        events = ask(acme, session, content="Say it all.")
+        relayed = "".join(data["text"] for name, data in events if name == "delta")
+        assert len(relayed.encode()) == 256 * 1024
+        name, error = events[-1]
+        assert name == "error" and "262,144-byte limit" in error["detail"]
+        deadline = time.monotonic() + 10
+        while chat.cancelled == cancelled and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert chat.cancelled == cancelled + 1, "the chat server kept sending"
+        history = acme.get(f"/v1/sessions/{session}").json()["messages"]
+    assert [m["role"] for m in history] == ["user", "assistant"]
+    assert history[1]["content"] == relayed
+
+
 def test_a_chat_server_that_is_down_is_an_error_event(chat_service) -> None:
     chat_service.chat.stop()  # last test of the module: the port now refuses connections
     events, detail = _failed_answer(chat_service)

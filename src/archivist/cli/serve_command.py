@@ -92,6 +92,14 @@ def add_serve_command(commands: Any) -> None:
         default=None,
         help="most tokens generated per model call (default: the chat server's limit)",
     )
+    cmd.add_argument(
+        "--chat-max-answer-kb",
+        type=int,
+        default=256,
+        metavar="KIB",
+        help="longest answer relayed and kept; a longer one is cut there and the chat "
+        "server's stream closed (default 256)",
+    )
     cmd.set_defaults(handler=run_serve)
 
 
@@ -282,6 +290,7 @@ async def run_serve(args: argparse.Namespace) -> int:
         chat_api_key=os.environ.get("ARCHIVIST_CHAT_API_KEY") or os.environ.get("OPENAI_API_KEY"),
         chat_timeout=args.chat_timeout,
         chat_max_tokens=args.chat_max_tokens,
+        chat_max_answer_bytes=args.chat_max_answer_kb * 1024,
         rate_per_second=args.rate,
         metrics=args.metrics,
         **read_quotas(args.quotas),

@@ -161,14 +161,27 @@ class ChatRun:
             async with asyncio.timeout(self.settings.chat_run_seconds):
                 agent = await self._agent(emit)
                 answer = ""
-                async for event in agent.reply_stream(Msg("user", self.question, "user")):
-                    if isinstance(event, TextDelta) and event.delta:
-                        emit("delta", {"text": event.delta})
-                    elif isinstance(event, ToolCall):
-                        call = event.tool_call
-                        emit("tool_call", {"id": call.id, "name": call.name, "input": call.input})
-                    elif isinstance(event, ReplyEnd):
-                        answer = event.msg.get_text_content()
+                capped = AnswerCap(self.settings.chat_max_answer_bytes)
+                events = agent.reply_stream(Msg("user", self.question, "user"))
+                async with contextlib.aclosing(events):  # leaving closes the model's stream
+                    async for event in events:
+                        if isinstance(event, TextDelta) and event.delta:
+                            kept = capped.take(event.delta)
+                            if kept:
+                                emit("delta", {"text": kept})
+                            if capped.full:
+                                break
+                        elif isinstance(event, ToolCall):
+                            call = event.tool_call
+                            emit("tool_call", {"id": call.id, "name": call.name,
+                                               "input": call.input})  # fmt: skip
+                        elif isinstance(event, ReplyEnd):
+                            answer = event.msg.get_text_content()
+            if capped.full:
+                await self._keep(capped.text)
+                emit("error", _error(f"the answer passed the {capped.limit:,}-byte limit and "
+                                     "was cut there", 502))  # fmt: skip
+                return
         except TimeoutError:
             emit("error", _error(f"no answer within {self.settings.chat_run_seconds:g} s", 504))
             return
@@ -194,11 +207,43 @@ class ChatRun:
             logger.exception("answer failed in session %s", self.session_id)
             emit("error", _error(f"the answer failed: {type(exc).__name__}", 500))
             return
+        citations = await self._keep(answer)
+        emit("done", {"content": answer, "citations": [c.model_dump() for c in citations]})
+
+    async def _keep(self, answer: str) -> list[Citation]:
+        """Add the question and `answer` to the session's history; the answer's citations."""
         citations = sorted(self.citations.values(), key=lambda c: c.number)
         await asyncio.to_thread(
             add_exchange, self.engine, self.session_id, self.question, answer, citations
         )
-        emit("done", {"content": answer, "citations": [c.model_dump() for c in citations]})
+        return citations
+
+
+class AnswerCap:
+    """The streamed text of an answer up to `limit` UTF-8 bytes; `full` once it was cut."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.full = False
+        self._parts: list[str] = []
+        self._size = 0
+
+    @property
+    def text(self) -> str:
+        """The text taken so far."""
+        return "".join(self._parts)
+
+    def take(self, delta: str) -> str:
+        """The part of `delta` within the limit (cut at a character boundary)."""
+        data = delta.encode()
+        room = self.limit - self._size
+        if len(data) > room:
+            self.full = True
+            delta = data[:room].decode(errors="ignore")
+            data = delta.encode()
+        self._size += len(data)
+        self._parts.append(delta)
+        return delta
 
 
 def _error(detail: str, status: int) -> dict[str, Any]:

@@ -89,6 +89,9 @@ class ServiceSettings(ChunkSettings):
     """Seconds to wait for the chat server to connect or send its next piece."""
     chat_run_seconds: float = Field(default=300.0, gt=0)
     """Longest one answer may take, tool calls included, before it ends with an error."""
+    chat_max_answer_bytes: int = Field(default=256 * 1024, ge=1024)
+    """Longest answer (UTF-8 bytes of its text) relayed and kept: a longer one is cut there,
+    the chat server's stream closed, and the cut text joins the history."""
     chat_max_tokens: int | None = Field(default=None, gt=0)
     """Most tokens the chat server may generate per model call; None: the server's limit."""
 
