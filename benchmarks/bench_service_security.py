@@ -11,7 +11,12 @@ is measured exactly) goes through, in order:
    (one-line 2 MB and 4 MB CSVs, a 49 MB text file, a 200,000-page PDF) for a fixed window;
 5. beside (only when asked: `--parts beside`): the same, with the same files indexed by a
    separate `archivist index` process at nice 10 instead: the floor that moving all document
-   work out of the server would give on this machine.
+   work out of the server would give on this machine;
+6. hostile (only when asked: `--parts hostile`): tenant A uploads eight hostile files at once
+   (a zip-bomb .docx, an .xlsx of 300,000 tiny cells, a 2,000-page PDF, a 2 MB one-line CSV,
+   and JSON, XML, HTML and Markdown nested 100,000 deep) while tenant B searches: the peak RSS
+   of the server with all its child processes, B's latency against idle, and how each file
+   ended.
 
 With `--deployment split` the service is the one for a team on several processes: an
 API-only `archivist serve --workers 0` and one `archivist worker` beside it, sharing a
@@ -21,6 +26,7 @@ directory, so the server that answers requests does no document work of its own.
     .venv/bin/python -m benchmarks service_security            # about 6 minutes
     .venv/bin/python -m benchmarks service_security --quick    # about 3 minutes
     .venv/bin/python -m benchmarks service_security --parts latency --deployment split
+    .venv/bin/python -m benchmarks service_security --parts hostile
 """
 
 from __future__ import annotations
@@ -325,6 +331,9 @@ def main(argv: list[str] | None = None) -> None:
         if "beside" in parts:
             results["beside"] = latency(a, window, beside=home / "beside")
             print("beside", results["beside"], flush=True)
+        if "hostile" in parts:
+            results["hostile"] = hostile(serve, a, b, window)
+            print("hostile", results["hostile"], flush=True)
     suffix = "-quick" if args.quick else ""
     if args.deployment != "single":
         suffix += "-" + args.deployment
@@ -446,6 +455,81 @@ def latency(a: httpx.Client, window: float, beside: Path | None = None) -> dict[
         ),
         "search_p99_ratio": round(busy_latency["search_p99_ms"] / idle_latency["search_p99_ms"], 2),
         "files": [name for name, _ in worst],
+    }
+
+
+def tree_rss_mb(pid: int) -> float:
+    """RSS of process `pid` and all its descendants, in MiB."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                children.setdefault(parent, []).append(int(entry.name))
+    total, todo = 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        with contextlib.suppress(OSError, ValueError):
+            total += rss_mb(current)
+        todo.extend(children.get(current, []))
+    return total
+
+
+def hostile_files() -> list[tuple[str, bytes]]:
+    """Eight files built to cost a parser memory, CPU or recursion depth."""
+    from factories import make_docx_bomb, make_xlsx
+
+    depth = 100_000
+    return [
+        ("bomb.docx", make_docx_bomb(60)),
+        ("tiny-cells.xlsx", make_xlsx({"cells": [[str(c) for c in range(300)]] * 1000})),
+        ("pages.pdf", many_page_pdf(2000, 1)),
+        ("one-line.csv", b"b," * 1_000_000 + b"\n"),
+        ("nested.json", b"[" * depth + b"]" * depth),
+        ("nested.xml", b"<a>" * depth + b"</a>" * depth),
+        ("nested.html", b"<div>" * depth + b"x" + b"</div>" * depth),
+        ("nested.md", b"> " * depth + b"deep\n"),
+    ]
+
+
+def hostile(serve: Any, a: httpx.Client, b: httpx.Client, window: float) -> dict[str, Any]:
+    """Tenant A's hostile files all at once, while tenant B searches (see the docstring)."""
+    b.post("/v1/knowledge-bases", json={"name": "probe"}).raise_for_status()
+    time_to_ready(b, "probe", "probe.txt", text(200, "probe"))  # what `sample` searches
+    sample(b, 1.0)  # warm
+    idle = sample(b, window / 2)
+    pid = serve.process.pid
+    idle_rss = tree_rss_mb(pid)
+    peak = [idle_rss]
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(0.1):
+            peak.append(tree_rss_mb(pid))
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    files = hostile_files()
+    a.post(
+        "/v1/knowledge-bases/pile/documents", files=[("files", item) for item in files]
+    ).raise_for_status()
+    busy = sample(b, window)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        items = a.get("/v1/knowledge-bases/pile/documents").json()["items"]
+        if all(d["status"] in ("ready", "failed") for d in items):
+            break
+        time.sleep(1)
+    stop.set()
+    watcher.join()
+    return {
+        "idle_tree_rss_mb": round(idle_rss),
+        "peak_tree_rss_mb": round(max(peak)),
+        "after_tree_rss_mb": round(tree_rss_mb(pid)),
+        "idle": idle,
+        "while_indexing": busy,
+        "search_p99_ratio": round(busy["search_p99_ms"] / idle["search_p99_ms"], 2),
+        "outcomes": {d["filename"]: [d["status"], d["error"]] for d in items},
     }
 
 

@@ -233,6 +233,42 @@ def render_search_trust(results: Path) -> list[str]:
     return ["## Search you can trust", "", *parts]
 
 
+def render_hostile_uploads(results: Path) -> list[str]:
+    """The section on hostile uploads, from `service_security --parts hostile`."""
+    runs = [
+        (name, options, data)
+        for name, options in (
+            ("service_security-hostile.json", "--parts hostile"),
+            ("service_security-quick-hostile.json", "--quick --parts hostile"),
+        )
+        if (data := _load(results, name)) is not None
+    ]
+    if not runs:
+        return []
+    name, options, data = runs[0]
+    run = data["hostile"]
+    lines = [
+        "## Hostile uploads",
+        "",
+        f"`{PY}service_security {options}` (`{name}`): one `archivist serve` with its defaults;",
+        "tenant A uploads eight hostile files at once while tenant B searches. RSS counts the",
+        "server and every child process it started (parsing sandboxes included).",
+        "",
+        "| server + children RSS idle / peak / after, MiB | B's search p50 / p99 idle, ms "
+        "| B's search p50 / p99 while A's files index, ms |",
+        "|---:|---:|---:|",
+        f"| {run['idle_tree_rss_mb']} / {run['peak_tree_rss_mb']} / {run['after_tree_rss_mb']} "
+        f"| {run['idle']['search_p50_ms']} / {run['idle']['search_p99_ms']} "
+        f"| {run['while_indexing']['search_p50_ms']} / {run['while_indexing']['search_p99_ms']} |",
+        "",
+        "| file | status | error |",
+        "|---|---|---|",
+    ]
+    for filename, (status, error) in sorted(run["outcomes"].items()):
+        lines.append(f"| {filename} | {status} | {error or ''} |")
+    return [*lines, ""]
+
+
 def render_other_scripts() -> list[str]:
     """Where each other benchmark writes its results, with its command."""
     lines = [

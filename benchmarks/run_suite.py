@@ -273,14 +273,20 @@ def _previous_run(mode: str) -> dict[str, Any]:
 
 def write_report(report: dict[str, Any]) -> None:
     """REPORT.md (REPORT-quick.md for quick runs) and the PNG plots beside it."""
-    from report_sections import render_other_scripts, render_search_trust
+    from report_sections import (
+        render_hostile_uploads,
+        render_other_scripts,
+        render_search_trust,
+    )
     from suite_report import render_plots, render_report
 
     plots = render_plots(report, RESULTS)
     name = "REPORT-quick.md" if report["mode"] == "quick" else "REPORT.md"
     text = render_report(report, plots, TARGETS)
     if report["mode"] != "quick":
-        extra = render_search_trust(RESULTS) + render_other_scripts()
+        extra = (
+            render_search_trust(RESULTS) + render_hostile_uploads(RESULTS) + render_other_scripts()
+        )
         text = text.rstrip() + "\n\n" + "\n".join(extra)
     path = RESULTS / name
     path.write_text(text)
