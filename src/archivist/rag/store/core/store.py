@@ -131,9 +131,12 @@ class CoreStore(ShapedStore[S], Generic[S, W, H]):
         shape: S,
         records: Sequence[VectorRecord],
         points: list[PointWrite],
+        *,
+        overwrites: bool = True,
     ) -> None:
         """Store `points` (made of `records`, one each) with the BM25 terms of their text,
-        adding those chunks to the collection's BM25 totals."""
+        adding those chunks to the collection's BM25 totals (and taking off the chunks they
+        overwrite; `overwrites=False` says their ids are new, as a replace's are)."""
 
     @abstractmethod
     async def _remove(
@@ -350,7 +353,7 @@ class CoreStore(ShapedStore[S], Generic[S, W, H]):
                 len(batch),
             )
             if points:
-                await self._write(collection, shape, batch, points)
+                await self._write(collection, shape, batch, points, overwrites=False)
             return len(points)
 
         async def drop_older(generation: str) -> None:

@@ -210,6 +210,8 @@ class PgVectorCollections(CoreStore[Collection, SqlScope, Row]):
         shape: Collection,
         records: Sequence[VectorRecord],
         points: list[PointWrite],
+        *,
+        overwrites: bool = True,
     ) -> None:
         """Store `points` with their BM25 postings in one transaction, holding the
         collection's write lock."""
@@ -219,7 +221,15 @@ class PgVectorCollections(CoreStore[Collection, SqlScope, Row]):
             counts = await off_loop(functools.partial(term_counts, encoder, records), len(records))
         async with self._transaction() as connection:
             await self._lock(connection, "collection", collection)
-            await write_chunks(connection, self._registry, collection, shape, points, counts)
+            await write_chunks(
+                connection,
+                self._registry,
+                collection,
+                shape,
+                points,
+                counts,
+                overwrites=overwrites,
+            )
 
     async def _remove(
         self,

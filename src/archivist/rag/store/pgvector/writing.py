@@ -31,15 +31,18 @@ async def write_chunks(
     found: Collection,
     points: list[PointWrite],
     counts: list[TermCounts | None],
+    *,
+    overwrites: bool = True,
 ) -> None:
-    """Store `points` (replacing any with the same ids) with the BM25 postings of their term
-    `counts`, keeping document frequencies and BM25 totals exact; inside the caller's
-    transaction, holding the collection's write lock."""
+    """Store `points` (replacing any with the same ids, unless `overwrites` is False) with
+    the BM25 postings of their term `counts`, keeping document frequencies and BM25 totals
+    exact; inside the caller's transaction, holding the collection's write lock."""
     tables = found.tables
-    ids = [point.id for point in points]
-    await delete_where(
-        connection, registry, collection, found, sql.SQL("c.id = ANY(%s::uuid[])"), [ids]
-    )
+    if overwrites:  # a replace's ids are new: nothing to take off first
+        ids = [point.id for point in points]
+        await delete_where(
+            connection, registry, collection, found, sql.SQL("c.id = ANY(%s::uuid[])"), [ids]
+        )
     lengths = [0 if terms is None else terms.length for terms in counts]
     async with connection.cursor() as cursor:
         await cursor.executemany(

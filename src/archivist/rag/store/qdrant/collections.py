@@ -197,6 +197,8 @@ class QdrantCollections(CoreStore[CollectionShape, Where, ScoredPoint]):
         shape: CollectionShape,
         records: Sequence[VectorRecord],
         points: list[PointWrite],
+        *,
+        overwrites: bool = True,
     ) -> None:
         """Upsert `points`, `WRITE_BATCH` at a time, with the BM25 vector of each text chunk
         when the collection has them.
@@ -215,9 +217,11 @@ class QdrantCollections(CoreStore[CollectionShape, Where, ScoredPoint]):
                 async with self._stats_locks.hold(collection):
                     # A point written again (an insert of a chunk already stored) is counted
                     # out before it is counted in.
-                    stored = await backend.retrieve(collection, [point.id for point in points])
                     stats = await backend.bm25_stats(collection)
-                    stats.remove([int(item.get(TERM_LENGTH) or 0) for item in stored.values()])
+                    if overwrites:
+                        ids = [point.id for point in points]
+                        stored = await backend.retrieve(collection, ids)
+                        stats.remove([int(item.get(TERM_LENGTH) or 0) for item in stored.values()])
                     average = stats.average_after(counted)
                     stats.add(counted)
                     await backend.save_bm25_stats(collection, stats)
