@@ -25,13 +25,14 @@ import logging
 import os
 import pickle
 import signal
-import struct
 import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO
 
+from archivist._util import frames
+from archivist._util.exit_status import describe_exit
 from archivist._util.thread_priority import lower_this_thread
 from archivist.errors import DocumentParseError, InvalidArgumentError
 from archivist.validation import check_non_negative_int
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
 BATCH = 32
 """Chunks per frame from the child."""
 
-_FRAME = struct.Struct("!Q")
 _STREAM_LIMIT = 1 << 20
 _MIB = 1024 * 1024
 _MEMORY_SHARE = 0.9
@@ -134,8 +134,7 @@ async def chunk_file_in_child(
             left = None if limits.wall_seconds is None else limits.wall_seconds - waited
             try:
                 async with asyncio.timeout(left):
-                    header = await process.stdout.readexactly(_FRAME.size)
-                    body = await process.stdout.readexactly(_FRAME.unpack(header)[0])
+                    body = await frames.read_body(process.stdout)
             except TimeoutError:
                 raise DocumentParseError(
                     f"parsing took longer than the {limits.wall_seconds:g} s time limit",
@@ -164,16 +163,7 @@ def _death(code: int, limits: ChildLimits) -> str:
     if limits.cpu_seconds and code == -signal.SIGXCPU:  # the kernel's signal past RLIMIT_CPU
         return f"parsing used more than the {limits.cpu_seconds} s CPU-time limit"
     memory = f"; the {limits.memory_words()}" if limits.memory_bytes else ""
-    return f"the parser stopped unexpectedly ({_describe(code)}{memory})"
-
-
-def _describe(code: int) -> str:
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit status {code}"
+    return f"the parser stopped unexpectedly ({describe_exit(code)}{memory})"
 
 
 def _child(niceness: int, limits: ChildLimits, stdin: BinaryIO, stdout: BinaryIO) -> None:
@@ -185,8 +175,7 @@ def _child(niceness: int, limits: ChildLimits, stdin: BinaryIO, stdout: BinaryIO
     logging.disable(logging.WARNING)
 
     def send(kind: str, value: object) -> None:
-        body = pickle.dumps((kind, value), pickle.HIGHEST_PROTOCOL)
-        stdout.write(_FRAME.pack(len(body)) + body)
+        stdout.write(frames.encode((kind, value)))
         stdout.flush()
 
     chunker, parser, path, name = pickle.loads(stdin.read())
@@ -239,25 +228,24 @@ def _near_memory_limit(error: BaseException, memory_bytes: int) -> bool:
     return int(peak.split()[1]) * 1024 >= _MEMORY_SHARE * memory_bytes
 
 
-def _portable(exc: Exception, name: str) -> Exception:
+def _portable(exc: Exception, name: str) -> BaseException:
     """`exc` if it survives pickling, else a DocumentParseError naming file `name`, with the
     error's words."""
-    try:
-        pickle.loads(pickle.dumps(exc))
-    except Exception:
-        return DocumentParseError(f"{type(exc).__name__}: {exc}", filename=name)
-    return exc
+    sent = frames.portable(exc)
+    if sent is exc:
+        return exc
+    return DocumentParseError(f"{type(exc).__name__}: {exc}", filename=name)
 
 
 if __name__ == "__main__":
     # The frames get the real stdout alone: whatever a library prints goes to stderr, the
     # caller's (so does a traceback of the child failing to start).
-    frames = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    channel = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     memory, cpu = int(sys.argv[2]), int(sys.argv[3])
     _child(
         int(sys.argv[1]),
         ChildLimits(memory_bytes=memory or None, cpu_seconds=cpu or None),
         sys.stdin.buffer,
-        frames,
+        channel,
     )
