@@ -3,6 +3,9 @@ share the work, with a message naming the option to give."""
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+
 import pytest
 
 from archivist.cli.main import main
@@ -58,13 +61,23 @@ def test_open_collections_is_refused_for_a_server_store(capsys) -> None:
 
 
 async def test_the_service_store_keeps_open_what_it_is_told(tmp_path) -> None:
+    from archivist.rag.store.process import ProcessStore
     from archivist.service import ServiceSettings
     from archivist.service.retrieval.vectors import open_store
     from archivist.testing.store import DIMENSIONS, record
 
+    def open_shards(pid: int) -> int:  # each open shard searches on a thread of its own
+        tasks = Path(f"/proc/{pid}/task").iterdir()
+        return sum((task / "comm").read_text().startswith("edge-search") for task in tasks)
+
     async with open_store(ServiceSettings(home=tmp_path, open_collections=2)) as store:
+        assert isinstance(store, ProcessStore)  # the engine's GIL is not the service's
         for name in "abc":
             await store.create_collection(name, DIMENSIONS)
             await store.insert(name, [record(name, 0)])
-        collections = store._engine._collections  # type: ignore[attr-defined]
-        assert {name for name, kept in collections.items() if kept._shard} == {"b", "c"}
+        assert store._process is not None
+        for _ in range(500):  # a closed shard's threads end on their own
+            if open_shards(store._process.pid) == 2:
+                break
+            await asyncio.sleep(0.01)
+        assert open_shards(store._process.pid) == 2

@@ -11,6 +11,7 @@ from __future__ import annotations
 from archivist.embedding import EmbeddingModelBase
 from archivist.rag import KnowledgeBase, QdrantStore
 from archivist.rag.store.base import MetadataFilter, VectorStoreBase
+from archivist.rag.store.process import ProcessStore
 from archivist.service.settings import ServiceSettings
 from archivist.service.storage.catalog import KBRecord
 
@@ -19,15 +20,21 @@ TENANT_KEY = "tenant_id"
 
 def open_store(settings: ServiceSettings) -> VectorStoreBase:
     """The store `settings` names (not yet entered): a Qdrant server, PostgreSQL with
-    pgvector, or Qdrant Edge on disk."""
+    pgvector, or Qdrant Edge on disk.
+
+    Qdrant Edge runs in a child process (`ProcessStore`): the engine holds the GIL while it
+    indexes a segment, and in the service's own process that would stop every request.
+    """
     if settings.pgvector_url:
         from archivist.rag.store.pgvector import PgVectorStore  # the pgvector extra's
 
         return PgVectorStore(settings.pgvector_url)
     if settings.qdrant_url:
         return QdrantStore(url=settings.qdrant_url, api_key=settings.qdrant_api_key)
-    return QdrantStore(
-        path=settings.service_dir / "qdrant", max_open_collections=settings.open_collections
+    return ProcessStore.of(
+        QdrantStore,
+        path=settings.service_dir / "qdrant",
+        max_open_collections=settings.open_collections,
     )
 
 
