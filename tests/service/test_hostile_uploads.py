@@ -19,6 +19,7 @@ from archivist.service.indexing.uploads import IncomingFile
 from archivist.service.operations import documents, knowledge_bases
 from archivist.service.operations.errors import NotFound
 from archivist.service.state import ServiceState
+from archivist.service.storage import catalog
 from archivist.service.storage.catalog import DocumentRecord, KBRecord
 from factories import make_docx_bomb
 
@@ -29,10 +30,11 @@ CHILD_MODULE = "archivist.rag.chunker.child_process"
 
 @pytest.fixture
 async def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[ServiceState]:
-    """A running service whose uploads may each use 256 MiB to be parsed."""
+    """A running service whose uploads may each use 256 MiB to be parsed, renewing its job
+    leases every half second."""
     for name in ("ARCHIVIST_DATABASE_URL", "ARCHIVIST_PGVECTOR_URL", "ARCHIVIST_FILES_URL"):
         monkeypatch.delenv(name, raising=False)
-    settings = ServiceSettings(home=tmp_path / "home", parse_memory_mb=256)
+    settings = ServiceSettings(home=tmp_path / "home", parse_memory_mb=256, lease_seconds=1.5)
     async with runtime.running_service(settings) as service:
         yield ServiceState.of(service)
 
@@ -120,6 +122,26 @@ async def test_deleting_a_document_while_it_indexes_stops_it_at_once(
     with pytest.raises(NotFound):
         await documents.get_document(state, kb, document.id)
     handle = await state.handle(kb)
+    assert await handle.list_chunks(document.id, 0, 10) == []
+    assert [d.document_id for d in await handle.list_documents()] == []
+
+
+async def test_a_document_deleted_by_another_replica_stops_indexing_here(
+    state: ServiceState,
+) -> None:
+    kb = await knowledge_bases.create_kb(state, "acme", "ledgers")
+    [document] = await documents.upload_documents(state, kb, _files(("ledger.txt", _long_text())))
+    await _indexing(state, kb, document)
+    # Another replica's DELETE: the catalog row and job go, then whatever the store holds.
+    await asyncio.to_thread(catalog.delete_document, state.engine, document.id)
+    handle = await state.handle(kb)
+    deadline = time.monotonic() + 10  # a lease renewal (0.5 s) and the child's kill
+    while _parsing_children() and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert _parsing_children() == []
+    while state.indexer.in_flight and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert not state.indexer.in_flight
     assert await handle.list_chunks(document.id, 0, 10) == []
     assert [d.document_id for d in await handle.list_documents()] == []
 

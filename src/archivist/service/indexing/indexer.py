@@ -100,7 +100,8 @@ class Indexer:
     def cancel(self, document_id: str) -> bool:
         """Stop indexing `document_id` in this process, if it is (its parsing child is
         killed, its partial version removed); True if it was. The job ends failed, and the
-        caller deletes the document once the document's lock is free."""
+        caller deletes the document once the document's lock is free. A document deleted on
+        another replica is stopped here at the next lease renewal."""
         task = self._indexing.get(document_id)
         if task is None or task.done():
             return False
@@ -198,18 +199,20 @@ class Indexer:
         return Status.FAILED, 0, result.error or "indexing failed"  # ingest's own words
 
     async def _renew_leases(self) -> None:
+        """Keep this process's jobs leased, and stop the work of any whose document was
+        deleted meanwhile (by any replica): its job is gone."""
         while True:
             await asyncio.sleep(self.settings.lease_seconds / 3)
+            held = dict(self.in_flight)
             try:
-                await asyncio.to_thread(
-                    jobs.renew,
-                    self.engine,
-                    self.owner,
-                    list(self.in_flight),
-                    self.settings.lease_seconds,
+                gone = await asyncio.to_thread(
+                    jobs.renew, self.engine, self.owner, list(held), self.settings.lease_seconds
                 )
             except Exception:
                 logger.exception("renewing job leases failed")
+                continue
+            for job_id in gone:
+                self.cancel(held[job_id].document.id)
 
 
 def _this_task_cancelled() -> bool:

@@ -88,16 +88,19 @@ def claim(
         )
 
 
-def renew(engine: Engine, owner: str, job_ids: list[int], lease_seconds: float) -> None:
-    """Extend `owner`'s leases on `job_ids`."""
+def renew(engine: Engine, owner: str, job_ids: list[int], lease_seconds: float) -> set[int]:
+    """Extend `owner`'s leases on `job_ids`; the ids of those that are gone (their document
+    was deleted, here or on another replica), whose work is no longer wanted."""
     if not job_ids:
-        return
+        return set()
     with writing(engine) as db:
         db.execute(
             update(jobs)
             .where(jobs.c.id.in_(job_ids), jobs.c.owner == owner)
             .values(lease_expires=time.time() + lease_seconds)
         )
+        present = db.execute(select(jobs.c.id).where(jobs.c.id.in_(job_ids))).scalars()
+        return set(job_ids) - set(present)
 
 
 def finish(
