@@ -65,8 +65,18 @@ def test_renewed_lease_is_not_taken(engine: Engine) -> None:
     assert held is not None
     for _ in range(3):
         time.sleep(0.15)
-        jobs.renew(engine, "w1", [held.job_id], 0.3)
+        assert jobs.renew(engine, "w1", [held.job_id], 0.3) == set()
         assert jobs.claim(engine, "w2", 0.3, 3) is None
+
+
+def test_renewing_names_the_jobs_whose_documents_were_deleted(engine: Engine) -> None:
+    _, (kept, deleted) = queue(engine, 2)
+    first, second = jobs.claim(engine, "w1", 60, 3), jobs.claim(engine, "w1", 60, 3)
+    assert first is not None and second is not None
+    catalog.delete_document(engine, deleted)
+    gone = second if second.document.id == deleted else first
+    assert jobs.renew(engine, "w1", [first.job_id, second.job_id], 60) == {gone.job_id}
+    assert kept in {first.document.id, second.document.id}
 
 
 def test_release_all_requeues_running_jobs(engine: Engine) -> None:
