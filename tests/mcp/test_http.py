@@ -175,7 +175,10 @@ async def test_the_search_api_mcp_and_the_agent_tools_text_agree_on_order_and_re
         assert shown == sorted(shown, reverse=True), query
         text = result.content[0].text
         for number, (_, _, citation, relevance) in enumerate(rest, start=1):
-            assert f"[{number}] {citation} (knowledge base: handbook, relevance {relevance:.2f})" in text
+            assert (
+                f"[{number}] {citation} (knowledge base: handbook, relevance {relevance:.2f})"
+                in text
+            )
 
 
 async def test_another_tenants_knowledge_bases_are_invisible(served: Served) -> None:
@@ -252,3 +255,41 @@ def test_a_huge_body_is_refused_before_it_is_read(served: Served) -> None:
     response = httpx.post(f"{served.url}/mcp", json=call, headers=headers, timeout=60)
     assert response.status_code == 413
     assert httpx.post(f"{served.url}/mcp", json=call, headers=ACCEPT).status_code == 401
+
+
+def test_the_transports_own_errors_are_problem_details_keeping_the_json_rpc_error(
+    served: Served,
+) -> None:
+    auth = {"Authorization": f"Bearer {served.keys['acme']}"}
+    url = f"{served.url}/mcp"
+    refused = {
+        # no session given to a request that needs one, a session that does not exist, a
+        # client that accepts no JSON, a body that is not JSON, a body not declared JSON
+        "no session": httpx.post(
+            url,
+            json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+            headers={**ACCEPT, **auth},
+        ),
+        "unknown session": httpx.post(
+            url,
+            json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+            headers={**ACCEPT, **auth, "mcp-session-id": "0" * 32},
+        ),
+        "not acceptable": httpx.post(url, json=INITIALIZE, headers={**auth, "Accept": "text/html"}),
+        "not json": httpx.post(
+            url, content=b"{nope", headers={**ACCEPT, **auth, "Content-Type": "application/json"}
+        ),
+        "wrong type": httpx.post(
+            url, content=b"{}", headers={**ACCEPT, **auth, "Content-Type": "text/plain"}
+        ),
+    }
+    for case, response in refused.items():
+        assert response.status_code >= 400, case
+        assert response.headers["content-type"] == "application/problem+json", case
+        problem = response.json()
+        assert problem["status"] == response.status_code, case
+        assert problem["title"] and problem["detail"], case
+        if case != "wrong type":  # refused before the JSON-RPC layer, in words
+            assert problem["jsonrpc"] == "2.0" and problem["error"]["message"], case
+        assert response.headers["x-content-type-options"] == "nosniff", case
+    assert refused["wrong type"].json()["detail"] == "Invalid Content-Type header"

@@ -12,6 +12,7 @@ import hashlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from http import HTTPStatus
 from typing import Any
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
@@ -20,7 +21,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.authentication import AuthCredentials
 from starlette.requests import Request
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 TenantLookup = Callable[[str], Awaitable[str | None]]
 """The tenant an API key belongs to, or None for a missing, invalid or revoked key."""
@@ -69,7 +70,77 @@ class BearerKeyApp:
             scopes=[],
         )
         scope = {**scope, "user": AuthenticatedUser(token), "auth": AuthCredentials([])}
-        await self.sessions.handle_request(scope, receive, send)
+        await self.sessions.handle_request(scope, receive, _ProblemErrors(send))
+
+
+class _ProblemErrors:
+    """`send` with the transport's HTTP errors (4xx/5xx, such as a wrong method, content type
+    or session) turned into problem+json, as every other error of the host is; a JSON-RPC
+    error's members stay beside the problem's, so MCP clients read them as before."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self._start: Message | None = None
+        self._body = b""
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start" and _plain_error(message):
+            self._start = message
+            return
+        if self._start is None or message["type"] != "http.response.body":
+            await self._send(message)
+            return
+        self._body += message.get("body", b"")
+        if message.get("more_body", False):
+            return
+        start, self._start = self._start, None
+        body = _problem(start["status"], self._body)
+        headers = [
+            (name, value)
+            for name, value in start.get("headers", [])
+            if name.lower() not in (b"content-type", b"content-length")
+        ]
+        headers += [
+            (b"content-type", b"application/problem+json"),
+            (b"content-length", str(len(body)).encode()),
+        ]
+        await self._send({**start, "headers": headers})
+        await self._send({"type": "http.response.body", "body": body})
+
+
+def _plain_error(start: Message) -> bool:
+    """Whether `start` begins an error response that is not problem details yet."""
+    if int(start.get("status", 200)) < 400:
+        return False
+    for name, value in start.get("headers", []):
+        if name.lower() == b"content-type":
+            return bool(value.split(b";")[0].strip().lower() != b"application/problem+json")
+    return True
+
+
+_DETAIL_CHARS = 500
+
+
+def _problem(status: int, body: bytes) -> bytes:
+    """Problem details for an error `status` whose `body` (a JSON-RPC error, or a few words
+    of text) the transport wrote."""
+    try:
+        rpc = json.loads(body)
+    except ValueError:
+        rpc = None
+    members = rpc if isinstance(rpc, dict) else {}
+    error = members.get("error")
+    words = body.decode("utf-8", "replace").strip()[:_DETAIL_CHARS] if rpc is None else None
+    detail = error.get("message") if isinstance(error, dict) else words
+    return json.dumps(
+        {
+            **members,
+            "type": "about:blank",
+            "title": HTTPStatus(status).phrase,
+            "status": status,
+            "detail": detail if isinstance(detail, str) else HTTPStatus(status).phrase,
+        }
+    ).encode()
 
 
 def _bearer(scope: Scope) -> str | None:
