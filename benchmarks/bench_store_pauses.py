@@ -78,10 +78,15 @@ def serve(home: Path, port: int, arrangement: str) -> None:
     from archivist.service.guards.slow_clients import uvicorn_options
 
     settings = ServiceSettings(home=home, chunk_size=CHUNK_TOKENS, overlap=0)
-    if arrangement == "inline":
-        runtime.open_store = lambda s: QdrantStore(  # type: ignore[assignment]
-            path=s.service_dir / "qdrant", max_open_collections=s.open_collections
-        )
+    if arrangement == "inline":  # the service's own process owns the shards
+
+        def inline(settings: ServiceSettings) -> QdrantStore:
+            return QdrantStore(
+                path=settings.service_dir / "qdrant",
+                max_open_collections=settings.open_collections,
+            )
+
+        setattr(runtime, "open_store", inline)  # noqa: B010
     app = create_app(settings, embedding_model=ProjectedHashModel(dimensions=384))
     config = uvicorn.Config(
         app, host="127.0.0.1", port=port, log_level="warning", **uvicorn_options(settings)

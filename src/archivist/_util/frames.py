@@ -27,7 +27,8 @@ async def read_body(reader: asyncio.StreamReader) -> bytes:
 
 
 async def read(reader: asyncio.StreamReader) -> Any:
-    """The next message (as trusted as the code that sent it); `asyncio.IncompleteReadError` once the stream ends."""
+    """The next message (as trusted as the code that sent it);
+    `asyncio.IncompleteReadError` once the stream ends."""
     return pickle.loads(await read_body(reader))
 
 
