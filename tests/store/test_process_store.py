@@ -4,8 +4,10 @@ and the child's faults and the caller's cancellations surface as they should."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -132,3 +134,39 @@ async def test_a_held_directory_raises_the_lock_error_and_closing_ends_the_child
         await store.has_collection("docs")
     async with QdrantStore(path=tmp_path / "store") as reopened:  # the lock went with the child
         assert await reopened.has_collection("docs") is False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+async def test_the_child_dies_with_its_caller_and_frees_the_directory(tmp_path: Path) -> None:
+    caller = (
+        "import asyncio, sys\n"
+        "from archivist.rag.store.process import ProcessStore\n"
+        "from archivist.rag.store.qdrant import QdrantStore\n"
+        "async def main():\n"
+        "    async with ProcessStore.of(QdrantStore, path=sys.argv[1]) as store:\n"
+        "        await store.create_collection('docs', 4)\n"
+        "        print(store._process.pid, flush=True)\n"
+        "        await asyncio.sleep(3600)\n"
+        "asyncio.run(main())\n"
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", caller, str(tmp_path / "store"), stdout=asyncio.subprocess.PIPE
+    )
+    assert process.stdout is not None
+    child = int(await asyncio.wait_for(process.stdout.readline(), 60))
+    os.kill(child, signal.SIGSTOP)  # busy as in a long engine call: it cannot see its stdin end
+    try:
+        process.kill()
+        await process.wait()
+        for _ in range(500):
+            try:
+                async with QdrantStore(path=tmp_path / "store") as reopened:  # no orphan holds it
+                    assert await reopened.has_collection("docs")
+                break
+            except StoreLockedError:
+                await asyncio.sleep(0.01)
+        else:
+            raise AssertionError("the store process outlived its caller, holding the directory")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)

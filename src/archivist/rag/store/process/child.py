@@ -1,6 +1,6 @@
 """The store process's side: open the store, then answer calls as they come, concurrently.
 
-Run as `python -P -m archivist.rag.store.process.child`; the caller writes frames
+Run as `python -P -m archivist.rag.store.process.child CALLER_PID`; the caller writes frames
 (`archivist._util.frames`) on its stdin and reads them from its stdout:
 
 - first `(store_class, options)`; the child answers `("ready", None)` once
@@ -12,13 +12,17 @@ Run as `python -P -m archivist.rag.store.process.child`; the caller writes frame
 - `("cancel", id)` cancels a call; each call ends with `("result", id, value)` or
   `("error", id, error)`.
 
-The store closes and the child exits when its stdin ends: the caller closed it or died.
+The store closes and the child exits when its stdin ends (the caller closed it). On Linux
+the child is also killed the moment its caller dies (`PR_SET_PDEATHSIG`), as the store
+would have died inside the caller: the directory's lock goes with it, so a restarted
+caller opens the store at once instead of waiting for an orphan to finish its call.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
@@ -132,6 +136,18 @@ async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
         await writing
 
 
+def _die_with(parent: int) -> None:
+    """Have the kernel kill this process when `parent` (the caller) dies (Linux)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != parent:  # it died before the request was made
+        os._exit(1)
+
+
 async def _main() -> None:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=1 << 20)
@@ -145,4 +161,5 @@ async def _main() -> None:
 
 
 if __name__ == "__main__":
+    _die_with(int(sys.argv[1]))
     asyncio.run(_main())

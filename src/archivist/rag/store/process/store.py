@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import itertools
+import os
 import sys
 from collections.abc import AsyncIterable, AsyncIterator
 from contextlib import suppress
@@ -46,7 +47,8 @@ class ProcessStore(VectorStoreBase):
     errors raise here as the store raised them. Calls run concurrently in the child, and a
     cancelled call is cancelled there. The store's class and options must pickle (the
     library's do). A child that dies fails the calls in flight with `StoreProcessError` and
-    is started again by the next call; closing this store closes the child's.
+    is started again by the next call; closing this store closes the child's. On Linux the
+    child dies with this process, as the store would have.
     """
 
     store_class: ClassVar[type[VectorStoreBase]]
@@ -102,6 +104,7 @@ class ProcessStore(VectorStoreBase):
                 "-P",  # the working directory is not on the child's import path
                 "-m",
                 _CHILD,
+                str(os.getpid()),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 limit=_STREAM_LIMIT,
