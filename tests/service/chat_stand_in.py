@@ -35,6 +35,8 @@ class Reply:
     """Seconds between chunks (headers go out at once, as llama.cpp sends them)."""
     cut_after: int | None = None
     """Drop the connection after this many chunks."""
+    raw: str | None = None
+    """Send this as an SSE chunk's data instead of the pieces (a broken answer)."""
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> str:
@@ -89,6 +91,8 @@ class ChatStandIn:
             }
             chunks.append(_chunk({"tool_calls": [call]}))
             chunks.append(_chunk({}, "tool_calls"))
+        elif reply.raw is not None:
+            chunks.append(f"data: {reply.raw}\n\n")
         else:
             chunks.extend(_chunk({"content": piece}) for piece in reply.pieces)
             chunks.append(_chunk({}, "stop"))

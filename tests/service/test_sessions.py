@@ -5,6 +5,7 @@ a stall, a cut stream, a server that is gone), and the client walking away mid-a
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -264,6 +265,18 @@ def test_a_stream_cut_mid_answer_is_an_error_event_after_the_deltas(chat_service
     assert [name for name, _ in events][:3] == ["retrieval", "delta", "delta"]
     assert events[-1][1]["status"] == 502
     assert "127.0.0.1" not in detail  # the tenant is not told where the chat server runs
+
+
+def test_a_broken_answer_is_an_error_event_and_its_words_stay_out_of_the_log(
+    chat_service, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    secret = "Zorbian copper ledger 7731"
+    events, detail = _failed_answer(chat_service, Reply(raw=f"{{{secret} is not JSON"))
+    assert events[-1][1]["status"] == 502 and "broken" in detail
+    logged = [record.getMessage() for record in caplog.records]
+    assert any("bad chat model answer" in line for line in logged)
+    assert not [line for line in logged if secret in line]
 
 
 def test_closing_the_request_cancels_the_run(chat_service) -> None:

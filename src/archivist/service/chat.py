@@ -186,7 +186,9 @@ class ChatRun:
             emit("error", _error(f"no answer within {self.settings.chat_run_seconds:g} s", 504))
             return
         except ChatModelAPIError as exc:
-            logger.warning("chat model error in session %s: %s", self.session_id, exc)
+            # The chat server's words may quote the conversation: the log keeps the status.
+            logger.warning("chat model answered %s in session %s", exc.status_code, self.session_id)
+            logger.debug("chat model error in session %s: %s", self.session_id, exc)
             emit("error", _error(f"the chat model answered {exc.status_code}: {exc.message}",
                                  exc.status_code))  # fmt: skip
             return
@@ -200,7 +202,9 @@ class ChatRun:
                                  "answering", 502))  # fmt: skip
             return
         except ChatModelError as exc:
-            logger.warning("bad chat model answer in session %s: %s", self.session_id, exc)
+            # The error quotes what the model sent, which may quote the tenant's documents.
+            logger.warning("bad chat model answer in session %s", self.session_id)
+            logger.debug("bad chat model answer in session %s: %s", self.session_id, exc)
             emit("error", _error(f"the chat model's answer was broken: {exc}", 502))
             return
         except Exception as exc:
