@@ -279,6 +279,7 @@ def test_the_transports_own_errors_are_problem_details_keeping_the_json_rpc_erro
         "not json": httpx.post(
             url, content=b"{nope", headers={**ACCEPT, **auth, "Content-Type": "application/json"}
         ),
+        "wrong method": httpx.put(url, json=INITIALIZE, headers={**ACCEPT, **auth}),
         "wrong type": httpx.post(
             url, content=b"{}", headers={**ACCEPT, **auth, "Content-Type": "text/plain"}
         ),

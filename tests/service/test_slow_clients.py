@@ -167,6 +167,28 @@ def test_a_folded_header_is_refused_with_a_problem_and_security_headers(quick) -
     assert b"folded" in body
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"GARBAGE\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: x\r\nBad Name: y\r\n\r\n",
+        b"POST /v1/knowledge-bases HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"zz\r\nab\r\n0\r\n\r\n",
+    ],
+    ids=["request line", "header name", "chunk size"],
+)
+def test_what_the_parser_refuses_is_a_problem_with_security_headers(quick, raw: bytes) -> None:
+    url, _ = quick
+    closed, received = _exchange(url, raw)
+    assert closed
+    assert received.startswith(b"HTTP/1.1 400")
+    assert received.count(b"HTTP/1.1 ") == 1
+    head, _, body = received.partition(b"\r\n\r\n")
+    assert b"content-type: application/problem+json" in head
+    assert b"content-security-policy: " in head and b"x-frame-options: DENY" in head
+    assert b"not valid HTTP/1.1" in body
+
+
 def test_ordinary_requests_on_one_connection_still_work(quick) -> None:
     url, key = quick
     one = f"GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\n\r\n".encode()

@@ -40,6 +40,7 @@ def raw_problem(status: int, detail: str) -> bytes:
 
 _REQUEST_TIMEOUT = raw_problem(408, "the request's headers took too long to arrive")
 _FOLDED = raw_problem(400, "a header is folded over lines (obsolete line folding is refused)")
+_MALFORMED = raw_problem(400, "the request is not valid HTTP/1.1")
 
 
 def _folded(head: bytes) -> bool:
@@ -73,6 +74,13 @@ def timed_protocol(header_seconds: float) -> type[H11Protocol]:
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
             super().connection_lost(exc)
+
+        def send_400_response(self, msg: str) -> None:
+            """The parser's refusal of a malformed request, as problem details with the
+            security headers like every other error (uvicorn's own is plain text)."""
+            if self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+                self.transport.write(_MALFORMED)
+            self.transport.close()
 
         def _head_seen(self, data: bytes) -> bytes:
             """The request's header block so far (its start, up to the blank line)."""
