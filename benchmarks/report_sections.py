@@ -269,6 +269,39 @@ def render_hostile_uploads(results: Path) -> list[str]:
     return [*lines, ""]
 
 
+def render_store_pauses(results: Path) -> list[str]:
+    """The section on requests waiting behind the store, from `store_pauses`."""
+    data = _load(results, "store_pauses.json")
+    if data is None:
+        return []
+    lines = [
+        "## Requests while a single machine ingests",
+        "",
+        f"`{PY}store_pauses --chunks {data['chunks_asked']}` (`store_pauses.json`): one service",
+        "(SQLite, Qdrant Edge on disk, a numpy bag-of-words embedding so the store sets the pace);",
+        "tenant A uploads documents into one knowledge base while `/healthz` is asked every",
+        "10 ms and tenants A and B each search every 0.1 s. `process` is the service as shipped",
+        "(the store in a child process), `inline` the store in the service's own process, run",
+        "one after the other on the same machine. Latency in ms, p50 / p99 / max, idle and",
+        "during the ingest; `>250` counts requests that took longer than 250 ms. The hop to",
+        "the store process costs a search of one store (tenant-filtered hybrid, 2,000 chunks)",
+        f"{data['search_p50_ms']['inline']} ms → {data['search_p50_ms']['process']} ms at the median.",
+        "",
+        "| store | chunks, chunks/s | request | idle | during ingest | >250 |",
+        "|---|---:|---|---:|---:|---:|",
+    ]
+    names = {"healthz": "`/healthz`", "b": "B's search (other KB)", "a": "A's search (same KB)"}
+    for arrangement, run in data["runs"].items():
+        for key, label in names.items():
+            idle, busy = run[f"{key}_idle"], run[f"{key}_ingest"]
+            lines.append(
+                f"| {arrangement} | {run['chunks']:,}, {run['chunks_per_second']} | {label} "
+                f"| {idle['p50_ms']} / {idle['p99_ms']} / {idle['max_ms']} "
+                f"| {busy['p50_ms']} / {busy['p99_ms']} / {busy['max_ms']} | {busy['over_250ms']} |"
+            )
+    return [*lines, ""]
+
+
 def render_other_scripts() -> list[str]:
     """Where each other benchmark writes its results, with its command."""
     lines = [

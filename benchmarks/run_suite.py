@@ -277,6 +277,7 @@ def write_report(report: dict[str, Any]) -> None:
         render_hostile_uploads,
         render_other_scripts,
         render_search_trust,
+        render_store_pauses,
     )
     from suite_report import render_plots, render_report
 
@@ -285,7 +286,10 @@ def write_report(report: dict[str, Any]) -> None:
     text = render_report(report, plots, TARGETS)
     if report["mode"] != "quick":
         extra = (
-            render_search_trust(RESULTS) + render_hostile_uploads(RESULTS) + render_other_scripts()
+            render_search_trust(RESULTS)
+            + render_hostile_uploads(RESULTS)
+            + render_store_pauses(RESULTS)
+            + render_other_scripts()
         )
         text = text.rstrip() + "\n\n" + "\n".join(extra)
     path = RESULTS / name

@@ -41,6 +41,12 @@ def test_the_sections_beyond_the_suite_are_rendered_from_the_results(
         "REPORT.md is stale: run python -m benchmarks suite --report-only"
     )
     assert "\n".join(others) in text
+    for render in (report_sections.render_hostile_uploads, report_sections.render_store_pauses):
+        section = render(RESULTS)
+        assert section, render.__name__
+        assert "\n".join(section) in text, (
+            "REPORT.md is stale: run python -m benchmarks suite --report-only"
+        )
 
 
 def test_every_case_the_report_names_exists(report_sections: ModuleType) -> None:
