@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import random
 import secrets
 import socket
 import time
@@ -113,7 +114,11 @@ class Indexer:
         self._wake.set()
 
     async def _work(self, reserved: bool = False) -> None:
+        """Claim and run jobs until cancelled. No error ends the loop: when the database or
+        the file store fails, the worker backs off and tries again, and a job it could not
+        see through stays leased, so it runs again once its lease runs out."""
         PRIORITY.set(reserved)  # a reserved worker's embedding goes before the others'
+        failures = 0
         while True:
             self._wake.clear()  # before looking, so a notify() during the claim is not lost
             try:
@@ -124,17 +129,23 @@ class Indexer:
                     self.settings.lease_seconds,
                     self.settings.max_attempts,
                 )
-            except Exception:
-                logger.exception("claiming a job failed; retrying")
-                await asyncio.sleep(self.settings.poll_seconds)
+            except Exception as exc:
+                failures += 1
+                await _back_off("claiming a job", exc, failures)
                 continue
             if job is None:
+                failures = 0
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self.settings.poll_seconds)
                 continue
             self.in_flight[job.job_id] = job
             try:
                 await self._run(job)
+            except Exception as exc:  # the database or the file store, around the job
+                failures += 1
+                await _back_off(f"job {job.job_id}", exc, failures)
+            else:
+                failures = 0
             finally:
                 del self.in_flight[job.job_id]
 
@@ -163,12 +174,24 @@ class Indexer:
             finally:
                 del self._indexing[document.id]
             seconds = time.perf_counter() - started
-            kept = await asyncio.to_thread(jobs.finish, self.engine, job, status, count, error)
+            kept = await self._finish(job, status, count, error)
             if self.observe is not None:
                 self.observe(status.value, seconds)
             if not kept:  # deleted meanwhile by another replica: drop what was written
                 with contextlib.suppress(DocumentNotFoundError, ValueError):
                     await kb_handle(job.kb, self.store, self.model).delete_document(document.id)
+
+    async def _finish(self, job: ClaimedJob, status: Status, count: int, error: str | None) -> bool:
+        """Record the job's outcome, trying again for about a minute while the database
+        fails; past that the error is raised and the job, still leased, runs again later."""
+        for attempt in range(1, FINISH_ATTEMPTS + 1):
+            try:
+                return await asyncio.to_thread(jobs.finish, self.engine, job, status, count, error)
+            except Exception as exc:
+                if attempt == FINISH_ATTEMPTS:
+                    raise
+                await _back_off(f"recording job {job.job_id}", exc, attempt)
+        raise AssertionError("unreachable")
 
     async def _index(self, job: ClaimedJob) -> tuple[Status, int, str | None]:
         TENANT.set(job.kb.tenant)  # this task's embedding-cache entries are the tenant's own
@@ -213,6 +236,32 @@ class Indexer:
                 continue
             for job_id in gone:
                 self.cancel(held[job_id].document.id)
+
+
+FINISH_ATTEMPTS = 6
+"""Tries to record a job's outcome (backing off up to BACKOFF_CAP s between them)."""
+BACKOFF_BASE = 0.5
+BACKOFF_CAP = 30.0
+
+
+async def _back_off(what: str, error: Exception, failures: int) -> None:
+    """Wait before the next try after `failures` failures in a row: exponential with full
+    jitter (workers that failed together do not retry together), capped at BACKOFF_CAP s.
+    One log line for the first failure and every tenth, the traceback only at debug."""
+    delay = random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** min(failures, 16)))
+    if failures == 1 or failures % 10 == 0:
+        # The driver's own words (a database error's SQL and parameters stay out of the log).
+        cause = str(getattr(error, "orig", None) or error).strip().splitlines()[:1]
+        logger.warning(
+            "%s failed (%s: %s; %d in a row); trying again in %.1f s",
+            what,
+            type(error).__name__,
+            cause[0][:200] if cause else "",
+            failures,
+            delay,
+        )
+    logger.debug("%s failed", what, exc_info=error)
+    await asyncio.sleep(delay)
 
 
 def _this_task_cancelled() -> bool:

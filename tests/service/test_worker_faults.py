@@ -1,0 +1,87 @@
+"""A database error around a job never ends an indexing worker: recording a job's outcome is
+tried again, and a job the worker could not see through runs again once its lease expires."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.exc import OperationalError
+
+from archivist.service import ServiceSettings, runtime
+from archivist.service.indexing import indexer as indexer_module
+from archivist.service.indexing import jobs
+from archivist.service.indexing.uploads import IncomingFile
+from archivist.service.operations import documents, knowledge_bases
+from archivist.service.state import ServiceState
+from archivist.service.storage.catalog import DocumentRecord, KBRecord
+
+
+@pytest.fixture
+async def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[ServiceState]:
+    for name in ("ARCHIVIST_DATABASE_URL", "ARCHIVIST_PGVECTOR_URL", "ARCHIVIST_FILES_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(indexer_module, "BACKOFF_BASE", 0.01)
+    settings = ServiceSettings(home=tmp_path / "home", lease_seconds=1.5, poll_seconds=0.1)
+    async with runtime.running_service(settings) as service:
+        yield ServiceState.of(service)
+
+
+def failing_first(calls: int, real: Callable[..., Any]) -> Callable[..., Any]:
+    """`real`, except that its first `calls` calls raise the error of a database gone away."""
+    left = [calls]
+
+    def flaky(*args: Any, **kwargs: Any) -> Any:
+        if left[0] > 0:
+            left[0] -= 1
+            raise OperationalError("UPDATE documents", {}, ConnectionRefusedError("refused"))
+        return real(*args, **kwargs)
+
+    return flaky
+
+
+async def upload(state: ServiceState, kb: KBRecord, name: str, text: str) -> DocumentRecord:
+    [document] = await documents.upload_documents(
+        state, kb, [IncomingFile(name, io.BytesIO(text.encode()))]
+    )
+    return document
+
+
+async def settled(state: ServiceState, kb: KBRecord, document: DocumentRecord) -> DocumentRecord:
+    deadline = time.monotonic() + 60
+    while True:
+        current = await documents.get_document(state, kb, document.id)
+        if current.status in ("ready", "failed") or time.monotonic() > deadline:
+            return current
+        await asyncio.sleep(0.05)
+
+
+async def test_recording_an_outcome_is_tried_again_while_the_database_fails(
+    state: ServiceState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(jobs, "finish", failing_first(3, jobs.finish))
+    kb = await knowledge_bases.create_kb(state, "acme", "notes")
+    document = await upload(state, kb, "tolls.txt", "The harbour takes tolls at dawn.")
+    done = await settled(state, kb, document)
+    assert done.status == "ready" and done.chunk_count == 1
+
+
+async def test_a_job_the_worker_could_not_finish_runs_again_and_the_worker_goes_on(
+    state: ServiceState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(indexer_module, "FINISH_ATTEMPTS", 2)
+    # Every worker's first job fails to be recorded twice: each worker gives the job up.
+    monkeypatch.setattr(jobs, "finish", failing_first(2 * state.settings.workers, jobs.finish))
+    kb = await knowledge_bases.create_kb(state, "acme", "notes")
+    first = await upload(state, kb, "tolls.txt", "The harbour takes tolls at dawn.")
+    done = await settled(state, kb, first)  # leased again after 1.5 s, and recorded
+    assert done.status == "ready" and done.chunk_count == 1
+    later = await upload(state, kb, "ships.txt", "Ships leave the harbour at noon.")
+    assert (await settled(state, kb, later)).status == "ready"
+    assert len(state.indexer._tasks) == state.settings.workers + 1
+    assert not [task for task in state.indexer._tasks if task.done()]
