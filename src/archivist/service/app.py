@@ -18,7 +18,7 @@ from archivist.service.guards.framing import RequestFraming
 from archivist.service.guards.security_headers import SecurityHeaders
 from archivist.service.guards.slow_clients import BodyTimeout
 from archivist.service.mcp_endpoint import MCP_PATH, mcp_app
-from archivist.service.problems import install_problem_handlers
+from archivist.service.problems import UnhandledErrors, install_problem_handlers
 from archivist.service.routers import (
     api_docs,
     documents,
@@ -82,6 +82,7 @@ def create_app(
         AuthGate, rate=settings.rate_per_second, burst=settings.rate_burst
     )  # outside BodyLimits: no key, no byte read
     app.add_middleware(RequestFraming)  # before any layer reads a body
+    app.add_middleware(UnhandledErrors)  # a 500 or 503 still gets the headers and an id
     app.add_middleware(SecurityHeaders)  # on every answer, 400, 401 and 413 too
     app.add_middleware(RequestTelemetry, metrics=metrics)  # outermost: ids and timing of all
     install_problem_handlers(app)

@@ -23,7 +23,7 @@ from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
 from starlette.routing import BaseRoute, Match
-from starlette.types import Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from archivist.errors import (
     ArchivistError,
@@ -40,6 +40,7 @@ from archivist.errors import (
 from archivist.service.guards.quotas import QuotaExceeded
 from archivist.service.indexing.uploads import UploadRejected
 from archivist.service.operations.errors import Conflict, NotFound
+from archivist.service.outages import RETRY_AFTER_SECONDS, OutageLog, outage_of
 from archivist.service.public_detail import public_detail
 from archivist.service.schemas import Problem
 from archivist.service.storage.catalog import KBExistsError
@@ -159,8 +160,47 @@ async def _validation_error(request: Request, exc: Exception) -> Response:
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:
+    dependency = outage_of(exc)
+    if dependency is not None:
+        _outages.refused(dependency, exc)
+        return problem_response(
+            503,
+            f"{dependency} cannot be reached just now; try again shortly",
+            {"Retry-After": str(RETRY_AFTER_SECONDS)},
+        )
     logger.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return problem_response(500, "internal error; the service log has the details")
+
+
+_outages = OutageLog()
+
+
+class UnhandledErrors:
+    """Answers an exception no handler took: 503 with Retry-After when a dependency cannot
+    be reached, else 500 with its traceback logged once. It sits inside the layers that add
+    the security headers and request ids, so those answers carry them like any other."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        except Exception as exc:
+            if started:  # too late to answer: the server drops the connection
+                raise
+            response = await _server_error(Request(scope), exc)
+            await response(scope, receive, send)
 
 
 _STATUS_BY_CLASS: tuple[tuple[type[ArchivistError], int], ...] = (
@@ -202,11 +242,11 @@ async def _archivist_error(request: Request, exc: Exception) -> Response:
 
 
 def install_problem_handlers(app: FastAPI) -> None:
-    """Route every error through the problem shape and document it in `/openapi.json`."""
+    """Route every error through the problem shape and document it in `/openapi.json`
+    (with `UnhandledErrors` among the app's layers for what no handler takes)."""
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(ArchivistError, _archivist_error)
-    app.add_exception_handler(Exception, _server_error)
     app.openapi = _problem_openapi(app, app.openapi)  # type: ignore[method-assign]
 
 

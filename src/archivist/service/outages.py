@@ -1,0 +1,64 @@
+"""Which errors mean a dependency (the database, the object store) is unreachable, and one
+log line per outage rather than a traceback per request.
+
+A request that meets one is answered 503 with `Retry-After`: the client cannot tell a bug
+from "try again later" by a 500. Only connection-level failures count: an error the
+database or object store answered with (a constraint, a missing key) is not an outage.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from sqlalchemy import exc as sql
+
+RETRY_AFTER_SECONDS = 5
+"""What a 503 of an outage asks clients to wait before trying again."""
+LOG_EVERY_SECONDS = 60.0
+"""At most one log line per dependency in this long."""
+
+logger = logging.getLogger(__name__)
+
+_SQL_OUTAGES = (sql.OperationalError, sql.InterfaceError, sql.TimeoutError, sql.DisconnectionError)
+
+
+def outage_of(error: BaseException) -> str | None:
+    """ "the database" or "the file store" when `error` says that dependency could not be
+    reached (connection refused or lost, timed out), else None."""
+    if isinstance(error, _SQL_OUTAGES):
+        return "the database"
+    try:
+        from botocore import exceptions as boto  # the s3 extra's
+    except ImportError:
+        return None
+    if isinstance(error, boto.ConnectionError | boto.HTTPClientError):
+        return "the file store"
+    return None
+
+
+class OutageLog:
+    """Logs an outage of each dependency once per LOG_EVERY_SECONDS, with the count of
+    requests it refused since the last line; thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last: dict[str, float] = {}
+        self._refused: dict[str, int] = {}
+
+    def refused(self, dependency: str, error: BaseException) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self._refused[dependency] = self._refused.get(dependency, 0) + 1
+            last = self._last.get(dependency)
+            if last is not None and now - last < LOG_EVERY_SECONDS:
+                return
+            self._last[dependency] = now
+            count, self._refused[dependency] = self._refused[dependency], 0
+        logger.warning(
+            "%s is unreachable (%s); %d request(s) answered 503 since the last report",
+            dependency,
+            type(error).__name__,
+            count,
+        )

@@ -1,0 +1,82 @@
+"""A dependency that cannot be reached is 503 with Retry-After, problem+json with the
+security headers, and one log line for the outage rather than a traceback per request."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy.exc import OperationalError
+
+from archivist.service.outages import OutageLog, outage_of
+from archivist.service.storage import catalog
+
+
+def test_connection_failures_are_outages_and_other_errors_are_not() -> None:
+    refused = OperationalError("SELECT 1", {}, ConnectionRefusedError("refused"))
+    assert outage_of(refused) == "the database"
+    assert outage_of(ValueError("a bug")) is None
+    boto = pytest.importorskip("botocore.exceptions")
+    assert outage_of(boto.EndpointConnectionError(endpoint_url="http://s3")) == "the file store"
+    assert outage_of(boto.ClientError({"Error": {"Code": "NoSuchKey"}}, "GetObject")) is None
+
+
+def test_an_outage_is_logged_once_per_interval_with_its_count(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="archivist.service.outages")
+    log = OutageLog()
+    error = OperationalError("SELECT 1", {}, ConnectionRefusedError("refused"))
+    for _ in range(5):
+        log.refused("the database", error)
+    log.refused("the file store", error)
+    lines = [record.getMessage() for record in caplog.records]
+    assert len(lines) == 2
+    assert "the database is unreachable" in lines[0] and "1 request(s)" in lines[0]
+    assert "SELECT" not in "".join(lines)
+
+
+def test_requests_during_a_database_outage_get_503_and_retry_after(
+    service: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+
+    def gone(*_: Any, **__: Any) -> None:
+        raise OperationalError("SELECT knowledge_bases", {}, ConnectionRefusedError("refused"))
+
+    monkeypatch.setattr(catalog, "list_kbs", gone)
+    headers = {"Authorization": f"Bearer {service.keys['acme']}"}
+    answers = [
+        httpx.get(f"{service.url}/v1/knowledge-bases", headers=headers, timeout=30)
+        for _ in range(3)
+    ]
+    for answer in answers:
+        assert answer.status_code == 503
+        assert answer.headers["retry-after"] == "5"
+        assert answer.headers["content-type"] == "application/problem+json"
+        assert answer.headers["x-content-type-options"] == "nosniff"
+        assert "database" in answer.json()["detail"]
+    assert not [record for record in caplog.records if record.exc_info]  # no tracebacks
+    assert len([r for r in caplog.records if "unreachable" in r.getMessage()]) <= 1
+
+
+def test_an_unexpected_error_is_a_500_with_the_headers_and_one_traceback(
+    service: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+
+    def broken(*_: Any, **__: Any) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(catalog, "list_kbs", broken)
+    headers = {"Authorization": f"Bearer {service.keys['acme']}"}
+    answer = httpx.get(f"{service.url}/v1/knowledge-bases", headers=headers, timeout=30)
+    assert answer.status_code == 500
+    assert answer.headers["content-type"] == "application/problem+json"
+    assert answer.headers["x-content-type-options"] == "nosniff"
+    assert answer.headers["x-request-id"]
+    assert "a bug" not in answer.text
+    tracebacks = [record for record in caplog.records if record.exc_info]
+    assert len(tracebacks) == 1 and tracebacks[0].name == "archivist.service.problems"
