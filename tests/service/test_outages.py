@@ -80,3 +80,19 @@ def test_an_unexpected_error_is_a_500_with_the_headers_and_one_traceback(
     assert "a bug" not in answer.text
     tracebacks = [record for record in caplog.records if record.exc_info]
     assert len(tracebacks) == 1 and tracebacks[0].name == "archivist.service.problems"
+
+
+def test_liveness_stays_up_while_readiness_names_the_missing_database(
+    service: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from archivist.service.routers import health
+
+    def gone(*_: Any, **__: Any) -> None:
+        raise OperationalError("SELECT 1", {}, ConnectionRefusedError("refused"))
+
+    monkeypatch.setattr(health, "_ping", gone)
+    ready = httpx.get(f"{service.url}/healthz", timeout=30)
+    assert ready.status_code == 503 and "the database" in ready.json()["detail"]
+    assert ready.headers["retry-after"] == "5"
+    alive = httpx.get(f"{service.url}/livez", timeout=30)
+    assert alive.status_code == 200 and alive.json() == {"status": "alive"}
