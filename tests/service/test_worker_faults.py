@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -62,13 +63,18 @@ async def settled(state: ServiceState, kb: KBRecord, document: DocumentRecord) -
 
 
 async def test_recording_an_outcome_is_tried_again_while_the_database_fails(
-    state: ServiceState, monkeypatch: pytest.MonkeyPatch
+    state: ServiceState, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="archivist.service.indexing.indexer")
     monkeypatch.setattr(jobs, "finish", failing_first(3, jobs.finish))
     kb = await knowledge_bases.create_kb(state, "acme", "notes")
     document = await upload(state, kb, "tolls.txt", "The harbour takes tolls at dawn.")
     done = await settled(state, kb, document)
     assert done.status == "ready" and done.chunk_count == 1
+    warned = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warned) == 1  # the first of the run of failures, not one per try
+    assert "OperationalError: refused" in warned[0].getMessage()
+    assert "UPDATE" not in warned[0].getMessage() and warned[0].exc_info is None
 
 
 async def test_a_job_the_worker_could_not_finish_runs_again_and_the_worker_goes_on(

@@ -224,6 +224,7 @@ class Indexer:
     async def _renew_leases(self) -> None:
         """Keep this process's jobs leased, and stop the work of any whose document was
         deleted meanwhile (by any replica): its job is gone."""
+        failures = 0
         while True:
             await asyncio.sleep(self.settings.lease_seconds / 3)
             held = dict(self.in_flight)
@@ -231,9 +232,11 @@ class Indexer:
                 gone = await asyncio.to_thread(
                     jobs.renew, self.engine, self.owner, list(held), self.settings.lease_seconds
                 )
-            except Exception:
-                logger.exception("renewing job leases failed")
+            except Exception as exc:
+                failures += 1
+                _log_failure("renewing job leases", exc, failures)
                 continue
+            failures = 0
             for job_id in gone:
                 self.cancel(held[job_id].document.id)
 
@@ -246,22 +249,27 @@ BACKOFF_CAP = 30.0
 
 async def _back_off(what: str, error: Exception, failures: int) -> None:
     """Wait before the next try after `failures` failures in a row: exponential with full
-    jitter (workers that failed together do not retry together), capped at BACKOFF_CAP s.
-    One log line for the first failure and every tenth, the traceback only at debug."""
+    jitter (workers that failed together do not retry together), capped at BACKOFF_CAP s."""
     delay = random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** min(failures, 16)))
+    _log_failure(what, error, failures, f"; trying again in {delay:.1f} s")
+    await asyncio.sleep(delay)
+
+
+def _log_failure(what: str, error: Exception, failures: int, then: str = "") -> None:
+    """One warning for the first of a run of failures and every tenth, naming the error
+    without a database error's SQL and parameters; the traceback at debug."""
     if failures == 1 or failures % 10 == 0:
         # The driver's own words (a database error's SQL and parameters stay out of the log).
         cause = str(getattr(error, "orig", None) or error).strip().splitlines()[:1]
         logger.warning(
-            "%s failed (%s: %s; %d in a row); trying again in %.1f s",
+            "%s failed (%s: %s; %d in a row)%s",
             what,
             type(error).__name__,
             cause[0][:200] if cause else "",
             failures,
-            delay,
+            then,
         )
     logger.debug("%s failed", what, exc_info=error)
-    await asyncio.sleep(delay)
 
 
 def _this_task_cancelled() -> bool:
