@@ -1,9 +1,11 @@
-"""A database error around a job never ends an indexing worker: recording a job's outcome is
-tried again, and a job the worker could not see through runs again once its lease expires."""
+"""A database or file-store error around a job never ends an indexing worker: recording a
+job's outcome is tried again, a job the worker could not see through runs again once its
+lease expires, and a document that met an outage is `retrying` until it is tried again."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import logging
 import time
@@ -91,3 +93,56 @@ async def test_a_job_the_worker_could_not_finish_runs_again_and_the_worker_goes_
     assert (await settled(state, kb, later)).status == "ready"
     assert len(state.indexer._tasks) == state.settings.workers + 1
     assert not [task for task in state.indexer._tasks if task.done()]
+
+
+def unreachable_file_store(monkeypatch: pytest.MonkeyPatch, failures: int) -> None:
+    """The file store refuses the first `failures` fetches as S3 does when it is down."""
+    boto = pytest.importorskip("botocore.exceptions")
+    real = indexer_module._fetched
+    left = [failures]
+
+    @contextlib.asynccontextmanager
+    async def flaky(files: Any, key: str) -> AsyncIterator[Path | None]:
+        if left[0] > 0:
+            left[0] -= 1
+            raise boto.EndpointConnectionError(endpoint_url="http://s3.invalid")
+        async with real(files, key) as path:
+            yield path
+
+    monkeypatch.setattr(indexer_module, "RETRY_BASE", 0.3)
+    monkeypatch.setattr(indexer_module, "_fetched", flaky)
+
+
+async def test_a_file_store_outage_is_retried_and_the_document_says_so(
+    state: ServiceState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    unreachable_file_store(monkeypatch, failures=2)
+    kb = await knowledge_bases.create_kb(state, "acme", "notes")
+    document = await upload(state, kb, "tolls.txt", "The harbour takes tolls at dawn.")
+    seen: set[tuple[str, str | None]] = set()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        current = await documents.get_document(state, kb, document.id)
+        seen.add((current.status, current.error))
+        if current.status in ("ready", "failed"):
+            break
+        await asyncio.sleep(0.02)
+    assert current.status == "ready" and current.chunk_count == 1 and current.error is None
+    retrying = [error for status, error in seen if status == "retrying"]
+    assert retrying and all("the file store could not be reached" in e for e in retrying if e)
+
+
+async def test_an_outage_that_outlasts_the_tries_fails_the_document_saying_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("ARCHIVIST_DATABASE_URL", "ARCHIVIST_PGVECTOR_URL", "ARCHIVIST_FILES_URL"):
+        monkeypatch.delenv(name, raising=False)
+    unreachable_file_store(monkeypatch, failures=100)
+    settings = ServiceSettings(home=tmp_path, lease_seconds=1.5, poll_seconds=0.1, max_attempts=2)
+    async with runtime.running_service(settings) as service:
+        state = ServiceState.of(service)
+        kb = await knowledge_bases.create_kb(state, "acme", "notes")
+        document = await upload(state, kb, "tolls.txt", "The harbour takes tolls at dawn.")
+        done = await settled(state, kb, document)
+    assert done.status == "failed"
+    assert done.error == "the file store could not be reached in 2 tries"

@@ -70,8 +70,10 @@ class ServiceSettings(ChunkSettings):
     """Time the indexer may wait for one upload's chunks in all."""
     lease_seconds: float = Field(default=60.0, gt=0)
     """A claimed job not renewed for this long is taken over by another worker or replica."""
-    max_attempts: int = Field(default=3, ge=1)
-    """Claims of one job before it is failed (a file that kills the process every time)."""
+    max_attempts: int = Field(default=5, ge=1)
+    """Tries of one job before it is failed: a file that kills the process every time, or
+    a database or file store still unreachable (the tries after an outage wait 30 s, then
+    twice as long each time: about 7.5 minutes in all)."""
     poll_seconds: float = Field(default=1.0, gt=0)
     """How often idle workers look for jobs queued by other replicas."""
     embedding_model: str = DEFAULT_EMBEDDING_MODEL

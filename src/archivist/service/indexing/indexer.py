@@ -28,6 +28,7 @@ from archivist.rag.store.base import VectorStoreBase
 from archivist.rag.store.keyed_lock import KeyedLocks
 from archivist.service.indexing import jobs
 from archivist.service.indexing.jobs import ClaimedJob
+from archivist.service.outages import outage_of
 from archivist.service.public_detail import public_detail
 from archivist.service.retrieval.kb_profiles import KBProfiles
 from archivist.service.retrieval.tenant_cache import PRIORITY, TENANT
@@ -169,8 +170,16 @@ class Indexer:
                 logger.info("indexing %s stopped: the document is being deleted", document.id)
                 status, count, error = Status.FAILED, 0, "deleted while it was being indexed"
             except Exception as exc:
-                logger.exception("indexing %s failed", document.id)
-                status, count, error = Status.FAILED, 0, public_detail(exc)
+                dependency = outage_of(exc)
+                if dependency is not None and job.attempt < self.settings.max_attempts:
+                    await self._postpone(job, dependency, exc)
+                    return
+                if dependency is None:
+                    logger.exception("indexing %s failed", document.id)
+                    status, count, error = Status.FAILED, 0, public_detail(exc)
+                else:  # the document's own fault it is not, but the tries are used up
+                    status, count = Status.FAILED, 0
+                    error = f"{dependency} could not be reached in {job.attempt} tries"
             finally:
                 del self._indexing[document.id]
             seconds = time.perf_counter() - started
@@ -180,6 +189,17 @@ class Indexer:
             if not kept:  # deleted meanwhile by another replica: drop what was written
                 with contextlib.suppress(DocumentNotFoundError, ValueError):
                     await kb_handle(job.kb, self.store, self.model).delete_document(document.id)
+
+    async def _postpone(self, job: ClaimedJob, dependency: str, error: Exception) -> None:
+        """Try `job` again after a pause that doubles with each try (RETRY_BASE s first),
+        its document `retrying` meanwhile with why."""
+        delay = min(RETRY_CAP, RETRY_BASE * 2 ** (job.attempt - 1))
+        _log_failure(f"indexing {job.document.id}", error, 1, f"; trying again in {delay:g} s")
+        reason = (
+            f"{dependency} could not be reached; trying again in {delay:g} s "
+            f"(try {job.attempt} of {self.settings.max_attempts})"
+        )
+        await asyncio.to_thread(jobs.postpone, self.engine, job, delay, reason)
 
     async def _finish(self, job: ClaimedJob, status: Status, count: int, error: str | None) -> bool:
         """Record the job's outcome, trying again for about a minute while the database
@@ -218,6 +238,8 @@ class Indexer:
             summary = await kb.get_document(job.document.id)
             return Status.READY, 0 if summary is None else summary.chunk_count, None
         if result.cause is not None:
+            if outage_of(result.cause) is not None:
+                raise result.cause  # not the file's fault: tried again later
             return Status.FAILED, 0, public_detail(result.cause)
         return Status.FAILED, 0, result.error or "indexing failed"  # ingest's own words
 
@@ -241,6 +263,9 @@ class Indexer:
                 self.cancel(held[job_id].document.id)
 
 
+RETRY_BASE = 30.0
+"""Seconds before a job that met an outage runs again; doubled for each later try."""
+RETRY_CAP = 600.0
 FINISH_ATTEMPTS = 6
 """Tries to record a job's outcome (backing off up to BACKOFF_CAP s between them)."""
 BACKOFF_BASE = 0.5

@@ -74,7 +74,7 @@ def claim(
             db.execute(
                 update(documents)
                 .where(documents.c.id == row.document_id)
-                .values(status=Status.INDEXING.value, updated_at=now)
+                .values(status=Status.INDEXING.value, error=None, updated_at=now)
             )
             document = db.execute(select(documents).where(documents.c.id == row.document_id)).one()
             kb = db.execute(
@@ -101,6 +101,24 @@ def renew(engine: Engine, owner: str, job_ids: list[int], lease_seconds: float) 
         )
         present = db.execute(select(jobs.c.id).where(jobs.c.id.in_(job_ids))).scalars()
         return set(job_ids) - set(present)
+
+
+def postpone(engine: Engine, job: ClaimedJob, delay: float, reason: str) -> bool:
+    """Give `job` back for another try in `delay` s (its lease ends then, without an owner),
+    its document `retrying` with `reason`; False when the document was deleted meanwhile."""
+    now = time.time()
+    with writing(engine) as db:
+        db.execute(
+            update(jobs)
+            .where(jobs.c.id == job.job_id)
+            .values(owner=None, lease_expires=now + delay)
+        )
+        result = db.execute(
+            update(documents)
+            .where(documents.c.id == job.document.id)
+            .values(status=Status.RETRYING.value, error=reason, updated_at=now)
+        )
+    return bool(result.rowcount)
 
 
 def finish(

@@ -44,6 +44,9 @@ class Status(StrEnum):
 
     QUEUED = "queued"
     INDEXING = "indexing"
+    RETRYING = "retrying"
+    """A dependency (the database, the file store) failed; `error` says which, and the job
+    runs again after a pause."""
     READY = "ready"
     FAILED = "failed"
 
