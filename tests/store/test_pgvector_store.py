@@ -11,7 +11,7 @@ import pytest
 from archivist.rag import PgVectorStore
 from archivist.rag.store.core.generations import new_generation
 from archivist.testing.hybrid_store import HybridSearchTests
-from archivist.testing.search_store import GroupingTests
+from archivist.testing.search_store import GroupingTests, SearchFilterTests
 from archivist.testing.store import (
     DIMENSIONS,
     AtomicReplaceTests,
@@ -64,10 +64,10 @@ class TestPgVectorStore(
     HybridSearchTests,
     GroupingTests,
     RelevanceTests,
+    SearchFilterTests,
     DeclarationTests,
 ):
-    """Every conformance mixin of what the store declares (not diversity or search filters)
-    on PostgreSQL."""
+    """Every conformance mixin of what the store declares (not diversity) on PostgreSQL."""
 
 
 async def test_two_store_objects_share_one_database(pg_url: str, prefix: str) -> None:

@@ -26,6 +26,7 @@ from archivist.rag.chunker import chunker_for
 from archivist.rag.record import VectorRecord
 from archivist.rag.store.base import SearchMode, VectorStoreBase
 from archivist.rag.store.qdrant import QdrantStore
+from archivist.rag.store.search_filter import SearchFilter
 from archivist.testing.corpora import CORPORA, load_corpus
 from pgvector_server import pgvector_server
 
@@ -177,3 +178,29 @@ async def test_a_search_without_a_tenant_sees_every_corpus_alike(
         ids[name] = [_key(h) for h in hits]
     assert len(set(ids["edge"]) & set(ids["pgvector"])) >= TOP_K - 1
     assert len(set(ids["edge"]) & set(ids["client-local"])) >= TOP_K - 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_search_filter_narrows_every_store_alike(
+    stores: dict[str, VectorStoreBase], model: LocalEmbeddingModel, mode: SearchMode
+) -> None:
+    tenant = next(iter(CORPORA))
+    question = _corpora()[tenant][1][0]
+    [vector] = (await model([question], input_type="query")).embeddings
+    within = SearchFilter(where={"tenant_id": tenant}, paths=("*",))
+    found = {
+        name: await store.search(
+            COLLECTION,
+            None if mode == "sparse" else list(vector),
+            TOP_K,
+            query_text=question,
+            mode=mode,
+            search_filter=within,
+        )
+        for name, store in stores.items()
+    }
+    scoped = await _search(stores["edge"], list(vector), question, mode, tenant)
+    for name, hits in found.items():
+        assert hits and {h.chunk.metadata["tenant_id"] for h in hits} == {tenant}, name
+        shared = {_key(h) for h in hits} & {_key(h) for h in scoped}
+        assert len(shared) >= min(len(scoped), TOP_K - 1), (name, hits, scoped)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ from archivist.rag.store.core.query import Query, Ranked
 from archivist.rag.store.core.ranking import Judged, rank
 from archivist.rag.store.pgvector.collections import PgVectorCollections
 from archivist.rag.store.pgvector.filter import SqlScope
+from archivist.rag.store.pgvector.narrowing import narrowed
 from archivist.rag.store.pgvector.schema import Collection
 from archivist.rag.store.pgvector.search import (
     CHUNK_COLUMNS,
@@ -58,6 +60,7 @@ class PgVectorStore(PgVectorCollections):
         chunk_listing=True,
         atomic_replace=True,
         generations=True,
+        search_filter=True,
     )
     EF_SEARCH = 100
     """HNSW candidate list per search (at least the results wanted): Qdrant's default."""
@@ -75,8 +78,15 @@ class PgVectorStore(PgVectorCollections):
         query: Query,
         search: SearchArguments,
     ) -> Ranked[Row] | None:
-        """Rows ranked in SQL (`SearchPlan`), judged as every store judges its hits; none if
-        another process dropped the collection meanwhile."""
+        """Rows ranked in SQL (`SearchPlan`, within the search filter's conditions), judged as
+        every store judges its hits; none if nothing can match or another process dropped
+        the collection meanwhile."""
+        if search.search_filter is not None:
+            fetch = functools.partial(self._fetch, collection)
+            within = await narrowed(fetch, shape.tables.chunks, scope, search.search_filter)
+            if within is None:
+                return None
+            scope = within
         plan = SearchPlan(
             self._open(),
             self._registry,
