@@ -225,6 +225,11 @@ def _exercise(
     ]
     assert answers[0] == answers[1]
     assert answers[0]["hits"], answers[0]
+    # The documented search filters work on PostgreSQL too, before ranking.
+    filtered = {**query, "path": ["note-4.txt"], "type": ["txt"], "since": "2000-01-01"}
+    narrowed = second.post("/v1/knowledge-bases/shared/search", json=filtered)
+    assert narrowed.status_code == 200, narrowed.text
+    assert {hit["filename"] for hit in narrowed.json()["hits"]} == {"note-4.txt"}
 
     # A worker killed mid-job: its lease lapses and the other worker indexes the document.
     name, body = text_file("long.txt", 900)
