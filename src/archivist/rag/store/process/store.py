@@ -187,10 +187,11 @@ class ProcessStore(VectorStoreBase):
         finally:
             self._pending.pop(call, None)
             self._wanted.pop(call, None)
-            if pump is not None and not pump.done():
+            if pump is not None:
                 pump.cancel()
-                with suppress(asyncio.CancelledError):
-                    await pump
+                await asyncio.wait([pump])  # its own end; a cancellation of this call propagates
+                if not pump.cancelled():
+                    pump.exception()  # retrieved: a dead child's error is the call's already
         if kind == "error":
             failed = pump.result() if pump is not None and not pump.cancelled() else None
             raise failed or value  # the batches' own error, as they raised it
