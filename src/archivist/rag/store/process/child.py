@@ -77,7 +77,11 @@ class _Calls:
         except Exception as error:  # the caller raises it
             self.post(("error", call, frames.portable(error)))
         else:
-            self.post(("result", call, value))
+            try:
+                self.post(("result", call, value))
+            except Exception as error:  # an answer that does not pickle still ends the call
+                failure = RuntimeError(f"the store's answer to {method} cannot be sent: {error}")
+                self.post(("error", call, failure))
         finally:
             self._tasks.pop(call, None)
             self._batches.pop(call, None)
