@@ -53,19 +53,75 @@ def add_worker_command(commands: Any) -> None:
         default="127.0.0.1",
         help="address of the --metrics-port listener (default 127.0.0.1)",
     )
+    cmd.add_argument(
+        "--give-up-seconds",
+        type=float,
+        default=600.0,
+        metavar="S",
+        help="exit with status 3 once the database has been out of reach this long, so a "
+        "supervisor restarts the worker (default 600)",
+    )
+    cmd.add_argument(
+        "--health",
+        action="store_true",
+        help="check the worker serving --metrics-port here and exit: 0 when it reaches its "
+        "database, 1 when it has not for --give-up-seconds or does not answer",
+    )
     add_log_format_argument(cmd)
     add_chunking_arguments(cmd, from_kb=False)
     cmd.set_defaults(handler=run_worker)
+
+
+WATCH_SECONDS = 5.0
+"""How often a worker looks at its own health."""
+GAVE_UP = 3
+"""The exit status of a worker whose database stayed out of reach."""
+
+
+def check_health(args: argparse.Namespace) -> int:
+    """`archivist worker --health`: 0 if the worker at --metrics-port reaches its database."""
+    import time
+
+    import httpx
+    from prometheus_client.parser import text_string_to_metric_families
+
+    if args.metrics_port is None:
+        raise CLIError("--health reads the worker's metrics: give its --metrics-port")
+    url = f"http://{args.metrics_host}:{args.metrics_port}/metrics"
+    try:
+        text = httpx.get(url, timeout=5).text
+    except httpx.HTTPError as exc:
+        print(f"unhealthy: no worker answers at {url} ({type(exc).__name__})")
+        return 1
+    values = {
+        sample.name: sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+    errors = values.get("archivist_indexer_consecutive_errors")
+    if errors is None:
+        print(f"unhealthy: {url} does not report an indexer")
+        return 1
+    last_ok = values.get("archivist_indexer_last_ok_timestamp_seconds") or 0.0
+    if errors > 0 and time.time() - last_ok > args.give_up_seconds:
+        print(f"unhealthy: {int(errors)} failed tries in a row, the database out of reach")
+        return 1
+    print(f"healthy: {int(errors)} failed tries in a row")
+    return 0
 
 
 async def run_worker(args: argparse.Namespace) -> int:
     """Take jobs from the shared queue until SIGTERM or Ctrl-C; held jobs go back to the queue
     when their leases lapse."""
     require_service("worker")
+    if args.health:
+        return check_health(args)
     from archivist.service.runtime import running_service
 
     if args.workers < 1:
         raise CLIError(f"--workers {args.workers}: a worker indexes at least 1 document at once")
+    if not args.give_up_seconds > 0:
+        raise CLIError(f"--give-up-seconds {args.give_up_seconds:g}: give a number above 0")
     if args.metrics_port is not None and not 0 < args.metrics_port < 65536:
         raise CLIError(f"--metrics-port {args.metrics_port}: give a port between 1 and 65535")
     settings = service_settings(
@@ -121,7 +177,17 @@ async def run_worker(args: argparse.Namespace) -> int:
                 logging.getLogger("archivist.worker").info(banner)
             else:
                 print(banner, flush=True)
-            await stop.wait()
+            watch = min(WATCH_SECONDS, args.give_up_seconds / 2)
+            while not stop.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), watch)
+                if indexer.health.out_of_reach_for() > args.give_up_seconds:
+                    logging.getLogger("archivist.worker").error(
+                        "the database has been out of reach for over %g s; exiting so a "
+                        "supervisor can restart this worker",
+                        args.give_up_seconds,
+                    )
+                    return GAVE_UP
     finally:
         if stop_metrics is not None:
             await asyncio.to_thread(stop_metrics)

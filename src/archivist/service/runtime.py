@@ -111,7 +111,7 @@ async def running_service(
             await asyncio.to_thread(indexer.files.prepare)
             await indexer.start()
             unwatch = (
-                metrics.watch_queue(engine, lambda: len(indexer.in_flight))
+                metrics.watch_queue(engine, lambda: len(indexer.in_flight), indexer.health)
                 if metrics is not None
                 else None
             )

@@ -27,6 +27,7 @@ from archivist.rag.knowledge.ingest import Outcome, document_id_for, ingest_file
 from archivist.rag.store.base import VectorStoreBase
 from archivist.rag.store.keyed_lock import KeyedLocks
 from archivist.service.indexing import jobs
+from archivist.service.indexing.health import IndexerHealth
 from archivist.service.indexing.jobs import ClaimedJob
 from archivist.service.outages import outage_of
 from archivist.service.public_detail import public_detail
@@ -71,6 +72,7 @@ class Indexer:
         self.files: FileStore = open_file_store(settings.files_url, settings.files_dir)
         self.owner = f"{socket.gethostname()[:40]}-{secrets.token_hex(4)}"
         self.in_flight: dict[int, ClaimedJob] = {}
+        self.health = IndexerHealth()
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._indexing: dict[str, asyncio.Task[tuple[Status, int, str | None]]] = {}
@@ -132,8 +134,10 @@ class Indexer:
                 )
             except Exception as exc:
                 failures += 1
+                self.health.failed()
                 await _back_off("claiming a job", exc, failures)
                 continue
+            self.health.ok(claimed=job is not None)
             if job is None:
                 failures = 0
                 with contextlib.suppress(TimeoutError):
@@ -144,9 +148,11 @@ class Indexer:
                 await self._run(job)
             except Exception as exc:  # the database or the file store, around the job
                 failures += 1
+                self.health.failed()
                 await _back_off(f"job {job.job_id}", exc, failures)
             else:
                 failures = 0
+                self.health.ok()
             finally:
                 del self.in_flight[job.job_id]
 
@@ -256,9 +262,12 @@ class Indexer:
                 )
             except Exception as exc:
                 failures += 1
+                self.health.failed()
                 _log_failure("renewing job leases", exc, failures)
                 continue
             failures = 0
+            if held:  # with nothing held, renewing does not reach the database
+                self.health.ok()
             for job_id in gone:
                 self.cancel(held[job_id].document.id)
 

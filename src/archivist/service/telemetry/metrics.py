@@ -35,6 +35,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from archivist.service.indexing.health import IndexerHealth
 from archivist.service.storage.database import jobs, reading
 
 logger = logging.getLogger(__name__)
@@ -109,10 +110,12 @@ class ServiceMetrics:
         """Time one embedding call (`input_type`: query or document)."""
         self.embedding_seconds.labels(input_type).observe(seconds)
 
-    def watch_queue(self, engine: Engine, in_flight: Callable[[], int]) -> Callable[[], None]:
-        """Report the job queue of `engine` and this process's running jobs on each scrape;
-        returns the function that stops reporting them."""
-        collector = QueueCollector(engine, in_flight)
+    def watch_queue(
+        self, engine: Engine, in_flight: Callable[[], int], health: IndexerHealth | None = None
+    ) -> Callable[[], None]:
+        """Report the job queue of `engine`, this process's running jobs and its indexer's
+        `health` on each scrape; returns the function that stops reporting them."""
+        collector = QueueCollector(engine, in_flight, health)
         self.registry.register(collector)
         return lambda: self.registry.unregister(collector)
 
@@ -121,13 +124,33 @@ class ServiceMetrics:
         return generate_latest(self.registry)
 
 
+_HEALTH = (
+    (
+        "archivist_indexer_last_ok_timestamp_seconds",
+        "When this process's indexer last reached the database (claim, lease renewal, job; "
+        "0: not yet).",
+    ),
+    (
+        "archivist_indexer_last_claim_timestamp_seconds",
+        "When this process's indexer last claimed a job (0: not yet).",
+    ),
+    (
+        "archivist_indexer_consecutive_errors",
+        "Failed tries of this process's indexer in a row (database or file store; 0: healthy).",
+    ),
+)
+
+
 class QueueCollector(Collector):
     """The shared queue's jobs by state, read from the database on scrape (at most every
     `QUEUE_READ_SECONDS`), and this process's jobs in flight."""
 
-    def __init__(self, engine: Engine, in_flight: Callable[[], int]) -> None:
+    def __init__(
+        self, engine: Engine, in_flight: Callable[[], int], health: IndexerHealth | None = None
+    ) -> None:
         self.engine = engine
         self.in_flight = in_flight
+        self.health = health
         self._lock = threading.Lock()
         self._read_at = -QUEUE_READ_SECONDS
         self._counts: dict[str, int] | None = None
@@ -136,6 +159,9 @@ class QueueCollector(Collector):
         """The families `collect` yields, without reading the database."""
         yield GaugeMetricFamily("archivist_index_jobs", "", labels=("state",))
         yield GaugeMetricFamily("archivist_index_in_flight", "")
+        if self.health is not None:
+            for name, _ in _HEALTH:
+                yield GaugeMetricFamily(name, "")
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         counts = self._queue()
@@ -153,6 +179,15 @@ class QueueCollector(Collector):
             "Documents this process is indexing now.",
             value=self.in_flight(),
         )
+        if self.health is not None:
+            values = {
+                "archivist_indexer_last_ok_timestamp_seconds": self.health.last_ok,
+                "archivist_indexer_last_claim_timestamp_seconds": self.health.last_claim,
+                "archivist_indexer_consecutive_errors": self.health.errors,
+            }
+            for name, text in _HEALTH:
+                value = values[name]
+                yield GaugeMetricFamily(name, text, value=0 if value is None else value)
 
     def _queue(self) -> dict[str, int] | None:
         with self._lock:  # concurrent scrapes share one reading
