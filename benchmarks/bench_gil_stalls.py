@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from _common import write_result
 
+from archivist._util.thread_priority import answer_sooner
 from archivist.message import TextBlock
 from archivist.rag.document import Chunk
 from archivist.rag.record import VectorRecord
@@ -153,7 +154,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--per-document", type=int, default=640)
     parser.add_argument("--name", default="gil-stalls")
     args = parser.parse_args(argv)
-    sys.setswitchinterval(0.001)  # what `archivist serve` sets
+    answer_sooner()  # what `archivist serve` does
     corpus = texts()
     results = []
     for size in args.segment_points:

@@ -72,7 +72,7 @@ def serve(home: Path, port: int, arrangement: str) -> None:
 
     import uvicorn
 
-    from archivist.cli.serve_command import SWITCH_INTERVAL
+    from archivist._util.thread_priority import answer_sooner
     from archivist.rag import QdrantStore
     from archivist.service import runtime
     from archivist.service.app import create_app
@@ -92,7 +92,7 @@ def serve(home: Path, port: int, arrangement: str) -> None:
     config = uvicorn.Config(
         app, host="127.0.0.1", port=port, log_level="warning", **uvicorn_options(settings)
     )
-    sys.setswitchinterval(SWITCH_INTERVAL)
+    answer_sooner()
     asyncio.run(uvicorn.Server(config).serve())
 
 

@@ -33,3 +33,14 @@ def lower_this_thread(niceness: int) -> None:
         os.setpriority(os.PRIO_PROCESS, thread, min(current + niceness, MAX_NICENESS))
     except OSError as error:
         logger.warning("could not lower the priority of thread %d: %s", thread, error)
+
+
+SWITCH_INTERVAL = 0.001
+"""How soon a running thread hands the GIL to another (CPython's default is 5 ms), in the
+processes that answer requests while other threads work: the service and its store
+process. A request waits less behind Python work on other threads."""
+
+
+def answer_sooner() -> None:
+    """Set this process's GIL switch interval to SWITCH_INTERVAL."""
+    sys.setswitchinterval(SWITCH_INTERVAL)

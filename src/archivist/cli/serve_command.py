@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from typing import TYPE_CHECKING, Any
 
 from archivist._util.extras import EXTRAS, require
@@ -24,9 +23,6 @@ from archivist.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from archivist.service import ServiceSettings
-
-SWITCH_INTERVAL = 0.001
-"""Seconds a thread may hold the GIL before the service's event loop may take it."""
 
 
 def add_serve_command(commands: Any) -> None:
@@ -317,7 +313,9 @@ async def run_serve(args: argparse.Namespace) -> int:
     # Worker threads parse, chunk and count while the event loop answers requests: a
     # shorter switch interval than CPython's 5 ms hands the GIL back to the loop sooner
     # (benchmarks/bench_service_security.py, latency part).
-    sys.setswitchinterval(SWITCH_INTERVAL)
+    from archivist._util.thread_priority import answer_sooner
+
+    answer_sooner()
     # Full garbage collections skip the imported code (archivist/service/collector.py).
     freezer = asyncio.create_task(keep_imports_frozen())
     try:

@@ -39,10 +39,12 @@ def outage_of(error: BaseException) -> str | None:
 
 
 class OutageLog:
-    """Logs an outage of each dependency once per LOG_EVERY_SECONDS, with the count of
-    requests it refused since the last line; thread-safe."""
+    """Logs an outage of each dependency once per LOG_EVERY_SECONDS, with how often it was
+    met since the last line (`met`: what each time counts, "request(s) answered 503");
+    thread-safe."""
 
-    def __init__(self) -> None:
+    def __init__(self, met: str = "request(s) answered 503") -> None:
+        self._met = met
         self._lock = threading.Lock()
         self._last: dict[str, float] = {}
         self._refused: dict[str, int] = {}
@@ -57,8 +59,9 @@ class OutageLog:
             self._last[dependency] = now
             count, self._refused[dependency] = self._refused[dependency], 0
         logger.warning(
-            "%s is unreachable (%s); %d request(s) answered 503 since the last report",
+            "%s is unreachable (%s); %d %s since the last report",
             dependency,
             type(error).__name__,
             count,
+            self._met,
         )

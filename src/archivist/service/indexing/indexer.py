@@ -29,7 +29,7 @@ from archivist.rag.store.keyed_lock import KeyedLocks
 from archivist.service.indexing import jobs
 from archivist.service.indexing.health import IndexerHealth
 from archivist.service.indexing.jobs import ClaimedJob
-from archivist.service.outages import outage_of
+from archivist.service.outages import OutageLog, outage_of
 from archivist.service.public_detail import public_detail
 from archivist.service.retrieval.kb_profiles import KBProfiles
 from archivist.service.retrieval.tenant_cache import PRIORITY, TENANT
@@ -200,7 +200,7 @@ class Indexer:
         """Try `job` again after a pause that doubles with each try (RETRY_BASE s first),
         its document `retrying` meanwhile with why."""
         delay = min(RETRY_CAP, RETRY_BASE * 2 ** (job.attempt - 1))
-        _log_failure(f"indexing {job.document.id}", error, 1, f"; trying again in {delay:g} s")
+        _postponed.refused(dependency, error)
         reason = (
             f"{dependency} could not be reached; trying again in {delay:g} s "
             f"(try {job.attempt} of {self.settings.max_attempts})"
@@ -272,6 +272,7 @@ class Indexer:
                 self.cancel(held[job_id].document.id)
 
 
+_postponed = OutageLog("document(s) put back to try again")
 RETRY_BASE = 30.0
 """Seconds before a job that met an outage runs again; doubled for each later try."""
 RETRY_CAP = 600.0

@@ -28,6 +28,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from archivist._util import frames
+from archivist._util.thread_priority import answer_sooner
 from archivist.rag.record import VectorRecord
 from archivist.rag.store.base import VectorStoreBase
 
@@ -164,12 +165,7 @@ async def _main() -> None:
     await serve(reader, writer)
 
 
-SWITCH_INTERVAL = 0.001
-"""How soon a call's thread hands the GIL to another (CPython's default is 5 ms): a search
-waits less behind a write's Python work."""
-
-
 if __name__ == "__main__":
     _die_with(int(sys.argv[1]))
-    sys.setswitchinterval(SWITCH_INTERVAL)
+    answer_sooner()  # a search waits less behind a write's Python work
     asyncio.run(_main())
