@@ -1,18 +1,22 @@
-"""A real service per test module: SQLite + Qdrant Edge under a temporary home."""
+"""A real service per test module: SQLite + Qdrant Edge under a temporary home; the service's
+databases (SQLite, PostgreSQL) and file stores (a directory, S3 on moto's server) to test
+the parts on."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from postgres_server import postgres_bin, postgres_server
-from service_helpers import new_key, running_service
+from service_helpers import free_port, new_key, running_service
 from sqlalchemy import Engine
 
 from archivist.service import ServiceSettings
 from archivist.service.storage.database import make_engine, metadata
+from archivist.service.storage.file_store import FileStore, open_file_store
 
 
 @dataclass
@@ -54,3 +58,44 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
     yield made
     metadata.drop_all(made)
     made.dispose()
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint() -> Iterator[str]:
+    server_module = pytest.importorskip("moto.server")
+    pytest.importorskip("boto3")
+    port = free_port()
+    server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch, s3_endpoint: str, tmp_path: Path) -> Path:
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": s3_endpoint,
+        "ARCHIVIST_S3_STAGING": str(tmp_path / "staging"),
+    }.items():
+        monkeypatch.setenv(name, value)
+    return tmp_path / "staging"
+
+
+@pytest.fixture(params=["local", "s3"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> FileStore:
+    if request.param == "local":
+        opened = open_file_store(None, tmp_path / "files")
+    else:
+        request.getfixturevalue("aws")
+        import boto3
+
+        bucket = f"uploads-{uuid.uuid4().hex[:12]}"
+        boto3.client("s3").create_bucket(Bucket=bucket)
+        opened = open_file_store(f"s3://{bucket}/some/prefix", tmp_path / "unused")
+    opened.prepare()
+    return opened

@@ -258,7 +258,8 @@ def test_the_same_file_uploaded_twice_is_one_hit_naming_both(service) -> None:
         text = b"Quinces ripen late in autumn and turn golden before they are picked."
         files = [
             ("files", ("quince.txt", text, "text/plain")),
-            ("files", ("copy-of-quince.txt", text, "text/plain")),
+            # other bytes (a trailing newline), the same passage: searches collapse them
+            ("files", ("copy-of-quince.txt", text + b"\n", "text/plain")),
             ("files", ("pears.txt", b"Pears are picked unripe and ripen indoors.", "text/plain")),
         ]
         items = http.post("/v1/knowledge-bases/twice/documents", files=files).json()["items"]
@@ -274,6 +275,67 @@ def test_the_same_file_uploaded_twice_is_one_hit_naming_both(service) -> None:
         every = http.post(search, json={**body, "collapse_duplicates": False}).json()["hits"]
         assert sorted(h["filename"] for h in every) == ["copy-of-quince.txt", "quince.txt"]
         assert all(h["also_in"] == [] for h in every)
+
+
+def test_the_same_content_uploaded_again_is_answered_with_its_document(service) -> None:
+    with client(service.url, service.keys["acme"]) as http:
+        assert http.post("/v1/knowledge-bases", json={"name": "once"}).status_code == 201
+        url = "/v1/knowledge-bases/once/documents"
+        text = b"Medlars are eaten only once they have bletted on the shelf."
+        first = http.post(url, files=[("files", ("medlar.txt", text))])
+        assert first.status_code == 202
+        [made] = first.json()["items"]
+        assert made["existing"] is False
+        # Again, under another name and beside a new file: the content is the document.
+        again = http.post(
+            url, files=[("files", ("renamed.txt", text)), ("files", ("new.txt", text + b"!"))]
+        )
+        assert again.status_code == 202
+        same, new = again.json()["items"]
+        assert same == {**made, "status": same["status"], "existing": True}
+        assert same["filename"] == "medlar.txt" and new["existing"] is False
+        # Twice in one request: one document, answered for both files.
+        pair = http.post(
+            url,
+            files=[
+                ("files", ("a.txt", b"Sloes after frost.")),
+                ("files", ("b.txt", b"Sloes after frost.")),
+            ],
+        ).json()["items"]
+        assert pair[0]["id"] == pair[1]["id"] and pair[1]["filename"] == "a.txt"
+        listed = http.get(url).json()["items"]
+        assert sorted(d["filename"] for d in listed) == ["a.txt", "medlar.txt", "new.txt"]
+        stored = [p for p in service.settings.files_dir.rglob("*") if p.is_file()]
+        assert [p.read_bytes() for p in stored].count(text) == 1  # not kept twice
+
+
+def test_an_idempotency_key_answers_a_retry_as_the_first_request(service) -> None:
+    with client(service.url, service.keys["acme"]) as http:
+        assert http.post("/v1/knowledge-bases", json={"name": "retried"}).status_code == 201
+        url = "/v1/knowledge-bases/retried/documents"
+        files = [("files", ("rowan.txt", b"Rowan berries are bitter raw."))]
+        key = {"Idempotency-Key": "upload-7f3a"}
+        first = http.post(url, files=files, headers=key)
+        retry = http.post(url, files=files, headers=key)
+        assert first.status_code == retry.status_code == 202
+        assert [i["id"] for i in retry.json()["items"]] == [i["id"] for i in first.json()["items"]]
+        assert retry.json()["items"][0]["existing"] is True
+        other = http.post(
+            url, files=[("files", ("elder.txt", b"Elderflowers in June."))], headers=key
+        )
+        assert other.status_code == 422, other.text
+        assert "Idempotency-Key" in other.json()["detail"]
+        assert [d["filename"] for d in http.get(url).json()["items"]] == ["rowan.txt"]
+        bad = http.post(url, files=files, headers={"Idempotency-Key": "tab\there"})
+        assert bad.status_code == 422 and "Idempotency-Key" in bad.text
+    with client(service.url, service.keys["globex"]) as http:  # keys are per tenant
+        assert http.post("/v1/knowledge-bases", json={"name": "retried"}).status_code == 201
+        theirs = http.post(
+            "/v1/knowledge-bases/retried/documents",
+            files=[("files", ("elder.txt", b"Elderflowers in June."))],
+            headers={"Idempotency-Key": "upload-7f3a"},
+        )
+        assert theirs.status_code == 202 and theirs.json()["items"][0]["existing"] is False
 
 
 def test_served_chunks_fit_the_model_s_input(service) -> None:

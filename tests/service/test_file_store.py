@@ -4,8 +4,6 @@ speaking HTTP to it on loopback)."""
 from __future__ import annotations
 
 import os
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,47 +18,6 @@ from archivist.service.storage.file_store import (
 )
 
 KEY = "kb1/upload1/报告 final.txt"
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint() -> Iterator[str]:
-    server_module = pytest.importorskip("moto.server")
-    pytest.importorskip("boto3")
-    port = free_port()
-    server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch, s3_endpoint: str, tmp_path: Path) -> Path:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL": s3_endpoint,
-        "ARCHIVIST_S3_STAGING": str(tmp_path / "staging"),
-    }.items():
-        monkeypatch.setenv(name, value)
-    return tmp_path / "staging"
-
-
-@pytest.fixture(params=["local", "s3"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> FileStore:
-    if request.param == "local":
-        opened = open_file_store(None, tmp_path / "files")
-    else:
-        request.getfixturevalue("aws")
-        import boto3
-
-        bucket = f"uploads-{uuid.uuid4().hex[:12]}"
-        boto3.client("s3").create_bucket(Bucket=bucket)
-        opened = open_file_store(f"s3://{bucket}/some/prefix", tmp_path / "unused")
-    opened.prepare()
-    return opened
 
 
 def receive(store: FileStore, key: str, data: bytes) -> None:
@@ -121,3 +78,25 @@ def test_a_missing_bucket_is_named_at_start_up(aws: Path, tmp_path: Path) -> Non
     store = open_file_store("s3://no-such-bucket/x", tmp_path)
     with pytest.raises(FileStoreError, match="s3://no-such-bucket/x"):
         store.prepare()
+
+
+def test_staged_copies_go_even_when_s3_is_out_of_reach(tmp_path: Path) -> None:
+    import boto3
+    from botocore.config import Config
+    from botocore.exceptions import BotoCoreError
+
+    unreachable = boto3.client(
+        "s3",
+        endpoint_url=f"http://127.0.0.1:{free_port()}",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        region_name="us-east-1",
+        config=Config(retries={"max_attempts": 1}, connect_timeout=1),
+    )
+    store = S3FileStore("bucket", "prefix", tmp_path / "staging", client=unreachable)
+    staged = store.local_path(KEY)
+    staged.parent.mkdir(parents=True)
+    staged.write_bytes(b"received, never saved")
+    with pytest.raises(BotoCoreError):
+        store.delete_folder("kb1/upload1")
+    assert not staged.parent.exists()

@@ -43,6 +43,13 @@ def _files(*named: tuple[str, bytes]) -> list[IncomingFile]:
     return [IncomingFile(name, io.BytesIO(body)) for name, body in named]
 
 
+async def uploaded(
+    state: ServiceState, kb: KBRecord, files: list[IncomingFile]
+) -> list[DocumentRecord]:
+    """The documents of an upload of `files`, in order."""
+    return [a.document for a in await documents.upload_documents(state, kb, files)]
+
+
 async def _settled(state: ServiceState, kb: KBRecord, document: DocumentRecord) -> DocumentRecord:
     deadline = time.monotonic() + 180
     while True:
@@ -93,7 +100,7 @@ async def test_a_zip_bomb_fails_naming_the_memory_limit_and_the_rest_index(
 ) -> None:
     caplog.set_level(logging.INFO)
     kb = await knowledge_bases.create_kb(state, "acme", "inbox")
-    bomb, note = await documents.upload_documents(
+    bomb, note = await uploaded(
         state,
         kb,
         _files(("quarterly-secret.docx", make_docx_bomb(60)), ("note.txt", b"Tolls are due.")),
@@ -112,7 +119,7 @@ async def test_deleting_a_document_while_it_indexes_stops_it_at_once(
     state: ServiceState,
 ) -> None:
     kb = await knowledge_bases.create_kb(state, "acme", "ledgers")
-    [document] = await documents.upload_documents(state, kb, _files(("ledger.txt", _long_text())))
+    [document] = await uploaded(state, kb, _files(("ledger.txt", _long_text())))
     await _indexing(state, kb, document)
     started = time.monotonic()
     await documents.delete_document(state, kb, document)
@@ -130,7 +137,7 @@ async def test_a_document_deleted_by_another_replica_stops_indexing_here(
     state: ServiceState,
 ) -> None:
     kb = await knowledge_bases.create_kb(state, "acme", "ledgers")
-    [document] = await documents.upload_documents(state, kb, _files(("ledger.txt", _long_text())))
+    [document] = await uploaded(state, kb, _files(("ledger.txt", _long_text())))
     await _indexing(state, kb, document)
     # Another replica's DELETE: the catalog row and job go, then whatever the store holds.
     await asyncio.to_thread(catalog.delete_document, state.engine, document.id)
@@ -150,7 +157,7 @@ async def test_deleting_a_knowledge_base_while_it_indexes_stops_at_once(
     state: ServiceState,
 ) -> None:
     kb = await knowledge_bases.create_kb(state, "acme", "archive")
-    [document] = await documents.upload_documents(state, kb, _files(("ledger.txt", _long_text())))
+    [document] = await uploaded(state, kb, _files(("ledger.txt", _long_text())))
     await _indexing(state, kb, document)
     started = time.monotonic()
     await knowledge_bases.delete_kb(state, kb)

@@ -44,6 +44,13 @@ def _files(*named: tuple[str, bytes]) -> list[IncomingFile]:
     return [IncomingFile(name, io.BytesIO(body)) for name, body in named]
 
 
+async def uploaded(
+    state: ServiceState, kb: KBRecord, files: list[IncomingFile]
+) -> list[DocumentRecord]:
+    """The documents of an upload of `files`, in order."""
+    return [a.document for a in await documents.upload_documents(state, kb, files)]
+
+
 def _stored(state: ServiceState, kb: KBRecord) -> list[Path]:
     """Every file the file store keeps for `kb`."""
     return [p for p in state.files.local_path(kb.id).rglob("*") if p.is_file()]
@@ -61,7 +68,7 @@ async def _ready(state: ServiceState, kb: KBRecord, document: DocumentRecord) ->
 
 async def test_an_upload_is_recorded_stored_and_indexed(state: ServiceState) -> None:
     kb = await knowledge_bases.create_kb(state, "acme", "notes")
-    [record] = await documents.upload_documents(state, kb, _files(("lamp.txt", TEXT)))
+    [record] = await uploaded(state, kb, _files(("lamp.txt", TEXT)))
     assert record.filename == "lamp.txt" and record.status == "queued"
     assert [d.id for d in await documents.list_documents(state, kb)] == [record.id]
     assert len(_stored(state, kb)) == 1
@@ -77,7 +84,7 @@ async def test_an_upload_is_recorded_stored_and_indexed(state: ServiceState) -> 
 @pytest.mark.parametrize(
     "files",
     [
-        (("a.txt", TEXT), ("b.txt", TEXT), ("c.txt", TEXT)),  # three documents, two allowed
+        (("a.txt", TEXT), ("b.txt", TEXT + b" b"), ("c.txt", TEXT + b" c")),  # two allowed
         (("big.txt", TEXT * 20),),  # more bytes than the tenant may store
     ],
     ids=["documents", "storage_bytes"],
@@ -111,7 +118,9 @@ async def test_a_quota_refused_when_recording_removes_the_saved_files(
     monkeypatch.setattr(state.files, "save", recorded_save)
     monkeypatch.setattr(catalog, "add_documents", refused)
     with pytest.raises(QuotaExceeded):
-        await documents.upload_documents(state, kb, _files(("a.txt", TEXT), ("b.txt", TEXT)))
+        await documents.upload_documents(
+            state, kb, _files(("a.txt", TEXT), ("b.txt", TEXT + b" b"))
+        )
     assert len(saved) == 2
     assert _stored(state, kb) == []
     assert await documents.list_documents(state, kb) == []
@@ -130,7 +139,7 @@ async def test_deleting_a_document_removes_its_chunks_record_and_file(
     state: ServiceState,
 ) -> None:
     kb = await knowledge_bases.create_kb(state, "acme", "notes")
-    [kept, gone] = await documents.upload_documents(
+    [kept, gone] = await uploaded(
         state, kb, _files(("kept.txt", TEXT), ("gone.txt", TEXT.replace(b"night", b"dusk")))
     )
     gone = await _ready(state, kb, gone)
@@ -169,7 +178,7 @@ async def test_indexing_that_cannot_be_used_is_an_invalid_request(state: Service
 
 async def test_statuses_report_the_missing_and_refuse_too_many(state: ServiceState) -> None:
     kb = await knowledge_bases.create_kb(state, "acme", "batch")
-    [record] = await documents.upload_documents(state, kb, _files(("a.txt", TEXT)))
+    [record] = await uploaded(state, kb, _files(("a.txt", TEXT)))
     statuses = await knowledge_bases.document_statuses(state, kb, [record.id, "nope", record.id])
     assert [d.id for d in statuses.found] == [record.id] and statuses.missing == ["nope"]
     too_many = [f"id{n}" for n in range(knowledge_bases.MAX_STATUS_IDS + 1)]
@@ -182,7 +191,7 @@ async def test_deleting_a_knowledge_base_removes_its_records_collection_and_file
     state: ServiceState,
 ) -> None:
     kb = await knowledge_bases.create_kb(state, "acme", "doomed")
-    [record] = await documents.upload_documents(state, kb, _files(("a.txt", TEXT)))
+    [record] = await uploaded(state, kb, _files(("a.txt", TEXT)))
     await _ready(state, kb, record)
     await knowledge_bases.delete_kb(state, kb)
     with pytest.raises(NotFound, match="'doomed'"):
@@ -222,3 +231,15 @@ async def test_deleting_a_knowledge_base_waits_for_a_running_job_of_it(
     finally:
         del state.indexer.in_flight[-1]
     assert not await state.store.has_collection(kb.collection)
+
+
+async def test_the_same_content_sent_at_once_is_one_document(state: ServiceState) -> None:
+    kb = await knowledge_bases.create_kb(state, "acme", "racing")
+    answers = await asyncio.gather(
+        *(documents.upload_documents(state, kb, _files((f"copy-{n}.txt", TEXT))) for n in range(6))
+    )
+    ids = {accepted.document.id for [accepted] in answers}
+    assert len(ids) == 1
+    assert sum(not accepted.existing for [accepted] in answers) == 1
+    assert [d.id for d in await documents.list_documents(state, kb)] == list(ids)
+    assert len(_stored(state, kb)) == 1

@@ -14,7 +14,7 @@ from archivist.rag import ApproxTokenChunker, QdrantStore, default_registry
 from archivist.rag.store.keyed_lock import KeyedLocks
 from archivist.service import ServiceSettings
 from archivist.service.indexing.indexer import Indexer
-from archivist.service.indexing.uploads import IncomingFile, store_uploads
+from archivist.service.indexing.uploads import IncomingFile, new_folders, store_uploads
 from archivist.service.retrieval.vectors import kb_handle, tenant_scope
 from archivist.service.storage import catalog
 from archivist.service.storage.catalog import Status
@@ -56,7 +56,12 @@ async def test_two_replicas_share_the_queue_and_take_over(
         kb = catalog.create_kb(engines[0], "tenant", "shared", "")
         files_dir = settings.files_dir
         first = store_uploads(
-            texts("first", 12), files_dir / kb.id, files_dir, registry, 10**8, tenant_scope(kb)
+            texts("first", 12),
+            new_folders(kb.id, 12),
+            files_dir,
+            registry,
+            10**8,
+            tenant_scope(kb),
         )
         catalog.add_documents(engines[0], kb, first)
         for replica in replicas:
@@ -68,7 +73,12 @@ async def test_two_replicas_share_the_queue_and_take_over(
         # Replica 0 stops while it holds jobs; replica 1 takes them over once the leases lapse.
         await replicas[1].stop()
         second = store_uploads(
-            texts("second", 6), files_dir / kb.id, files_dir, registry, 10**8, tenant_scope(kb)
+            texts("second", 6),
+            new_folders(kb.id, 6),
+            files_dir,
+            registry,
+            10**8,
+            tenant_scope(kb),
         )
         catalog.add_documents(engines[0], kb, second)
         replicas[0].notify()

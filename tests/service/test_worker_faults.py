@@ -49,10 +49,10 @@ def failing_first(calls: int, real: Callable[..., Any]) -> Callable[..., Any]:
 
 
 async def upload(state: ServiceState, kb: KBRecord, name: str, text: str) -> DocumentRecord:
-    [document] = await documents.upload_documents(
+    [accepted] = await documents.upload_documents(
         state, kb, [IncomingFile(name, io.BytesIO(text.encode()))]
     )
-    return document
+    return accepted.document
 
 
 async def settled(state: ServiceState, kb: KBRecord, document: DocumentRecord) -> DocumentRecord:

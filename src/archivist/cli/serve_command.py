@@ -218,6 +218,14 @@ def add_shared_store_arguments(cmd: argparse.ArgumentParser) -> None:
         "AWS_ENDPOINT_URL for S3-compatible stores; or ARCHIVIST_FILES_URL); "
         "default: $ARCHIVIST_HOME/service/files",
     )
+    cmd.add_argument(
+        "--sweep-grace-seconds",
+        type=float,
+        default=3600.0,
+        metavar="S",
+        help="remove what a stopped process left behind (an unfinished upload's files, a "
+        "staged copy) once it is this old (default 3600)",
+    )
 
 
 def shared_store_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -228,6 +236,7 @@ def shared_store_settings(args: argparse.Namespace) -> dict[str, Any]:
         "pgvector_url": args.pgvector_url,
         "open_collections": args.open_collections,
         "files_url": args.files_url,
+        "sweep_grace_seconds": args.sweep_grace_seconds,
     }
 
 

@@ -91,8 +91,7 @@ class CachedEmbeddingModel(EmbeddingModelBase):
 
         def stored() -> list[list[float]]:  # Python per vector
             new = {
-                key: array("f", vector)
-                for key, vector in zip(to_embed, fresh_vectors, strict=True)
+                key: array("f", vector) for key, vector in zip(to_embed, fresh_vectors, strict=True)
             }
             if new:
                 self._store(new.items())

@@ -4,6 +4,7 @@ both run `running_service`, so they open, index and close the same way."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from archivist.rag.store.base import VectorStoreBase
 from archivist.rag.store.keyed_lock import KeyedLocks
 from archivist.service.indexing.indexer import Indexer
 from archivist.service.indexing.offload import OffloadedChunker
+from archivist.service.indexing.sweeper import Sweeper
 from archivist.service.retrieval.embedding import EmbeddingObserver, service_model
 from archivist.service.retrieval.kb_profiles import KBProfiles
 from archivist.service.retrieval.vectors import open_store
@@ -110,6 +112,10 @@ async def running_service(
             )
             await asyncio.to_thread(indexer.files.prepare)
             await indexer.start()
+            sweeper = Sweeper(
+                engine, indexer.files, settings.sweep_grace_seconds, shared=settings.workers > 0
+            )
+            sweeping = asyncio.create_task(sweeper.run(), name="sweeper")
             unwatch = (
                 metrics.watch_queue(engine, lambda: len(indexer.in_flight), indexer.health)
                 if metrics is not None
@@ -122,6 +128,9 @@ async def running_service(
             finally:
                 if unwatch is not None:
                     unwatch()
+                sweeping.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await sweeping
                 await indexer.stop()
     finally:
         engine.dispose()

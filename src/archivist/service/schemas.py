@@ -107,15 +107,18 @@ class KnowledgeBaseList(BaseModel):
 
 
 class UploadItem(BaseModel):
-    """One accepted file of an upload."""
+    """One accepted file of an upload: its document. When the knowledge base already held
+    the same content (or the request repeats an earlier `Idempotency-Key`), that is the
+    document already there, `existing` is true and nothing is stored again."""
 
     id: str
     filename: str
     status: Status
+    existing: bool = False
 
 
 class UploadAccepted(BaseModel):
-    """`POST .../documents` (202): every file is on disk and queued."""
+    """`POST .../documents` (202): every file is stored and queued, or already there."""
 
     items: list[UploadItem]
 

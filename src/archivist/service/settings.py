@@ -34,6 +34,9 @@ class ServiceSettings(ChunkSettings):
     """PostgreSQL with pgvector for the vectors (may be the `database_url` database)."""
     files_url: str | None = None
     """Where uploads are kept: a directory or `s3://BUCKET/PREFIX`; None → `files_dir`."""
+    sweep_grace_seconds: float = Field(default=3600.0, gt=0)
+    """What a process that died left behind (an upload never recorded, a file whose removal
+    was cut short, a staged copy) is removed by the sweeper once it is this old."""
     max_upload_bytes: int = Field(default=50 * 1024 * 1024, gt=0)
     """Largest accepted upload request (all its files together); larger → 413."""
     workers: int = Field(default=2, ge=0, le=32)

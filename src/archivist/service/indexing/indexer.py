@@ -263,7 +263,7 @@ class Indexer:
             except Exception as exc:
                 failures += 1
                 self.health.failed()
-                _log_failure("renewing job leases", exc, failures)
+                log_failure("renewing job leases", exc, failures)
                 continue
             failures = 0
             if held:  # with nothing held, renewing does not reach the database
@@ -286,11 +286,11 @@ async def _back_off(what: str, error: Exception, failures: int) -> None:
     """Wait before the next try after `failures` failures in a row: exponential with full
     jitter (workers that failed together do not retry together), capped at BACKOFF_CAP s."""
     delay = random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** min(failures, 16)))
-    _log_failure(what, error, failures, f"; trying again in {delay:.1f} s")
+    log_failure(what, error, failures, f"; trying again in {delay:.1f} s")
     await asyncio.sleep(delay)
 
 
-def _log_failure(what: str, error: Exception, failures: int, then: str = "") -> None:
+def log_failure(what: str, error: Exception, failures: int, then: str = "") -> None:
     """One warning for the first of a run of failures and every tenth, naming the error
     without a database error's SQL and parameters; the traceback at debug."""
     if failures == 1 or failures % 10 == 0:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -60,9 +61,14 @@ class IncomingFile:
     body: BinaryIO
 
 
+def new_folders(kb_id: str, count: int) -> list[str]:
+    """`count` fresh file-store folders in knowledge base `kb_id`, one per upload."""
+    return [f"{kb_id}/{uuid.uuid4().hex}" for _ in range(count)]
+
+
 def store_uploads(
     files: list[IncomingFile],
-    kb_dir: Path,
+    folders: list[str],
     files_root: Path,
     registry: ParserRegistry,
     max_bytes: int,
@@ -70,8 +76,9 @@ def store_uploads(
     multimodal: bool = False,
     model: str = "the model",
 ) -> list[NewUpload]:
-    """Write every file to its own folder under `kb_dir`, fsynced, and check each one; each
-    gets the document id ingestion will give it in `scope` (the knowledge base's tenant).
+    """Write each file into its folder (of `folders`, under `files_root`), fsynced, and
+    check it; each gets its content digest and the document id ingestion will give it in
+    `scope` (the knowledge base's tenant).
 
     All or nothing: if any file is empty (422), too large (413) or of a type not accepted
     (415: see `check_upload_type`; `multimodal` models accept images), everything this
@@ -81,13 +88,13 @@ def store_uploads(
     accepted: list[NewUpload] = []
     total = 0
     try:
-        for incoming in files:
+        for incoming, key in zip(files, folders, strict=True):
             name = safe_filename(incoming.filename)
-            folder = kb_dir / uuid.uuid4().hex
+            folder = files_root / key
             folder.mkdir(parents=True)
             written.append(folder)
             target = folder / name
-            size = _copy_synced(incoming.body, target, max_bytes - total)
+            size, digest = _copy_synced(incoming.body, target, max_bytes - total)
             if size < 0:
                 raise UploadRejected(
                     413, f"{name}: the upload is larger than the limit of {max_bytes} bytes"
@@ -107,9 +114,11 @@ def store_uploads(
                     media_type=media_type,
                     path=str(target.relative_to(files_root)),
                     size=size,
+                    digest=digest,
                 )
             )
-        _sync_directory(kb_dir)
+        for parent in {folder.parent for folder in written}:
+            _sync_directory(parent)
     except BaseException:
         for folder in written:
             shutil.rmtree(folder, ignore_errors=True)
@@ -117,18 +126,21 @@ def store_uploads(
     return accepted
 
 
-def _copy_synced(body: BinaryIO, target: Path, budget: int) -> int:
-    """Copy `body` to `target` and fsync it; -1 as soon as it exceeds `budget` bytes."""
+def _copy_synced(body: BinaryIO, target: Path, budget: int) -> tuple[int, str]:
+    """Copy `body` to `target` and fsync it; its size and SHA-256 (hex), or size -1 as soon
+    as it exceeds `budget` bytes."""
     size = 0
+    digest = hashlib.sha256()
     with open(target, "xb") as out:
         while block := body.read(1 << 20):
             size += len(block)
             if size > budget:
-                return -1
+                return -1, ""
+            digest.update(block)
             out.write(block)
         out.flush()
         os.fsync(out.fileno())
-    return size
+    return size, digest.hexdigest()
 
 
 def _sync_directory(path: Path) -> None:

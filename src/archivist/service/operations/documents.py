@@ -6,36 +6,84 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import hashlib
+import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import BinaryIO
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import IntegrityError
 
 from archivist.rag import Chunk, DocumentNotFoundError
 from archivist.service.guards import quotas
-from archivist.service.indexing.uploads import IncomingFile, store_uploads
+from archivist.service.indexing.uploads import (
+    IncomingFile,
+    UploadRejected,
+    new_folders,
+    store_uploads,
+)
 from archivist.service.operations.errors import NotFound
 from archivist.service.retrieval.vectors import tenant_scope
 from archivist.service.state import ServiceState
-from archivist.service.storage import catalog
-from archivist.service.storage.catalog import DocumentRecord, KBRecord
+from archivist.service.storage import catalog, upload_records
+from archivist.service.storage.catalog import DocumentRecord, KBRecord, NewUpload
 from archivist.service.storage.database import reading
 from archivist.service.storage.file_store import DOWNLOAD_BLOCK, FileStore
 
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """One file of an accepted upload: its document, and whether that document was there
+    before (the same content already in the knowledge base, or a retried request)."""
+
+    document: DocumentRecord
+    existing: bool = False
+
+
+RECORD_TRIES = 3
+"""Tries to record an upload when other requests record the same content or key at once."""
+
 
 async def upload_documents(
-    state: ServiceState, kb: KBRecord, files: Sequence[IncomingFile]
-) -> list[DocumentRecord]:
+    state: ServiceState,
+    kb: KBRecord,
+    files: Sequence[IncomingFile],
+    idempotency_key: str | None = None,
+) -> list[Accepted]:
     """Store the files (fsynced), record them and queue them for indexing; all are accepted
-    or none is kept (UploadRejected for a bad file, QuotaExceeded over the tenant's quota)."""
+    or none is kept (UploadRejected for a bad file, QuotaExceeded over the tenant's quota).
+
+    Content already in the knowledge base is answered with its document, not stored again.
+    A request with the `idempotency_key` of an earlier one is answered as that one was
+    (UploadRejected 422 when it sends something else). The folders are marked pending
+    before anything is written, so a process that dies part-way leaves nothing the sweeper
+    does not remove."""
+    folders = new_folders(kb.id, len(files))
+    await asyncio.to_thread(upload_records.mark_pending, state.engine, folders)
+    try:
+        return await _upload(state, kb, files, folders, idempotency_key)
+    except BaseException:
+        await asyncio.to_thread(_remove_quietly, state.files, state.engine, folders)
+        raise
+
+
+async def _upload(
+    state: ServiceState,
+    kb: KBRecord,
+    files: Sequence[IncomingFile],
+    folders: list[str],
+    idempotency_key: str | None,
+) -> list[Accepted]:
     received = state.files.local_path(kb.id).parent
     model = await asyncio.to_thread(state.model_for, kb)  # its own model decides the types
     uploads = await asyncio.to_thread(
         store_uploads,
         list(files),
-        received / kb.id,
+        folders,
         received,
         state.registry,
         state.settings.max_upload_bytes,
@@ -43,25 +91,130 @@ async def upload_documents(
         model.supports_multimodal,
         model.model,
     )
-    quota = functools.partial(
-        quotas.check_new_documents,
-        tenant=kb.tenant,
-        quota=state.settings.quota_for(kb.tenant),
-        files=len(uploads),
-        size=sum(upload.size for upload in uploads),
-    )
-    keys = [upload.path for upload in uploads]
-    try:
+    request = None
+    if idempotency_key is not None:
+        request = upload_records.IdempotentRequest(
+            kb.tenant, idempotency_key, _fingerprint(kb, uploads)
+        )
+    saved: set[str] = set()
+    for attempt in range(1, RECORD_TRIES + 1):
+        if request is not None:
+            answered = await _answered(state, kb, request)
+            if answered is not None:
+                await asyncio.to_thread(_remove_quietly, state.files, state.engine, folders)
+                return answered
+        known = await asyncio.to_thread(
+            upload_records.documents_with_digests,
+            state.engine,
+            kb.id,
+            [u.digest for u in uploads if u.digest],
+        )
+        new, answer = _new_contents(uploads, known)
+        fresh = [u for u in new if u.path not in saved]
+        await asyncio.to_thread(_delete_all, state.files, [u.path for u in uploads if u not in new])
+        quota = functools.partial(
+            quotas.check_new_documents,
+            tenant=kb.tenant,
+            quota=state.settings.quota_for(kb.tenant),
+            files=len(new),
+            size=sum(upload.size for upload in new),
+        )
         # Checked before the files go to the file store (no upload to S3 that is refused
         # anyway), then again, atomically, in the transaction that records them.
         await asyncio.to_thread(_check, state.engine, quota)
-        await asyncio.to_thread(_save_all, state.files, keys)
-        records = await asyncio.to_thread(catalog.add_documents, state.engine, kb, uploads, quota)
-    except BaseException:
-        await asyncio.to_thread(_delete_all, state.files, keys)
-        raise
-    state.indexer.notify()
-    return records
+        await asyncio.to_thread(_save_all, state.files, [u.path for u in fresh])
+        saved.update(u.path for u in fresh)
+        try:
+            records = await asyncio.to_thread(
+                functools.partial(
+                    catalog.add_documents,
+                    folders=folders,
+                    request=request,
+                    answer=[answer.get(u.path, u.id) for u in uploads],
+                ),
+                state.engine,
+                kb,
+                new,
+                quota,
+            )
+        except IntegrityError:  # another request recorded one of the contents, or the key
+            if attempt == RECORD_TRIES:
+                raise
+            continue
+        except upload_records.PendingGone as exc:
+            raise UploadRejected(409, str(exc)) from None
+        state.indexer.notify()
+        return await _in_order(state, kb, uploads, records, answer)
+    raise AssertionError("unreachable")
+
+
+def _new_contents(
+    uploads: list[NewUpload], known: dict[str, str]
+) -> tuple[list[NewUpload], dict[str, str]]:
+    """The uploads whose content is new to the knowledge base (the first of equal ones in
+    the request), and upload path → document id for the others."""
+    new: list[NewUpload] = []
+    answer: dict[str, str] = {}
+    first: dict[str, str] = {}
+    for upload in uploads:
+        digest = upload.digest or ""
+        if digest in known:
+            answer[upload.path] = known[digest]
+        elif digest in first:
+            answer[upload.path] = first[digest]
+        else:
+            first[digest] = upload.id
+            new.append(upload)
+    return new, answer
+
+
+async def _in_order(
+    state: ServiceState,
+    kb: KBRecord,
+    uploads: list[NewUpload],
+    records: list[DocumentRecord],
+    answer: dict[str, str],
+) -> list[Accepted]:
+    """Each upload's document in request order; the ones answered by a document already
+    there are marked existing (one new in this request is not)."""
+    made = {record.id: record for record in records}
+    others = await asyncio.to_thread(
+        catalog.documents_by_id, state.engine, kb.id, [i for i in answer.values() if i not in made]
+    )
+    found = {**{d.id: d for d in others}, **made}
+    accepted: list[Accepted] = []
+    for upload in uploads:
+        document_id = answer.get(upload.path, upload.id)
+        if document_id in found:
+            accepted.append(Accepted(found[document_id], existing=document_id not in made))
+    return accepted
+
+
+async def _answered(
+    state: ServiceState, kb: KBRecord, request: upload_records.IdempotentRequest
+) -> list[Accepted] | None:
+    """The answer to the request recorded under its key, or None when the key is new;
+    UploadRejected 422 when the key was used for a different request."""
+    found = await asyncio.to_thread(upload_records.remembered, state.engine, request)
+    if found is None:
+        return None
+    fingerprint, document_ids = found
+    if fingerprint != request.fingerprint:
+        raise UploadRejected(
+            422,
+            "Idempotency-Key: this key was used for a different upload; "
+            "use a new key for a new request",
+        )
+    documents = await asyncio.to_thread(catalog.documents_by_id, state.engine, kb.id, document_ids)
+    by_id = {d.id: d for d in documents}
+    return [Accepted(by_id[i], existing=True) for i in document_ids if i in by_id]
+
+
+def _fingerprint(kb: KBRecord, uploads: list[NewUpload]) -> str:
+    """What identifies an upload request: its knowledge base and its files' names and
+    contents, in order."""
+    parts = [kb.id, *(f"{u.filename}\0{u.digest}" for u in uploads)]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
 def _check(engine: Engine, check: catalog.Check) -> None:
@@ -71,19 +224,32 @@ def _check(engine: Engine, check: catalog.Check) -> None:
 
 
 def _save_all(files: FileStore, keys: list[str]) -> None:
-    """Put every received upload into the file store; on failure none stays anywhere."""
-    try:
-        for key in keys:
-            files.save(key)
-    except BaseException:
-        _delete_all(files, keys)
-        raise
+    """Put every received upload into the file store (on failure the caller removes them)."""
+    for key in keys:
+        files.save(key)
 
 
 def _delete_all(files: FileStore, keys: list[str]) -> None:
     """Remove every received upload, wherever it is (received or in the file store)."""
     for key in keys:
         files.delete_folder(str(PurePosixPath(key).parent))
+
+
+def _remove_quietly(files: FileStore, engine: Engine, folders: list[str]) -> None:
+    """Remove the folders of an upload that was not recorded, and their pending marks; what
+    fails here (the file store or the database out of reach) is left to the sweeper."""
+    removed = []
+    for folder in folders:
+        try:
+            files.delete_folder(folder)
+        except Exception:  # the mark stays, so the sweeper removes it
+            logger.debug("removing %s failed; the sweeper will", folder, exc_info=True)
+            continue
+        removed.append(folder)
+    try:
+        upload_records.clear_pending(engine, removed)
+    except Exception:  # stale marks are swept (their folders are gone)
+        logger.debug("clearing pending marks failed; the sweeper will", exc_info=True)
 
 
 async def get_document(state: ServiceState, kb: KBRecord, document_id: str) -> DocumentRecord:
@@ -143,3 +309,4 @@ async def delete_document(state: ServiceState, kb: KBRecord, document: DocumentR
         await asyncio.to_thread(catalog.delete_document, state.engine, document.id)
     folder = str(PurePosixPath(document.path).parent)
     await asyncio.to_thread(state.files.delete_folder, folder)
+    await asyncio.to_thread(upload_records.clear_pending, state.engine, [folder])

@@ -12,7 +12,7 @@ from archivist.service.guards import quotas
 from archivist.service.operations.errors import InvalidRequest, NotFound
 from archivist.service.retrieval.kb_profiles import KBIndexing
 from archivist.service.state import ServiceState
-from archivist.service.storage import catalog
+from archivist.service.storage import catalog, upload_records
 from archivist.service.storage.catalog import DocumentRecord, KBRecord
 
 MAX_STATUS_IDS = 1000
@@ -157,3 +157,4 @@ async def delete_kb(state: ServiceState, kb: KBRecord) -> None:
             pass
     await state.store.delete_collection(kb.collection)
     await asyncio.to_thread(state.files.delete_folder, kb.id)
+    await asyncio.to_thread(upload_records.clear_pending, state.engine, [kb.id])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, File, Query, Response, UploadFile, status
+from fastapi import APIRouter, File, Header, Query, Response, UploadFile, status
 from fastapi.responses import StreamingResponse
 from pydantic import AfterValidator
 
@@ -59,19 +59,47 @@ _NOT_FOUND: dict[int | str, dict[str, Any]] = {
         403: {"model": Problem, "description": "a document or storage quota would be exceeded"},
         413: {"model": Problem, "description": "the upload is larger than the limit"},
         415: {"model": Problem, "description": "a type not accepted, or content not of it"},
-        422: {"model": Problem, "description": "an empty file or no `files` field"},
+        409: {"model": Problem, "description": "the upload took too long to be recorded"},
+        422: {
+            "model": Problem,
+            "description": "an empty file, no `files` field, or an `Idempotency-Key` "
+            "already used for a different upload",
+        },
     },
 )
 async def upload_documents(
     files: Annotated[list[UploadFile], File(description="one or more files")],
     kb: KB,
     state: State,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            alias="Idempotency-Key",
+            min_length=1,
+            max_length=255,
+            pattern=r"^[\x21-\x7e]+$",
+            description="a key of the client's choosing (printable ASCII, up to 255): a "
+            "retry with the same key within 24 hours, on any replica, answers with the same "
+            "documents instead of storing the files again",
+        ),
+    ] = None,
 ) -> UploadAccepted:
-    """Store the files (fsynced) and queue them for indexing; all are accepted or none."""
+    """Store the files (fsynced) and queue them for indexing; all are accepted or none.
+    A file whose content the knowledge base already holds is answered with that document
+    (`existing`), not stored twice; a file with a name already there but other content is
+    a new document beside the old one."""
     incoming = [IncomingFile(upload.filename, upload.file) for upload in files]
-    records = await operations.upload_documents(state, kb, incoming)
+    accepted = await operations.upload_documents(state, kb, incoming, idempotency_key)
     return UploadAccepted(
-        items=[UploadItem(id=r.id, filename=r.filename, status=r.status) for r in records]
+        items=[
+            UploadItem(
+                id=a.document.id,
+                filename=a.document.filename,
+                status=a.document.status,
+                existing=a.existing,
+            )
+            for a in accepted
+        ]
     )
 
 

@@ -23,6 +23,13 @@ from archivist.service.storage.database import (
     writing,
 )
 from archivist.service.storage.recent import RecentlyFound
+from archivist.service.storage.upload_records import (
+    IdempotentRequest,
+    add_digests,
+    mark_pending_in,
+    remember,
+    take_pending,
+)
 
 KB_CACHE_SECONDS = 2.0
 """How long a knowledge base found by `get_kb` is answered by `recent_kb` from memory."""
@@ -98,6 +105,13 @@ class NewUpload(BaseModel):
     media_type: str
     path: str
     size: int
+    digest: str | None = None
+    """SHA-256 of the content (hex): one document per content in a knowledge base."""
+
+    @property
+    def folder(self) -> str:
+        """The file-store folder the upload alone occupies."""
+        return self.path.rsplit("/", 1)[0]
 
 
 class KBExistsError(InvalidArgumentError):
@@ -290,6 +304,7 @@ def delete_kb(engine: Engine, kb_id: str) -> list[DocumentRecord]:
     """Remove a knowledge base's records (documents and jobs too); returns its documents."""
     with writing(engine) as db:
         rows = db.execute(select(documents).where(documents.c.kb_id == kb_id)).all()
+        mark_pending_in(db, [kb_id])  # its files are removed next; swept if that is cut short
         ids = [row.id for row in rows]
         if ids:
             db.execute(delete(jobs).where(jobs.c.document_id.in_(ids)))
@@ -300,14 +315,26 @@ def delete_kb(engine: Engine, kb_id: str) -> list[DocumentRecord]:
 
 
 def add_documents(
-    engine: Engine, kb: KBRecord, uploads: list[NewUpload], check: Check | None = None
+    engine: Engine,
+    kb: KBRecord,
+    uploads: list[NewUpload],
+    check: Check | None = None,
+    *,
+    folders: list[str] | None = None,
+    request: IdempotentRequest | None = None,
+    answer: list[str] | None = None,
 ) -> list[DocumentRecord]:
     """Record uploads and queue one indexing job each, in one transaction; `check` (a quota)
-    runs first in that transaction under the tenant's lock and may refuse them all."""
+    runs first in that transaction under the tenant's lock and may refuse them all.
+
+    The same transaction records each upload's digest, clears the pending marks of
+    `folders` (PendingGone if one was swept) and remembers `request`'s key with the document
+    ids of `answer` (default: the new documents'); IntegrityError when another request
+    recorded one of the contents, or the key, meanwhile."""
     now = time.time()
     records = [
         DocumentRecord(
-            **upload.model_dump(),
+            **upload.model_dump(exclude={"digest"}),
             kb_id=kb.id,
             tenant=kb.tenant,
             status=Status.QUEUED,
@@ -327,6 +354,10 @@ def add_documents(
                     document_id=record.id, state="queued", attempts=0, created_at=now
                 )
             )
+        add_digests(db, kb.id, {u.id: u.digest for u in uploads if u.digest is not None})
+        take_pending(db, folders or [])
+        if request is not None:
+            remember(db, request, answer if answer is not None else [r.id for r in records])
     return records
 
 
@@ -351,7 +382,13 @@ def get_document(engine: Engine, kb_id: str, document_id: str) -> DocumentRecord
 
 
 def delete_document(engine: Engine, document_id: str) -> None:
-    """Remove a document's record and its job."""
+    """Remove a document's record and its job, and mark its file's folder pending: the
+    caller removes the folder next, and the sweeper does if that is cut short."""
     with writing(engine) as db:
+        path = db.execute(
+            select(documents.c.path).where(documents.c.id == document_id)
+        ).scalar_one_or_none()
+        if path is not None:
+            mark_pending_in(db, [path.rsplit("/", 1)[0]])
         db.execute(delete(jobs).where(jobs.c.document_id == document_id))
         db.execute(delete(documents).where(documents.c.id == document_id))

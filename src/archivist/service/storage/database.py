@@ -97,6 +97,45 @@ jobs = Table(
 )
 
 
+document_digests = Table(
+    "document_digests",
+    metadata,
+    Column(
+        "document_id",
+        String(36),
+        ForeignKey("documents.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("kb_id", String(32), nullable=False),
+    Column("digest", String(64), nullable=False),
+    UniqueConstraint("kb_id", "digest", name="uq_document_digest"),
+)
+"""Each upload's SHA-256, unique within its knowledge base: the same content uploaded twice
+(on any replica, at once or not) is one document. Documents recorded before digests were
+kept have no row."""
+
+pending_files = Table(
+    "pending_files",
+    metadata,
+    Column("folder", String(80), primary_key=True),
+    Column("created_at", Float, nullable=False, index=True),
+)
+"""File-store folders in flight: an upload not yet recorded, or a deleted document's folder
+not yet removed. A row outlives its grace period only when the process handling it died;
+the sweeper then removes the folder and the row."""
+
+idempotency_keys = Table(
+    "idempotency_keys",
+    metadata,
+    Column("tenant", String(64), primary_key=True),
+    Column("key", String(255), primary_key=True),
+    Column("fingerprint", String(64), nullable=False),
+    Column("document_ids", Text, nullable=False),
+    Column("created_at", Float, nullable=False, index=True),
+)
+"""Upload requests by their `Idempotency-Key`, per tenant: a retry of the same request on
+any replica answers with the documents the first one recorded."""
+
 kb_settings = Table(
     "kb_settings",
     metadata,

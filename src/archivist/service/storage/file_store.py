@@ -202,12 +202,12 @@ class S3FileStore(FileStore):
 
     def delete_folder(self, key: str) -> None:
         folder = self._object(key).rstrip("/") + "/"
+        shutil.rmtree(self.local_path(key), ignore_errors=True)  # whatever S3 answers
         paginator = self.client.get_paginator("list_objects_v2")
         for page in paginator.paginate(Bucket=self.bucket, Prefix=folder):
             objects = [{"Key": item["Key"]} for item in page.get("Contents", [])]
             if objects:
                 self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": objects})
-        shutil.rmtree(self.local_path(key), ignore_errors=True)
 
 
 def _is_missing(error: Any) -> bool:
