@@ -191,10 +191,10 @@ def test_kb_names_follow_the_library_rule(http) -> None:
 def test_hostile_filenames_are_neutralised(http, service) -> None:
     body, content_type = multipart(
         [
-            (b"../../escape.txt", TEXT),
-            (b"nul\x00byte.txt", TEXT),
-            (b"L" * 4096 + b".txt", TEXT),
-            (b"/etc/passwd.txt", TEXT),
+            (b"../../escape.txt", TEXT + b" 1"),  # each its own content: one document each
+            (b"nul\x00byte.txt", TEXT + b" 2"),
+            (b"L" * 4096 + b".txt", TEXT + b" 3"),
+            (b"/etc/passwd.txt", TEXT + b" 4"),
         ]
     )
     response = http.post(

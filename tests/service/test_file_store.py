@@ -4,6 +4,7 @@ speaking HTTP to it on loopback)."""
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,24 @@ def test_staged_copies_go_even_when_s3_is_out_of_reach(tmp_path: Path) -> None:
     with pytest.raises(BotoCoreError):
         store.delete_folder("kb1/upload1")
     assert not staged.parent.exists()
+
+
+def test_deleting_a_folder_aborts_a_multipart_upload_cut_short(aws: Path) -> None:
+    import boto3
+
+    bucket = f"uploads-{uuid.uuid4().hex[:12]}"
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket=bucket)
+    store = open_file_store(f"s3://{bucket}/prefix", aws)
+    started = s3.create_multipart_upload(Bucket=bucket, Key=f"prefix/{KEY}")
+    s3.upload_part(
+        Bucket=bucket,
+        Key=f"prefix/{KEY}",
+        UploadId=started["UploadId"],
+        PartNumber=1,
+        Body=b"x" * 1024,
+    )
+    other = s3.create_multipart_upload(Bucket=bucket, Key="prefix/kb1/upload2/other.txt")
+    store.delete_folder("kb1/upload1")
+    left = s3.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
+    assert [u["UploadId"] for u in left] == [other["UploadId"]]

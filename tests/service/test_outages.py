@@ -21,6 +21,13 @@ def test_connection_failures_are_outages_and_other_errors_are_not() -> None:
     boto = pytest.importorskip("botocore.exceptions")
     assert outage_of(boto.EndpointConnectionError(endpoint_url="http://s3")) == "the file store"
     assert outage_of(boto.ClientError({"Error": {"Code": "NoSuchKey"}}, "GetObject")) is None
+    # The pgvector store's own driver: a server shut down or a pool with no connection to
+    # give is an outage; what the server answered (a constraint) is not.
+    psycopg = pytest.importorskip("psycopg")
+    psycopg_pool = pytest.importorskip("psycopg_pool")
+    assert outage_of(psycopg.errors.AdminShutdown("terminating")) == "the database"
+    assert outage_of(psycopg_pool.PoolTimeout("no connection")) == "the database"
+    assert outage_of(psycopg.errors.UniqueViolation("duplicate key")) is None
 
 
 def test_an_outage_is_logged_once_per_interval_with_its_count(

@@ -106,15 +106,34 @@ def test_a_deleted_document_s_file_is_swept_if_its_removal_was_cut_short(
     assert store.open(key) is None and pending(engine) == 0
 
 
-def test_a_newer_mark_of_a_swept_folder_is_kept(engine: Engine, store: FileStore) -> None:
-    """Two sweepers at once: the one that finds the folder marked again leaves the new mark."""
-    folder = folder_of("kb")
-    upload_records.mark_pending(engine, [folder])
-    [(found, marked_at)] = upload_records.stale_pending(engine, time.time() + 1, 10)
-    time.sleep(0.01)
-    upload_records.mark_pending(engine, [folder])
-    upload_records.drop_pending(engine, found, marked_at)
-    assert pending(engine) == 1
+def test_a_sweeper_and_an_upload_racing_for_a_folder_never_both_win(
+    engine: Engine, store: FileStore
+) -> None:
+    kb = catalog.create_kb(engine, "acme", "contracts", "")
+    late, recorded = folder_of(kb.id), folder_of(kb.id)
+    upload_records.mark_pending(engine, [late, recorded])
+    uploads = {
+        folder: NewUpload(
+            id=str(uuid.uuid4()),
+            filename=NAME,
+            media_type="text/plain",
+            path=received(store, folder),
+            size=3,
+        )
+        for folder in (late, recorded)
+    }
+    stale = dict(upload_records.stale_pending(engine, time.time() + 1, 10))
+    # The sweeper claims `late` first: its upload is then refused, not recorded.
+    assert upload_records.claim_pending(engine, late, stale[late])
+    with pytest.raises(upload_records.PendingGone):
+        catalog.add_documents(engine, kb, [uploads[late]], folders=[late])
+    # `recorded`'s upload is recorded first: the sweeper's claim fails, its files stay.
+    catalog.add_documents(engine, kb, [uploads[recorded]], folders=[recorded])
+    assert not upload_records.claim_pending(engine, recorded, stale[recorded])
+    Sweeper(engine, store, 0.001, shared=True).sweep()  # also finishes the claimed one
+    assert store.open(uploads[recorded].path) is not None
+    assert store.open(uploads[late].path) is None
+    assert pending(engine) == 0
 
 
 @pytest.mark.parametrize("shared", [True, False], ids=["worker", "api-only"])

@@ -29,6 +29,14 @@ def outage_of(error: BaseException) -> str | None:
     reached (connection refused or lost, timed out), else None."""
     if isinstance(error, _SQL_OUTAGES):
         return "the database"
+    try:  # the pgvector store's own driver (the postgres extra's)
+        import psycopg
+        import psycopg_pool
+    except ImportError:
+        pass
+    else:
+        if isinstance(error, psycopg.OperationalError | psycopg_pool.PoolTimeout):
+            return "the database"
     try:
         from botocore import exceptions as boto  # the s3 extra's
     except ImportError:

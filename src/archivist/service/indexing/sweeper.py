@@ -90,9 +90,14 @@ class Sweeper:
         cutoff = time.time() - self.grace
         if self.shared:
             for folder, marked_at in upload_records.stale_pending(self.engine, cutoff, BATCH):
-                self.files.delete_folder(folder)
-                upload_records.drop_pending(self.engine, folder, marked_at)
-                swept.folders += 1
+                # Claimed first, so an upload recorded meanwhile keeps its files; a claimed
+                # folder whose removal is cut short is found again (its mark is the oldest).
+                if marked_at == upload_records.SWEEPING or upload_records.claim_pending(
+                    self.engine, folder, marked_at
+                ):
+                    self.files.delete_folder(folder)
+                    upload_records.drop_pending(self.engine, folder)
+                    swept.folders += 1
             swept.keys = upload_records.forget_expired_keys(self.engine, BATCH)
         if isinstance(self.files, S3FileStore):
             swept.staged = self._sweep_staging(self.files.staging, cutoff)

@@ -79,7 +79,8 @@ class FileStore(ABC):
 
     @abstractmethod
     def delete_folder(self, key: str) -> None:
-        """Delete every file under folder `key` (an upload's or a knowledge base's)."""
+        """Delete every file under folder `key` (an upload's or a knowledge base's),
+        including the parts of an upload to it that was cut short."""
 
     def prepare(self) -> None:
         """Check the store is reachable and create what it needs (at start-up)."""
@@ -208,6 +209,13 @@ class S3FileStore(FileStore):
             objects = [{"Key": item["Key"]} for item in page.get("Contents", [])]
             if objects:
                 self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": objects})
+        # Parts of a multipart upload cut short are stored (and billed) until aborted.
+        unfinished = self.client.get_paginator("list_multipart_uploads")
+        for page in unfinished.paginate(Bucket=self.bucket, Prefix=folder):
+            for upload in page.get("Uploads", []):
+                self.client.abort_multipart_upload(
+                    Bucket=self.bucket, Key=upload["Key"], UploadId=upload["UploadId"]
+                )
 
 
 def _is_missing(error: Any) -> bool:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, Engine, delete, insert, select
+from sqlalchemy import Connection, Engine, delete, insert, select, update
 
 from archivist.service.storage.database import (
     document_digests,
@@ -62,7 +62,11 @@ def take_pending(db: Connection, folders: Sequence[str]) -> None:
     wanted = list(dict.fromkeys(folders))
     if not wanted:
         return
-    removed = db.execute(delete(pending_files).where(pending_files.c.folder.in_(wanted)))
+    removed = db.execute(  # a mark a sweeper claimed (time 0) is not the upload's any more
+        delete(pending_files).where(
+            pending_files.c.folder.in_(wanted), pending_files.c.created_at > 0
+        )
+    )
     if removed.rowcount != len(wanted):
         raise PendingGone(
             "the upload took longer than the service keeps unfinished uploads; send it again"
@@ -82,13 +86,29 @@ def stale_pending(engine: Engine, older_than: float, limit: int) -> list[tuple[s
     return [(row.folder, row.created_at) for row in rows]
 
 
-def drop_pending(engine: Engine, folder: str, marked_at: float) -> None:
-    """Forget `folder`'s mark if it is still the one made at `marked_at` (a sweeper on
-    another machine may have removed it, or an upload marked the folder again)."""
+SWEEPING = 0.0
+"""The mark time of a folder a sweeper has claimed: its upload can no longer be recorded."""
+
+
+def claim_pending(engine: Engine, folder: str, marked_at: float) -> bool:
+    """Claim `folder` for removal if its mark is still the one made at `marked_at`: False
+    when its upload was recorded meanwhile (the files are the document's now) or it was
+    marked again. From here on the upload cannot be recorded (PendingGone)."""
+    with writing(engine) as db:
+        claimed = db.execute(
+            update(pending_files)
+            .where(pending_files.c.folder == folder, pending_files.c.created_at == marked_at)
+            .values(created_at=SWEEPING)
+        )
+    return bool(claimed.rowcount)
+
+
+def drop_pending(engine: Engine, folder: str) -> None:
+    """Forget the mark of `folder` once a sweeper has claimed it and removed its files."""
     with writing(engine) as db:
         db.execute(
             delete(pending_files).where(
-                pending_files.c.folder == folder, pending_files.c.created_at == marked_at
+                pending_files.c.folder == folder, pending_files.c.created_at == SWEEPING
             )
         )
 

@@ -36,6 +36,10 @@ if TYPE_CHECKING:
 
 __all__ = ["PgVectorCollections"]
 
+CONNECTION_WAIT_SECONDS = 10.0
+"""Longest wait for a pooled connection: past it the call fails with psycopg_pool's
+PoolTimeout (the database out of reach, or every connection busy) instead of hanging."""
+
 
 class PgVectorCollections(CoreStore[Collection, SqlScope, Row]):
     """The pool, the collections and the writes of a `PgVectorStore` (see it); searching and
@@ -83,6 +87,8 @@ class PgVectorCollections(CoreStore[Collection, SqlScope, Row]):
             min_size=1,
             max_size=self._max_connections,
             configure=configure,
+            check=AsyncConnectionPool.check_connection,  # none that died while idle
+            timeout=CONNECTION_WAIT_SECONDS,
             open=False,
         )
         await pool.open(wait=True)
