@@ -5,25 +5,22 @@ queue and the vectors; moto's S3 server holds the uploads; two API-only replicas
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import os
-import re
-import shutil
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from machines import (
+    WorkerProcess,
+    files_on_disk,
+    generations,
+    text_file,
+    wait_running_owner,
+)
 from service_helpers import ServeProcess, client, free_port, wait_final
-from sqlalchemy import select
 
-from archivist.rag import PgVectorStore
-from archivist.service import ServiceSettings
-from archivist.service.storage.database import jobs, make_engine
+from archivist.service.storage.database import make_engine
 from archivist.service.storage.keys import create_key
 from pgvector_server import fresh_database, pgvector_server
 
@@ -67,64 +64,6 @@ def s3_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
         yield env
     finally:
         server.stop()
-
-
-class WorkerProcess:
-    """`archivist worker` as a child process; `owner` is the lease owner it announced."""
-
-    def __init__(self, home: Path, env: dict[str, str], *options: str) -> None:
-        self.home, self.env, self.options = home, env, options
-        self.log = home / "worker.log"
-        self.process: subprocess.Popen[bytes] | None = None
-        self.owner = ""
-
-    def start(self, timeout: float = 120) -> None:
-        exe = shutil.which("archivist", path=str(Path(sys.executable).parent)) or "archivist"
-        self.home.mkdir(parents=True, exist_ok=True)
-        with open(self.log, "ab") as log:
-            self.process = subprocess.Popen(
-                [exe, "worker", *self.options],
-                env={**os.environ, **self.env, "ARCHIVIST_HOME": str(self.home)},
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = re.search(r"archivist worker (\S+):", self.log.read_text())
-            if found:
-                self.owner = found.group(1)
-                return
-            if self.process.poll() is not None:
-                raise RuntimeError(f"archivist worker exited: {self.log.read_text()[-2000:]}")
-            time.sleep(0.2)
-        raise TimeoutError("archivist worker did not start")
-
-    def kill(self) -> None:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(30)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(30)
-
-
-def text_file(name: str, paragraphs: int) -> tuple[str, bytes]:
-    body = "\n\n".join(
-        f"Section {n} of {name}: replicas share the queue, workers lease jobs, and the "
-        f"pgvector store keeps chunk {n} beside its BM25 terms. Orchids bloom in {name}."
-        for n in range(paragraphs)
-    )
-    return name, body.encode()
-
-
-def files_on_disk(root: Path) -> list[Path]:
-    return [path for path in root.rglob("*") if path.is_file()] if root.exists() else []
 
 
 def test_replicas_and_workers_share_postgres_and_s3(
@@ -207,10 +146,10 @@ def _exercise(
     assert len(documents) == len(sent) == len({d["id"] for d in documents})
     listed = second.get("/v1/knowledge-bases/shared/documents").json()["items"]
     assert sorted(d["id"] for d in listed) == sorted(sent)
-    generations = asyncio.run(_generations(database))
-    assert sorted(g[0] for g in generations) == sorted(sent)  # one write per document
+    written = generations(database)
+    assert sorted(g.document_id for g in written) == sorted(sent)  # one write per document
     counts = {d["id"]: d["chunk_count"] for d in documents}
-    assert all(counts[doc] == chunks > 0 for doc, chunks in generations)
+    assert all(counts[g.document_id] == g.chunk_count > 0 for g in written)
 
     # Any replica serves any file, byte for byte, and both search alike.
     for document_id, body in sent.items():
@@ -235,16 +174,16 @@ def _exercise(
     name, body = text_file("long.txt", 900)
     response = first.post("/v1/knowledge-bases/shared/documents", files=[("files", (name, body))])
     [item] = response.json()["items"]
-    owner = _wait_running_owner(engine, item["id"])
+    owner = wait_running_owner(engine, item["id"])
     victim = next(w for w in workers if w.owner == owner)
     survivor = next(w for w in workers if w.owner != owner)
     victim.kill()
-    assert _wait_running_owner(engine, item["id"], attempt=2) == survivor.owner
+    assert wait_running_owner(engine, item["id"], attempt=2) == survivor.owner
     [done] = wait_final(second, "shared", [item["id"]], timeout=600)
     assert done["status"] == "ready", done
     assert done["chunk_count"] > 100
-    generations = dict(asyncio.run(_generations(database)))
-    assert generations[item["id"]] == done["chunk_count"]
+    written = {g.document_id: g.chunk_count for g in generations(database)}
+    assert written[item["id"]] == done["chunk_count"]
 
     # Nothing of the uploads stayed on a replica's or worker's disk: it is all in S3.
     staging = Path(s3_env["ARCHIVIST_S3_STAGING"])
@@ -263,39 +202,3 @@ def _exercise(
     assert first.get(f"/v1/knowledge-bases/shared/documents/{document_id}/file").status_code == 404
     stored = s3.list_objects_v2(Bucket=BUCKET, Prefix=PREFIX + "/")["Contents"]
     assert len(stored) == len(sent)
-
-
-def _wait_running_owner(
-    engine: object, document_id: str, attempt: int = 1, timeout: float = 120
-) -> str:
-    """The owner of claim number `attempt` of `document_id`'s job, once it is running."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with engine.connect() as connection:  # type: ignore[attr-defined]
-            row = connection.execute(
-                select(jobs.c.owner, jobs.c.state, jobs.c.attempts).where(
-                    jobs.c.document_id == document_id
-                )
-            ).one_or_none()
-        if row is not None and row.state == "running" and row.attempts == attempt:
-            if attempt == 1:
-                time.sleep(0.5)  # let it get into parsing and embedding
-            return str(row.owner)
-        time.sleep(0.05)
-    raise TimeoutError(f"no worker made claim {attempt} of the job")
-
-
-async def _generations(database: str) -> list[tuple[str, int]]:
-    """(document id, chunk count) of every stored write, straight from the pgvector tables."""
-    settings = ServiceSettings(home=Path("/nonexistent"), database_url=database)
-    engine = make_engine(settings.resolved_database_url)
-    try:
-        with engine.connect() as connection:
-            from archivist.service.storage.database import knowledge_bases
-
-            collection = connection.execute(select(knowledge_bases.c.collection)).scalar_one()
-    finally:
-        engine.dispose()
-    async with PgVectorStore(database) as store:
-        found = await store.document_generations(collection)
-    return [(g.document_id, g.chunk_count) for g in found]
