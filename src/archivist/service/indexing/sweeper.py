@@ -28,7 +28,7 @@ from sqlalchemy import Engine, select
 from archivist.service.indexing.indexer import log_failure
 from archivist.service.storage import upload_records
 from archivist.service.storage.catalog import Status
-from archivist.service.storage.database import documents, pending_files, reading
+from archivist.service.storage.database import documents, reading
 from archivist.service.storage.file_store import FileStore, S3FileStore
 
 logger = logging.getLogger(__name__)
@@ -105,7 +105,7 @@ class Sweeper:
 
     def _sweep_staging(self, staging: Path, cutoff: float) -> int:
         """Remove staged upload folders (`KB/UPLOAD`) untouched since `cutoff` whose
-        document is not being indexed and whose upload is not under way."""
+        document is not being indexed."""
         stale = [folder for folder in _upload_folders(staging) if _last_touched(folder) < cutoff]
         stale = stale[:BATCH]
         if not stale:
@@ -119,20 +119,13 @@ class Sweeper:
         return len(keys) - len(busy & keys.keys())
 
     def _busy(self, keys: list[str]) -> set[str]:
-        """Those of `keys` whose document is being indexed or whose upload is still pending
-        within the grace period."""
+        """Those of `keys` whose document is being indexed. (An upload under way is never
+        among stale folders: its folder is marked pending before its file is written.)"""
         with reading(self.engine) as db:
             indexing = db.execute(  # as many as jobs in flight in the deployment
                 select(documents.c.path).where(documents.c.status == Status.INDEXING.value)
             ).scalars()
             busy = {path.rsplit("/", 1)[0] for path in indexing}
-            pending = db.execute(
-                select(pending_files.c.folder).where(
-                    pending_files.c.folder.in_(keys),
-                    pending_files.c.created_at >= time.time() - self.grace,
-                )
-            ).scalars()
-            busy.update(pending)
         return busy & set(keys)
 
 
