@@ -79,7 +79,9 @@ async def test_min_relevance_is_checked(embedder: EmbeddingModelBase, store: Qdr
 
 def test_relevance_grows_with_each_signal_and_needs_one() -> None:
     assert relevance() is None
-    hybrid = [relevance(*signals) for signals in ((0.2, 0.3, 0.5), (0.6, 0.3, 0.5), (0.6, 0.5, 0.5))]
+    hybrid = [
+        relevance(*signals) for signals in ((0.2, 0.3, 0.5), (0.6, 0.3, 0.5), (0.6, 0.5, 0.5))
+    ]
     assert hybrid == sorted(hybrid) and len(set(hybrid)) == 3
     assert relevance(0.6, 0.5, 0.5) < relevance(0.6, 0.5, 0.9)  # type: ignore[operator]
     assert relevance(None, 0.2) < relevance(None, 0.6)  # type: ignore[operator]

@@ -241,7 +241,7 @@ async def _one_per_document_case(kb: KnowledgeBase) -> None:
 async def test_a_query_of_names_and_numbers_alone_is_looked_up_by_bm25(
     embedder: EmbeddingModelBase, store: QdrantStore
 ) -> None:
-    """"E0425" or "8731" alone is an exact lookup: by BM25 only (no embedding call), so the
+    """ "E0425" or "8731" alone is an exact lookup: by BM25 only (no embedding call), so the
     passage naming it comes first; with a word around it the search is hybrid."""
     model = CountingModel(embedder)
     kb = _kb(model, store)

@@ -72,7 +72,21 @@ def test_spreading_picks_a_subsequence_and_shows_every_relevant_document(
         assert set(relevant) <= {h.document_id for h in spread}
 
 
-WORDS = ["pandas", "bamboo", "rocket", "kerosene", "bread", "yeast", "port", "8731", "404", "v2.0.11", "forest", "river", "okapi"]
+WORDS = [
+    "pandas",
+    "bamboo",
+    "rocket",
+    "kerosene",
+    "bread",
+    "yeast",
+    "port",
+    "8731",
+    "404",
+    "v2.0.11",
+    "forest",
+    "river",
+    "okapi",
+]
 
 
 @pytest.mark.parametrize("seed", range(4))

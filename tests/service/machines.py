@@ -19,15 +19,12 @@ from typing import Any
 
 import httpx
 import pytest
-from service_helpers import free_port
+from service_helpers import CLEARED_ENVIRONMENT, free_port
 from sqlalchemy import Engine, select
 
 from archivist.rag import PgVectorStore
 from archivist.rag.store.core.generations import GenerationInfo
 from archivist.service.storage.database import jobs
-
-CLEARED_ENVIRONMENT = ("ARCHIVIST_DATABASE_URL", "ARCHIVIST_PGVECTOR_URL", "ARCHIVIST_FILES_URL")
-"""Variables of the test's own environment that must not leak into the children."""
 
 
 def archivist_executable() -> str:
@@ -80,61 +77,6 @@ class WorkerProcess:
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(30)
-
-
-class ReplicaProcess:
-    """`archivist serve` as a child process with an environment of its own (unlike
-    `service_helpers.ServeProcess`, which passes the test's on); restartable on its port."""
-
-    def __init__(self, home: Path, port: int, env: dict[str, str], *options: str) -> None:
-        self.home, self.port, self.env, self.options = home, port, env, options
-        self.log = home / "serve.log"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def start(self, timeout: float = 120) -> None:
-        self.home.mkdir(parents=True, exist_ok=True)
-        with open(self.log, "ab") as log:
-            self.process = subprocess.Popen(
-                [archivist_executable(), "serve", "--port", str(self.port), *self.options],
-                env=child_environment(self.env, self.home),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        deadline = time.monotonic() + timeout
-        pause = 0.02
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"archivist serve exited: {self.log.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(pause)
-            pause = min(pause * 2, 0.2)
-        raise TimeoutError("archivist serve did not become healthy")
-
-    def kill(self) -> None:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(30)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
             try:
                 self.process.wait(60)
             except subprocess.TimeoutExpired:

@@ -24,6 +24,8 @@ from archivist.service.storage.database import make_engine
 from archivist.service.storage.keys import create_key
 
 FINAL = {"ready", "failed"}
+CLEARED_ENVIRONMENT = ("ARCHIVIST_DATABASE_URL", "ARCHIVIST_PGVECTOR_URL", "ARCHIVIST_FILES_URL")
+"""Variables of the test's own environment kept from children given an environment."""
 
 
 def free_port() -> int:
@@ -91,10 +93,14 @@ def wait_final(
 
 
 class ServeProcess:
-    """`archivist serve` as a child process over `home`; `kill()` is SIGKILL."""
+    """`archivist serve` as a child process over `home`; `kill()` is SIGKILL, and `start()`
+    again restarts it on its port. `env` is added to the test's environment (without the
+    test's own ARCHIVIST_* store settings when it is given)."""
 
-    def __init__(self, home: Path, port: int, *extra: str) -> None:
-        self.home, self.port, self.extra = home, port, extra
+    def __init__(
+        self, home: Path, port: int, *extra: str, env: dict[str, str] | None = None
+    ) -> None:
+        self.home, self.port, self.extra, self.env = home, port, extra, env
         self.process: subprocess.Popen[bytes] | None = None
         self.log = home / "serve.log"
 
@@ -102,9 +108,16 @@ class ServeProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
     def start(self, timeout: float = 90) -> None:
         exe = shutil.which("archivist", path=str(Path(sys.executable).parent)) or "archivist"
-        env = {**os.environ, "ARCHIVIST_HOME": str(self.home)}
+        base = dict(os.environ)
+        if self.env is not None:
+            base = {k: v for k, v in base.items() if k not in CLEARED_ENVIRONMENT}
+        env = {**base, **(self.env or {}), "ARCHIVIST_HOME": str(self.home)}
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(
                 [exe, "serve", "--port", str(self.port), *self.extra],

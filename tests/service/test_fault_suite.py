@@ -39,7 +39,6 @@ import httpx
 import pytest
 from machines import (
     MotoProcess,
-    ReplicaProcess,
     RestartablePostgres,
     WorkerProcess,
     describe_logs,
@@ -48,7 +47,7 @@ from machines import (
     text_file,
     wait_running_owner,
 )
-from service_helpers import free_port
+from service_helpers import ServeProcess, free_port
 from sqlalchemy import Engine
 
 from archivist.service.storage.database import make_engine
@@ -133,7 +132,7 @@ class Deployment:
     database: str
     moto: MotoProcess
     staging: Path
-    replicas: list[ReplicaProcess]
+    replicas: list[ServeProcess]
     workers: list[WorkerProcess]
     key: str
     engine: Engine
@@ -240,7 +239,7 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
     root = tmp_path_factory.mktemp("faults")
     pg = RestartablePostgres()
     moto = MotoProcess(root / "moto.log")
-    processes: list[ReplicaProcess | WorkerProcess] = []
+    processes: list[ServeProcess | WorkerProcess] = []
     engine: Engine | None = None
     try:
         pg.start()
@@ -270,7 +269,7 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
         shared += ["--files-url", f"s3://{BUCKET}/{PREFIX}"]
         shared += ["--sweep-grace-seconds", str(GRACE_SECONDS)]
         replicas = [
-            ReplicaProcess(root / f"api-{n}", free_port(), env, *shared, "--workers", "0")
+            ServeProcess(root / f"api-{n}", free_port(), *shared, "--workers", "0", env=env)
             for n in range(2)
         ]
         workers = [
