@@ -52,6 +52,16 @@ def test_open_collections_must_be_positive(capsys) -> None:
     assert "open_collections" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("command", ["serve", "worker"])
+@pytest.mark.parametrize("grace", ["0", "-5", "nan"])
+def test_the_sweep_grace_period_must_be_positive(capsys, command: str, grace: str) -> None:
+    code = main(
+        [command, "--pgvector-url", "postgresql://x@127.0.0.1/db", "--sweep-grace-seconds", grace]
+    )
+    assert code == 2
+    assert f"--sweep-grace-seconds {grace}" in capsys.readouterr().err
+
+
 def test_open_collections_is_refused_for_a_server_store(capsys) -> None:
     code = main(["worker", "--qdrant-url", "http://q:6333", "--open-collections", "5"])
     assert code == 2

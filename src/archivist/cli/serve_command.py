@@ -230,6 +230,8 @@ def add_shared_store_arguments(cmd: argparse.ArgumentParser) -> None:
 
 def shared_store_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The `ServiceSettings` fields of `add_shared_store_arguments`."""
+    if not args.sweep_grace_seconds > 0:
+        raise CLIError(f"--sweep-grace-seconds {args.sweep_grace_seconds:g}: give a number above 0")
     return {
         "qdrant_url": args.qdrant_url,
         "qdrant_api_key": os.environ.get("QDRANT_API_KEY"),
