@@ -113,6 +113,7 @@ class ServeProcess:
         return self.process is not None and self.process.poll() is None
 
     def start(self, timeout: float = 90) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
         exe = shutil.which("archivist", path=str(Path(sys.executable).parent)) or "archivist"
         base = dict(os.environ)
         if self.env is not None:
