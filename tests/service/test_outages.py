@@ -30,6 +30,26 @@ def test_connection_failures_are_outages_and_other_errors_are_not() -> None:
     assert outage_of(psycopg.errors.UniqueViolation("duplicate key")) is None
 
 
+async def test_a_qdrant_server_out_of_reach_is_an_outage_and_its_refusals_are_not() -> None:
+    pytest.importorskip("qdrant_client")
+    from qdrant_client import AsyncQdrantClient
+    from qdrant_client.http.exceptions import UnexpectedResponse
+    from service_helpers import free_port
+
+    client = AsyncQdrantClient(
+        url=f"http://127.0.0.1:{free_port()}", timeout=2, check_compatibility=False
+    )
+    with pytest.raises(Exception) as raised:  # the real client, nothing listening
+        await client.get_collections()
+    await client.close()
+    assert outage_of(raised.value) == "the vector store"
+    headers = httpx.Headers()
+    assert outage_of(UnexpectedResponse(503, "Service Unavailable", b"", headers)) == (
+        "the vector store"
+    )
+    assert outage_of(UnexpectedResponse(404, "Not Found", b"", headers)) is None
+
+
 def test_an_outage_is_logged_once_per_interval_with_its_count(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

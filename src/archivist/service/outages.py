@@ -25,8 +25,8 @@ _SQL_OUTAGES = (sql.OperationalError, sql.InterfaceError, sql.TimeoutError, sql.
 
 
 def outage_of(error: BaseException) -> str | None:
-    """ "the database" or "the file store" when `error` says that dependency could not be
-    reached (connection refused or lost, timed out), else None."""
+    """ "the database", "the vector store" or "the file store" when `error` says that
+    dependency could not be reached (connection refused or lost, timed out), else None."""
     if isinstance(error, _SQL_OUTAGES):
         return "the database"
     try:  # the pgvector store's own driver (the postgres extra's)
@@ -37,12 +37,29 @@ def outage_of(error: BaseException) -> str | None:
     else:
         if isinstance(error, psycopg.OperationalError | psycopg_pool.PoolTimeout):
             return "the database"
+    vectors = _qdrant_outage(error)
+    if vectors is not None:
+        return vectors
     try:
         from botocore import exceptions as boto  # the s3 extra's
     except ImportError:
         return None
     if isinstance(error, boto.ConnectionError | boto.HTTPClientError):
         return "the file store"
+    return None
+
+
+def _qdrant_outage(error: BaseException) -> str | None:
+    """ "the vector store" when a Qdrant server could not be reached (no answer, or a 5xx
+    answer); its 4xx answers are not outages."""
+    try:
+        from qdrant_client.http import exceptions as qdrant  # the server extra's
+    except ImportError:
+        return None
+    if isinstance(error, qdrant.ResponseHandlingException):  # no usable answer at all
+        return "the vector store"
+    if isinstance(error, qdrant.UnexpectedResponse) and (error.status_code or 0) >= 500:
+        return "the vector store"
     return None
 
 
