@@ -16,6 +16,7 @@ from archivist.errors import MissingExtraError
 EXTRAS: dict[str, tuple[str, ...]] = {
     "service": ("fastapi", "sqlalchemy", "uvicorn", "prometheus_client"),
     "office": ("docx", "pptx", "openpyxl", "selectolax", "PIL"),
+    "ocr": ("rapidocr_onnxruntime",),
     "server": ("qdrant_client",),
     "pgvector": ("psycopg", "psycopg_pool", "pgvector"),
     "s3": ("boto3",),

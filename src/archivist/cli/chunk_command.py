@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from archivist.cli.files import walk_files
 from archivist.cli.home import default_store_dir, load_kbs
+from archivist.cli.ocr_options import add_ocr_arguments, ocr_from_args
 from archivist.cli.output import display_path, print_json
 from archivist.cli.session import (
     add_chunking_arguments,
@@ -33,6 +34,7 @@ def add_chunk_command(commands: Any) -> None:
     cmd.add_argument("--kb", default="default", help="use this knowledge base's chunk settings")
     cmd.add_argument("--store", default=None, help="store directory")
     add_chunking_arguments(cmd, from_kb=True)
+    add_ocr_arguments(cmd)
     add_json_argument(cmd)
     cmd.set_defaults(handler=run_chunk)
 
@@ -69,7 +71,7 @@ async def run_chunk(args: argparse.Namespace) -> int:
     chunker = make_chunker(
         embedding_model(record.embedding_model), record.chunk_size, record.overlap
     )
-    registry = default_registry()
+    registry = default_registry(ocr_from_args(args))
     failed = 0
     rows: list[dict[str, Any]] = []
     walk = walk_files(args.paths)

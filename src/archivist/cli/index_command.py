@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from archivist.cli.ocr_options import add_ocr_arguments
 from archivist.cli.session import (
     DEFAULT_EMBEDDING_TIMEOUT,
     add_chunking_arguments,
@@ -57,6 +58,7 @@ def add_index_command(commands: Any) -> None:
         help="when stderr is not a terminal (a pipe, a CI log), print a progress line every "
         "SECONDS (0: never)",
     )
+    add_ocr_arguments(cmd)
     add_timeout_argument(cmd, DEFAULT_EMBEDDING_TIMEOUT, "embedding provider")
     cmd.set_defaults(handler=run_index)
 

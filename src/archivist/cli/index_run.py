@@ -19,6 +19,7 @@ from archivist.cli.confirm import confirm
 from archivist.cli.files import SkippedPath, walk_files
 from archivist.cli.home import default_store_dir, load_kbs
 from archivist.cli.notices import DocumentNotices
+from archivist.cli.ocr_options import ocr_from_args
 from archivist.cli.output import display_path, print_json, print_rows
 from archivist.cli.progress import PeriodicProgress, duration
 from archivist.cli.session import open_session
@@ -54,6 +55,7 @@ async def run_index(args: argparse.Namespace) -> int:
             args.yes,
         )
     notices = DocumentNotices()
+    ocr = ocr_from_args(args)
     async with open_session(
         args,
         create=True,
@@ -96,6 +98,13 @@ async def run_index(args: argparse.Namespace) -> int:
                 progress.update(task, description=doing)
                 periodic.current = doing
 
+            def on_page(name: str, page: int | None, pages: int | None) -> None:
+                where = f" page {page}/{pages}" if page else ""
+                now(f"OCR of {display_path(name)}{where}")
+
+            if ocr is not None:
+                ocr.on_page = on_page
+
             def within(path: str, written: int, total: int) -> None:
                 if total > 1:  # a large file moves the display chunk by chunk
                     progress.update(task, chunks=total_chunks + written)
@@ -105,7 +114,7 @@ async def run_index(args: argparse.Namespace) -> int:
             report = await ingest_files(
                 session.kb,
                 walk.files,
-                registry=default_registry(),
+                registry=default_registry(ocr),
                 chunker=chunker,
                 prune_missing=args.prune,
                 keep_stale=args.keep_stale,
@@ -165,6 +174,11 @@ class RunSummary:
         return sum(r.chunks for r in self.report.results)
 
     @property
+    def ocr_pages(self) -> int:
+        """Pages (and images) OCR read in this run."""
+        return sum(r.ocr_pages for r in self.report.results)
+
+    @property
     def files(self) -> int:
         """Files looked at: everything walked, whatever happened to it."""
         gone = (Outcome.PRUNED, Outcome.REMOVED)
@@ -204,6 +218,7 @@ class RunSummary:
         ]
         out["files"] = self.files
         out["chunks"] = self.chunks
+        out["ocr_pages"] = self.ocr_pages
         out["seconds"] = round(self.seconds, 3)
         out["documents_held"] = len(held)
         out["chunks_held"] = sum(d.chunk_count for d in held)
@@ -272,8 +287,9 @@ class RunSummary:
         """`N files, M chunks written in T; the knowledge base holds D documents, C chunks`
         (`tenant 'X' holds` with --tenant: what the run's scope holds)."""
         holder = "the knowledge base" if tenant is None else f"tenant {tenant!r}"
+        ocr = f" ({count(self.ocr_pages, 'page')} read by OCR)" if self.ocr_pages else ""
         return (
-            f"{count(self.files, 'file')}, {count(self.chunks, 'chunk')} written in "
+            f"{count(self.files, 'file')}, {count(self.chunks, 'chunk')}{ocr} written in "
             f"{duration(self.seconds)}; {holder} holds "
             f"{count(len(held), 'document')}, {count(sum(d.chunk_count for d in held), 'chunk')}"
         )

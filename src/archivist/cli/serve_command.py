@@ -13,6 +13,7 @@ from archivist.chunk_defaults import (
     PARSE_WALL_SECONDS,
 )
 from archivist.cli.home import archivist_home
+from archivist.cli.ocr_options import add_ocr_arguments
 from archivist.cli.session import (
     CHUNKING_OPTIONS,
     CLIError,
@@ -174,6 +175,7 @@ def add_indexing_arguments(cmd: argparse.ArgumentParser) -> None:
         help="time the indexer waits for one upload's chunks in all "
         f"(default {PARSE_WALL_SECONDS:g})",
     )
+    add_ocr_arguments(cmd)
 
 
 def indexing_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -184,6 +186,8 @@ def indexing_settings(args: argparse.Namespace) -> dict[str, Any]:
         "parse_memory_mb": args.parse_memory_mb,
         "parse_cpu_seconds": args.parse_cpu_seconds,
         "parse_wall_seconds": args.parse_wall_seconds,
+        "ocr": args.ocr,
+        "ocr_languages": args.ocr_languages,
     }
 
 

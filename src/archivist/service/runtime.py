@@ -89,7 +89,7 @@ async def running_service(
     try:
         observe = metrics.observe_embedding if metrics is not None else None
         model = embedding_model or default_model(settings, observe)
-        registry = default_registry()
+        registry = default_registry(settings.ocr_reader())
         chunker = OffloadedChunker(
             chunker_for(model.chunk_tokenizer(), settings.chunk_size, settings.overlap),
             settings.index_niceness,

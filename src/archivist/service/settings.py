@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from archivist.chunk_defaults import PARSE_CPU_SECONDS, PARSE_MEMORY_MB, PARSE_WALL_SECONDS
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL
+from archivist.errors import ConfigurationError
 from archivist.rag.chunker.child_process import ChildLimits
 from archivist.rag.chunker.settings import ChunkSettings
+from archivist.rag.parser.ocr import Ocr
 from archivist.service.guards.quotas import Quota
 from archivist.service.storage.file_store import open_file_store
+
+RAPIDOCR_MEMORY_MB = 2048
+"""The parse child's memory RapidOCR needs (its models and onnxruntime's arenas)."""
 
 
 class ServiceSettings(ChunkSettings):
@@ -71,6 +77,12 @@ class ServiceSettings(ChunkSettings):
     """CPU time one upload's parsing and chunking may take."""
     parse_wall_seconds: float = Field(default=PARSE_WALL_SECONDS, gt=0)
     """Time the indexer may wait for one upload's chunks in all."""
+    ocr: Literal["auto", "off", "tesseract", "rapidocr"] = "auto"
+    """How scanned PDF pages and images are read: "auto" (Tesseract if installed with the
+    languages, else RapidOCR if installed), "off", or an engine. Every knowledge base reads
+    them so; a tenant cannot turn it on where the operator turned it off."""
+    ocr_languages: tuple[str, ...] = Field(default=("eng", "chi_sim"), min_length=1)
+    """The languages OCR reads, by Tesseract's names."""
     lease_seconds: float = Field(default=60.0, gt=0)
     """A claimed job not renewed for this long is taken over by another worker or replica."""
     max_attempts: int = Field(default=5, ge=1)
@@ -114,6 +126,26 @@ class ServiceSettings(ChunkSettings):
         if self.open_collections is not None and (self.qdrant_url or self.pgvector_url):
             raise ValueError("--open-collections applies only to Qdrant Edge on disk")
         return self
+
+    def ocr_reader(self) -> Ocr | None:
+        """The `Ocr` uploads are read with (results cached under the service's folder); None
+        when off. An engine named but unusable, or RapidOCR in a parse child too small for
+        it, is a ConfigurationError saying what to do."""
+        if self.ocr == "off":
+            return None
+        reader = Ocr(self.ocr, languages=self.ocr_languages, cache_dir=self.service_dir / "ocr")
+        try:
+            engine = reader.engine
+        except ValueError as exc:
+            raise ConfigurationError(f"--ocr {self.ocr}: {exc}", setting="ocr") from None
+        rapidocr = engine is not None and engine.name == "rapidocr"
+        if rapidocr and self.parse_memory_mb < RAPIDOCR_MEMORY_MB:
+            raise ConfigurationError(
+                f"--ocr {self.ocr}: RapidOCR needs --parse-memory-mb {RAPIDOCR_MEMORY_MB} "
+                f"or more (it is {self.parse_memory_mb}); or install Tesseract, or --ocr off",
+                setting="parse_memory_mb",
+            )
+        return reader
 
     @property
     def parse_limits(self) -> ChildLimits:

@@ -82,6 +82,8 @@ class FileResult:
     cause: Exception | None = field(default=None, repr=False, compare=False)
     """The exception behind a FAILED (or type-SKIPPED) file, for callers that render it
     from its fields (e.g. a service that must not show its own folders)."""
+    ocr_pages: int = 0
+    """Pages (an image counts as one) whose text OCR read."""
 
 
 @dataclass
@@ -127,8 +129,9 @@ def scoped_handle(kb: KnowledgeBase) -> KnowledgeBase:
     )
 
 
-def pipeline_fingerprint(chunker: ChunkerBase, kb: KnowledgeBase) -> str:
-    """What besides the bytes decides a file's chunks and vectors."""
+def pipeline_fingerprint(chunker: ChunkerBase, kb: KnowledgeBase, reading: str = "") -> str:
+    """What besides the bytes decides a file's chunks and vectors; `reading` is what the
+    parsers add (the registry's `identity`: its OCR engine)."""
     parameters = getattr(chunker, "parameters", None)
     if isinstance(parameters, BaseModel):
         chunking = parameters.model_dump_json()
@@ -136,9 +139,10 @@ def pipeline_fingerprint(chunker: ChunkerBase, kb: KnowledgeBase) -> str:
         chunking = repr(parameters)
     model = kb.embedding_model
     identity = getattr(model, "cache_identity", f"{model.model}|{model.dimensions}")
-    return hashlib.sha256(
-        f"{type(chunker).__qualname__}|{chunking}|{identity}".encode()
-    ).hexdigest()[:16]
+    parts = f"{type(chunker).__qualname__}|{chunking}|{identity}" + (
+        f"|{reading}" if reading else ""
+    )
+    return hashlib.sha256(parts.encode()).hexdigest()[:16]
 
 
 _MAGIC = {
@@ -230,7 +234,7 @@ async def ingest_files(
     scope = kb.metadata_filter
     # Pruning needs every document of the scope; otherwise each file looks up its own alone.
     listed = {s.document_id: s for s in await kb.list_documents()} if prune_missing else None
-    fingerprint = pipeline_fingerprint(chunker, kb)
+    fingerprint = pipeline_fingerprint(chunker, kb, registry.identity)
     window: list[_Parsed] = []
     for path in files:
         if on_start is not None:
@@ -300,6 +304,7 @@ class _Parsed:
     metadata: dict[str, Any]
     chunks: list[Chunk] | None = None
     restream: Callable[[], AsyncIterator[Chunk]] | None = None
+    ocr_pages: int = 0
 
     def document(self) -> NewDocument:
         if self.chunks is not None:
@@ -308,7 +313,13 @@ class _Parsed:
         return NewDocument(self.restream(), self.document_id, self.metadata)
 
     def done(self) -> FileResult:
-        return FileResult(str(self.path), self.outcome, self.document_id, chunks=self.count)
+        return FileResult(
+            str(self.path),
+            self.outcome,
+            self.document_id,
+            chunks=self.count,
+            ocr_pages=self.ocr_pages,
+        )
 
     def failed(self, exc: Exception) -> FileResult:
         return FileResult(
@@ -372,7 +383,7 @@ async def _parse_one(
         except UnsupportedFileTypeError as exc:
             return FileResult(str(path), Outcome.SKIPPED, document_id, error=exc.reason, cause=exc)
         model = kb.embedding_model
-        chunks, count, dropped = await _count_chunks(
+        chunks, count, dropped, ocr_pages = await _count_chunks(
             parser, chunker, resolved, path.name, kb.write_batch_size, model
         )
         if not count and not dropped:
@@ -382,11 +393,13 @@ async def _parse_one(
     except (ValueError, OSError) as exc:
         return FileResult(str(path), Outcome.FAILED, document_id, error=str(exc), cause=exc)
     if not count:
+        hint = getattr(parser, "unread_text_hint", None)
         return FileResult(
             str(path),
             Outcome.SKIPPED,
             document_id,
-            error=f"{kb.embedding_model.model} is text-only and the file holds no text",
+            error=f"{kb.embedding_model.model} is text-only and the file holds no text"
+            + (f" ({hint})" if hint else ""),
         )
     if dropped:
         report_left_out(document_id, dropped, model)
@@ -401,12 +414,16 @@ async def _parse_one(
     }
     outcome = Outcome.UPDATED if before is not None else Outcome.INDEXED
     if chunks is not None:
-        return _Parsed(path, document_id, outcome, count, metadata, chunks=chunks)
+        return _Parsed(
+            path, document_id, outcome, count, metadata, chunks=chunks, ocr_pages=ocr_pages
+        )
 
     def restream() -> AsyncIterator[Chunk]:
         return _restream(parser, chunker, resolved, path.name, count, model)
 
-    return _Parsed(path, document_id, outcome, count, metadata, restream=restream)
+    return _Parsed(
+        path, document_id, outcome, count, metadata, restream=restream, ocr_pages=ocr_pages
+    )
 
 
 async def _embedded_chunks(
@@ -432,17 +449,20 @@ async def _count_chunks(
     name: str,
     keep: int,
     model: EmbeddingModelBase,
-) -> tuple[list[Chunk] | None, int, int]:
+) -> tuple[list[Chunk] | None, int, int, int]:
     """Chunk a file as a stream: (its chunks if fewer than `keep`, else None; how many `model`
-    embeds; how many it leaves out). A large file's chunks are counted and dropped: it is never
-    held whole."""
+    embeds; how many it leaves out; how many pages OCR read). A large file's chunks are
+    counted and dropped: it is never held whole."""
     kept: list[Chunk] | None = []
     count = dropped = 0
+    ocr_pages: set[object] = set()
     async for chunk in _embedded_chunks(parser, chunker, path, name, model):
         if chunk is None:
             dropped += 1
             continue
         count += 1
+        if chunk.metadata.get("ocr"):
+            ocr_pages.add(chunk.metadata.get("page"))
         if kept is not None:
             kept.append(chunk)
             if len(kept) >= keep:
@@ -450,7 +470,7 @@ async def _count_chunks(
     if kept is not None:
         for chunk in kept:
             chunk.total_chunks = count
-    return kept, count, dropped
+    return kept, count, dropped, len(ocr_pages)
 
 
 async def _restream(

@@ -1,4 +1,5 @@
-"""`ImageParser`: a whole image as one DataBlock Section, its type sniffed from the bytes."""
+"""`ImageParser`: a whole image as one DataBlock Section, its type sniffed from the bytes,
+and with OCR the text on it as a text Section beside it."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from archivist._util.extras import require
 from archivist.errors import DocumentParseError
-from archivist.message import Base64Source, DataBlock
+from archivist.message import Base64Source, DataBlock, TextBlock
 from archivist.rag.document import Section
 from archivist.rag.parser.base import ParserBase, read_binary
+from archivist.rag.parser.ocr import OCR_HINT, Ocr, PageImage, ocr_metadata
+from archivist.rag.parser.ocr.reader import as_ocr
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -95,10 +98,13 @@ def _check_size(image: Image.Image, filename: str) -> None:
 
 
 class ImageParser(ParserBase):
-    """PNG, JPEG, GIF, BMP and WEBP images → one DataBlock Section with `{"media_type": ...}`.
+    """PNG, JPEG, GIF, BMP and WEBP images → one DataBlock Section with `{"media_type": ...}`,
+    and with `ocr` (an `Ocr`, or "auto", "tesseract", "rapidocr") the text read on the image
+    as a text Section after it, saying `ocr: true` and `ocr_confidence`.
 
     The media type comes from the bytes, not the file name; the image header is checked
-    with Pillow so a truncated or lying file is a ValueError, not a silent bad record.
+    with Pillow so a truncated or lying file is a ValueError, not a silent bad record. A
+    text-only embedding model indexes the text and leaves the picture out.
     """
 
     supported_media_types: ClassVar[list[str]] = [
@@ -108,6 +114,19 @@ class ImageParser(ParserBase):
         "image/bmp",
         "image/webp",
     ]
+
+    def __init__(self, ocr: Ocr | str | None = None) -> None:
+        self.ocr = as_ocr(ocr)
+
+    @property
+    def unread_text_hint(self) -> str | None:
+        """How to have the text on images read, when no OCR engine reads it here."""
+        if self.ocr is None:
+            return "OCR is off"
+        try:
+            return OCR_HINT if self.ocr.engine is None else None
+        except ValueError as exc:
+            return str(exc)
 
     async def parse(self, file: bytes | str, filename: str) -> list[Section]:
         data = read_binary(file, filename)
@@ -122,7 +141,53 @@ class ImageParser(ParserBase):
             source=Base64Source(data=base64.b64encode(data).decode("ascii"), media_type=media_type),
             name=filename,
         )
-        return [Section(content=block, source=filename, metadata={"media_type": media_type})]
+        sections = [Section(content=block, source=filename, metadata={"media_type": media_type})]
+        if self.ocr is not None:
+            text = await asyncio.to_thread(_read_text, data, filename, self.ocr)
+            if text is not None:
+                sections.append(text)
+        return sections
+
+
+def _read_text(data: bytes, filename: str, ocr: Ocr) -> Section | None:
+    """The text on image `data` as a Section (None: no engine, or no text on it)."""
+    try:
+        if ocr.engine is None:
+            return None
+        result = ocr.read(_page_of(data, ocr), filename)
+    except ValueError as exc:  # OcrError, or an engine named but not installed
+        raise DocumentParseError(f"OCR: {exc}", filename=filename) from exc
+    text = result.text.strip() if result is not None else ""
+    if result is None or not text:
+        return None
+    return Section(content=TextBlock(text=text), source=filename, metadata=ocr_metadata(result))
+
+
+def _page_of(data: bytes, ocr: Ocr) -> PageImage:
+    """Checked image `data` in grayscale, upright by its EXIF orientation, scaled down to
+    `ocr.max_pixels` (a JPEG is decoded at the reduced size; an animation's first frame)."""
+    from PIL import Image, ImageOps
+
+    with Image.open(io.BytesIO(data)) as image:
+        scale = ocr.scale_for(*image.size)
+        if scale < 1.0 and image.format == "JPEG":
+            image.draft("L", (int(image.width * scale) + 1, int(image.height * scale) + 1))
+        if _has_alpha(image):  # text drawn on a transparent picture: onto white
+            picture = image.convert("RGBA")
+            gray = Image.new("L", picture.size, 255)
+            gray.paste(picture.convert("L"), mask=picture.getchannel("A"))
+        else:
+            gray = image.convert("L")
+        gray = ImageOps.exif_transpose(gray) if image.getexif() else gray
+    scale = ocr.scale_for(*gray.size)
+    if scale < 1.0:
+        size = (max(1, int(gray.width * scale)), max(1, int(gray.height * scale)))
+        gray = gray.resize(size, Image.Resampling.LANCZOS, reducing_gap=3.0)
+    return PageImage(gray.width, gray.height, gray.tobytes())
+
+
+def _has_alpha(image: Image.Image) -> bool:
+    return image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info
 
 
 def embedded_image_section(

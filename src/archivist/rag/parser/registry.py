@@ -14,6 +14,8 @@ from archivist.rag.parser.excel import XLSX_MEDIA_TYPE, ExcelParser
 from archivist.rag.parser.html import HTMLParser
 from archivist.rag.parser.image import ImageParser, sniff_image_type
 from archivist.rag.parser.markdown import MarkdownParser
+from archivist.rag.parser.ocr import Ocr
+from archivist.rag.parser.ocr.reader import as_ocr
 from archivist.rag.parser.pdf import PDFParser
 from archivist.rag.parser.ppt import PPTX_MEDIA_TYPE, PPTParser
 from archivist.rag.parser.rst import RSTParser
@@ -24,9 +26,19 @@ from archivist.rag.parser.word import DOCX_MEDIA_TYPE, WordParser
 class ParserRegistry:
     """Maps media types to parser factories; `parser_for` resolves a file to a parser."""
 
-    def __init__(self) -> None:
+    def __init__(self, ocr: Ocr | None = None) -> None:
         self._factories: dict[str, Callable[[], ParserBase]] = {}
         self._extensions: dict[str, str] = {}
+        self.ocr = ocr
+        """The OCR its parsers read scans with (None: none)."""
+
+    @property
+    def identity(self) -> str:
+        """What its parsers' output depends on besides the files: the OCR engine that reads
+        scans ("" without one), so a file is read again when that changes."""
+        if self.ocr is None or self.ocr.engine is None:
+            return ""
+        return f"ocr {self.ocr.engine.identity} dpi {self.ocr.dpi}"
 
     def register(self, parser_cls: type[ParserBase], factory: Callable[[], ParserBase]) -> None:
         """Route every media type and extension of `parser_cls` to `factory` (later wins)."""
@@ -141,18 +153,20 @@ def _untagged_ppt_parser() -> PPTParser:
     return PPTParser(slide_prefix=None, slide_suffix=None)
 
 
-def default_registry() -> ParserRegistry:
+def default_registry(ocr: Ocr | str | None = None) -> ParserRegistry:
     """A registry with Archivist's built-in parsers and their default settings, except that
     PPTX slides are not wrapped in `<slide index=N>` tags (`PPTParser()` itself keeps
-    AgentScope's default)."""
-    registry = ParserRegistry()
+    AgentScope's default). `ocr` (an `Ocr`, "auto" or an engine's name) has scanned PDF
+    pages and images read by OCR; None or "off" leaves them unread."""
+    reader = as_ocr(ocr)
+    registry = ParserRegistry(reader)
     registry.register(TextParser, TextParser)
     registry.register(HTMLParser, HTMLParser)
     registry.register(MarkdownParser, MarkdownParser)
     registry.register(RSTParser, RSTParser)
-    registry.register(PDFParser, PDFParser)
+    registry.register(PDFParser, lambda: PDFParser(reader))
     registry.register(PPTParser, _untagged_ppt_parser)
     registry.register(WordParser, WordParser)
     registry.register(ExcelParser, ExcelParser)
-    registry.register(ImageParser, ImageParser)
+    registry.register(ImageParser, lambda: ImageParser(reader))
     return registry

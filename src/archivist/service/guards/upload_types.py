@@ -2,8 +2,8 @@
 
 Sniffing is only a check, never a fallback: `bad.exe` is refused even when its bytes are
 ASCII, and a `.pdf` that is not a PDF is refused before it is queued. Images are offered
-and accepted only when the embedding model reads images; otherwise the 415 says why and
-what to do instead.
+and accepted only when something reads them (OCR, or an embedding model that reads images);
+otherwise the 415 says why and what to do instead.
 """
 
 from __future__ import annotations
@@ -37,12 +37,19 @@ class UploadTypeError(UnsupportedFileTypeError):
     """The upload's type is not accepted; the message names the file, the reason and the fix."""
 
 
+def reads_images(registry: ParserRegistry, multimodal: bool) -> bool:
+    """Whether an image upload yields something to index: its text by the registry's OCR,
+    or its picture for a `multimodal` embedding model."""
+    return multimodal or (registry.ocr is not None and registry.ocr.engine is not None)
+
+
 def accepted_extensions(registry: ParserRegistry, multimodal: bool) -> list[str]:
-    """The extensions uploads may have: every parser's, images only for a multimodal model."""
+    """The extensions uploads may have: every parser's, images only where `reads_images`."""
+    images = reads_images(registry, multimodal)
     return [
         ext
         for ext in registry.supported_extensions()
-        if multimodal or not (registry.media_type_for("x" + ext) or "").startswith("image/")
+        if images or not (registry.media_type_for("x" + ext) or "").startswith("image/")
     ]
 
 
@@ -54,11 +61,15 @@ def check_upload_type(
     ext = PurePath(name).suffix.lower()
     accepted = accepted_extensions(registry, multimodal)
     media_type = registry.media_type_for("x" + ext) if ext else None
-    if media_type is not None and media_type.startswith("image/") and not multimodal:
+    if (
+        media_type is not None
+        and media_type.startswith("image/")
+        and not reads_images(registry, multimodal)
+    ):
         raise UploadTypeError(
-            f"images cannot be indexed: the embedding model {model} reads text only. "
-            "Upload the image's text instead (e.g. OCR it to .txt), or run the service with "
-            "a multimodal --embedding-model",
+            f"images cannot be indexed: the embedding model {model} reads text only and OCR "
+            "is off on this service. Upload the image's text instead, or run the service with "
+            "OCR (install Tesseract) or a multimodal --embedding-model",
             filename=name,
             media_type=media_type,
         )

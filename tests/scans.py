@@ -1,0 +1,74 @@
+"""Scans for OCR tests: text drawn into pictures (as a scanner or camera would give them)
+and image-only PDFs of such pictures. Needs DejaVu Sans and WenQuanYi Micro Hei (Debian:
+fonts-dejavu-core, fonts-wqy-microhei) and, for reading them, Tesseract."""
+
+from __future__ import annotations
+
+import io
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from PIL import Image, ImageDraw, ImageFilter, ImageFont
+
+LATIN_FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
+CJK_FONT = Path("/usr/share/fonts/truetype/wqy/wqy-microhei.ttc")
+
+ENGLISH = (
+    "The warranty for the Model X-200 pump covers parts and labour for 36 months. "
+    "Claims must be filed within 14 days of a failure, quoting the serial number on the "
+    "base plate."
+)
+CHINESE = "本公司自七月一日起实行新的考勤制度。年度体检安排在九月第二周，地点为总部三楼会议室。"
+
+needs_tesseract = pytest.mark.skipif(
+    shutil.which("tesseract") is None or not CJK_FONT.exists() or not LATIN_FONT.exists(),
+    reason="needs tesseract-ocr, tesseract-ocr-chi-sim and fonts-wqy-microhei (CI installs them)",
+)
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    if any(ord(c) > 0x2E80 for c in text):
+        return [text[i : i + width // 2] for i in range(0, len(text), width // 2)]
+    lines: list[str] = []
+    for word in text.split():
+        if lines and len(lines[-1]) + len(word) < width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
+def page_image(
+    text: str, *, size: tuple[int, int] = (1654, 2339), noisy: bool = False, font_px: int = 40
+) -> Image.Image:
+    """An A4 page at 200 dpi with `text` on it in black; `noisy`: rotated 1.5° and blurred,
+    as a photo of a note would be."""
+    cjk = any(ord(c) > 0x2E80 for c in text)
+    font = ImageFont.truetype(str(CJK_FONT if cjk else LATIN_FONT), font_px)
+    image = Image.new("L", size, 255)
+    draw = ImageDraw.Draw(image)
+    y = 150
+    for line in _wrap(text, 56):
+        draw.text((150, y), line, font=font, fill=0)
+        y += int(font_px * 1.6)
+    if noisy:
+        image = image.rotate(1.5, fillcolor=255, resample=Image.Resampling.BICUBIC)
+        image = image.filter(ImageFilter.GaussianBlur(1.2))
+    return image
+
+
+def encode(image: Image.Image, fmt: str = "PNG", **options: object) -> bytes:
+    """`image` as a file in Pillow format `fmt`."""
+    buffer = io.BytesIO()
+    image.save(buffer, format=fmt, **options)
+    return buffer.getvalue()
+
+
+def scanned_pdf(pages: Sequence[Image.Image]) -> bytes:
+    """An image-only PDF: each page one picture, no text layer (as a scanner makes them)."""
+    buffer = io.BytesIO()
+    first, *rest = pages
+    first.save(buffer, format="PDF", save_all=True, append_images=rest, resolution=200)
+    return buffer.getvalue()
