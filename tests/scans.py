@@ -72,3 +72,39 @@ def scanned_pdf(pages: Sequence[Image.Image]) -> bytes:
     first, *rest = pages
     first.save(buffer, format="PDF", save_all=True, append_images=rest, resolution=200)
     return buffer.getvalue()
+
+
+NOTE = (
+    "Reminder: the server room door code changes to 4471 on Monday. "
+    "Ask Priya Raman at the front desk for a new badge."
+)
+NOTICE = "停水通知：因管道维修，本周六上午九点至下午三点全楼停水，请各位住户提前储水。"
+
+FACTS: dict[str, tuple[str, int | None]] = {
+    "how many days do I have to file a warranty claim for the pump": ("scan.pdf", 1),
+    "年度体检在哪里举行": ("scan.pdf", 2),
+    "what is the new server room door code": ("note.png", None),
+    "周六什么时候停水": ("notice.jpg", None),
+}
+"""Each fact query of `scan_folder` and where its answer is: the file, and the page."""
+
+
+def scan_folder(folder: Path) -> Path:
+    """A folder of what people really have: a 2-page image-only PDF (English page, Chinese
+    page), a slightly rotated and blurred photo of an English note, a Chinese notice as JPEG,
+    and text files that answer none of `FACTS`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "scan.pdf").write_bytes(scanned_pdf([page_image(ENGLISH), page_image(CHINESE)]))
+    note = page_image(NOTE, size=(1600, 700), noisy=True).convert("RGB")
+    (folder / "note.png").write_bytes(encode(note))
+    notice = page_image(NOTICE, size=(1600, 600)).convert("RGB")
+    (folder / "notice.jpg").write_bytes(encode(notice, "JPEG", quality=85))
+    (folder / "menu.txt").write_text(
+        "The cafeteria serves soup on Mondays and fish on Fridays. Coffee is free before nine.\n"
+    )
+    (folder / "travel.md").write_text(
+        "# Travel policy\n\nBook flights two weeks ahead. Hotels up to 150 EUR a night are "
+        "approved without a manager.\n"
+    )
+    (folder / "食堂.txt").write_text("员工食堂每周一供应汤，周五供应鱼。早上九点前咖啡免费。\n")
+    return folder

@@ -275,12 +275,14 @@ class RunSummary:
         pictures = self.written(self.notices.skipped_pictures)
         if pictures:
             skipped = sum(self.notices.skipped_pictures[doc] for doc in pictures)
+            read = sum(1 for r in pictures.values() if r.ocr_pages)
+            text = f" (the text OCR read on {count(read, 'file')} is)" if read else ""
             note(
                 console,
                 "yellow",
                 "note",
                 f"{count(skipped, 'picture')} in {count(len(pictures), 'file')} not indexed: "
-                f"{model} reads text only",
+                f"{model} reads text only{text}",
             )
 
     def totals(self, held: list[DocumentSummary], tenant: str | None) -> str:
