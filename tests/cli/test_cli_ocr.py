@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import run
 
-from scans import FACTS, needs_tesseract, page_image, scan_folder, scanned_pdf
+from scans import ENGLISH, FACTS, needs_tesseract, page_image, scan_folder, scanned_pdf
 
 
 @pytest.fixture(autouse=True)
@@ -38,6 +38,33 @@ def test_a_folder_of_scans_indexes_whole_and_each_fact_finds_its_file_first(
     assert code == 0
     assert "(4 pages read by OCR)" in out  # from the cache: the text summary counts them too
     assert (home / "ocr-cache" / "ocr.sqlite3").exists()
+
+
+@needs_tesseract
+def test_turning_ocr_on_reads_again_a_pdf_indexed_without_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import io
+
+    import pypdfium2 as pdfium
+
+    from factories import make_pdf
+
+    merged = pdfium.PdfDocument.new()
+    merged.import_pages(pdfium.PdfDocument(make_pdf(["A typed page about refunds."])))
+    long_scan = page_image(" ".join([ENGLISH] * 7))  # a page of more than one chunk
+    merged.import_pages(pdfium.PdfDocument(scanned_pdf([long_scan])))
+    buffer = io.BytesIO()
+    merged.save(buffer)
+    (tmp_path / "mixed.pdf").write_bytes(buffer.getvalue())
+    code, out, _ = run(capsys, "index", str(tmp_path / "mixed.pdf"), "--ocr", "off", "--json")
+    assert code == 0 and json.loads(out)["indexed"] == 1 and json.loads(out)["ocr_pages"] == 0
+    code, out, _ = run(capsys, "index", str(tmp_path / "mixed.pdf"), "--json")
+    summary = json.loads(out)
+    assert code == 0 and summary["updated"] == 1
+    assert summary["ocr_pages"] == 1 and summary["chunks"] >= 3  # pages, not chunks
+    code, out, _ = run(capsys, "index", str(tmp_path / "mixed.pdf"), "--json")
+    assert json.loads(out)["unchanged"] == 1
 
 
 @needs_tesseract

@@ -148,12 +148,18 @@ async def test_a_page_is_read_once_then_served_from_the_cache(tmp_path: Path) ->
     again = await PDFParser(ocr=Ocr(engine, cache_dir=tmp_path)).parse(pdf, "b.pdf")
     assert engine.calls == 1
     assert _text(again) == _text(first) and again[0].metadata == first[0].metadata
-    other = Ocr(TesseractEngine(languages=("eng",)), cache_dir=tmp_path)
-    assert (await PDFParser(ocr=other).parse(pdf, "c.pdf"))[0].metadata["page"] == 1
-    assert (
-        other.cache is not None
-        and other.cache.get(other.cache.key(engine.identity, PageImage(1, 1, b"\0"))) is None
-    )  # another engine's key is another key
+
+    class Other(CountingEngine):  # another engine (or version, or languages) reads again
+        @property
+        def identity(self) -> str:
+            return "other " + self.inner.identity
+
+    other = Other()
+    await PDFParser(ocr=Ocr(other, cache_dir=tmp_path)).parse(pdf, "c.pdf")
+    assert other.calls == 1
+    rendered = Ocr(engine, cache_dir=tmp_path, dpi=150)  # another rendering of the page too
+    await PDFParser(ocr=rendered).parse(pdf, "d.pdf")
+    assert engine.calls == 2
 
 
 def test_an_ocr_parser_pickles_for_the_parse_child_without_its_callback(tmp_path: Path) -> None:
@@ -274,3 +280,54 @@ async def test_rapidocr_reads_the_same_pages() -> None:
     english, chinese = _text(sections)
     assert "within 14 days" in english
     assert _squash(CHINESE) == _squash(chinese)
+
+
+class Saying(OcrEngine):
+    """An engine that reads `text` on every page: for what Archivist does with an answer."""
+
+    name = "saying"
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    @property
+    def identity(self) -> str:
+        return f"saying {self.text}"
+
+    def recognize(self, page: PageImage) -> OcrResult:
+        return OcrResult(self.text, 0.9)
+
+
+async def test_a_read_without_a_letter_or_digit_is_no_text() -> None:
+    data = encode(page_image("x", size=(200, 100)))
+    only_rules = await ImageParser(ocr=Ocr(Saying("— — | . ·"))).parse(data, "rules.png")
+    assert [type(s.content) for s in only_rules] == [DataBlock]
+    words = await ImageParser(ocr=Ocr(Saying("— 7 —"))).parse(data, "seven.png")
+    assert _text(words) == ["— 7 —"]
+
+
+def _page_with_picture(left: float, bottom: float, width: float, height: float) -> bytes:
+    """A PDF page of 600 x 800 points with no text and one picture placed at the given box."""
+    from PIL import Image
+
+    document = pdfium.PdfDocument.new()
+    page = document.new_page(600, 800)
+    picture = pdfium.PdfImage.new(document)
+    bitmap = pdfium.PdfBitmap.from_pil(Image.new("RGB", (40, 40), "white"))
+    picture.set_bitmap(bitmap)
+    picture.set_matrix(pdfium.PdfMatrix().scale(width, height).translate(left, bottom))
+    page.insert_obj(picture)
+    page.gen_content()
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+async def test_only_the_part_of_a_picture_on_the_page_makes_it_a_scan() -> None:
+    reads = Ocr(Saying("Read by OCR"))
+    covering = _page_with_picture(0, 0, 600, 800)
+    assert _text(await PDFParser(ocr=reads).parse(covering, "cover.pdf")) == ["Read by OCR"]
+    # Ten times the page's area, but only a 60 x 800 strip of it on the page: not a scan.
+    hanging = _page_with_picture(-5940, 0, 6000, 800)
+    with pytest.raises(DocumentParseError, match="no extractable text"):
+        await PDFParser(ocr=reads).parse(hanging, "strip.pdf")
