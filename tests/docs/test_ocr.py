@@ -218,17 +218,19 @@ def test_tesseract_output_becomes_paragraphs_without_noise_or_spaces_between_chi
         "5\t1\t1\t1\t1\t1\t0\t100\t1\t40\t96\tClaims",
         "5\t1\t1\t1\t1\t2\t0\t100\t1\t40\t90\tare",
         "5\t1\t1\t2\t1\t1\t0\t160\t1\t40\t92\tdue.",  # close below: one paragraph
-        "5\t1\t1\t2\t1\t2\t0\t160\t1\t40\t12\tee",  # noise
-        "5\t1\t2\t1\t1\t1\t0\t300\t1\t40\t80\t年度",  # far below: a new one
-        "5\t1\t2\t1\t1\t2\t0\t300\t1\t40\t70\t体检",
-        "5\t1\t2\t1\t1\t3\t0\t300\t1\t40\t70\tin",
-        "5\t1\t2\t1\t1\t4\t0\t300\t1\t40\t70\tMay",
+        "5\t1\t1\t3\t1\t1\t0\t220\t1\t40\t12\tee",  # a line of noise
+        "5\t1\t1\t3\t1\t2\t0\t220\t1\t40\t56\t—",
+        "5\t1\t2\t1\t1\t1\t0\t400\t1\t40\t80\t年度",  # far below: a new one
+        "5\t1\t2\t1\t1\t2\t0\t400\t1\t40\t14\t体",  # unsure, in a sure line: kept
+        "5\t1\t2\t1\t1\t3\t0\t400\t1\t40\t70\t检",
+        "5\t1\t2\t1\t1\t4\t0\t400\t1\t40\t70\tin",
+        "5\t1\t2\t1\t1\t5\t0\t400\t1\t40\t70\tMay",
         "5\t1\t3\t1\t1\t1\t0\t100\t1\t40\t70\tColumn",  # back up: the next column
     ]
     result = read_tsv("\n".join(rows))
     assert result.text == "Claims are due.\n\n年度体检 in May\n\nColumn"
-    weights = [(6, 0.96), (3, 0.90), (4, 0.92), (2, 0.80), (2, 0.70), (2, 0.70), (3, 0.70)]
-    weights.append((6, 0.70))
+    weights = [(6, 0.96), (3, 0.90), (4, 0.92), (2, 0.80), (1, 0.14), (1, 0.70), (2, 0.70)]
+    weights += [(3, 0.70), (6, 0.70)]
     expected = sum(n * c for n, c in weights) / sum(n for n, _ in weights)
     assert result.confidence == pytest.approx(expected)
     assert join_cjk("二 零 二 四 年 A B") == "二零二四年 A B"

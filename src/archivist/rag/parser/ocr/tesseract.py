@@ -28,9 +28,10 @@ from archivist.rag.parser.ocr.engine import (
 PAGE_SECONDS = 300.0
 """Longest one page may take before its OCR fails."""
 
-MIN_WORD_CONFIDENCE = 0.4
-"""Words read with less confidence are left out: below it Tesseract's words are mostly line
-art and noise taken for letters (RapidOCR drops such boxes itself)."""
+MIN_LINE_CONFIDENCE = 0.5
+"""Lines read with less mean confidence are left out: they are mostly line art and noise
+taken for letters (RapidOCR drops such boxes itself). Single words are not judged alone: a
+blurred Chinese character is often right at a confidence of 0.15."""
 
 
 class TesseractEngine(OcrEngine):
@@ -54,7 +55,7 @@ class TesseractEngine(OcrEngine):
     @property
     def identity(self) -> str:
         languages = "+".join(self.languages)
-        return f"tesseract {tesseract_version(self.binary)} {languages} {MIN_WORD_CONFIDENCE}"
+        return f"tesseract {tesseract_version(self.binary)} {languages} {MIN_LINE_CONFIDENCE}"
 
     def check(self) -> None:
         """Raise OcrError naming what to install if the command or a language is missing."""
@@ -95,27 +96,26 @@ def _package(language: str) -> str:
 
 
 def read_tsv(tsv: str) -> OcrResult:
-    """The text and confidence of Tesseract's TSV output (see `page_text`), without the words
-    below `MIN_WORD_CONFIDENCE`."""
-    lines: dict[tuple[int, int, int], list[tuple[str, int, int]]] = {}
-    pieces: list[tuple[str, float]] = []
+    """The text and confidence of Tesseract's TSV output (see `page_text`), without the lines
+    below `MIN_LINE_CONFIDENCE`."""
+    lines: dict[tuple[int, int, int], list[tuple[str, float, int, int]]] = {}
     for row in csv.DictReader(io.StringIO(tsv), delimiter="\t", quoting=csv.QUOTE_NONE):
         word = (row.get("text") or "").strip()
         if row.get("level") != "5" or not word:
             continue
-        confidence = max(0.0, float(row["conf"])) / 100
-        if confidence < MIN_WORD_CONFIDENCE:
-            continue
         key = (int(row["block_num"]), int(row["par_num"]), int(row["line_num"]))
         top = int(row["top"])
-        lines.setdefault(key, []).append((word, top, top + int(row["height"])))
-        pieces.append((word, confidence))
-    found = [
-        Line(
-            " ".join(w for w, _, _ in words), min(t for _, t, _ in words), max(b for *_, b in words)
-        )
-        for words in lines.values()
-    ]
+        confidence = max(0.0, float(row["conf"])) / 100
+        lines.setdefault(key, []).append((word, confidence, top, top + int(row["height"])))
+    found: list[Line] = []
+    pieces: list[tuple[str, float]] = []
+    for words in lines.values():
+        read = [(word, confidence) for word, confidence, _, _ in words]
+        if weighted_confidence(read) < MIN_LINE_CONFIDENCE:
+            continue
+        text = " ".join(word for word, _ in read)
+        found.append(Line(text, min(w[2] for w in words), max(w[3] for w in words)))
+        pieces.extend(read)
     return OcrResult(text=page_text(found), confidence=weighted_confidence(pieces))
 
 
