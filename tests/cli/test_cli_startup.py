@@ -51,6 +51,7 @@ STARTUP_MODULES = {
     "archivist.cli.keys_command",
     "archivist.cli.main",
     "archivist.cli.mcp_command",
+    "archivist.cli.ocr_options",
     "archivist.cli.output",
     "archivist.cli.search_command",
     "archivist.cli.serve_command",

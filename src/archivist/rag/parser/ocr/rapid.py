@@ -12,8 +12,6 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-import numpy
-
 from archivist._util.extras import require
 from archivist.rag.parser.ocr.engine import (
     DEFAULT_LANGUAGES,
@@ -60,6 +58,8 @@ class RapidOcrEngine(OcrEngine):
         return f"rapidocr-onnxruntime {importlib.metadata.version('rapidocr-onnxruntime')}"
 
     def recognize(self, page: PageImage) -> OcrResult:
+        import numpy  # here: a parse child that reads no scan never maps numpy's libraries
+
         pixels = numpy.frombuffer(page.pixels, dtype=numpy.uint8).reshape(page.height, page.width)
         with self._lock:  # one page at a time through one set of sessions
             found, _ = self._loaded()(pixels)
