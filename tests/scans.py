@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import shutil
+import struct
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -64,6 +66,19 @@ def encode(image: Image.Image, fmt: str = "PNG", **options: object) -> bytes:
     buffer = io.BytesIO()
     image.save(buffer, format=fmt, **options)
     return buffer.getvalue()
+
+
+def png_header_only(width: int, height: int) -> bytes:
+    """A PNG that says it is `width` x `height` pixels and holds one byte of them: a
+    decompression bomb's header, for the checks made before any pixel is decoded."""
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+        )
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0"))
 
 
 def scanned_pdf(pages: Sequence[Image.Image]) -> bytes:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import io
 import pickle
-import struct
-import zlib
 from pathlib import Path
 
 import pypdfium2 as pdfium
@@ -28,7 +26,15 @@ from archivist.rag.parser.ocr import reader as ocr_reader
 from archivist.rag.parser.ocr.engine import join_cjk
 from archivist.rag.parser.ocr.tesseract import read_tsv
 from factories import make_pdf
-from scans import CHINESE, ENGLISH, encode, needs_tesseract, page_image, scanned_pdf
+from scans import (
+    CHINESE,
+    ENGLISH,
+    encode,
+    needs_tesseract,
+    page_image,
+    png_header_only,
+    scanned_pdf,
+)
 
 
 def _text(sections: list[Section]) -> list[str]:
@@ -169,19 +175,10 @@ def test_an_ocr_parser_pickles_for_the_parse_child_without_its_callback(tmp_path
     assert copy.ocr.cache.directory == tmp_path
 
 
-def _png_header_only(width: int, height: int) -> bytes:
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        crc = zlib.crc32(kind + body)
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0"))
-
-
 async def test_a_30000_pixel_square_png_is_refused_before_any_pixel_is_decoded() -> None:
     engine = CountingEngine()
     with pytest.raises(DocumentParseError, match=r"huge\.png: image too large"):
-        await ImageParser(ocr=Ocr(engine)).parse(_png_header_only(30000, 30000), "huge.png")
+        await ImageParser(ocr=Ocr(engine)).parse(png_header_only(30000, 30000), "huge.png")
     assert engine.calls == 0
 
 
