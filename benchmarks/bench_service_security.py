@@ -12,9 +12,10 @@ is measured exactly) goes through, in order:
 5. beside (only when asked: `--parts beside`): the same, with the same files indexed by a
    separate `archivist index` process at nice 10 instead: the floor that moving all document
    work out of the server would give on this machine;
-6. hostile (only when asked: `--parts hostile`): tenant A uploads eight hostile files at once
+6. hostile (only when asked: `--parts hostile`): tenant A uploads eleven hostile files at once
    (a zip-bomb .docx, an .xlsx of 300,000 tiny cells, a 2,000-page PDF, a 2 MB one-line CSV,
-   and JSON, XML, HTML and Markdown nested 100,000 deep) while tenant B searches: the peak RSS
+   JSON, XML, HTML and Markdown nested 100,000 deep, and for OCR a 30,000 x 30,000 PNG, a
+   truncated JPEG and a PDF of 500 scanned pages) while tenant B searches: the peak RSS
    of the server with all its child processes, B's latency against idle, and how each file
    ended.
 
@@ -476,8 +477,9 @@ def tree_rss_mb(pid: int) -> float:
 
 
 def hostile_files() -> list[tuple[str, bytes]]:
-    """Eight files built to cost a parser memory, CPU or recursion depth."""
+    """Eleven files built to cost a parser memory, CPU or recursion depth."""
     from factories import make_docx_bomb, make_xlsx
+    from scans import ENGLISH, encode, page_image, png_header_only, scanned_pdf
 
     depth = 100_000
     return [
@@ -489,6 +491,17 @@ def hostile_files() -> list[tuple[str, bytes]]:
         ("nested.xml", b"<a>" * depth + b"</a>" * depth),
         ("nested.html", b"<div>" * depth + b"x" + b"</div>" * depth),
         ("nested.md", b"> " * depth + b"deep\n"),
+        ("huge.png", png_header_only(30_000, 30_000)),
+        ("cut.jpg", encode(page_image(ENGLISH).convert("RGB"), "JPEG")[:60_000]),
+        (
+            "scans.pdf",
+            scanned_pdf(
+                [
+                    page_image(f"Page {n}. {ENGLISH}", size=(827, 1169), font_px=20)
+                    for n in range(500)
+                ]
+            ),
+        ),
     ]
 
 
@@ -514,7 +527,7 @@ def hostile(serve: Any, a: httpx.Client, b: httpx.Client, window: float) -> dict
         "/v1/knowledge-bases/pile/documents", files=[("files", item) for item in files]
     ).raise_for_status()
     busy = sample(b, window)
-    deadline = time.monotonic() + 600
+    deadline = time.monotonic() + 720  # past the parse sandbox's 600 s wall limit
     while time.monotonic() < deadline:
         items = a.get("/v1/knowledge-bases/pile/documents").json()["items"]
         if all(d["status"] in ("ready", "failed") for d in items):

@@ -275,6 +275,7 @@ def write_report(report: dict[str, Any]) -> None:
     """REPORT.md (REPORT-quick.md for quick runs) and the PNG plots beside it."""
     from report_sections import (
         render_hostile_uploads,
+        render_ocr,
         render_other_scripts,
         render_search_trust,
         render_store_pauses,
@@ -289,6 +290,7 @@ def write_report(report: dict[str, Any]) -> None:
             render_search_trust(RESULTS)
             + render_hostile_uploads(RESULTS)
             + render_store_pauses(RESULTS)
+            + render_ocr(RESULTS)
             + render_other_scripts()
         )
         text = text.rstrip() + "\n\n" + "\n".join(extra)
