@@ -330,3 +330,15 @@ async def test_only_the_part_of_a_picture_on_the_page_makes_it_a_scan() -> None:
     hanging = _page_with_picture(-5940, 0, 6000, 800)
     with pytest.raises(DocumentParseError, match="no extractable text"):
         await PDFParser(ocr=reads).parse(hanging, "strip.pdf")
+
+
+@needs_tesseract
+async def test_a_photo_stored_sideways_is_read_upright_by_its_exif_orientation() -> None:
+    from PIL import Image
+
+    sideways = page_image(ENGLISH, size=(1600, 700)).convert("RGB").rotate(90, expand=True)
+    exif = Image.Exif()
+    exif[0x0112] = 6  # "turn 90° clockwise to view", as a phone held upright writes it
+    data = encode(sideways, "JPEG", exif=exif.tobytes())
+    sections = await ImageParser(ocr="tesseract").parse(data, "photo.jpg")
+    assert "X-200 pump covers parts" in _text(sections)[0]

@@ -172,13 +172,13 @@ def _page_of(data: bytes, ocr: Ocr) -> PageImage:
         scale = ocr.scale_for(*image.size)
         if scale < 1.0 and image.format == "JPEG":
             image.draft("L", (int(image.width * scale) + 1, int(image.height * scale) + 1))
-        if _has_alpha(image):  # text drawn on a transparent picture: onto white
-            picture = image.convert("RGBA")
+        upright = ImageOps.exif_transpose(image)  # a photo's orientation is in its EXIF
+        if _has_alpha(upright):  # text drawn on a transparent picture: onto white
+            picture = upright.convert("RGBA")
             gray = Image.new("L", picture.size, 255)
             gray.paste(picture.convert("L"), mask=picture.getchannel("A"))
         else:
-            gray = image.convert("L")
-        gray = ImageOps.exif_transpose(gray) if image.getexif() else gray
+            gray = upright.convert("L")
     scale = ocr.scale_for(*gray.size)
     if scale < 1.0:
         size = (max(1, int(gray.width * scale)), max(1, int(gray.height * scale)))

@@ -15,7 +15,7 @@ from archivist.errors import DocumentParseError
 from archivist.message import TextBlock
 from archivist.rag.document import Section
 from archivist.rag.parser.base import BinaryParser, read_binary
-from archivist.rag.parser.ocr import OCR_HINT, Ocr, OcrError, PageImage, ocr_metadata
+from archivist.rag.parser.ocr import OCR_HINT, Ocr, PageImage, ocr_metadata
 from archivist.rag.parser.ocr.reader import as_ocr
 
 logger = logging.getLogger(__name__)
@@ -116,7 +116,7 @@ class PDFParser(BinaryParser):
         assert self.ocr is not None
         try:
             result = self.ocr.read(scan, filename, index + 1, page_count)
-        except OcrError as exc:
+        except ValueError as exc:  # OcrError, or an engine named but not installed
             raise DocumentParseError(f"OCR of page {index + 1}: {exc}", filename=filename) from exc
         if result is None:
             return None
