@@ -1,12 +1,22 @@
-"""Which characters are CJK: the one definition behind the chunker's token estimate and the
-BM25 encoder's character bigrams, so both treat the same text as Chinese, Japanese or Korean."""
+"""Which characters are CJK: the one definition behind the chunker's token estimate, the BM25
+encoder's character bigrams and OCR's spacing, so all treat the same text as Chinese,
+Japanese or Korean."""
 
-CJK_CHARACTERS = (
-    "\u3040-\u30ff"  # Hiragana, Katakana
+_KANA = "\u3040-\u30ff"  # Hiragana, Katakana
+_HAN = (
     "\u3400-\u4dbf"  # CJK Unified Ideographs Extension A
     "\u4e00-\u9fff"  # CJK Unified Ideographs
     "\uf900-\ufaff"  # CJK Compatibility Ideographs
-    "\uac00-\ud7af"  # Hangul syllables
-    "\U00020000-\U0002fa1f"  # Extensions B-F and the compatibility supplement
 )
+_HANGUL = "\uac00-\ud7af"  # Hangul syllables
+_HAN_SUPPLEMENT = "\U00020000-\U0002fa1f"  # Extensions B-F and the compatibility supplement
+
+CJK_CHARACTERS = _KANA + _HAN + _HANGUL + _HAN_SUPPLEMENT
 """The CJK ranges as the body of a regular-expression character class (`[...]`)."""
+
+UNSPACED_CHARACTERS = (
+    _KANA + _HAN + _HAN_SUPPLEMENT + "\u3000-\u303f"  # CJK punctuation
+    "\uff00-\uffef"  # full-width forms
+)
+"""Chinese and Japanese characters and their punctuation, written without spaces between
+them (Korean, written with spaces, is not among them), as a character class's body."""

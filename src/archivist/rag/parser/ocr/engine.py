@@ -6,6 +6,8 @@ import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
+from archivist.rag.cjk import UNSPACED_CHARACTERS
+
 DEFAULT_LANGUAGES: tuple[str, ...] = ("eng", "chi_sim")
 """English and Simplified Chinese, by Tesseract's language names."""
 
@@ -58,16 +60,12 @@ class OcrEngine(ABC):
         """The text on `page` (blocking: callers run it in a worker thread or a child)."""
 
 
-_CJK = (
-    "\u2e80-\u2fdf\u3000-\u303f\u3040-\u30ff\u3100-\u312f\u3190-\u31ff\u3400-\u4dbf"
-    "\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
-)
-_SPACE_BETWEEN_CJK = re.compile(f"(?<=[{_CJK}]) +(?=[{_CJK}])")
+_SPACE_BETWEEN_CJK = re.compile(f"(?<=[{UNSPACED_CHARACTERS}]) +(?=[{UNSPACED_CHARACTERS}])")
 
 
 def join_cjk(line: str) -> str:
-    """`line` without the spaces an engine put between two CJK characters (Chinese and
-    Japanese are written without them, and a space would split the words BM25 counts)."""
+    """`line` without the spaces an engine put between two Chinese or Japanese characters
+    (written without them: a space would split the words BM25 counts); Korean keeps its."""
     return _SPACE_BETWEEN_CJK.sub("", line)
 
 

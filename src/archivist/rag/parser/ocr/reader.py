@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from archivist.errors import MissingExtraError
+from archivist.errors import InvalidArgumentError, MissingExtraError
 from archivist.rag.parser.ocr.cache import OcrCache
 from archivist.rag.parser.ocr.engine import (
     DEFAULT_LANGUAGES,
@@ -60,13 +60,19 @@ class Ocr:
         on_page: Callable[[str, int | None, int | None], None] | None = None,
     ) -> None:
         if not isinstance(engine, OcrEngine) and engine not in ("auto", *ENGINES):
-            raise ValueError(f"engine must be auto, {' or '.join(ENGINES)}, got {engine!r}")
+            raise InvalidArgumentError(
+                f"engine must be auto, {' or '.join(ENGINES)}, got {engine!r}", argument="engine"
+            )
         if isinstance(languages, str) or not languages:
-            raise ValueError("languages must be a non-empty sequence of language names")
+            raise InvalidArgumentError(
+                "languages must be a non-empty sequence of language names", argument="languages"
+            )
         if not 36 <= dpi <= 600:
-            raise ValueError(f"dpi must be from 36 to 600, got {dpi!r}")
+            raise InvalidArgumentError(f"dpi must be from 36 to 600, got {dpi!r}", argument="dpi")
         if max_pixels < 1_000_000:
-            raise ValueError(f"max_pixels must be at least 1,000,000, got {max_pixels!r}")
+            raise InvalidArgumentError(
+                f"max_pixels must be at least 1,000,000, got {max_pixels!r}", argument="max_pixels"
+            )
         self.choice = engine
         self.languages = tuple(languages)
         self.cache = None if cache_dir is None else OcrCache(cache_dir)
@@ -121,16 +127,15 @@ class Ocr:
             return None
         if self.on_page is not None:
             self.on_page(filename, number, pages)
-        key = None if self.cache is None else self.cache.key(engine.identity, page)
-        if self.cache is not None and key is not None:
-            cached = self.cache.get(key)
-            if cached is not None:
-                return cached
+        cache = self.cache
+        key = "" if cache is None else cache.key(engine.identity, page)
+        if cache is not None and (cached := cache.get(key)) is not None:
+            return cached
         result = engine.recognize(page)
         if not any(character.isalnum() for character in result.text):  # rules, dots, dashes
             result = OcrResult(text="", confidence=result.confidence)
-        if self.cache is not None and key is not None:
-            self.cache.put(key, result)
+        if cache is not None:
+            cache.put(key, result)
         return result
 
     def scale_for(self, width: float, height: float) -> float:
