@@ -119,12 +119,13 @@ class ImageParser(ParserBase):
         self.ocr = as_ocr(ocr)
 
     @property
-    def unread_text_hint(self) -> str | None:
-        """How to have the text on images read, when no OCR engine reads it here."""
+    def unread_text_hint(self) -> str:
+        """Why an image gave no text: OCR off, no engine here (and how to get one), or
+        none found on it."""
         if self.ocr is None:
             return "OCR is off"
         try:
-            return OCR_HINT if self.ocr.engine is None else None
+            return OCR_HINT if self.ocr.engine is None else "OCR found none on it"
         except ValueError as exc:
             return str(exc)
 
