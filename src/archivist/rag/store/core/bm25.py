@@ -9,12 +9,12 @@ come and go. A query's vector weighs each of its terms 1.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 
 import qdrant_edge as edge
 
 from archivist.errors import InvalidArgumentError
+from archivist.rag.store.core.term_counting import LANGUAGE, TERMS, TOKENIZER
 from archivist.rag.store.core.terms import (
     TERM_LAYOUT,
     TERM_LAYOUTS,
@@ -27,11 +27,6 @@ K1 = 1.2
 B = 0.75
 DEFAULT_AVG_LEN = 100.0
 """Average chunk length (in BM25 tokens) assumed before anything was written."""
-
-_TOKENIZER = edge.TokenizerType.Multilingual
-_LANGUAGE = "english"
-_COUNTING_K = 1e9
-"""With this k and b=0, Qdrant's BM25 weight tf*(k+1)/(tf+k) is the raw term frequency."""
 
 
 @dataclass(frozen=True)
@@ -94,27 +89,14 @@ class Bm25Encoder:
 
     def __init__(self, layout: int = TERM_LAYOUT) -> None:
         self.layout = check_term_layout(layout)
-        self._counter = edge.Bm25(
-            edge.Bm25Config(k=_COUNTING_K, b=0.0, tokenizer=_TOKENIZER, language=_LANGUAGE)
-        )
-        self._query = edge.Bm25(edge.Bm25Config(tokenizer=_TOKENIZER, language=_LANGUAGE))
+        self.counter = TERMS
+        """Counts chunk texts' terms (the process's shared counter, which remembers pieces)."""
+        self._query = edge.Bm25(edge.Bm25Config(tokenizer=TOKENIZER, language=LANGUAGE))
 
     def count(self, text: str) -> TermCounts:
         """Term frequencies of `text`."""
-        raw = self._counter.embed_document(text)
-        counts: Counter[int] = Counter(
-            {
-                index: max(1, round(value))
-                for index, value in zip(raw.indices, raw.values, strict=True)
-            }
-        )
-        counts.update(cjk_bigrams(text))
-        length = sum(counts.values())
-        # Identifiers and numbers are extra terms beside the words, not extra length: a
-        # text's other term weights stay what they would be without them.
-        counts.update(identifier_terms(text))
+        counts, length = self.counter.count(text, numbers=self.layout >= 2)
         if self.layout >= 2:
-            counts.update(number_terms(text))
             # A chunk of numbers or identifiers alone ("404") is one token long, not empty:
             # it gets a BM25 vector like any other text.
             length = max(length, 1 if counts else 0)
