@@ -1,5 +1,5 @@
 """What `PgVectorStore` is built on: the connection pool, the collections (a registry row and
-three tables each) and the writes (chunks with their BM25 postings, crash-safe replace, delete)."""
+two tables each) and the writes (chunks with their BM25 weights, crash-safe replace, delete)."""
 
 from __future__ import annotations
 
@@ -21,10 +21,12 @@ from archivist.rag.store.core.store import CoreStore
 from archivist.rag.store.core.terms import TERM_LAYOUT
 from archivist.rag.store.pgvector.filter import SqlScope, where_metadata
 from archivist.rag.store.pgvector.schema import (
+    STORAGE,
     Collection,
     Tables,
     check_prefix,
     collection_ddl,
+    migration_ddl,
     registry_ddl,
 )
 from archivist.rag.store.pgvector.search import Row
@@ -139,17 +141,14 @@ class PgVectorCollections(CoreStore[Collection, SqlScope, Row]):
     # Collections
 
     async def _shape(self, name: str, *, fresh: bool = False) -> Collection | None:
-        """The collection's registry row, remembered once read."""
+        """The collection's registry row, remembered once read; a collection of an older
+        storage version is converted first."""
         if not fresh and name in self._collections:
             return self._collections[name]
-        async with self._open().connection() as connection:
-            cursor = await connection.execute(
-                sql.SQL(
-                    "SELECT dimensions, distance, sparse, term_layout FROM {} WHERE name = %s"
-                ).format(self._registry),
-                [name],
-            )
-            row = await cursor.fetchone()
+        row = await self._registry_row(name)
+        if row is not None and int(row[4]) < STORAGE:
+            await self._migrate(name)
+            row = await self._registry_row(name)
         if row is None:
             self._collections.pop(name, None)
             return None
@@ -162,6 +161,35 @@ class PgVectorCollections(CoreStore[Collection, SqlScope, Row]):
         )
         self._collections[name] = found
         return found
+
+    async def _registry_row(self, name: str) -> tuple[Any, ...] | None:
+        async with self._open().connection() as connection:
+            cursor = await connection.execute(
+                sql.SQL(
+                    "SELECT dimensions, distance, sparse, term_layout, storage FROM {} "
+                    "WHERE name = %s"
+                ).format(self._registry),
+                [name],
+            )
+            return await cursor.fetchone()
+
+    async def _migrate(self, name: str) -> None:
+        """Convert collection `name` to the current storage version in one transaction,
+        holding its write lock (unless another process did meanwhile)."""
+        async with self._transaction() as connection:
+            await self._lock(connection, "collection", name)
+            cursor = await connection.execute(
+                sql.SQL("SELECT storage FROM {} WHERE name = %s").format(self._registry), [name]
+            )
+            row = await cursor.fetchone()
+            if row is None or int(row[0]) >= STORAGE:
+                return
+            for statement in migration_ddl(Tables.of(self._prefix, name)):
+                await connection.execute(statement)
+            await connection.execute(
+                sql.SQL("UPDATE {} SET storage = %s WHERE name = %s").format(self._registry),
+                [STORAGE, name],
+            )
 
     async def create_collection(self, name: str, dimensions: int, *, sparse: bool = True) -> None:
         """Create collection `name` for `dimensions`-d vectors, with BM25 terms for hybrid
@@ -180,10 +208,11 @@ class PgVectorCollections(CoreStore[Collection, SqlScope, Row]):
                         await connection.execute(statement)
                     await connection.execute(
                         sql.SQL(
-                            "INSERT INTO {} (name, dimensions, distance, sparse, term_layout) "
-                            "VALUES (%s, %s, %s, %s, %s)"
+                            "INSERT INTO {} "
+                            "(name, dimensions, distance, sparse, term_layout, storage) "
+                            "VALUES (%s, %s, %s, %s, %s, %s)"
                         ).format(self._registry),
-                        [name, dimensions, self._distance, sparse, TERM_LAYOUT],
+                        [name, dimensions, self._distance, sparse, TERM_LAYOUT, STORAGE],
                     )
             existing = await self._require(name)
         self._check_same_dimensions(name, existing, dimensions)
@@ -198,7 +227,7 @@ class PgVectorCollections(CoreStore[Collection, SqlScope, Row]):
             await self._lock(connection, "collection", name)
             await connection.execute(
                 sql.SQL("DROP TABLE IF EXISTS {}, {}, {}").format(
-                    tables.df, tables.terms, tables.chunks
+                    tables.df, tables.postings, tables.chunks
                 )
             )
             await connection.execute(
@@ -219,7 +248,7 @@ class PgVectorCollections(CoreStore[Collection, SqlScope, Row]):
         *,
         overwrites: bool = True,
     ) -> None:
-        """Store `points` with their BM25 postings in one transaction, holding the
+        """Store `points` with their BM25 weights in one transaction, holding the
         collection's write lock."""
         counts: list[TermCounts | None] = [None] * len(points)
         if shape.sparse:  # Python per chunk

@@ -1,15 +1,21 @@
-"""The tables of a `PgVectorStore`: a registry of collections, and three tables per collection.
+"""The tables of a `PgVectorStore`: a registry of collections, and two tables per collection.
 
     {prefix}_collections   one row per collection: name, dimensions, distance, whether it has
                            BM25 terms and their term layout (`archivist.rag.store.core.terms`),
-                           and the running totals BM25 needs (chunks with terms, their
-                           summed length)
+                           the running totals BM25 needs (chunks with terms, their summed
+                           length) and the storage version of its tables
     {table}_chunks         one row per chunk: the same fields as the Qdrant payload (see
                            `core/layout.py`), metadata as JSONB (GIN index), the dense vector
-                           (HNSW index) and the chunk's length in BM25 terms
-    {table}_terms          the BM25 postings: (term, chunk, weight), the weight being BM25's
-                           term-frequency part; the primary key (term, chunk) is the inverted index
-    {table}_df             document frequency per term, kept exact by every write and delete
+                           (HNSW index), the chunk's length in BM25 terms, and its BM25 terms
+                           twice: `slots`, the term slots it holds (GIN index: which chunks
+                           hold a term), and `bm25`, a pgvector `sparsevec` of BM25's
+                           term-frequency part by slot (a query's IDF weights by slot make its
+                           BM25 score one inner product)
+    {table}_df             one row per term ever written: its slot (the term's position in
+                           `bm25`, as term ids do not fit sparsevec's dimensions), its document
+                           frequency, kept exact by every write and delete, and an upper bound
+                           of its weight in any chunk (which lets a search skip chunks that
+                           cannot reach the results)
 
 `{table}` is derived from a digest of the collection name, so any valid name fits PostgreSQL's
 63-character identifiers.
@@ -32,6 +38,14 @@ DISTANCE_OPERATORS = {
     "Manhattan": ("<+>", "vector_l1_ops"),
 }
 """pgvector's distance operator and HNSW operator class for each distance name."""
+
+SLOT_DIMENSIONS = 1_000_000_000
+"""The dimensions of every `bm25` sparsevec (pgvector's largest): slots count from 0."""
+
+STORAGE = 2
+"""The storage version of new collections: 1 = BM25 postings in a `{table}_terms` table
+(term, chunk, weight); 2 = `slots` and `bm25` in the chunk row. A collection of version 1
+is converted when a store first reads its registry row (`migration_ddl`)."""
 
 
 def check_prefix(prefix: object) -> str:
@@ -69,17 +83,18 @@ class Tables:
         return self.named("chunks")
 
     @property
-    def terms(self) -> sql.Identifier:
-        return self.named("terms")
-
-    @property
     def df(self) -> sql.Identifier:
         return self.named("df")
 
+    @property
+    def postings(self) -> sql.Identifier:
+        """The postings table of storage version 1, gone once the collection is converted."""
+        return self.named("terms")
+
 
 def registry_ddl(registry: sql.Identifier) -> list[sql.Composed]:
-    """The collections registry table; registries made before term layouts were recorded
-    get the column, their collections layout 1."""
+    """The collections registry table; registries made before term layouts (or storage
+    versions) were recorded get the column, their collections layout 1 (storage 1)."""
     return [
         sql.SQL(
             """CREATE TABLE IF NOT EXISTS {} (
@@ -94,13 +109,16 @@ def registry_ddl(registry: sql.Identifier) -> list[sql.Composed]:
         sql.SQL(
             "ALTER TABLE {} ADD COLUMN IF NOT EXISTS term_layout integer NOT NULL DEFAULT 1"
         ).format(registry),
+        sql.SQL(
+            "ALTER TABLE {} ADD COLUMN IF NOT EXISTS storage integer NOT NULL DEFAULT 1"
+        ).format(registry),
     ]
 
 
 def collection_ddl(tables: Tables, dimensions: int, distance: str) -> list[sql.Composed]:
     """The statements creating one collection's tables and indexes."""
     _, opclass = DISTANCE_OPERATORS[distance]
-    chunks, terms, df = tables.chunks, tables.terms, tables.df
+    chunks = tables.chunks
     return [
         sql.SQL(
             """CREATE TABLE {} (
@@ -113,7 +131,9 @@ def collection_ddl(tables: Tables, dimensions: int, distance: str) -> list[sql.C
                 content text NOT NULL,
                 metadata jsonb NOT NULL,
                 terms integer NOT NULL DEFAULT 0,
-                embedding vector({}) NOT NULL
+                embedding vector({}) NOT NULL,
+                slots integer[],
+                bm25 sparsevec
             )"""
         ).format(chunks, sql.Literal(dimensions)),
         # Vectors inline in the row where they fit (not TOASTed beside long chunk texts), so
@@ -130,16 +150,69 @@ def collection_ddl(tables: Tables, dimensions: int, distance: str) -> list[sql.C
         sql.SQL(
             "CREATE INDEX {} ON {} USING hnsw (embedding {}) WITH (m = 16, ef_construction = 100)"
         ).format(tables.named("hnsw"), chunks, sql.SQL(opclass)),
+        *_slots_ddl(tables),
+        *_df_ddl(tables),
+    ]
+
+
+def _slots_ddl(tables: Tables) -> list[sql.Composed]:
+    return [
+        sql.SQL("CREATE INDEX {} ON {} USING gin (slots)").format(
+            tables.named("slots"), tables.chunks
+        )
+    ]
+
+
+def _df_ddl(tables: Tables) -> list[sql.Composed]:
+    # Room on every page, so the updates of a term's counts stay on its page (HOT updates).
+    return [
         sql.SQL(
             """CREATE TABLE {} (
-                term bigint NOT NULL,
-                chunk uuid NOT NULL REFERENCES {} (id) ON DELETE CASCADE,
-                weight real NOT NULL,
-                PRIMARY KEY (term, chunk)
-            )"""
-        ).format(terms, chunks),
-        sql.SQL("CREATE INDEX {} ON {} (chunk)").format(tables.named("terms_chunk"), terms),
-        sql.SQL("CREATE TABLE {} (term bigint PRIMARY KEY, df bigint NOT NULL)").format(df),
+                term bigint PRIMARY KEY,
+                slot integer GENERATED ALWAYS AS IDENTITY (MINVALUE 0 START WITH 0) UNIQUE,
+                df bigint NOT NULL,
+                weight_bound real NOT NULL
+            ) WITH (fillfactor = 50)"""
+        ).format(tables.df)
+    ]
+
+
+def migration_ddl(tables: Tables) -> list[sql.Composed]:
+    """The statements converting a collection of storage version 1 into the current one, in
+    one transaction: every term gets a slot and its weight bound, every chunk its `slots` and
+    `bm25` from its postings, and the postings table is dropped."""
+    chunks, df, postings = tables.chunks, tables.df, tables.postings
+    renamed = sql.Identifier(f"{tables.base}_df_v1")
+    return [
+        sql.SQL("ALTER TABLE {} ADD COLUMN slots integer[], ADD COLUMN bm25 sparsevec").format(
+            chunks
+        ),
+        sql.SQL("ALTER TABLE {} RENAME TO {}").format(df, renamed),
+        sql.SQL("ALTER INDEX {} RENAME TO {}").format(
+            sql.Identifier(f"{tables.base}_df_pkey"), sql.Identifier(f"{tables.base}_df_v1_pkey")
+        ),
+        *_df_ddl(tables),
+        sql.SQL(
+            "INSERT INTO {df} (term, df, weight_bound) "
+            "SELECT d.term, d.df, coalesce(p.bound, 0) FROM {renamed} d LEFT JOIN "
+            "(SELECT term, max(weight) AS bound FROM {postings} GROUP BY term) p "
+            "ON p.term = d.term ORDER BY d.term"
+        ).format(df=df, renamed=renamed, postings=postings),
+        sql.SQL(
+            "UPDATE {chunks} c SET slots = v.slots, bm25 = v.bm25 FROM ("
+            "SELECT p.chunk, array_agg(d.slot ORDER BY d.slot) AS slots, "
+            "('{{' || string_agg((d.slot + 1) || ':' || p.weight, ',' ORDER BY d.slot) "
+            "|| '}}/' || {dimensions})::sparsevec AS bm25 "
+            "FROM {postings} p JOIN {df} d ON d.term = p.term GROUP BY p.chunk) v "
+            "WHERE c.id = v.chunk"
+        ).format(
+            chunks=chunks,
+            postings=postings,
+            df=df,
+            dimensions=sql.Literal(SLOT_DIMENSIONS),
+        ),
+        sql.SQL("DROP TABLE {}, {}").format(postings, renamed),
+        *_slots_ddl(tables),
     ]
 
 

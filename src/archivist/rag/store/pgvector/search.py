@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from pgvector import SparseVector
 from psycopg import AsyncConnection, sql
 from psycopg.rows import dict_row
 
 from archivist.rag.store.core.layout import DOCUMENT_ID
 from archivist.rag.store.core.ranking import Judged, coverage, judge, lexical, query_weights
-from archivist.rag.store.pgvector.schema import DISTANCE_OPERATORS, Tables
+from archivist.rag.store.pgvector.schema import DISTANCE_OPERATORS, SLOT_DIMENSIONS, Tables
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
@@ -51,6 +52,8 @@ class SearchPlan:
     scope: sql.Composable
     scope_params: list[Any]
     limits: Limits
+    slots: dict[int, tuple[int, float]] = field(default_factory=dict)
+    """Each query term some chunk in scope holds: its slot and weight bound (`query_idf`)."""
 
     @property
     def hybrid(self) -> bool:
@@ -60,30 +63,32 @@ class SearchPlan:
         """The IDF of each query term the lexical evidence weighs (`ranking.query_weights`):
         each term some chunk in scope holds (looking only within the scope shows nothing of
         another tenant), with IDF as Qdrant computes it over the collection's chunks with
-        terms, and each of the `exact` terms none holds, at the IDF of an unknown term."""
+        terms, and each of the `exact` terms none holds, at the IDF of an unknown term.
+        Remembers the slot and weight bound of each term held (`slots`)."""
         if not self.terms:
             return {}
         statement = sql.SQL(
             "WITH n AS (SELECT greatest(sparse_chunks, 1) AS n FROM {registry} WHERE name = %s) "
-            "SELECT d.term, ln(1 + (n.n - d.df + 0.5) / (d.df + 0.5)) AS idf FROM {df} d, n "
-            "WHERE d.term = ANY(%s::bigint[]) AND d.df > 0 AND EXISTS ("
-            "SELECT 1 FROM {terms} t JOIN {chunks} c ON c.id = t.chunk "
-            "WHERE t.term = d.term AND {scope}) "
-            "UNION ALL SELECT NULL, n.n FROM n"
+            "SELECT d.term, d.slot, d.weight_bound, ln(1 + (n.n - d.df + 0.5) / (d.df + 0.5)) "
+            "FROM {df} d, n WHERE d.term = ANY(%s::bigint[]) AND d.df > 0 AND EXISTS ("
+            "SELECT 1 FROM {chunks} c WHERE c.slots @> ARRAY[d.slot] AND {scope}) "
+            "UNION ALL SELECT NULL, NULL, NULL, n.n FROM n"
         ).format(
-            registry=self.registry,
-            df=self.tables.df,
-            terms=self.tables.terms,
-            chunks=self.tables.chunks,
-            scope=self.scope,
+            registry=self.registry, df=self.tables.df, chunks=self.tables.chunks, scope=self.scope
         )
         async with self.pool.connection() as connection:
             cursor = await connection.execute(
                 statement, [self.collection, self.terms, *self.scope_params]
             )
             rows = await cursor.fetchall()
-        known = {int(term): float(idf) for term, idf in rows if term is not None}
-        chunks = next((int(value) for term, value in rows if term is None), 0)
+        known: dict[int, float] = {}
+        chunks = 0
+        for term, slot, bound, value in rows:
+            if term is None:
+                chunks = int(value)
+            else:
+                known[int(term)] = float(value)
+                self.slots[int(term)] = (int(slot), float(bound))
         return query_weights(known, exact, chunks)
 
     def judge(self, query_idf: dict[int, float]) -> Callable[[Row], Judged[Row]]:
@@ -113,10 +118,61 @@ class SearchPlan:
         depth = max(limit, self.limits.hybrid_depth) if self.hybrid else limit
         async with self._transaction() as connection:
             exact = await self._plans_exact(connection, depth)
-            statement, params = self._statement(query_idf, list(excluded), depth, exact)
+            essential = await self._essential(connection, query_idf, list(excluded), depth)
+            statement, params = self._statement(query_idf, list(excluded), depth, exact, essential)
             cursor = connection.cursor(row_factory=dict_row)
             await cursor.execute(statement, params)
             return await cursor.fetchall()
+
+    def _query_vector(self, query_idf: dict[int, float]) -> SparseVector:
+        """The query's IDF by slot: a chunk's BM25 score is its inner product with `bm25`."""
+        return SparseVector(
+            {self.slots[term][0]: idf for term, idf in query_idf.items() if term in self.slots},
+            SLOT_DIMENSIONS,
+        )
+
+    async def _essential(
+        self,
+        connection: AsyncConnection[Any],
+        query_idf: dict[int, float],
+        excluded: list[str],
+        depth: int,
+    ) -> list[int]:
+        """The slots of the query terms a chunk must hold to reach the best `depth` by BM25
+        (MaxScore): the best `depth` scores among the chunks holding the strongest terms set
+        a threshold; the weakest terms whose upper bounds (IDF times weight bound) sum to
+        less than it cannot lift a chunk holding none of the others into the results."""
+        bounds = sorted(
+            (idf * self.slots[term][1], self.slots[term][0])
+            for term, idf in query_idf.items()
+            if term in self.slots
+        )
+        if self.terms is None or not bounds:
+            return []
+        query = self._query_vector(query_idf)
+        threshold = 0.0
+        for strongest in sorted({1, min(3, len(bounds))}):
+            seeds = [slot for _, slot in bounds[-strongest:]]
+            cursor = await connection.execute(
+                sql.SQL(
+                    "SELECT -(c.bm25 <#> %s) FROM {} c WHERE c.slots && %s::integer[] AND {} "
+                    "AND NOT (c.document_id = ANY(%s::text[])) ORDER BY c.bm25 <#> %s LIMIT %s"
+                ).format(self.tables.chunks, self.scope),
+                [query, seeds, *self.scope_params, excluded, query, depth],
+            )
+            scores = [float(score) for (score,) in await cursor.fetchall()]
+            if len(scores) == depth:
+                threshold = scores[-1]
+                break
+        # Scores are summed in single precision: a margin keeps a term whose bound comes near.
+        threshold *= 1 - 1e-4
+        weak = 0.0
+        essential: list[int] = []
+        for bound, slot in bounds:
+            weak += bound
+            if weak >= threshold:
+                essential.append(slot)
+        return essential
 
     @asynccontextmanager
     async def _transaction(self) -> AsyncIterator[AsyncConnection[Any]]:
@@ -147,14 +203,18 @@ class SearchPlan:
         return False
 
     def _statement(
-        self, query_idf: dict[int, float], excluded: list[str], depth: int, exact: bool
+        self,
+        query_idf: dict[int, float],
+        excluded: list[str],
+        depth: int,
+        exact: bool,
+        essential: list[int],
     ) -> tuple[sql.Composed, list[Any]]:
         tables = self.tables
         operator, _ = DISTANCE_OPERATORS[self.distance]
         query = None if self.dense is None else np.asarray(self.dense, dtype=np.float32)
         inside = sql.SQL("{} AND NOT (c.document_id = ANY(%s::text[]))").format(self.scope)
         inside_params = [*self.scope_params, excluded]
-        idf_terms, idf_values = list(query_idf), list(query_idf.values())
         # Ordering by the score, not the distance operator, keeps the HNSW index out: an
         # exact ranking of the chunks the filter selects (through the metadata index).
         order = (
@@ -171,13 +231,14 @@ class SearchPlan:
             order=order,
         )
         dense_params = [query, *inside_params, *([] if exact else [query]), depth]
+        # BM25 exactly, over the chunks in scope holding an essential term (`_essential`):
+        # the slots index finds them, the inner product with the query's IDF scores them.
+        weights = self._query_vector(query_idf)
         sparse_sql = sql.SQL(
-            "SELECT t.chunk AS id, sum(t.weight * q.idf) AS score "
-            "FROM unnest(%s::bigint[], %s::float8[]) AS q(term, idf) "
-            "JOIN {terms} t ON t.term = q.term JOIN {chunks} c ON c.id = t.chunk "
-            "WHERE {inside} GROUP BY t.chunk ORDER BY score DESC, t.chunk LIMIT %s"
-        ).format(terms=tables.terms, chunks=tables.chunks, inside=inside)
-        sparse_params = [idf_terms, idf_values, *inside_params, depth]
+            "SELECT c.id, -(c.bm25 <#> %s) AS score FROM {chunks} c "
+            "WHERE c.slots && %s::integer[] AND {inside} ORDER BY c.bm25 <#> %s, c.id LIMIT %s"
+        ).format(chunks=tables.chunks, inside=inside)
+        sparse_params = [weights, essential, *inside_params, weights, depth]
         if not self.hybrid:
             ranked, params = (
                 (sparse_sql, sparse_params) if self.dense is None else (dense_sql, dense_params)
@@ -190,25 +251,20 @@ class SearchPlan:
         # A hybrid search's candidates, each with its cosine similarity to the query (as
         # the Qdrant store computes it, whatever the collection's distance), its BM25 score
         # and the IDF sum of the query terms it holds.
+        slots = [
+            (self.slots[term][0], idf) for term, idf in query_idf.items() if term in self.slots
+        ]
         statement = sql.SQL(
             "WITH d AS ({dense}), s AS ({sparse}), "
             "candidates AS (SELECT id FROM d UNION SELECT id FROM s) "
             "SELECT {columns}, c.id, c.terms, 1 - (c.embedding <=> %s) AS similarity, "
-            "coalesce(b.score, 0) AS bm25, coalesce(b.held, 0) AS held "
-            "FROM candidates JOIN {chunks} c ON c.id = candidates.id LEFT JOIN ("
-            "SELECT t.chunk, sum(t.weight * q.idf) AS score, sum(q.idf) AS held "
-            "FROM unnest(%s::bigint[], %s::float8[]) AS q(term, idf) "
-            "JOIN {terms} t ON t.term = q.term "
-            "WHERE t.chunk IN (SELECT id FROM candidates) GROUP BY t.chunk"
-            ") b ON b.chunk = c.id"
-        ).format(
-            dense=dense_sql,
-            sparse=sparse_sql,
-            columns=CHUNK_COLUMNS,
-            chunks=tables.chunks,
-            terms=tables.terms,
-        )
-        return statement, [*dense_params, *sparse_params, query, idf_terms, idf_values]
+            "coalesce(-(c.bm25 <#> %s), 0) AS bm25, (SELECT coalesce(sum(q.idf), 0) "
+            "FROM unnest(%s::integer[], %s::float8[]) AS q(slot, idf) "
+            "WHERE q.slot = ANY(c.slots)) AS held "
+            "FROM candidates JOIN {chunks} c ON c.id = candidates.id"
+        ).format(dense=dense_sql, sparse=sparse_sql, columns=CHUNK_COLUMNS, chunks=tables.chunks)
+        held_params = [[slot for slot, _ in slots], [idf for _, idf in slots]]
+        return statement, [*dense_params, *sparse_params, query, weights, *held_params]
 
 
 def _similarity(distance: str, operator: str) -> sql.Composable:

@@ -43,11 +43,13 @@ class PgVectorStore(PgVectorCollections):
     locked per document across processes (PostgreSQL advisory locks).
 
     Dense search uses an HNSW index per collection (iterative scans, so a metadata filter never
-    starves the result list). Sparse search is BM25 written out in SQL over an inverted index
-    table: the same terms and term weights as the Qdrant store (`archivist.rag.store.core.terms`),
-    IDF from exact per-term document frequencies. `mode="hybrid"` takes the best chunks of
-    both sides in one SQL statement and ranks them by relevance as the Qdrant store does
-    (`archivist.rag.store.core.ranking`).
+    starves the result list). Sparse search is exact BM25 in SQL: the same terms and term
+    weights as the Qdrant store (`archivist.rag.store.core.terms`), IDF from exact per-term
+    document frequencies; a GIN index over each chunk's term slots finds the chunks in scope
+    holding a query term that can still lift them into the results (MaxScore), and a pgvector
+    sparsevec inner product with the query's IDF scores them. Writes are binary COPY.
+    `mode="hybrid"` takes the best chunks of both sides in one SQL statement and ranks them by
+    relevance as the Qdrant store does (`archivist.rag.store.core.ranking`).
 
     Use it inside `async with store:`; it holds a pool of up to `max_connections` connections.
     """

@@ -3,10 +3,12 @@ and the collection's BM25 totals exact."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from pgvector import SparseVector
 from psycopg import AsyncConnection, sql
 from psycopg.types.json import Jsonb
 
@@ -21,7 +23,23 @@ from archivist.rag.store.core.layout import (
     TOTAL_CHUNKS,
 )
 from archivist.rag.store.core.points import PointWrite
-from archivist.rag.store.pgvector.schema import Collection
+from archivist.rag.store.pgvector.schema import SLOT_DIMENSIONS, Collection
+
+COPY_COLUMNS = (
+    ("id", "uuid"),
+    ("document_id", "text"),
+    ("generation", "text"),
+    ("chunk_index", "int4"),
+    ("total_chunks", "int4"),
+    ("source", "text"),
+    ("content", "text"),
+    ("metadata", "jsonb"),
+    ("terms", "int4"),
+    ("embedding", "vector"),
+    ("slots", "int4[]"),
+    ("bm25", "sparsevec"),
+)
+"""The chunk table's columns as a write copies them in (binary COPY), with their types."""
 
 
 async def write_chunks(
@@ -35,7 +53,7 @@ async def write_chunks(
     overwrites: bool = True,
 ) -> None:
     """Store `points` (replacing any with the same ids, unless `overwrites` is False) with
-    the BM25 postings of their term `counts`, keeping document frequencies and BM25 totals
+    the BM25 weights of their term `counts`, keeping document frequencies and BM25 totals
     exact; inside the caller's transaction, holding the collection's write lock."""
     tables = found.tables
     if overwrites:  # a replace's ids are new: nothing to take off first
@@ -43,17 +61,16 @@ async def write_chunks(
         await delete_where(
             connection, registry, collection, found, sql.SQL("c.id = ANY(%s::uuid[])"), [ids]
         )
-    lengths = [0 if terms is None else terms.length for terms in counts]
-    async with connection.cursor() as cursor:
-        await cursor.executemany(
-            sql.SQL(
-                "INSERT INTO {} (id, document_id, generation, chunk_index, total_chunks, "
-                "source, content, metadata, terms, embedding) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
-            ).format(tables.chunks),
-            [
+    counted = [terms if terms is not None and terms.length else None for terms in counts]
+    weights = await _bm25_weights(connection, registry, collection, found, counted)
+    columns = sql.SQL(", ").join(sql.Identifier(name) for name, _ in COPY_COLUMNS)
+    statement = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(tables.chunks, columns)
+    async with connection.cursor().copy(statement) as copy:
+        copy.set_types([kind for _, kind in COPY_COLUMNS])
+        for point, terms, bm25 in zip(points, counted, weights, strict=True):
+            await copy.write_row(
                 (
-                    point.id,
+                    uuid.UUID(point.id),
                     point.payload[DOCUMENT_ID],
                     point.payload[GENERATION],
                     point.payload[CHUNK_INDEX],
@@ -61,53 +78,59 @@ async def write_chunks(
                     point.payload[SOURCE],
                     point.payload[CONTENT],
                     Jsonb(point.payload[METADATA]),
-                    length,
+                    0 if terms is None else terms.length,
                     np.asarray(point.vector, dtype=np.float32),
+                    None if bm25 is None else sorted(bm25),
+                    None if bm25 is None else SparseVector(bm25, SLOT_DIMENSIONS),
                 )
-                for point, length in zip(points, lengths, strict=True)
-            ],
-        )
-    counted = [(point.id, terms) for point, terms in zip(points, counts, strict=True) if terms]
-    counted = [(point_id, terms) for point_id, terms in counted if terms.length]
+            )
+
+
+async def _bm25_weights(
+    connection: AsyncConnection[Any],
+    registry: sql.Identifier,
+    collection: str,
+    found: Collection,
+    counts: list[TermCounts | None],
+) -> list[dict[int, float] | None]:
+    """Each chunk's BM25 weights by term slot (None for a chunk without terms), at the
+    collection's average length once these chunks are counted in; counts every term's
+    document frequency and the collection's totals in, and gives new terms their slots."""
+    counted = [terms for terms in counts if terms is not None]
     if not counted:
-        return
+        return [None] * len(counts)
     cursor = await connection.execute(
-        sql.SQL("SELECT sparse_chunks, sparse_tokens FROM {} WHERE name = %s").format(registry),
-        [collection],
+        sql.SQL(
+            "UPDATE {} SET sparse_chunks = sparse_chunks + %s, sparse_tokens = sparse_tokens + %s "
+            "WHERE name = %s RETURNING sparse_chunks, sparse_tokens"
+        ).format(registry),
+        [len(counted), sum(terms.length for terms in counted), collection],
     )
     row = await cursor.fetchone()
+    # The totals with this batch counted in: the average `average_after` gives.
     stats = Bm25Stats(tokens=int(row[1]), chunks=int(row[0])) if row else Bm25Stats()
-    average = stats.average_after([terms for _, terms in counted])
-    term_ids: list[int] = []
-    chunk_ids: list[str] = []
-    weights: list[float] = []
-    for point_id, terms in counted:
-        vector = Bm25Encoder.document(terms, average)
-        term_ids.extend(vector.indices)
-        chunk_ids.extend([point_id] * len(vector.indices))
-        weights.extend(vector.values)
-    await connection.execute(
+    average = stats.average_after([])
+    vectors = [None if terms is None else Bm25Encoder.document(terms, average) for terms in counts]
+    term_ids = [term for vector in vectors if vector for term in vector.indices]
+    values = [value for vector in vectors if vector for value in vector.values]
+    cursor = await connection.execute(
         sql.SQL(
-            "INSERT INTO {} (term, chunk, weight) "
-            "SELECT * FROM unnest(%s::bigint[], %s::uuid[], %s::real[])"
-        ).format(tables.terms),
-        [term_ids, chunk_ids, weights],
+            "INSERT INTO {0} AS d (term, df, weight_bound) "
+            "SELECT term, count(*), max(weight) FROM unnest(%s::bigint[], %s::real[]) "
+            "AS t(term, weight) GROUP BY term ORDER BY term "
+            "ON CONFLICT (term) DO UPDATE SET df = d.df + excluded.df, "
+            "weight_bound = greatest(d.weight_bound, excluded.weight_bound) "
+            "RETURNING term, slot"
+        ).format(found.tables.df),
+        [term_ids, values],
     )
-    await connection.execute(
-        sql.SQL(
-            "INSERT INTO {0} (term, df) SELECT term, count(*) FROM unnest(%s::bigint[]) "
-            "AS t(term) GROUP BY term ORDER BY term "
-            "ON CONFLICT (term) DO UPDATE SET df = {0}.df + excluded.df"
-        ).format(tables.df),
-        [term_ids],
-    )
-    await connection.execute(
-        sql.SQL(
-            "UPDATE {} SET sparse_chunks = sparse_chunks + %s, "
-            "sparse_tokens = sparse_tokens + %s WHERE name = %s"
-        ).format(registry),
-        [len(counted), sum(terms.length for _, terms in counted), collection],
-    )
+    slots = {int(term): int(slot) for term, slot in await cursor.fetchall()}
+    return [
+        None
+        if vector is None
+        else {slots[term]: value for term, value in zip(vector.indices, vector.values, strict=True)}
+        for vector in vectors
+    ]
 
 
 async def delete_where(
@@ -125,9 +148,9 @@ async def delete_where(
         await connection.execute(
             sql.SQL(
                 "UPDATE {df} SET df = {df}.df - gone.n FROM ("
-                "SELECT t.term, count(*) AS n FROM {terms} t JOIN {chunks} c ON c.id = t.chunk "
-                "WHERE {condition} GROUP BY t.term) AS gone WHERE {df}.term = gone.term"
-            ).format(df=tables.df, terms=tables.terms, chunks=tables.chunks, condition=condition),
+                "SELECT s.slot, count(*) AS n FROM {chunks} c, unnest(c.slots) AS s(slot) "
+                "WHERE {condition} GROUP BY s.slot) AS gone WHERE {df}.slot = gone.slot"
+            ).format(df=tables.df, chunks=tables.chunks, condition=condition),
             params,
         )
     cursor = await connection.execute(
