@@ -42,7 +42,9 @@ def edge_config(
 
     A quantized collection keeps int8 copies of its dense vectors in RAM for the graph search
     and the originals (float32 or float16, `meta.datatype`) on disk, read back to rescore the
-    best candidates.
+    best candidates. The BM25 index of an indexed segment is memory-mapped rather than held
+    in RAM (a chunk's terms would otherwise cost RAM for as long as it is stored); its pages
+    stay cached while searches use them.
     """
     return edge.EdgeConfig(
         vectors=edge.EdgeVectorParams(
@@ -57,7 +59,7 @@ def edge_config(
             else None
         ),
         sparse_vectors=(
-            {SPARSE_VECTOR: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)}
+            {SPARSE_VECTOR: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf, on_disk=True)}
             if meta.sparse
             else None
         ),

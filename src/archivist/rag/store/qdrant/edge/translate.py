@@ -18,8 +18,10 @@ from archivist.rag.store.qdrant.filter import (
 )
 from archivist.validation import FilterValue
 
-_SCHEMAS: dict[IndexKind, edge.PayloadSchemaType] = {
-    "keyword": edge.PayloadSchemaType.Keyword,
+_SCHEMAS: dict[IndexKind, edge.PayloadSchemaType | edge.KeywordIndexParams] = {
+    # On disk (memory-mapped): a keyword index over every chunk (the tenant, the document)
+    # otherwise holds its maps in RAM, growing with the collection.
+    "keyword": edge.KeywordIndexParams(on_disk=True),
     "integer": edge.PayloadSchemaType.Integer,
     "bool": edge.PayloadSchemaType.Bool,
     "float": edge.PayloadSchemaType.Float,
@@ -39,7 +41,7 @@ def edge_distance(distance: str) -> edge.Distance:
     return _DISTANCES[distance]
 
 
-def edge_schema(kind: IndexKind) -> edge.PayloadSchemaType:
+def edge_schema(kind: IndexKind) -> edge.PayloadSchemaType | edge.KeywordIndexParams:
     """The qdrant_edge payload index type of `kind`."""
     return _SCHEMAS[kind]
 
