@@ -102,6 +102,18 @@ def test_a_piece_is_remembered_the_second_time_it_is_seen() -> None:
     assert "again" not in counter._newer
 
 
+def test_a_piece_used_again_moves_back_to_the_newer_half_unchanged() -> None:
+    counter = TermCounter(max_pieces=4)  # halves of two pieces
+    counter.count("alpha beta", numbers=True)
+    counter.count("alpha beta", numbers=True)
+    learnt = counter._newer["alpha"]
+    counter.count("gamma delta", numbers=True)
+    counter.count("gamma delta", numbers=True)  # fills the newer half: alpha is older now
+    assert "alpha" in counter._older and "alpha" not in counter._newer
+    counter.count("alpha", numbers=True)
+    assert counter._newer["alpha"] is learnt
+
+
 _LATIN = "abcXYZ0189 .,;:!?()[]{}'\"`-_/\\+=*&%$#@~^|<>éßøİı\u2014\u2026\u00ad\t\n\r"
 _ODD_SPACE = "\u00a0\x0b\x0c\x1c\x85\u2028\u200b\u202f\u3000"
 _OTHER = "βαγΔ−≥∼中文熊猫日本語のカナ한국어"
