@@ -46,3 +46,11 @@ def write_result(name: str, payload: dict[str, Any], folder: Path = RESULTS) -> 
     path = folder / f"{name}.json"
     path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     return path
+
+
+def write_cache(path: Path, payload: Any) -> Path:
+    """Write `payload` to `path` as compact JSON: inputs a case keeps between runs (such as
+    embedded corpora under ~/.cache), never its figures, which go through `write_result`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload), encoding="utf-8")
+    return path

@@ -62,7 +62,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import write_result
+from _common import write_cache, write_result
 from report_sections import stores_table
 from stores_data import MARKER, SIGMA, StoreData, recall
 
@@ -150,18 +150,16 @@ async def embed_corpus(dataset: Path, files: dict[str, Path], passages: int, que
     files["texts_json"].parent.mkdir(parents=True, exist_ok=True)
     np.save(files["passages_npy"], np.asarray(vectors, dtype=np.float32))
     np.save(files["queries_npy"], np.asarray(query_vectors, dtype=np.float32))
-    files["texts_json"].write_text(
-        json.dumps(
-            {
-                "model": DEFAULT_EMBEDDING_MODEL,
-                "dataset": str(dataset),
-                "passage_ids": [corpus[i]["_id"] for i in picked],
-                "sentences": sentences,
-                "query_ids": [claims[i]["_id"] for i in asked],
-                "query_texts": query_texts,
-            }
-        ),
-        encoding="utf-8",
+    write_cache(
+        files["texts_json"],
+        {
+            "model": DEFAULT_EMBEDDING_MODEL,
+            "dataset": str(dataset),
+            "passage_ids": [corpus[i]["_id"] for i in picked],
+            "sentences": sentences,
+            "query_ids": [claims[i]["_id"] for i in asked],
+            "query_texts": query_texts,
+        },
     )
     print(f"embedded in {time.perf_counter() - started:.0f} s, cached in {CACHE}", flush=True)
 
