@@ -422,25 +422,27 @@ def stores_table(data: dict[str, Any]) -> list[str]:
 
 
 def render_stores(results: Path) -> list[str]:
-    """The section comparing stores on the same data, from `stores` (or `stores --quick`)."""
-    name = "stores.json"
-    data = _load(results, name)
-    if data is None:
-        name = "stores-quick.json"
-        data = _load(results, name)
-    if data is None:
+    """The section comparing stores on the same data: every full `stores` run's file
+    (`stores.json`, and `stores-NAME.json` for runs of some systems under `--name`), or
+    `stores-quick.json` when there is none."""
+    names = [
+        path.name
+        for path in sorted(results.glob("stores*.json"))
+        if not path.stem.endswith(("-quick", "-smoke"))
+    ] or ["stores-quick.json"]
+    runs = [(name, data) for name in names if (data := _load(results, name)) is not None]
+    if not runs:
         return []
+    data = runs[0][1]
     d, host = data["data"], data["host"]
-    command = PY + data["command"].removeprefix("python -m benchmarks ")
-    return [
+    lines = [
         "## Stores at scale, same data",
         "",
-        f"`{command}` (`{name}`):",
         f"{d['passages']:,} SciFact passages (title + abstract, one chunk each) embedded with",
         f"`{d['model']}`, extended by noisy copies (sigma {d['sigma']}) to each checkpoint;",
         f"{d['tenants']:,} tenants of Zipf-skewed size, {d['chunks_per_document']} chunks a document;",
         f"writes in batches of {d['batch']} through each system's public API, each system in its",
-        f"own process (at most {data['seconds_per_system']:,.0f} s), on {host['cpus']} cores.",
+        f"own bounded process, on {host['cpus']} cores.",
         "Insert chunks/s counts each step's writes with its optimize / index build. Latency:",
         f"tenant-filtered top 5 over {d['queries']} SciFact claims, tenants as skewed as their",
         "sizes; recall@5 of dense search against exact search within the tenant. Peak RSS: the",
@@ -449,9 +451,12 @@ def render_stores(results: Path) -> list[str]:
         "store's files (pgvector: `pg_database_size`, WAL not counted). The load average (5",
         "minutes) at each run's end shows whether other work shared the machine.",
         "",
-        *stores_table(data),
-        "",
     ]
+    for name, run in runs:
+        command = PY + run["command"].removeprefix("python -m benchmarks ")
+        bound = f"each system at most {run['seconds_per_system']:,.0f} s"
+        lines += [f"`{command}` (`{name}`, {bound}):", "", *stores_table(run), ""]
+    return lines
 
 
 def render_other_scripts() -> list[str]:
