@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import qdrant_edge as edge
 
 from archivist.errors import InvalidArgumentError
-from archivist.rag.store.core.term_counting import LANGUAGE, TERMS, TOKENIZER
+from archivist.rag.store.core.term_counting import LANGUAGE, TOKENIZER, shared_counter
 from archivist.rag.store.core.terms import (
     TERM_LAYOUT,
     TERM_LAYOUTS,
@@ -89,7 +89,7 @@ class Bm25Encoder:
 
     def __init__(self, layout: int = TERM_LAYOUT) -> None:
         self.layout = check_term_layout(layout)
-        self.counter = TERMS
+        self.counter = shared_counter()
         """Counts chunk texts' terms (the process's shared counter, which remembers pieces)."""
         self._query = edge.Bm25(edge.Bm25Config(tokenizer=TOKENIZER, language=LANGUAGE))
 

@@ -14,6 +14,7 @@ varied and random texts).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from itertools import chain
@@ -46,17 +47,16 @@ def word_counter() -> edge.Bm25:
 
 
 class Piece(NamedTuple):
-    """What one piece adds to a text's counts, each term id repeated as often as it occurs.
-
-    Its "length terms" are its words and CJK bigrams: they make a text's BM25 length.
-    Identifiers and numbers are counted beside them."""
+    """What one piece of Latin-script text adds to a text's counts, each term id repeated as
+    often as it occurs. Its words make the text's BM25 length; identifiers and numbers are
+    counted beside them (such a piece holds no CJK bigrams)."""
 
     terms: tuple[int, ...]
-    """Length terms, identifiers and numbers."""
+    """Words, identifiers and numbers."""
     terms_without_numbers: tuple[int, ...]
-    """Length terms and identifiers."""
+    """Words and identifiers."""
     length: int
-    """How many length terms."""
+    """How many words."""
 
 
 class TermCounter:
@@ -65,7 +65,8 @@ class TermCounter:
     A piece is remembered the second time it is seen (most pieces seen once, such as
     numbers, are counted together with the text's other new pieces in one pass instead), and
     about `max_pieces` are kept, the most recently used: when the newer half fills up, the
-    older half is dropped."""
+    older half is dropped. Threads may share it: a piece two of them learn at once is only
+    remembered twice, and what is remembered never changes a count."""
 
     def __init__(self, max_pieces: int = MAX_PIECES) -> None:
         self.max_pieces = max_pieces
@@ -153,5 +154,7 @@ _TERMS = {True: attrgetter("terms"), False: attrgetter("terms_without_numbers")}
 _LENGTH = attrgetter("length")
 
 
-TERMS = TermCounter()
-"""The process's one counter: every encoder shares what it has learnt."""
+@functools.cache
+def shared_counter() -> TermCounter:
+    """The process's one counter, made on first use: every encoder shares what it learns."""
+    return TermCounter()
