@@ -3,15 +3,20 @@ security headers, and one log line for the outage rather than a traceback per re
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from typing import Any
 
 import httpx
 import pytest
+from machines import RestartablePostgres
 from sqlalchemy.exc import OperationalError
 
+from archivist.rag import PgVectorStore
 from archivist.service.outages import OutageLog, outage_of
 from archivist.service.storage import catalog
+from archivist.testing.store import DIMENSIONS, record, unit
 
 
 def test_connection_failures_are_outages_and_other_errors_are_not() -> None:
@@ -123,3 +128,27 @@ def test_liveness_stays_up_while_readiness_names_the_missing_database(
     assert ready.headers["retry-after"] == "5"
     alive = httpx.get(f"{service.url}/livez", timeout=30)
     assert alive.status_code == 200 and alive.json() == {"status": "alive"}
+
+
+@pytest.mark.heavy  # the outage must outlast the pool's back-off: some 40 s
+async def test_the_pgvector_store_connects_again_promptly_after_a_long_outage() -> None:
+    """The store's pool retries a lost connection with growing waits; after an outage of
+    half a minute the next wait could outlast a call's own. It must not: the first search
+    after the database is back succeeds."""
+    psycopg_pool = pytest.importorskip("psycopg_pool")
+    pg = RestartablePostgres()
+    pg.start()
+    try:
+        async with PgVectorStore(pg.url) as store:
+            await store.create_collection("docs", DIMENSIONS)
+            await store.insert("docs", [record("a", 0, unit(0), total=1, text="orchids")])
+            pg.stop()
+            down = time.monotonic()
+            with pytest.raises(psycopg_pool.PoolTimeout):
+                await store.search("docs", unit(0), 1, query_text="orchids")
+            await asyncio.sleep(max(0.0, 35 - (time.monotonic() - down)))
+            pg.start()
+            hits = await store.search("docs", unit(0), 1, query_text="orchids")
+            assert [hit.document_id for hit in hits] == ["a"]
+    finally:
+        pg.close()

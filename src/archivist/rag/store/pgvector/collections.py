@@ -42,7 +42,6 @@ CONNECTION_WAIT_SECONDS = 10.0
 """Longest wait for a pooled connection: past it the call fails with psycopg_pool's
 PoolTimeout (the database out of reach, or every connection busy) instead of hanging."""
 
-
 class PgVectorCollections(CoreStore[Collection, SqlScope, Row]):
     """The pool, the collections and the writes of a `PgVectorStore` (see it); searching and
     reading are `PgVectorStore`'s."""
@@ -91,6 +90,10 @@ class PgVectorCollections(CoreStore[Collection, SqlScope, Row]):
             configure=configure,
             check=AsyncConnectionPool.check_connection,  # none that died while idle
             timeout=CONNECTION_WAIT_SECONDS,
+            # A failed connection is retried (after 1, 2, 4 s...) only as long as a call waits,
+            # then the next call tries afresh: back within seconds of the database's return,
+            # however long the outage was.
+            reconnect_timeout=CONNECTION_WAIT_SECONDS,
             open=False,
         )
         await pool.open(wait=True)
