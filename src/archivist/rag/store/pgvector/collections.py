@@ -42,6 +42,7 @@ CONNECTION_WAIT_SECONDS = 10.0
 """Longest wait for a pooled connection: past it the call fails with psycopg_pool's
 PoolTimeout (the database out of reach, or every connection busy) instead of hanging."""
 
+
 class PgVectorCollections(CoreStore[Collection, SqlScope, Row]):
     """The pool, the collections and the writes of a `PgVectorStore` (see it); searching and
     reading are `PgVectorStore`'s."""

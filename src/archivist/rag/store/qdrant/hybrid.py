@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from archivist.rag.document import Chunk
 from archivist.rag.store.core.bm25 import SparseVector
+from archivist.rag.store.core.contenders import Known, contenders
 from archivist.rag.store.core.distance import higher_is_better
 from archivist.rag.store.core.layout import DOCUMENT_ID, chunk_from
 from archivist.rag.store.core.ranking import (
@@ -42,12 +43,13 @@ async def hybrid_hits(
     depth: int,
 ) -> list[Judged[ScoredPoint]]:
     """The best `limit` of a hybrid search's candidates (each side's best `depth`), ranked
-    by relevance, with their payloads. A candidate's lexical evidence comes from the BM25
-    vector stored with it; its similarity is the engine's dense score, asked for by id
-    where only BM25 found it (computed here from the stored vector for a distance other
-    than Cosine). Payloads are read for the hits kept only."""
+    by relevance, with their payloads. A candidate's similarity is the engine's dense score
+    (asked for by id where only BM25 found it; computed here from the stored vector for a
+    distance other than Cosine) and its lexical evidence comes from the BM25 vector stored
+    with it, read only for the candidates that can still reach the top `limit`
+    (`contenders`). Payloads are read for the hits kept only."""
     by_cosine = params.distance == "Cosine"
-    vectors = (SPARSE_VECTOR,) if by_cosine else ("", SPARSE_VECTOR)
+    vectors = () if by_cosine else ("",)
     nearest, matching = await backend.search_batch(
         collection,
         [
@@ -55,26 +57,43 @@ async def hybrid_hits(
             SearchRequest(depth, where, sparse=sparse, vectors=vectors, payload=False),
         ],
     )
-    candidates = {hit.id: hit for hit in (*matching, *nearest)}
     if by_cosine:
         similarity = {hit.id: hit.score for hit in nearest}
-        unscored = tuple(hit.id for hit in matching if hit.id not in similarity)
-        if unscored:
-            within = where.also(HasId(unscored))
-            request = SearchRequest(len(unscored), within, dense=dense, payload=False)
-            similarity.update(
-                (hit.id, hit.score) for hit in await backend.search(collection, request)
-            )
+        # A chunk the dense side did not return is no nearer than the last one it did.
+        farthest = nearest[-1].score if len(nearest) == depth else 1.0
     else:
         norm = math.hypot(*dense)
         similarity = {
             hit.id: cosine(dense, hit.vector, norm)
-            for hit in candidates.values()
+            for hit in (*matching, *nearest)
             if hit.vector is not None
         }
+        farthest = 1.0
+    bm25 = {hit.id: hit.score for hit in matching}
+    candidates = {
+        point_id: Known(
+            (known, known) if (known := similarity.get(point_id)) is not None else (-1.0, farthest),
+            bm25.get(point_id),
+        )
+        for point_id in (*bm25, *(hit.id for hit in nearest))
+    }
+    bm25_below = matching[-1].score if len(matching) == depth else 0.0
+    chosen = contenders(candidates, query_idf, bm25_below, limit)
+    if not chosen:
+        return []
+    # Their stored BM25 vectors, and the similarity of those only BM25 found, in one call.
+    request = SearchRequest(
+        len(chosen),
+        where.also(HasId(tuple(sorted(chosen)))),
+        dense=dense,
+        vectors=(SPARSE_VECTOR,),
+        payload=False,
+    )
     judged = []
-    for point_id, hit in candidates.items():
-        cosine_similarity = similarity.get(point_id)
+    for hit in await backend.search(collection, request):
+        if by_cosine:
+            similarity.setdefault(hit.id, hit.score)
+        cosine_similarity = similarity.get(hit.id)
         match, held = lexical_evidence(query_idf, hit.weights) if hit.weights else (None, None)
         judged.append(judge(hit, cosine_similarity or 0.0, cosine_similarity, match, held))
     kept = rank(judged, tie_break)[:limit]
