@@ -13,6 +13,7 @@ from archivist.rag.store.core.points import PointWrite
 from archivist.rag.store.core.shaped import CollectionShape
 from archivist.rag.store.qdrant.backend import (
     INTERNAL_INDEXES,
+    RESCORE_OVERSAMPLING,
     SPARSE_VECTOR,
     QdrantBackend,
     ScoredPoint,
@@ -88,6 +89,12 @@ def _vectors(point: PointWrite) -> models.VectorStruct:
     return {"": point.vector, SPARSE_VECTOR: _sparse(point.sparse)}
 
 
+_RESCORED = models.SearchParams(
+    quantization=models.QuantizationSearchParams(rescore=True, oversampling=RESCORE_OVERSAMPLING)
+)
+"""Dense search parameters: see `RESCORE_OVERSAMPLING` (ignored where nothing is quantized)."""
+
+
 def _query(request: SearchRequest) -> dict[str, Any]:
     """The fields of one list's `QueryRequest` (see `SearchRequest`)."""
     condition = _filter(request.where)
@@ -104,7 +111,13 @@ def _query(request: SearchRequest) -> dict[str, Any]:
         query, using = models.NearestQuery(nearest=request.dense, mmr=mmr), None
         if len(sides) > 1:
             prefetch = [
-                models.Prefetch(query=side, using=side_using, limit=request.depth, filter=condition)
+                models.Prefetch(
+                    query=side,
+                    using=side_using,
+                    limit=request.depth,
+                    filter=condition,
+                    params=_RESCORED if side_using is None else None,
+                )
                 for side, side_using in sides
             ]
     elif len(sides) > 1:
@@ -117,6 +130,7 @@ def _query(request: SearchRequest) -> dict[str, Any]:
         "filter": condition,
         "with_payload": request.payload,
         "with_vector": list(request.vectors) or False,
+        "params": _RESCORED if request.dense is not None else None,
     }
 
 

@@ -29,6 +29,7 @@ from archivist.rag.store.core.shaped import CollectionShape
 from archivist.rag.store.file_lock import StoreLock
 from archivist.rag.store.qdrant.backend import (
     INTERNAL_INDEXES,
+    RESCORE_OVERSAMPLING,
     SPARSE_VECTOR,
     QdrantBackend,
     ScoredPoint,
@@ -291,6 +292,12 @@ class EdgeBackend(QdrantBackend):
         self._get(name).optimize()
 
 
+_RESCORED = edge.SearchParams(
+    quantization=edge.QuantizationSearchParams(rescore=True, oversampling=RESCORE_OVERSAMPLING)
+)
+"""Dense search parameters: see `RESCORE_OVERSAMPLING` (ignored where nothing is quantized)."""
+
+
 def _query_request(request: SearchRequest) -> edge.QueryRequest:
     """The engine's request for one list (see `SearchRequest`)."""
     condition = edge_filter(request.where)
@@ -306,7 +313,13 @@ def _query_request(request: SearchRequest) -> edge.QueryRequest:
         final = edge.Mmr(request.dense, 1.0 - request.diversity, request.depth)
         if len(sides) > 1:
             prefetches = [
-                edge.Prefetch(limit=request.depth, query=side, filter=condition) for side in sides
+                edge.Prefetch(
+                    limit=request.depth,
+                    query=side,
+                    filter=condition,
+                    params=_RESCORED if side is sides[0] else None,
+                )
+                for side in sides
             ]
     elif len(sides) > 1:
         raise ValueError("a search request ranks by one side, or picks from both by MMR")
@@ -317,6 +330,7 @@ def _query_request(request: SearchRequest) -> edge.QueryRequest:
         filter=condition,
         with_payload=request.payload,
         with_vector=list(request.vectors) or False,
+        params=_RESCORED if request.dense is not None else None,
     )
 
 
