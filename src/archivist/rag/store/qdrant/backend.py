@@ -186,6 +186,13 @@ class QdrantBackend(ABC):
         """The payload of each point of `ids` that exists, by id."""
 
     @abstractmethod
+    async def stored_vectors(
+        self, name: str, ids: Sequence[str], vectors: tuple[str, ...]
+    ) -> dict[str, ScoredPoint]:
+        """The stored vectors named in `vectors` ("" the dense one, `SPARSE_VECTOR` the BM25
+        one) of each point of `ids` that exists, by id (score 0, no payload)."""
+
+    @abstractmethod
     async def term_idf(self, name: str, where: Where, terms: Sequence[int]) -> dict[int, float]:
         """The engine's IDF of each of the BM25 `terms` that at least one point matching
         `where` holds (one batched query; see `idf_from_hit`)."""

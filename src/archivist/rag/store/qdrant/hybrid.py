@@ -9,7 +9,6 @@ from collections.abc import Callable
 
 from archivist.rag.document import Chunk
 from archivist.rag.store.core.bm25 import SparseVector
-from archivist.rag.store.core.contenders import Known, contenders
 from archivist.rag.store.core.distance import higher_is_better
 from archivist.rag.store.core.layout import DOCUMENT_ID, chunk_from
 from archivist.rag.store.core.ranking import (
@@ -46,54 +45,39 @@ async def hybrid_hits(
     by relevance, with their payloads. A candidate's similarity is the engine's dense score
     (asked for by id where only BM25 found it; computed here from the stored vector for a
     distance other than Cosine) and its lexical evidence comes from the BM25 vector stored
-    with it, read only for the candidates that can still reach the top `limit`
-    (`contenders`). Payloads are read for the hits kept only."""
-    by_cosine = params.distance == "Cosine"
-    vectors = () if by_cosine else ("",)
+    with it. The stored vectors are read by id once both sides answered (a search returning
+    them costs as much again); payloads are read for the hits kept only."""
     nearest, matching = await backend.search_batch(
         collection,
         [
-            SearchRequest(depth, where, dense=dense, vectors=vectors, payload=False),
-            SearchRequest(depth, where, sparse=sparse, vectors=vectors, payload=False),
+            SearchRequest(depth, where, dense=dense, payload=False),
+            SearchRequest(depth, where, sparse=sparse, payload=False),
         ],
+    )
+    candidates = list(dict.fromkeys(hit.id for hit in (*matching, *nearest)))
+    by_cosine = params.distance == "Cosine"
+    stored = await backend.stored_vectors(
+        collection, candidates, (SPARSE_VECTOR,) if by_cosine else ("", SPARSE_VECTOR)
     )
     if by_cosine:
         similarity = {hit.id: hit.score for hit in nearest}
-        # A chunk the dense side did not return is no nearer than the last one it did.
-        farthest = nearest[-1].score if len(nearest) == depth else 1.0
+        unscored = tuple(point_id for point_id in candidates if point_id not in similarity)
+        if unscored:
+            within = where.also(HasId(unscored))
+            request = SearchRequest(len(unscored), within, dense=dense, payload=False)
+            similarity.update(
+                (hit.id, hit.score) for hit in await backend.search(collection, request)
+            )
     else:
         norm = math.hypot(*dense)
         similarity = {
-            hit.id: cosine(dense, hit.vector, norm)
-            for hit in (*matching, *nearest)
+            point_id: cosine(dense, hit.vector, norm)
+            for point_id, hit in stored.items()
             if hit.vector is not None
         }
-        farthest = 1.0
-    bm25 = {hit.id: hit.score for hit in matching}
-    candidates = {
-        point_id: Known(
-            (known, known) if (known := similarity.get(point_id)) is not None else (-1.0, farthest),
-            bm25.get(point_id),
-        )
-        for point_id in (*bm25, *(hit.id for hit in nearest))
-    }
-    bm25_below = matching[-1].score if len(matching) == depth else 0.0
-    chosen = contenders(candidates, query_idf, bm25_below, limit)
-    if not chosen:
-        return []
-    # Their stored BM25 vectors, and the similarity of those only BM25 found, in one call.
-    request = SearchRequest(
-        len(chosen),
-        where.also(HasId(tuple(sorted(chosen)))),
-        dense=dense,
-        vectors=(SPARSE_VECTOR,),
-        payload=False,
-    )
     judged = []
-    for hit in await backend.search(collection, request):
-        if by_cosine:
-            similarity.setdefault(hit.id, hit.score)
-        cosine_similarity = similarity.get(hit.id)
+    for point_id, hit in stored.items():  # a candidate deleted meanwhile is left out
+        cosine_similarity = similarity.get(point_id)
         match, held = lexical_evidence(query_idf, hit.weights) if hit.weights else (None, None)
         judged.append(judge(hit, cosine_similarity or 0.0, cosine_similarity, match, held))
     kept = rank(judged, tie_break)[:limit]

@@ -282,6 +282,14 @@ class ClientBackend(QdrantBackend):
         records = await self.client.retrieve(name, list(ids), with_payload=True)
         return {str(record.id): record.payload or {} for record in records}
 
+    async def stored_vectors(
+        self, name: str, ids: Sequence[str], vectors: tuple[str, ...]
+    ) -> dict[str, ScoredPoint]:
+        records = await self.client.retrieve(
+            name, list(ids), with_payload=False, with_vectors=list(vectors) or False
+        )
+        return {str(r.id): ScoredPoint.of(r.id, 0.0, None, r.vector) for r in records}
+
     async def term_idf(self, name: str, where: Where, terms: Sequence[int]) -> dict[int, float]:
         condition = _filter(where)
         requests = [

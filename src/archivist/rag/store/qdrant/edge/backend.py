@@ -212,6 +212,12 @@ class EdgeBackend(QdrantBackend):
         records = self._get(name).shard.retrieve(list(ids), True, False)
         return {str(record.id): record.payload or {} for record in records}
 
+    async def stored_vectors(
+        self, name: str, ids: Sequence[str], vectors: tuple[str, ...]
+    ) -> dict[str, ScoredPoint]:
+        records = self._get(name).shard.retrieve(list(ids), False, list(vectors) or False)
+        return {str(r.id): ScoredPoint.of(r.id, 0.0, None, r.vector) for r in records}
+
     async def term_idf(self, name: str, where: Where, terms: Sequence[int]) -> dict[int, float]:
         collection = self._get(name)
         version = collection.version  # read before the engine, so a write meanwhile shows
