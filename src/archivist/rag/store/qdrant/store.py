@@ -81,8 +81,9 @@ class QdrantStore(QdrantCollections):
     Layout of the collections this store creates (an existing collection keeps its own):
     `quantization="int8"` (the default; None keeps the vectors in RAM) keeps int8 copies of
     the dense vectors in RAM for the graph search and the originals on disk, read back to
-    rescore the best candidates (built with each segment's index, so unindexed points are
-    searched exactly on the originals). `vector_datatype="float16"` (the default; or
+    rescore twice as many candidates as asked for, so hits and scores are the originals'
+    (built with each segment's index, so unindexed points are searched exactly on the
+    originals). `vector_datatype="float16"` (the default; or
     "float32") stores the originals at half precision: half their memory and disk, and
     faster exact scans, for cosine similarities that move by about 1e-3. Payloads stay
     on disk either way. On a server (`url=`), the metadata key `tenant_key` (default
