@@ -60,6 +60,8 @@ class SearchRequest:
     best `depth` candidates of each side given, trading relevance for dissimilarity to what
     was already picked, in the order picked. Each hit comes with the stored vectors named in
     `vectors` ("" the dense one, `SPARSE_VECTOR` the BM25 one) and, if `payload`, its payload.
+    A dense list of a quantized collection is rescored with the original vectors unless
+    `rescore` is False: then it is ranked and scored by the int8 copies alone.
     """
 
     limit: int
@@ -70,6 +72,7 @@ class SearchRequest:
     diversity: float | None = None
     vectors: tuple[str, ...] = ()
     payload: bool = True
+    rescore: bool = True
 
 
 @dataclass(frozen=True)

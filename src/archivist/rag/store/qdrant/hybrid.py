@@ -42,32 +42,32 @@ async def hybrid_hits(
     depth: int,
 ) -> list[Judged[ScoredPoint]]:
     """The best `limit` of a hybrid search's candidates (each side's best `depth`), ranked
-    by relevance, with their payloads. A candidate's similarity is the engine's dense score
-    (asked for by id where only BM25 found it; computed here from the stored vector for a
-    distance other than Cosine) and its lexical evidence comes from the BM25 vector stored
-    with it. The stored vectors are read by id once both sides answered (a search returning
-    them costs as much again); payloads are read for the hits kept only."""
+    by relevance, with their payloads.
+
+    The dense side ranks by the int8 copies alone (where the collection is quantized):
+    rescoring it would read twice `depth` originals from every segment. Each candidate's
+    similarity is then the engine's dense score asked for by id, from its original vector
+    (computed here from the stored vector for a distance other than Cosine). Its lexical
+    evidence comes from the BM25 vector stored with it. Stored vectors are read by id once
+    both sides answered; payloads are read for the hits kept only."""
+    by_cosine = params.distance == "Cosine"
     nearest, matching = await backend.search_batch(
         collection,
         [
-            SearchRequest(depth, where, dense=dense, payload=False),
+            SearchRequest(depth, where, dense=dense, payload=False, rescore=False),
             SearchRequest(depth, where, sparse=sparse, payload=False),
         ],
     )
     candidates = list(dict.fromkeys(hit.id for hit in (*matching, *nearest)))
-    by_cosine = params.distance == "Cosine"
+    if not candidates:
+        return []
     stored = await backend.stored_vectors(
         collection, candidates, (SPARSE_VECTOR,) if by_cosine else ("", SPARSE_VECTOR)
     )
     if by_cosine:
-        similarity = {hit.id: hit.score for hit in nearest}
-        unscored = tuple(point_id for point_id in candidates if point_id not in similarity)
-        if unscored:
-            within = where.also(HasId(unscored))
-            request = SearchRequest(len(unscored), within, dense=dense, payload=False)
-            similarity.update(
-                (hit.id, hit.score) for hit in await backend.search(collection, request)
-            )
+        within = where.also(HasId(tuple(candidates)))
+        request = SearchRequest(len(candidates), within, dense=dense, payload=False)
+        similarity = {hit.id: hit.score for hit in await backend.search(collection, request)}
     else:
         norm = math.hypot(*dense)
         similarity = {

@@ -93,6 +93,8 @@ _RESCORED = models.SearchParams(
     quantization=models.QuantizationSearchParams(rescore=True, oversampling=RESCORE_OVERSAMPLING)
 )
 """Dense search parameters: see `RESCORE_OVERSAMPLING` (ignored where nothing is quantized)."""
+_INT8_ONLY = models.SearchParams(quantization=models.QuantizationSearchParams(rescore=False))
+"""Dense search parameters of a list ranked by the int8 copies alone (`SearchRequest.rescore`)."""
 
 
 def _query(request: SearchRequest) -> dict[str, Any]:
@@ -130,7 +132,7 @@ def _query(request: SearchRequest) -> dict[str, Any]:
         "filter": condition,
         "with_payload": request.payload,
         "with_vector": list(request.vectors) or False,
-        "params": _RESCORED if request.dense is not None else None,
+        "params": None if request.dense is None else _RESCORED if request.rescore else _INT8_ONLY,
     }
 
 

@@ -302,6 +302,8 @@ _RESCORED = edge.SearchParams(
     quantization=edge.QuantizationSearchParams(rescore=True, oversampling=RESCORE_OVERSAMPLING)
 )
 """Dense search parameters: see `RESCORE_OVERSAMPLING` (ignored where nothing is quantized)."""
+_INT8_ONLY = edge.SearchParams(quantization=edge.QuantizationSearchParams(rescore=False))
+"""Dense search parameters of a list ranked by the int8 copies alone (`SearchRequest.rescore`)."""
 
 
 def _query_request(request: SearchRequest) -> edge.QueryRequest:
@@ -336,7 +338,7 @@ def _query_request(request: SearchRequest) -> edge.QueryRequest:
         filter=condition,
         with_payload=request.payload,
         with_vector=list(request.vectors) or False,
-        params=_RESCORED if request.dense is not None else None,
+        params=None if request.dense is None else _RESCORED if request.rescore else _INT8_ONLY,
     )
 
 
