@@ -27,7 +27,7 @@ INTERNAL_INDEXES: Mapping[str, IndexKind] = {
 RESCORE_OVERSAMPLING = 2.0
 """A dense search of a quantized collection ranks this many times the points asked for by
 their int8 copies, then rescores them with the original vectors: int8 alone confuses near
-neighbours (recall@5 about 0.97 against exact search at a million chunks; 0.999 with this)."""
+neighbours, and its scores carry the quantization error."""
 
 Quantization = Literal["int8"]
 VectorDatatype = Literal["float16", "float32"]
