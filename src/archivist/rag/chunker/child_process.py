@@ -15,7 +15,9 @@ path, name) on its stdin; on its stdout frames of an 8-byte length and a pickled
 `ChildLimits` bound what one file may cost: the child's address space and CPU time are
 operating-system limits set in the child (`RLIMIT_AS`, `RLIMIT_CPU`), and the time spent
 waiting for it is counted by the caller; a file over a limit fails with an error naming it,
-and the caller's own memory never holds more of it than a few batches of chunks.
+and the caller's own memory never holds more of it than a few batches of chunks. OCR's
+models get their own reserve above the parsing limit, claimed when the file's first page is
+read by OCR (`archivist._util.address_space`), so a file without scans keeps the tight limit.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO
 
-from archivist._util import frames
+from archivist._util import address_space, frames
 from archivist._util.exit_status import describe_exit
 from archivist._util.thread_priority import lower_this_thread
 from archivist.errors import DocumentParseError, InvalidArgumentError
@@ -55,7 +57,8 @@ _MEMORY_SHARE = 0.9
 class ChildLimits:
     """What parsing and chunking one file may cost (None: no bound).
 
-    `memory_bytes` caps the child's address space, `cpu_seconds` its CPU time, and
+    `memory_bytes` caps the child's address space, `ocr_memory_bytes` is added to it once
+    OCR starts reading the file (its engine's models), `cpu_seconds` caps its CPU time, and
     `wall_seconds` the time the caller waits for its chunks (not the time the caller takes
     to use them).
     """
@@ -63,9 +66,10 @@ class ChildLimits:
     memory_bytes: int | None = None
     cpu_seconds: int | None = None
     wall_seconds: float | None = None
+    ocr_memory_bytes: int | None = None
 
     def __post_init__(self) -> None:
-        for name in ("memory_bytes", "cpu_seconds"):
+        for name in ("memory_bytes", "cpu_seconds", "ocr_memory_bytes"):
             value = getattr(self, name)
             if value is not None:
                 check_non_negative_int(value, name)
@@ -75,9 +79,19 @@ class ChildLimits:
                 argument="wall_seconds",
             )
 
-    def memory_words(self) -> str:
-        """The memory limit as the errors name it."""
-        return f"{(self.memory_bytes or 0) / _MIB:g} MiB memory limit"
+    def memory_words(self, ocr_started: bool | None = None) -> str:
+        """The memory limit as the errors name it: with OCR's reserve when `ocr_started`, or
+        both figures when it is not known (None)."""
+        base = (self.memory_bytes or 0) / _MIB
+        reserve = (self.ocr_memory_bytes or 0) / _MIB
+        if not reserve or ocr_started is False:
+            return f"{base:g} MiB memory limit"
+        if ocr_started:
+            return (
+                f"{base + reserve:g} MiB memory limit ({base:g} MiB for parsing and "
+                f"{reserve:g} MiB for OCR)"
+            )
+        return f"{base:g} MiB memory limit ({base + reserve:g} MiB once OCR starts)"
 
 
 def child_processes_available() -> bool:
@@ -114,6 +128,7 @@ async def chunk_file_in_child(
         str(niceness),
         str(limits.memory_bytes or 0),
         str(limits.cpu_seconds or 0),
+        str(limits.ocr_memory_bytes or 0),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         limit=_STREAM_LIMIT,
@@ -193,10 +208,10 @@ def _child(niceness: int, limits: ChildLimits, stdin: BinaryIO, stdout: BinaryIO
     try:
         asyncio.run(pump())
     except Exception as exc:  # handed to the caller, raised there
-        if limits.memory_bytes and _near_memory_limit(exc, limits.memory_bytes):
-            exc = DocumentParseError(
-                f"parsing needed more than the {limits.memory_words()}", filename=name
-            )
+        limit = address_space.current_limit()
+        if limits.memory_bytes and limit and _near_memory_limit(exc, limit):
+            words = limits.memory_words(ocr_started=limit > limits.memory_bytes)
+            exc = DocumentParseError(f"parsing needed more than the {words}", filename=name)
         send("error", _portable(exc, name))
         return
     send("end", None)
@@ -207,7 +222,7 @@ def _limit_this_process(limits: ChildLimits) -> None:
     import resource
 
     if limits.memory_bytes:
-        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+        address_space.hold(limits.memory_bytes, limits.ocr_memory_bytes or 0)
     if limits.cpu_seconds:
         used = resource.getrusage(resource.RUSAGE_SELF)
         spent = int(used.ru_utime + used.ru_stime)  # the interpreter's start is not the file's
@@ -242,10 +257,14 @@ if __name__ == "__main__":
     # caller's (so does a traceback of the child failing to start).
     channel = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    memory, cpu = int(sys.argv[2]), int(sys.argv[3])
+    memory, cpu, ocr_memory = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     _child(
         int(sys.argv[1]),
-        ChildLimits(memory_bytes=memory or None, cpu_seconds=cpu or None),
+        ChildLimits(
+            memory_bytes=memory or None,
+            cpu_seconds=cpu or None,
+            ocr_memory_bytes=ocr_memory or None,
+        ),
         sys.stdin.buffer,
         channel,
     )

@@ -48,6 +48,11 @@ class OcrEngine(ABC):
 
     name: str
     """The engine's name, as `--ocr` takes it."""
+    label: str = ""
+    """The engine's name as people write it ("Tesseract"); `name` when empty."""
+    memory_mb: int = 0
+    """Address space (MiB) the engine's models take in the process that reads with it, on
+    top of what parsing takes; a parse child's memory limit grows by it once OCR starts."""
 
     @property
     @abstractmethod

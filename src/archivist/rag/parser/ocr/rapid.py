@@ -1,8 +1,8 @@
 """`RapidOcrEngine`: RapidOCR (PP-OCR models on onnxruntime, `pip install 'archivist[ocr]'`).
 
 Its models ship in the wheel, so it reads offline with no system package; it reads
-Chinese and English with one model and needs more memory than Tesseract (give a service's
-parse sandbox 2 GiB: `--parse-memory-mb 2048`).
+Chinese and English with one model and needs more memory than Tesseract: a parse child
+reading with it gets `memory_mb` more address space once its first page is read.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ class RapidOcrEngine(OcrEngine):
     """RapidOCR with its bundled detection, direction and recognition models."""
 
     name = "rapidocr"
+    label = "RapidOCR"
+    memory_mb = 1536  # with parsing's default 512 MiB: the 2 GiB a process reading pages needs
 
     def __init__(self, languages: Sequence[str] = DEFAULT_LANGUAGES) -> None:
         unknown = sorted(set(languages) - LANGUAGES)

@@ -3,12 +3,13 @@ resolution, and where results are cached."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from archivist._util import address_space
+from archivist._util.extras import installed
 from archivist.errors import InvalidArgumentError, MissingExtraError
 from archivist.rag.parser.ocr.cache import OcrCache
 from archivist.rag.parser.ocr.engine import (
@@ -20,15 +21,20 @@ from archivist.rag.parser.ocr.engine import (
 )
 from archivist.rag.parser.ocr.rapid import LANGUAGES as RAPID_LANGUAGES
 from archivist.rag.parser.ocr.rapid import RapidOcrEngine
-from archivist.rag.parser.ocr.tesseract import TesseractEngine, missing_languages
+from archivist.rag.parser.ocr.tesseract import (
+    TesseractEngine,
+    missing_languages,
+    tesseract_installed,
+    tesseract_package,
+)
 
 EngineChoice = Literal["auto", "tesseract", "rapidocr"]
 ENGINES: tuple[str, ...] = ("tesseract", "rapidocr")
 """The engines `Ocr` knows by name."""
 
 OCR_HINT = (
-    "to read scans, install Tesseract (apt install tesseract-ocr tesseract-ocr-chi-sim) "
-    "or RapidOCR (pip install 'archivist[ocr]')"
+    "to read scans, install RapidOCR (pip install 'archivist[ocr]') "
+    "or Tesseract (apt install tesseract-ocr tesseract-ocr-chi-sim)"
 )
 """One line saying how to make OCR available."""
 
@@ -82,6 +88,7 @@ class Ocr:
         """Called with (file name, page, pages) as OCR of a page begins (page None: an
         image); not carried into a parse child."""
         self._engine: OcrEngine | Literal[False] | None = False  # False: not resolved yet
+        self._passed_over = ""
 
     def __repr__(self) -> str:
         return f"Ocr({self.choice!r}, languages={self.languages!r})"
@@ -100,6 +107,18 @@ class Ocr:
             self._engine = self._resolve()
         return self._engine
 
+    def summary(self) -> str:
+        """One line saying what reads scans and, for "auto", why: e.g. "RapidOCR (auto:
+        Tesseract is not installed)", or "none (auto: ...; to read scans, install ...)"."""
+        engine = self.engine
+        if isinstance(self.choice, OcrEngine) or self.choice != "auto":
+            return _label(engine) if engine is not None else "none"
+        if engine is None:
+            return f"none (auto: {self._passed_over}; {OCR_HINT})"
+        if self._passed_over:
+            return f"{_label(engine)} (auto: {self._passed_over})"
+        return f"{_label(engine)} (auto)"
+
     def _resolve(self) -> OcrEngine | None:
         if isinstance(self.choice, OcrEngine):
             return self.choice
@@ -109,9 +128,23 @@ class Ocr:
             return tesseract
         if self.choice == "rapidocr":
             return _rapidocr(self.languages, required=True)
-        if not missing_languages(self.languages):
+        missing = missing_languages(self.languages)
+        if not missing:
             return TesseractEngine(self.languages)
-        return _rapidocr(self.languages, required=False)
+        if not tesseract_installed():
+            why = "Tesseract is not installed"
+        else:
+            packages = " ".join(tesseract_package(language) for language in missing)
+            why = f"Tesseract has no {', '.join(missing)} data (apt install {packages})"
+        rapid = _rapidocr(self.languages, required=False)
+        if rapid is None:
+            unread = sorted(set(self.languages) - RAPID_LANGUAGES)
+            if not installed("rapidocr_onnxruntime"):
+                why += " and RapidOCR is not installed"
+            else:
+                why += f"; RapidOCR does not read {', '.join(unread)}"
+        self._passed_over = why
+        return rapid
 
     def read(
         self,
@@ -131,6 +164,7 @@ class Ocr:
         key = "" if cache is None else cache.key(engine.identity, page)
         if cache is not None and (cached := cache.get(key)) is not None:
             return cached
+        address_space.claim_reserve()  # in a parse child: the memory kept for OCR's models
         result = engine.recognize(page)
         if not any(character.isalnum() for character in result.text):  # rules, dots, dashes
             result = OcrResult(text="", confidence=result.confidence)
@@ -165,8 +199,12 @@ def ocr_metadata(result: OcrResult) -> dict[str, Any]:
     return metadata
 
 
+def _label(engine: OcrEngine) -> str:
+    return engine.label or engine.name
+
+
 def _rapidocr(languages: Sequence[str], *, required: bool) -> OcrEngine | None:
-    if importlib.util.find_spec("rapidocr_onnxruntime") is None:
+    if not installed("rapidocr_onnxruntime"):
         if not required:
             return None
         raise MissingExtraError("ocr", "rapidocr_onnxruntime", "OCR with RapidOCR")

@@ -40,6 +40,7 @@ class TesseractEngine(OcrEngine):
     `tesseract-ocr-LANG`). `binary` is the command's name or path."""
 
     name = "tesseract"
+    label = "Tesseract"
 
     def __init__(
         self, languages: Sequence[str] = DEFAULT_LANGUAGES, *, binary: str = "tesseract"
@@ -60,14 +61,14 @@ class TesseractEngine(OcrEngine):
     def check(self) -> None:
         """Raise OcrError naming what to install if the command or a language is missing."""
         if not tesseract_installed(self.binary):
-            packages = " ".join(_package(lang) for lang in self.languages)
+            packages = " ".join(tesseract_package(lang) for lang in self.languages)
             raise OcrError(
                 f"the {self.binary} command is not installed "
                 f"(Debian/Ubuntu: apt install tesseract-ocr {packages})"
             )
         missing = missing_languages(self.languages, self.binary)
         if missing:
-            packages = " ".join(_package(lang) for lang in missing)
+            packages = " ".join(tesseract_package(lang) for lang in missing)
             raise OcrError(
                 f"Tesseract has no {', '.join(missing)} language data "
                 f"(Debian/Ubuntu: apt install {packages})"
@@ -90,7 +91,7 @@ class TesseractEngine(OcrEngine):
         return read_tsv(done.stdout.decode("utf-8", "replace"))
 
 
-def _package(language: str) -> str:
+def tesseract_package(language: str) -> str:
     """Debian's package of a Tesseract language's data ("chi_sim" → tesseract-ocr-chi-sim)."""
     return "tesseract-ocr-" + language.replace("_", "-").lower()
 
