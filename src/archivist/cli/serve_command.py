@@ -281,9 +281,10 @@ async def run_serve(args: argparse.Namespace) -> int:
 
     import uvicorn
 
-    from archivist.service import create_app
+    from archivist.service.app import opened_app
     from archivist.service.collector import keep_imports_frozen
     from archivist.service.guards.slow_clients import uvicorn_options
+    from archivist.service.listener import PreboundServer, listening_socket
 
     if not 0 < args.port < 65536:
         raise CLIError(f"--port {args.port}: give a port between 1 and 65535")
@@ -313,18 +314,14 @@ async def run_serve(args: argparse.Namespace) -> int:
         )
     log_options: dict[str, Any] = {}
     if args.log_format == "json":
+        import logging.config
+
         from archivist.service.telemetry.json_logs import json_logging_config
 
         log_options["log_config"] = json_logging_config(getattr(args, "debug", False))
-    config = uvicorn.Config(
-        create_app(settings),
-        host=args.host,
-        port=args.port,
-        log_level="info",
-        access_log=False,  # raw paths and query strings; JSON logs carry route templates
-        **log_options,
-        **uvicorn_options(settings),
-    )
+        logging.config.dictConfig(log_options["log_config"])  # the startup lines too
+    else:
+        show_startup_choices()
     # Worker threads parse, chunk and count while the event loop answers requests: a
     # shorter switch interval than CPython's 5 ms hands the GIL back to the loop sooner
     # (benchmarks/bench_service_security.py, latency part).
@@ -333,8 +330,29 @@ async def run_serve(args: argparse.Namespace) -> int:
     answer_sooner()
     # Full garbage collections skip the imported code (archivist/service/collector.py).
     freezer = asyncio.create_task(keep_imports_frozen())
+    listener = listening_socket(args.host, args.port)
     try:
-        await uvicorn.Server(config).serve()
+        # Opened before the server starts: a setting that cannot work (an engine named but
+        # not installed, a store in use) ends the command with its one-line error.
+        async with opened_app(settings) as app:
+            config = uvicorn.Config(
+                app,
+                host=args.host,
+                port=args.port,
+                log_level="info",
+                access_log=False,  # raw paths and query strings; JSON logs carry route templates
+                **log_options,
+                **uvicorn_options(settings),
+            )
+            await PreboundServer(config).serve(sockets=[listener])
     finally:
         freezer.cancel()
+        listener.close()
     return 0
+
+
+def show_startup_choices() -> None:
+    """Print the service's startup lines (what "auto" defaults chose) in the plain-text log."""
+    import logging
+
+    logging.getLogger("archivist.service.runtime").setLevel(logging.INFO)

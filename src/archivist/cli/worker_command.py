@@ -14,6 +14,7 @@ from archivist.cli.serve_command import (
     require_service,
     service_settings,
     shared_store_settings,
+    show_startup_choices,
 )
 from archivist.cli.session import CLIError, add_chunking_arguments
 
@@ -152,6 +153,8 @@ async def run_worker(args: argparse.Namespace) -> int:
         from archivist.service.telemetry.json_logs import json_logging_config
 
         logging.config.dictConfig(json_logging_config(getattr(args, "debug", False)))
+    else:
+        show_startup_choices()
     metrics = ServiceMetrics() if args.metrics_port is not None else None
     stop_metrics = None
     if metrics is not None:  # before the model loads: a taken port fails at once

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
@@ -46,15 +46,39 @@ def create_app(
 ) -> FastAPI:
     """The service over `settings`; its lifespan opens what `archivist worker` opens too
     (`runtime.running_service`) and adds the chat model, the API's state and MCP."""
+    return _app(settings, ServiceMetrics() if settings.metrics else None, None, embedding_model)
+
+
+@asynccontextmanager
+async def opened_app(settings: ServiceSettings) -> AsyncIterator[FastAPI]:
+    """The service over `settings` with its database, model, store and indexer opened
+    before the block, so a setting that cannot work fails here, as the error it is, rather
+    than inside the server's startup; closed after the block."""
     metrics = ServiceMetrics() if settings.metrics else None
+    async with runtime.running_service(settings, metrics=metrics) as service:
+        yield _app(settings, metrics, service, None)
+
+
+def _app(
+    settings: ServiceSettings,
+    metrics: ServiceMetrics | None,
+    opened: runtime.ServiceRuntime | None,
+    embedding_model: EmbeddingModelBase | None,
+) -> FastAPI:
+    """The application; its lifespan uses `opened`, or opens the service's parts itself."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         chat_model = configured_chat_model(settings)
         try:
-            async with runtime.running_service(
-                settings, embedding_model=embedding_model, metrics=metrics
-            ) as service:
+            async with AsyncExitStack() as stack:
+                service = opened
+                if service is None:
+                    service = await stack.enter_async_context(
+                        runtime.running_service(
+                            settings, embedding_model=embedding_model, metrics=metrics
+                        )
+                    )
                 app.state.service = ServiceState.of(service, chat_model)
                 async with mcp.running():
                     yield

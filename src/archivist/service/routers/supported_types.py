@@ -11,19 +11,40 @@ from archivist.service.guards.upload_types import accepted_extensions
 router = APIRouter(prefix="/v1", tags=["documents"])
 
 
+class OcrInUse(BaseModel):
+    """What reads scanned pages and images on this service."""
+
+    setting: str
+    """The operator's `--ocr`: auto, off, tesseract or rapidocr."""
+    engine: str | None
+    """The engine in use (tesseract or rapidocr); null: scans are not read."""
+    summary: str
+    """One line: the engine and, for auto, why it was chosen or how to add one."""
+
+
 class SupportedTypes(BaseModel):
-    """File extensions some parser reads, and the upload size limit."""
+    """File extensions some parser reads, the upload size limit, and what reads scans."""
 
     extensions: list[str]
     max_upload_bytes: int
     tenant: str
+    ocr: OcrInUse
 
 
 @router.get("/supported-types")
 async def supported_types(tenant: Tenant, state: State) -> SupportedTypes:
-    """The accepted extensions and limit, plus the caller's tenant (the page shows it)."""
+    """The accepted extensions and limit, what reads scans, plus the caller's tenant (the
+    page shows it)."""
+    settings = state.settings
+    reader = state.registry.ocr
+    engine = reader.engine if reader is not None else None
     return SupportedTypes(
         extensions=accepted_extensions(state.registry, state.model.supports_multimodal),
-        max_upload_bytes=state.settings.max_upload_bytes,
+        max_upload_bytes=settings.max_upload_bytes,
         tenant=tenant,
+        ocr=OcrInUse(
+            setting=settings.ocr,
+            engine=engine.name if engine is not None else None,
+            summary=settings.ocr_summary(),
+        ),
     )
