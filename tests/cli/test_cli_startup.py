@@ -43,6 +43,7 @@ STARTUP_MODULES = {
     "archivist.cli.chat_server_command",
     "archivist.cli.chunk_command",
     "archivist.cli.docs_command",
+    "archivist.cli.doctor_command",
     "archivist.cli.eval_command",
     "archivist.cli.files",
     "archivist.cli.home",

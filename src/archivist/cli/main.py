@@ -23,6 +23,7 @@ from archivist.cli.ask_command import add_ask_command
 from archivist.cli.chat_server_command import add_chat_server_command
 from archivist.cli.chunk_command import add_chunk_command
 from archivist.cli.docs_command import add_docs_commands
+from archivist.cli.doctor_command import add_doctor_command
 from archivist.cli.eval_command import add_eval_command
 from archivist.cli.index_command import add_index_command
 from archivist.cli.kb_commands import add_kb_commands
@@ -156,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_keys_command(commands)
     add_mcp_command(commands)
     add_worker_command(commands)
+    add_doctor_command(commands)
     for command in commands.choices.values():
         command.formatter_class = _DefaultsFormatter
         command.add_argument(
