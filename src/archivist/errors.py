@@ -163,6 +163,12 @@ class DocumentParseError(FileError, ValueError):
     it changed while it was read."""
 
 
+class ScansUnreadError(DocumentParseError):
+    """The file's only text is in pictures (scanned pages) and no OCR reads them here (OCR
+    is off, or no engine is installed): nothing is wrong with the file, and `reason` says
+    how to have it read."""
+
+
 class StoreError(ArchivistError):
     """The vector store cannot do what was asked (as opposed to a bad argument)."""
 

@@ -247,6 +247,28 @@ async def test_ocr_gets_its_engines_memory_on_top_of_the_parse_limit(tmp_path: P
         await limited(parser, path, ChildLimits(memory_bytes=base))
 
 
+def test_the_child_reads_with_the_engine_its_parent_chose(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A parser crosses into the child pickled: "auto" resolved where no engine is found
+    stays without one there, though the child could find one itself."""
+    import pickle
+    import sys
+
+    from archivist.rag.parser import PDFParser
+    from archivist.rag.parser.ocr import Ocr
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with monkeypatch.context() as hidden:
+        hidden.setitem(sys.modules, "rapidocr_onnxruntime", None)
+        parser = PDFParser(ocr=Ocr("auto"))
+        assert parser.ocr is not None and parser.ocr.engine is None
+        sent = pickle.dumps(parser)
+    received = pickle.loads(sent)
+    assert received.ocr.engine is None
+    assert "RapidOCR is not installed" in received.ocr.summary()
+
+
 async def test_the_ocr_reserve_is_not_given_to_a_file_without_scans(tmp_path: Path) -> None:
     path = tmp_path / "greedy.txt"
     path.write_text("anything")

@@ -90,3 +90,27 @@ async def test_many_pages_stream_one_at_a_time() -> None:
     sections = await parser.parse(io.BytesIO(data).getvalue(), "long.pdf")
     assert len(sections) == 60
     assert sections[59].content.text == "page number 60"  # type: ignore[union-attr]
+
+
+async def test_scans_with_no_ocr_engine_are_unread_scans_saying_how_to_read_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not the file's fault: a `ScansUnreadError` (ingest skips the file), where a PDF
+    without text and without scans stays a plain parse error."""
+    import sys
+
+    from archivist.errors import DocumentParseError, ScansUnreadError
+    from archivist.rag.parser.ocr import Ocr
+    from factories import make_scanned_pdf
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setitem(sys.modules, "rapidocr_onnxruntime", None)
+    parser = PDFParser(ocr=Ocr("auto"))
+    with pytest.raises(ScansUnreadError, match=r"scan\.pdf: .*pip install 'archivist\[ocr\]'"):
+        await parser.parse(make_scanned_pdf([["A scanned page."], ["Another."]]), "scan.pdf")
+    with pytest.raises(DocumentParseError) as blank:
+        await parser.parse(make_pdf(["", ""]), "blank.pdf")
+    assert not isinstance(blank.value, ScansUnreadError)
+    with pytest.raises(DocumentParseError) as off:
+        await PDFParser(ocr="off").parse(make_scanned_pdf([["A scanned page."]]), "off.pdf")
+    assert not isinstance(off.value, ScansUnreadError)  # OCR turned off: the user's choice

@@ -34,6 +34,7 @@ from archivist.errors import (
     DocumentParseError,
     EmbeddingAPIError,
     InvalidVectorError,
+    ScansUnreadError,
     TransientEmbeddingError,
 )
 from archivist.rag.chunker.base import ChunkerBase
@@ -390,6 +391,8 @@ async def _parse_one(
             return FileResult(
                 str(path), Outcome.SKIPPED, document_id, error="empty: no text to index"
             )
+    except ScansUnreadError as exc:  # the machine cannot read scans: not the file's fault
+        return FileResult(str(path), Outcome.SKIPPED, document_id, error=exc.reason, cause=exc)
     except (ValueError, OSError) as exc:
         return FileResult(str(path), Outcome.FAILED, document_id, error=str(exc), cause=exc)
     if not count:

@@ -11,7 +11,7 @@ from typing import ClassVar
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
-from archivist.errors import DocumentParseError
+from archivist.errors import DocumentParseError, ScansUnreadError
 from archivist.message import TextBlock
 from archivist.rag.document import Section
 from archivist.rag.parser.base import BinaryParser, read_binary
@@ -89,7 +89,7 @@ class PDFParser(BinaryParser):
             except pdfium.PdfiumError as exc:
                 document.close()
                 raise DocumentParseError(f"unreadable PDF: {exc}", filename=filename) from exc
-        unread = 0
+        unread = found = 0
         try:
             for index in range(page_count):
                 with PDFIUM_LOCK:
@@ -102,10 +102,13 @@ class PDFParser(BinaryParser):
                     elif read[0]:
                         text, metadata = read[0], {**metadata, **read[1]}
                 if text:
+                    found += 1
                     yield Section(content=TextBlock(text=text), source=filename, metadata=metadata)
         finally:
             with PDFIUM_LOCK:
                 document.close()
+        if unread and not found:  # every page a scan, and no engine to read them
+            raise ScansUnreadError(self.nothing_found, filename=filename)
         if unread:
             logger.warning("%s: %d scanned page(s) left unread: %s", filename, unread, OCR_HINT)
 

@@ -94,8 +94,9 @@ class Ocr:
         return f"Ocr({self.choice!r}, languages={self.languages!r})"
 
     def __getstate__(self) -> dict[str, Any]:
+        # The engine once resolved goes along: a parse child reads with what its parent
+        # chose (and sized its memory for), not with what it would find itself.
         state = dict(self.__dict__)
-        state["_engine"] = state["_engine"] if isinstance(self.choice, OcrEngine) else False
         state["on_page"] = None
         return state
 
