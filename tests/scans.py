@@ -1,6 +1,6 @@
 """Scans for OCR tests: text drawn into pictures (as a scanner or camera would give them)
-and image-only PDFs of such pictures. Latin text is drawn in the font Pillow ships; Chinese
-text needs WenQuanYi Micro Hei (`system_programs.CHINESE_FONT`: a test drawing Chinese
+and image-only PDFs of such pictures. Latin text is drawn in a font a Python package ships;
+Chinese text needs WenQuanYi Micro Hei (`system_programs.CHINESE_FONT`: a test drawing Chinese
 without it is skipped, or failed where system tests are required)."""
 
 from __future__ import annotations
@@ -11,9 +11,13 @@ import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
+import reportlab
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
 from system_programs import CHINESE_FONT, CJK_FONT, require
+
+LATIN_FONT = Path(reportlab.__file__).parent / "fonts" / "Vera.ttf"
+"""Bitstream Vera Sans (DejaVu Sans's Latin letters), as reportlab, a `[dev]` package, ships it."""
 
 ENGLISH = (
     "The warranty for the Model X-200 pump covers parts and labour for 36 months. "
@@ -35,11 +39,11 @@ def _wrap(text: str, width: int) -> list[str]:
     return lines
 
 
-def _font(size: int, *, cjk: bool) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
-    if not cjk:
-        return ImageFont.load_default(size)  # Aileron, inside Pillow: no system font needed
-    require(CHINESE_FONT)
-    return ImageFont.truetype(str(CJK_FONT), size)
+def _font(size: int, *, cjk: bool) -> ImageFont.FreeTypeFont:
+    if cjk:
+        require(CHINESE_FONT)
+        return ImageFont.truetype(str(CJK_FONT), size)
+    return ImageFont.truetype(str(LATIN_FONT), size)
 
 
 def page_image(
