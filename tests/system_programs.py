@@ -138,10 +138,10 @@ JQ_AND_CURL = Need(
 NEEDS = (TESSERACT, CHROMIUM, POSTGRES_SERVER, CHINESE_FONT, JQ_AND_CURL)
 """Every need; `.ci/run` installs the packages of each."""
 
+# The markers tests use; the `postgres_url` fixture requires POSTGRES_SERVER, and scans.py
+# requires CHINESE_FONT where it draws Chinese.
 needs_tesseract = TESSERACT.mark
 needs_chromium = CHROMIUM.mark
-needs_postgres_server = POSTGRES_SERVER.mark
-needs_chinese_font = CHINESE_FONT.mark
 needs_jq_and_curl = JQ_AND_CURL.mark
 
 
