@@ -6,7 +6,8 @@ import pytest
 pytest.register_assert_rewrite("archivist.testing", "qdrant_cases")
 
 # The shared store fixture and hash embedding model every directory uses (also offered to
-# third-party store authors).
-pytest_plugins = ["archivist.testing.fixtures"]
+# third-party store authors); the skip-or-fail rule of tests that need a system program
+# (tests/system_programs.py); `pytester`, for the tests of that rule.
+pytest_plugins = ["archivist.testing.fixtures", "system_programs", "pytester"]
 
 sys.path.insert(0, str(Path(__file__).parent))

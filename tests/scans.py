@@ -1,21 +1,23 @@
 """Scans for OCR tests: text drawn into pictures (as a scanner or camera would give them)
-and image-only PDFs of such pictures. Needs DejaVu Sans and WenQuanYi Micro Hei (Debian:
-fonts-dejavu-core, fonts-wqy-microhei) and, for reading them, Tesseract."""
+and image-only PDFs of such pictures. Latin text is drawn in a font a Python package ships;
+Chinese text needs WenQuanYi Micro Hei (`system_programs.CHINESE_FONT`: a test drawing Chinese
+without it is skipped, or failed where system tests are required)."""
 
 from __future__ import annotations
 
 import io
-import shutil
 import struct
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
-import pytest
+import reportlab
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
-LATIN_FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
-CJK_FONT = Path("/usr/share/fonts/truetype/wqy/wqy-microhei.ttc")
+from system_programs import CHINESE_FONT, CJK_FONT, require
+
+LATIN_FONT = Path(reportlab.__file__).parent / "fonts" / "Vera.ttf"
+"""Bitstream Vera Sans (DejaVu Sans's Latin letters), as reportlab, a `[dev]` package, ships it."""
 
 ENGLISH = (
     "The warranty for the Model X-200 pump covers parts and labour for 36 months. "
@@ -23,11 +25,6 @@ ENGLISH = (
     "base plate."
 )
 CHINESE = "本公司自七月一日起实行新的考勤制度。年度体检安排在九月第二周，地点为总部三楼会议室。"
-
-needs_tesseract = pytest.mark.skipif(
-    shutil.which("tesseract") is None or not CJK_FONT.exists() or not LATIN_FONT.exists(),
-    reason="needs tesseract-ocr, tesseract-ocr-chi-sim and fonts-wqy-microhei (CI installs them)",
-)
 
 
 def _wrap(text: str, width: int) -> list[str]:
@@ -42,13 +39,19 @@ def _wrap(text: str, width: int) -> list[str]:
     return lines
 
 
+def _font(size: int, *, cjk: bool) -> ImageFont.FreeTypeFont:
+    if cjk:
+        require(CHINESE_FONT)
+        return ImageFont.truetype(str(CJK_FONT), size)
+    return ImageFont.truetype(str(LATIN_FONT), size)
+
+
 def page_image(
     text: str, *, size: tuple[int, int] = (1654, 2339), noisy: bool = False, font_px: int = 40
 ) -> Image.Image:
     """An A4 page at 200 dpi with `text` on it in black; `noisy`: rotated 1.5° and blurred,
     as a photo of a note would be."""
-    cjk = any(ord(c) > 0x2E80 for c in text)
-    font = ImageFont.truetype(str(CJK_FONT if cjk else LATIN_FONT), font_px)
+    font = _font(font_px, cjk=any(ord(c) > 0x2E80 for c in text))
     image = Image.new("L", size, 255)
     draw = ImageDraw.Draw(image)
     y = 150
@@ -104,15 +107,18 @@ FACTS: dict[str, tuple[str, int | None]] = {
 """Each fact query of `scan_folder` and where its answer is: the file, and the page."""
 
 
-def scan_folder(folder: Path) -> Path:
+def scan_folder(folder: Path, *, chinese_scans: bool = True) -> Path:
     """A folder of what people really have: a 2-page image-only PDF (English page, Chinese
     page), a slightly rotated and blurred photo of an English note, a Chinese notice as JPEG,
-    and text files that answer none of `FACTS`."""
+    and text files that answer none of `FACTS`. `chinese_scans=False`, for tests that never
+    read the scans: the same files with English in place of the scanned Chinese, drawn
+    without the Chinese font."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "scan.pdf").write_bytes(scanned_pdf([page_image(ENGLISH), page_image(CHINESE)]))
+    second_page, notice_text = (CHINESE, NOTICE) if chinese_scans else (ENGLISH, NOTE)
+    (folder / "scan.pdf").write_bytes(scanned_pdf([page_image(ENGLISH), page_image(second_page)]))
     note = page_image(NOTE, size=(1600, 700), noisy=True).convert("RGB")
     (folder / "note.png").write_bytes(encode(note))
-    notice = page_image(NOTICE, size=(1600, 600)).convert("RGB")
+    notice = page_image(notice_text, size=(1600, 600)).convert("RGB")
     (folder / "notice.jpg").write_bytes(encode(notice, "JPEG", quality=85))
     (folder / "menu.txt").write_text(
         "The cafeteria serves soup on Mondays and fish on Fridays. Coffee is free before nine.\n"

@@ -3,11 +3,14 @@ serving Gemma 3 270M) as a child process on a free port, the way a user starts o
 
 from __future__ import annotations
 
+import re
 import signal
 import socket
 import subprocess
 import sys
 from pathlib import Path
+
+from child_process import wait_ready
 
 
 def free_port() -> int:
@@ -17,22 +20,28 @@ def free_port() -> int:
 
 
 class LlamaServer:
-    """The server process and its base URL; the model file is assembled in `directory`."""
+    """The server process and its base URL; the model file is assembled in `directory`, and
+    the server's output goes to `directory/chat-server-PORT.log`."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, timeout: float = 300) -> None:
         self.port = free_port()
+        directory.mkdir(parents=True, exist_ok=True)
+        self.log = directory / f"chat-server-{self.port}.log"
         command = [sys.executable, "-m", "archivist", "chat-server", "--port", str(self.port)]
-        self.process = subprocess.Popen(
-            [*command, "--models", str(directory)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
+        with open(self.log, "wb") as log:
+            self.process = subprocess.Popen(
+                [*command, "--models", str(directory)], stdout=log, stderr=subprocess.STDOUT
+            )
+        # It prints `listening URL` once the model is loaded and it serves.
+        listening = wait_ready(
+            self.process,
+            "archivist chat-server",
+            lambda: re.search(r"^listening (\S+)", self.log.read_text(), re.MULTILINE),
+            self.log,
+            timeout,
         )
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        assert line.startswith("listening"), line
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        assert line.split()[1] == self.base_url, line
+        assert listening.group(1) == self.base_url, listening.group(0)
 
     def kill(self) -> None:
         if self.process.poll() is None:

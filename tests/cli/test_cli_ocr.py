@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from cli_helpers import run
 
-from scans import ENGLISH, FACTS, needs_tesseract, page_image, scan_folder, scanned_pdf
+from scans import ENGLISH, FACTS, page_image, scan_folder, scanned_pdf
+from system_programs import needs_tesseract
 
 
 @pytest.fixture(autouse=True)
@@ -82,7 +83,7 @@ def test_chunk_shows_which_text_ocr_read(
 def test_with_ocr_off_scans_fail_or_are_skipped_saying_why_and_texts_still_index(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    docs = scan_folder(tmp_path / "docs")
+    docs = scan_folder(tmp_path / "docs", chinese_scans=False)  # never read here
     code, out, _ = run(capsys, "index", str(docs), "--ocr", "off", "--json")
     assert code == 1  # the image-only PDF failed
     summary = json.loads(out)

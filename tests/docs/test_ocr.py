@@ -30,11 +30,11 @@ from scans import (
     CHINESE,
     ENGLISH,
     encode,
-    needs_tesseract,
     page_image,
     png_header_only,
     scanned_pdf,
 )
+from system_programs import needs_tesseract
 
 
 def _text(sections: list[Section]) -> list[str]:

@@ -10,13 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from postgres_server import postgres_bin, postgres_server
+from postgres_server import postgres_server
 from service_helpers import free_port, new_key, running_service
 from sqlalchemy import Engine
 
 from archivist.service import ServiceSettings
 from archivist.service.storage.database import make_engine, metadata
 from archivist.service.storage.file_store import FileStore, open_file_store
+from system_programs import POSTGRES_SERVER, require
 
 
 @dataclass
@@ -42,8 +43,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """A throw-away PostgreSQL server on 127.0.0.1 for the whole session."""
-    if postgres_bin() is None:
-        pytest.skip("PostgreSQL is not installed here (apt-get install -y postgresql)")
+    require(POSTGRES_SERVER)
     with postgres_server() as url:
         yield url
 

@@ -25,6 +25,7 @@ from sqlalchemy import Engine, select
 from archivist.rag import PgVectorStore
 from archivist.rag.store.core.generations import GenerationInfo
 from archivist.service.storage.database import jobs
+from child_process import wait_ready
 
 
 def archivist_executable() -> str:
@@ -48,22 +49,21 @@ class WorkerProcess:
     def start(self, timeout: float = 120) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") as log:
+            written_before = log.tell()  # a restart's announcement, not the last run's
             self.process = subprocess.Popen(
                 [archivist_executable(), "worker", *self.options],
                 env=child_environment(self.env, self.home),
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = re.search(r"archivist worker (\S+):", self.log.read_text())
-            if found:
-                self.owner = found.group(1)
-                return
-            if self.process.poll() is not None:
-                raise RuntimeError(f"archivist worker exited: {self.log.read_text()[-2000:]}")
-            time.sleep(0.2)
-        raise TimeoutError("archivist worker did not start")
+        announced = wait_ready(
+            self.process,
+            "archivist worker",
+            lambda: re.search(rb"archivist worker (\S+):", self.log.read_bytes()[written_before:]),
+            self.log,
+            timeout,
+        )
+        self.owner = announced.group(1).decode()
 
     @property
     def alive(self) -> bool:
@@ -173,17 +173,14 @@ class MotoProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"moto exited: {self.log.read_text()[-2000:]}")
-            try:
-                httpx.get(f"{self.url}/moto-api/", timeout=2)
-                return
-            except httpx.HTTPError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
+        wait_ready(self.process, "moto's S3 server", self._answers, self.log, timeout)
+
+    def _answers(self) -> bool:
+        try:
+            httpx.get(f"{self.url}/moto-api/", timeout=2)
+        except httpx.HTTPError:
+            return False
+        return True
 
     def pause(self) -> None:
         assert self.process is not None

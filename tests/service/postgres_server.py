@@ -1,11 +1,12 @@
-"""A throw-away PostgreSQL server on 127.0.0.1 for tests, from Debian's `postgresql` package."""
+"""A throw-away PostgreSQL server on 127.0.0.1 for tests, from Debian's `postgresql` package
+(`system_programs.POSTGRES_SERVER`: a test that starts one needs it)."""
 
 from __future__ import annotations
 
-import glob
 import os
 import pwd
 import shutil
+import stat
 import subprocess
 import tempfile
 import time
@@ -15,19 +16,8 @@ from pathlib import Path
 
 from service_helpers import free_port
 
-
-def postgres_bin() -> Path | None:
-    """The newest installed `.../lib/postgresql/N/bin` holding initdb and pg_ctl, if any."""
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=_version)
-    if found:
-        return Path(found[-1]).parent
-    initdb = shutil.which("initdb")
-    return Path(initdb).parent if initdb else None
-
-
-def _version(path: str) -> int:
-    part = Path(path).parts[-3]
-    return int(part) if part.isdigit() else 0
+from child_process import tail
+from system_programs import postgres_bin
 
 
 def _as_postgres(command: list[str]) -> list[str]:
@@ -35,6 +25,24 @@ def _as_postgres(command: list[str]) -> list[str]:
     if os.geteuid() != 0:
         return command
     return ["runuser", "-u", "postgres", "--", *command]
+
+
+def _reachable_by_others(folder: Path) -> None:
+    """Let other users pass through `folder`'s parents (o+x, not o+r), as the `postgres`
+    user must to reach its data folder: `make test` keeps temporary files in a folder only
+    its owner may enter."""
+    for parent in folder.parents:
+        mode = parent.stat().st_mode
+        if not mode & stat.S_IXOTH:
+            parent.chmod(mode | stat.S_IXOTH)
+
+
+def _run(command: list[str]) -> None:
+    """Run `command`; a failure names it and shows the end of its error output."""
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        last = "\n".join(done.stderr.splitlines()[-40:])
+        raise RuntimeError(f"{' '.join(command)} exited with status {done.returncode}:\n{last}")
 
 
 @contextmanager
@@ -48,29 +56,18 @@ def postgres_server() -> Iterator[str]:
     if os.geteuid() == 0:
         user = pwd.getpwnam("postgres")
         os.chown(root, user.pw_uid, user.pw_gid)
+        _reachable_by_others(root)
     port = free_port()
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.PIPE, "check": True}
-    subprocess.run(
-        _as_postgres([str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"]),
-        **quiet,  # type: ignore[arg-type]
-    )
+    _run(_as_postgres([str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"]))
     options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off"
-    subprocess.run(
-        _as_postgres(
-            [
-                str(bin_dir / "pg_ctl"),
-                "-D",
-                str(data),
-                "-o",
-                options,
-                "-l",
-                str(root / "log"),
-                "-w",
-                "start",
-            ]
-        ),
-        **quiet,  # type: ignore[arg-type]
-    )
+    log = root / "log"
+    try:
+        # -w: pg_ctl waits (up to a minute) until the server accepts connections, or fails
+        # as soon as the server has exited.
+        start = [str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(log)]
+        _run(_as_postgres([*start, "-w", "start"]))
+    except RuntimeError as error:
+        raise RuntimeError(f"{error}\nthe server's log:\n{tail(log)}") from None
     try:
         url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
         _wait_ready(url)

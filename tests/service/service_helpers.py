@@ -22,6 +22,7 @@ from archivist.service import ServiceSettings, create_app
 from archivist.service.guards.slow_clients import uvicorn_options
 from archivist.service.storage.database import make_engine
 from archivist.service.storage.keys import create_key
+from child_process import wait_ready
 
 FINAL = {"ready", "failed"}
 CLEARED_ENVIRONMENT = ("ARCHIVIST_DATABASE_URL", "ARCHIVIST_PGVECTOR_URL", "ARCHIVIST_FILES_URL")
@@ -54,12 +55,23 @@ def running_service(settings: ServiceSettings, **app_kwargs: Any) -> Iterator[st
         **uvicorn_options(settings),
     )
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
+    failure: list[BaseException] = []
+
+    def serve() -> None:  # its failure is raised from the test below, not lost in the thread
+        try:
+            server.run()
+        except BaseException as error:
+            failure.append(error)
+
+    thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
     while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the service did not start")
+        if not thread.is_alive():  # why: uvicorn's log, and the exception it ended with
+            cause = failure[0] if failure else None
+            raise RuntimeError("the service stopped before it started") from cause
+        if time.monotonic() > deadline:
+            raise TimeoutError("the service did not start within 60 s")
         time.sleep(0.05)
     try:
         yield f"http://127.0.0.1:{port}"
@@ -113,6 +125,8 @@ class ServeProcess:
         return self.process is not None and self.process.poll() is None
 
     def start(self, timeout: float = 90) -> None:
+        """Start it and wait until it answers /healthz; ChildExited (its status and the end
+        of its output) as soon as it exits instead."""
         self.home.mkdir(parents=True, exist_ok=True)
         exe = shutil.which("archivist", path=str(Path(sys.executable).parent)) or "archivist"
         base = dict(os.environ)
@@ -126,19 +140,13 @@ class ServeProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        deadline = time.monotonic() + timeout
-        pause = 0.02
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"archivist serve exited: {self.log.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(pause)
-            pause = min(pause * 2, 0.2)
-        raise TimeoutError("archivist serve did not become healthy")
+        wait_ready(self.process, "archivist serve", self._healthy, self.log, timeout)
+
+    def _healthy(self) -> bool:
+        try:
+            return httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
 
     def kill(self) -> None:
         assert self.process is not None

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import time
 from pathlib import Path
 
@@ -13,16 +12,14 @@ import pytest
 from service_helpers import new_key
 
 from factories import make_pdf
+from system_programs import chromium, needs_chromium
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-CHROMIUM = shutil.which("chromium")
 ARTIFACTS = Path(
     os.environ.get("ARCHIVIST_TEST_ARTIFACTS", Path(__file__).parents[2] / "test-artifacts")
 )
 
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="Debian's chromium is not installed (apt-get install -y chromium)"
-)
+pytestmark = needs_chromium
 
 
 def test_upload_watch_search_and_open_in_the_page(service, tmp_path: Path) -> None:
@@ -37,7 +34,7 @@ def test_upload_watch_search_and_open_in_the_page(service, tmp_path: Path) -> No
         )
     )
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        browser = playwright.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
         try:
             page = browser.new_page(viewport={"width": 1200, "height": 800})
             page.goto(service.url + "/")
@@ -114,7 +111,7 @@ def test_uploaded_html_and_xml_never_run_in_the_page(service, tmp_path: Path) ->
     script cannot run and the logged-in key stays unreadable, even opened directly."""
     key = new_key(service.settings, "xss-tenant")
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        browser = playwright.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
         try:
             context = browser.new_context(accept_downloads=True)
             page = context.new_page()
@@ -205,7 +202,7 @@ def test_the_api_docs_render_offline_under_the_pages_policy(service) -> None:
     """`/docs` shows every operation with Swagger UI from the service itself: nothing is
     fetched from another origin and the Content-Security-Policy blocks nothing."""
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        browser = playwright.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
         try:
             page = browser.new_page()
             problems: list[str] = []

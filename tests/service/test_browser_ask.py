@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -15,10 +14,10 @@ from service_helpers import client, new_key, running_service, wait_final
 
 from archivist.service import ServiceSettings
 from cli.llama_server import LlamaServer
+from system_programs import chromium, needs_chromium
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 pytest.importorskip("xllamacpp", reason="xllamacpp ships wheels for x86_64 Linux only")
-CHROMIUM = shutil.which("chromium")
 ARTIFACTS = Path(
     os.environ.get("ARCHIVIST_TEST_ARTIFACTS", Path(__file__).parents[2] / "test-artifacts")
 )
@@ -26,7 +25,7 @@ FACT = "On the planet Zorbia the sky is bright green, because of the copper dust
 
 pytestmark = [
     pytest.mark.heavy,
-    pytest.mark.skipif(CHROMIUM is None, reason="apt-get install -y chromium"),
+    needs_chromium,
 ]
 
 STREAMING_WITH_TEXT = """() => {
@@ -58,7 +57,7 @@ def test_ask_panel_streams_cites_keeps_history_and_shows_a_dead_chat_server(
                     files=[("files", ("zorbia.txt", FACT.encode(), "text/plain"))],
                 )
                 wait_final(http, "planets")
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            browser = playwright.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
             try:
                 page = browser.new_page(viewport={"width": 1200, "height": 900})
                 page.goto(url + "/")

@@ -30,6 +30,7 @@ from archivist.cli.main import main
 from archivist.service import ServiceSettings
 from archivist.service.telemetry.metrics import QUEUE_READ_SECONDS
 from archivist.service.telemetry.request_id import request_id_for
+from child_process import wait_ready
 from pgvector_server import fresh_database, pgvector_server
 
 KB = "kb-zanzibar-ledger"
@@ -325,7 +326,7 @@ def test_a_worker_serves_its_indexing_metrics(tmp_path: Path) -> None:
         with open(log, "wb") as out:
             worker = subprocess.Popen([*exe, *options], env=env, stdout=out, stderr=out)
         try:
-            scrape = wait_for_metrics(f"http://127.0.0.1:{port}/metrics", worker)
+            scrape = wait_for_metrics(f"http://127.0.0.1:{port}/metrics", worker, log)
             assert value(samples(scrape), "archivist_index_jobs", state="queued") == 0
             with client(api.url, key) as http:
                 assert http.post("/v1/knowledge-bases", json={"name": KB}).status_code == 201
@@ -337,7 +338,7 @@ def test_a_worker_serves_its_indexing_metrics(tmp_path: Path) -> None:
                 assert response.status_code == 202, response.text
                 (document,) = wait_final(http, KB)
                 assert document["status"] == "ready", document
-            found = samples(wait_for_metrics(f"http://127.0.0.1:{port}/metrics", worker))
+            found = samples(wait_for_metrics(f"http://127.0.0.1:{port}/metrics", worker, log))
             assert value(found, "archivist_index_jobs_finished_total", status="ready") == 1
             embed = "archivist_embedding_duration_seconds_count"
             assert value(found, embed, input_type="document") >= 1
@@ -355,19 +356,19 @@ def test_a_worker_serves_its_indexing_metrics(tmp_path: Path) -> None:
         assert secret not in output
 
 
-def wait_for_metrics(url: str, process: subprocess.Popen[bytes], timeout: float = 120) -> str:
-    """The text of `url` once it answers (while `process` runs)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "the worker exited"
+def wait_for_metrics(
+    url: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 120
+) -> str:
+    """The text of `url` once it answers, while `process` (its output in `log`) runs."""
+
+    def scrape() -> str:
         try:
             response = httpx.get(url, timeout=5)
-            if response.status_code == 200:
-                return response.text
         except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise TimeoutError(f"{url} did not answer")
+            return ""
+        return response.text if response.status_code == 200 else ""
+
+    return wait_ready(process, "archivist worker", scrape, log, timeout)
 
 
 def test_a_worker_names_a_metrics_port_it_cannot_use(tmp_path, monkeypatch, capsys) -> None:

@@ -12,7 +12,8 @@ from service_helpers import client, new_key, running_service, wait_final
 
 from archivist.errors import ConfigurationError
 from archivist.service import ServiceSettings
-from scans import ENGLISH, FACTS, needs_tesseract, page_image, scan_folder, scanned_pdf
+from scans import ENGLISH, FACTS, page_image, scan_folder, scanned_pdf
+from system_programs import needs_tesseract
 
 
 def _upload(http, kb: str, paths: list[Path]):  # type: ignore[no-untyped-def]
