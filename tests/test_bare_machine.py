@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from child_process import wait_ready
 from factories import make_scanned_pdf
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="PATH and processes of POSIX")
@@ -77,19 +78,15 @@ def serving(home: Path, empty_dir: Path, hidden: str = "") -> Iterator[tuple[str
             stderr=subprocess.STDOUT,
         )
     url = f"http://127.0.0.1:{port}"
+
+    def answers() -> bool:
+        try:
+            return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"archivist serve exited {process.returncode}:\n{log.read_text()}")
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"archivist serve did not answer in 120 s:\n{log.read_text()}")
-            time.sleep(0.1)
+        wait_ready(process, "archivist serve", answers, log, timeout=120)
         yield url, log
     finally:
         process.terminate()

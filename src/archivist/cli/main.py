@@ -210,8 +210,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     debug = bool(getattr(args, "debug", False))
     _log_to_stderr(debug)
+    choose_loop = getattr(args, "event_loop", None)  # a command may run on another loop
     try:
-        code: int = asyncio.run(args.handler(args))
+        with asyncio.Runner(loop_factory=choose_loop() if choose_loop else None) as runner:
+            code: int = runner.run(args.handler(args))
     except KeyboardInterrupt:  # through the logger: a JSON line under `--log-format json`
         logging.getLogger("archivist").warning("interrupted")
         return EXIT_INTERRUPTED

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from archivist._util.extras import EXTRAS, require
+from archivist._util.extras import EXTRAS, installed, require
 from archivist.chunk_defaults import (
     PARSE_CPU_SECONDS,
     PARSE_MEMORY_MB,
@@ -23,6 +24,8 @@ from archivist.cli.session import (
 from archivist.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
+    import asyncio
+
     from archivist.service import ServiceSettings
 
 
@@ -97,7 +100,17 @@ def add_serve_command(commands: Any) -> None:
         help="longest answer relayed and kept; a longer one is cut there and the chat "
         "server's stream closed (default 256)",
     )
-    cmd.set_defaults(handler=run_serve)
+    cmd.set_defaults(handler=run_serve, event_loop=service_event_loop)
+
+
+def service_event_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The event loop `serve` and `worker` run on: uvloop's where it is installed (the
+    `service` extra brings it, but on Windows), else asyncio's own (None)."""
+    if not installed("uvloop"):
+        return None
+    import uvloop
+
+    return uvloop.new_event_loop
 
 
 def add_log_format_argument(cmd: argparse.ArgumentParser) -> None:

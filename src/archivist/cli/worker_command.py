@@ -12,6 +12,7 @@ from archivist.cli.serve_command import (
     add_shared_store_arguments,
     indexing_settings,
     require_service,
+    service_event_loop,
     service_settings,
     shared_store_settings,
     show_startup_choices,
@@ -70,7 +71,7 @@ def add_worker_command(commands: Any) -> None:
     )
     add_log_format_argument(cmd)
     add_chunking_arguments(cmd, from_kb=False)
-    cmd.set_defaults(handler=run_worker)
+    cmd.set_defaults(handler=run_worker, event_loop=service_event_loop)
 
 
 WATCH_SECONDS = 5.0

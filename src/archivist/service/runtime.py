@@ -95,6 +95,8 @@ async def running_service(
         model = embedding_model or default_model(settings, observe)
         registry = default_registry(settings.ocr_reader())
         logger.info("OCR: %s", settings.ocr_summary())
+        loop = type(asyncio.get_running_loop()).__module__.split(".")[0]
+        logger.info("event loop: %s", loop)  # uvloop where installed, else asyncio
         chunker = OffloadedChunker(
             chunker_for(model.chunk_tokenizer(), settings.chunk_size, settings.overlap),
             settings.index_niceness,
