@@ -9,6 +9,7 @@ Each command runs in a fresh interpreter whose `PATH` holds no system program (s
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -155,7 +156,11 @@ def test_serve_without_tesseract_starts_and_reads_a_scan_with_rapidocr(
     home = tmp_path / "home"
     key = new_key(home, empty_dir)
     with serving(home, empty_dir) as (url, log):
-        assert "OCR: RapidOCR (auto: Tesseract is not installed)" in log.read_text()
+        started = log.read_text()
+        assert "archivist: OCR: RapidOCR (auto: Tesseract is not installed)" in started
+        loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+        assert f"archivist: event loop: {loop}" in started
+        assert "archivist: answers: none (no --chat-base-url)" in started
         types = httpx.get(
             f"{url}/v1/supported-types", headers={"Authorization": f"Bearer {key}"}
         ).json()

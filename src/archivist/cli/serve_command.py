@@ -368,4 +368,6 @@ def show_startup_choices() -> None:
     """Print the service's startup lines (what "auto" defaults chose) in the plain-text log."""
     import logging
 
-    logging.getLogger("archivist.service.runtime").setLevel(logging.INFO)
+    from archivist.service.runtime import STARTUP_LOGGER
+
+    logging.getLogger(STARTUP_LOGGER).setLevel(logging.INFO)

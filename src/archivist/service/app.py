@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from urllib.parse import urlsplit
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
@@ -59,6 +60,18 @@ async def opened_app(settings: ServiceSettings) -> AsyncIterator[FastAPI]:
         yield _app(settings, metrics, service, None)
 
 
+def _answers(settings: ServiceSettings) -> str:
+    """What answers questions on the page and at /v1/sessions, in one line."""
+    if settings.chat_base_url:
+        where = urlsplit(settings.chat_base_url)
+        host = where.netloc.rsplit("@", 1)[-1]  # never a password in the log
+        return f"{settings.chat_model or 'the default model'} at {where.scheme}://{host}{where.path}"
+    return (
+        "none (no --chat-base-url): Ask shows the passages found; for answers give an "
+        "OpenAI-compatible --chat-base-url, or run `archivist chat-server` on this machine"
+    )
+
+
 def _app(
     settings: ServiceSettings,
     metrics: ServiceMetrics | None,
@@ -70,6 +83,7 @@ def _app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         chat_model = configured_chat_model(settings)
+        runtime.logger.info("answers: %s", _answers(settings))
         try:
             async with AsyncExitStack() as stack:
                 service = opened

@@ -28,7 +28,8 @@ from archivist.service.storage.database import make_engine
 from archivist.service.storage.private_files import make_private
 from archivist.service.telemetry.metrics import ServiceMetrics
 
-logger = logging.getLogger(__name__)
+STARTUP_LOGGER = "archivist.service.startup"
+logger = logging.getLogger(STARTUP_LOGGER)
 """Says at startup what the defaults that depend on what is installed chose."""
 
 
