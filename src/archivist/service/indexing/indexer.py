@@ -236,7 +236,9 @@ class Indexer:
         async with _fetched(self.files, job.document.path) as local:
             if local is None:
                 return Status.FAILED, 0, "the stored file is gone; upload it again"
-            report = await ingest_files(kb, [local], registry=self.registry, chunker=chunker)
+            # read as the type the upload was accepted as, whatever this machine would guess
+            registry = self.registry.reading_as(job.document.media_type)
+            report = await ingest_files(kb, [local], registry=registry, chunker=chunker)
         (result,) = report.results
         if result.outcome in (Outcome.INDEXED, Outcome.UPDATED):
             return Status.READY, result.chunks, None
