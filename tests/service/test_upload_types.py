@@ -92,3 +92,16 @@ def test_an_image_of_any_name_is_refused_when_nothing_reads_images(tmp_path: Pat
         path.write_bytes(png)
         with pytest.raises(UploadTypeError, match="images cannot be indexed"):
             check_upload_type(name, path, default_registry(), False, "m")
+
+
+def test_the_type_an_upload_was_accepted_as_picks_its_parser_later(tmp_path: Path) -> None:
+    """The indexer reads a stored upload as the type recorded for it, not as another
+    machine's guess from its name."""
+    path = tmp_path / "notes.pdf"
+    path.write_bytes(b"Plain words that were accepted as text.\n")
+    registry = default_registry()
+    assert registry.media_type_of(path) == "application/pdf"
+    as_text = registry.reading_as("text/plain")
+    assert as_text.media_type_of(path) == "text/plain"
+    assert type(as_text.parser_for_path(path)) is type(registry.parser_for("x.txt"))
+    assert as_text.identity == registry.identity  # what was indexed stays current
