@@ -85,7 +85,8 @@ class KnowledgeBaseOut(BaseModel):
     created_at: str
     embedding_model: str | None = None
     chunk_size: int | None = None
-    """None: as long as the embedding model's input."""
+    """Tokens per chunk: the one chosen, else the embedding model's input length (None only
+    for a knowledge base that chose no size and whose model is not loaded yet)."""
     overlap: int | None = None
 
     @classmethod
