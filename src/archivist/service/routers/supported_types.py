@@ -7,6 +7,7 @@ from pydantic import BaseModel
 
 from archivist.service.dependencies import State, Tenant
 from archivist.service.guards.upload_types import accepted_extensions
+from archivist.service.operations.sessions import NO_CHAT_MODEL
 
 router = APIRouter(prefix="/v1", tags=["documents"])
 
@@ -14,6 +15,11 @@ router = APIRouter(prefix="/v1", tags=["documents"])
 class SupportedTypes(BaseModel):
     """File extensions some parser reads, and the upload size limit."""
 
+    answers: bool
+    """Whether questions are answered (`POST /v1/sessions/{id}/messages`): the service has a
+    chat model. Without one the page shows the passages a search finds instead."""
+    answers_hint: str | None
+    """Without answers: how the service gets a chat model (the page shows it)."""
     extensions: list[str]
     max_upload_bytes: int
     tenant: str
@@ -23,6 +29,8 @@ class SupportedTypes(BaseModel):
 async def supported_types(tenant: Tenant, state: State) -> SupportedTypes:
     """The accepted extensions and limit, plus the caller's tenant (the page shows it)."""
     return SupportedTypes(
+        answers=state.chat_model is not None,
+        answers_hint=NO_CHAT_MODEL if state.chat_model is None else None,
         extensions=accepted_extensions(state.registry, state.model.supports_multimodal),
         max_upload_bytes=state.settings.max_upload_bytes,
         tenant=tenant,
