@@ -69,6 +69,10 @@ def test_a_batch_whose_every_file_is_refused_is_an_error_naming_each(http) -> No
     detail = response.json()["detail"]
     assert "bad.exe: unsupported file type .exe" in detail
     assert "empty.txt: the file is empty" in detail
+    exe, empty = response.json()["errors"]  # each file's reason on its own
+    assert exe["loc"] == ["files", 0] and exe["msg"].startswith("bad.exe: unsupported")
+    assert exe["type"] == "unsupported_file_type"
+    assert empty == {"loc": ["files", 1], "msg": "empty.txt: the file is empty", "type": "empty_file"}
     assert _documents(http, "refused") == []
     alone = http.post(
         "/v1/knowledge-bases/refused/documents", files={"files": ("empty.txt", b"", "text/plain")}

@@ -336,7 +336,8 @@ class Problem(BaseModel):
     status: int
     detail: str
     errors: list[FieldError] | None = None
-    """For 422: each field that failed validation."""
+    """For 422: each field that failed validation; for an upload whose every file is
+    refused (415 or 422): each file, `loc` ["files", N]."""
 
 
 UNAUTHORIZED: dict[int | str, dict[str, Any]] = {

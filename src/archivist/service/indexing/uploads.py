@@ -10,7 +10,7 @@ import unicodedata
 import uuid
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from archivist.errors import ArchivistError
 from archivist.rag.knowledge.ingest import document_id_for
@@ -26,11 +26,15 @@ _UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f/\\:*?\"<>|]")
 
 
 class UploadRejected(ArchivistError, ValueError):
-    """An upload that cannot be accepted; `status` is the HTTP status to answer with."""
+    """An upload that cannot be accepted; `status` is the HTTP status to answer with, and
+    `errors` the problem's entries for each refused file when there are several."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(
+        self, status: int, message: str, errors: list[dict[str, Any]] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
+        self.errors = errors
 
 
 def safe_filename(raw: str | None) -> str:

@@ -97,8 +97,7 @@ async def _upload(
     )
     uploads = [u for u in stored if isinstance(u, NewUpload)]
     if not uploads:
-        refused = [u for u in stored if isinstance(u, RefusedUpload)]
-        raise UploadRejected(refused[0].status, "; ".join(r.reason for r in refused))
+        raise _all_refused([u for u in stored if isinstance(u, RefusedUpload)])
     request = None
     if idempotency_key is not None:
         request = upload_records.IdempotentRequest(
@@ -154,6 +153,24 @@ async def _upload(
         state.indexer.notify()
         return _in_request_order(stored, await _in_order(state, kb, uploads, records, answer))
     raise AssertionError("unreachable")
+
+
+_REFUSAL_TYPES = {415: "unsupported_file_type", 422: "empty_file"}
+"""The `type` of a refused file's entry in a problem's `errors`, by its status."""
+
+
+def _all_refused(refused: list[RefusedUpload]) -> UploadRejected:
+    """The error of an upload whose every file (`refused`, in request order) is refused:
+    the first one's status, and each file's reason in the detail and as an entry of the
+    problem's `errors` (`loc` ["files", N])."""
+    return UploadRejected(
+        refused[0].status,
+        "; ".join(r.reason for r in refused),
+        [
+            {"loc": ["files", n], "msg": r.reason, "type": _REFUSAL_TYPES[r.status]}
+            for n, r in enumerate(refused)
+        ],
+    )
 
 
 def _in_request_order(
