@@ -27,7 +27,7 @@ _UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f/\\:*?\"<>|]")
 
 class UploadRejected(ArchivistError, ValueError):
     """An upload that cannot be accepted; `status` is the HTTP status to answer with, and
-    `errors` the problem's entries for each refused file when there are several."""
+    `errors` the problem's entries, one per file, when every file was refused."""
 
     def __init__(
         self, status: int, message: str, errors: list[dict[str, Any]] | None = None

@@ -62,7 +62,7 @@ _NOT_FOUND: dict[int | str, dict[str, Any]] = {
         415: {
             "model": Problem,
             "description": "every file refused, the first for a type not accepted or content "
-            "not of it (`detail` gives each file's reason)",
+            "not of it (`errors` gives each file's reason)",
         },
         409: {"model": Problem, "description": "the upload took too long to be recorded"},
         422: {
