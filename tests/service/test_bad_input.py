@@ -96,7 +96,12 @@ def test_text_that_starts_like_an_image_signature_is_accepted_as_text(http) -> N
     assert response.status_code == 202, response.text
 
 
-def test_empty_file_is_422(http) -> None:
+def test_empty_file_is_422_and_refused_alone_beside_others(http) -> None:
+    response = http.post(
+        "/v1/knowledge-bases/inbox/documents", files={"files": ("empty.txt", b"", "text/plain")}
+    )
+    assert response.status_code == 422
+    assert "empty.txt" in response.json()["detail"] and "empty" in response.json()["detail"]
     response = http.post(
         "/v1/knowledge-bases/inbox/documents",
         files=[
@@ -104,8 +109,10 @@ def test_empty_file_is_422(http) -> None:
             ("files", ("empty.txt", b"", "text/plain")),
         ],
     )
-    assert response.status_code == 422
-    assert "empty.txt" in response.json()["detail"] and "empty" in response.json()["detail"]
+    assert response.status_code == 202
+    ok, empty = response.json()["items"]
+    assert ok["filename"] == "ok.txt" and ok["status"] == "queued"
+    assert empty["status"] == "refused" and empty["error"]["status"] == 422
 
 
 def test_missing_files_field_is_422(http) -> None:

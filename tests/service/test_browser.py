@@ -45,8 +45,10 @@ def test_upload_watch_search_and_open_in_the_page(service, tmp_path: Path) -> No
             page.fill("#api-key", key)
             page.click("#login-form button")
             sync_api.expect(page.locator("#who")).to_have_text("tenant: browser-tenant")
-            accept = page.get_attribute("#file-input", "accept") or ""
-            assert ".pdf" in accept.split(",") and ".txt" in accept.split(",")
+            # the picker offers every file: text is read under any name (README, METADATA)
+            assert page.get_attribute("#file-input", "accept") is None
+            sync_api.expect(page.locator("#types-hint")).to_contain_text(".pdf")
+            sync_api.expect(page.locator("#types-hint")).to_contain_text("text files of any name")
 
             page.fill("#kb-name", "handbook")
             page.fill("#kb-description", "HR documents")
@@ -232,5 +234,75 @@ def test_the_api_docs_render_offline_under_the_pages_policy(service) -> None:
             sync_api.expect(page.locator(".auth-container input")).to_be_visible()
             assert problems == []
             assert origins == {service.url.split("/")[2]}
+        finally:
+            browser.close()
+
+
+DROP_BATCH = """() => {
+    const transfer = new DataTransfer();
+    transfer.items.add(new File(["# Lighthouses\\n\\nThe keeper lights the lamp at dusk.\\n"],
+        "good.md", {type: "text/markdown"}));
+    const exe = new Uint8Array(64);
+    exe.set([0x4d, 0x5a, 0x90, 0x00, 0x03]);
+    transfer.items.add(new File([exe], "bad.exe", {type: "application/octet-stream"}));
+    transfer.items.add(new File(
+        ["Metadata-Version: 2.1\\nName: harbour-tools\\nSummary: Tide tables for the harbour master\\n"],
+        "METADATA"));
+    const zone = document.getElementById("drop-zone");
+    zone.dispatchEvent(new DragEvent("drop", {dataTransfer: transfer, bubbles: true}));
+}"""
+
+
+def test_a_batch_shows_its_refusal_and_ask_without_a_model_shows_passages(service) -> None:
+    """The shared service has no chat model: a dropped batch queues its good files and
+    lists the refused one with its reason; Ask shows the passages a search finds and how
+    to add a model, creating no session; a passage opens, and its file downloads."""
+    key = new_key(service.settings, "passages-tenant")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            context = browser.new_context(accept_downloads=True)
+            page = context.new_page()
+            page.goto(service.url + "/")
+            page.fill("#api-key", key)
+            page.click("#login-form button")
+            page.fill("#kb-name", "harbour")
+            page.click("#kb-form button")
+            sync_api.expect(page.locator("#kb-title")).to_have_text("harbour")
+
+            page.evaluate(DROP_BATCH)
+            refusal = page.locator("#upload-error .refusal")
+            sync_api.expect(refusal).to_have_count(1, timeout=30_000)
+            sync_api.expect(refusal).to_contain_text("bad.exe: unsupported file type .exe")
+            sync_api.expect(refusal).to_contain_text("a Windows executable")
+            ready = page.locator('#documents tbody tr[data-status="ready"]')
+            sync_api.expect(ready).to_have_count(2, timeout=180_000)
+            sync_api.expect(page.locator("#documents tbody tr", has_text="METADATA")).to_have_count(1)
+
+            sync_api.expect(page.locator("#ask-mode")).to_be_hidden()
+            page.fill("#ask-input", "Who keeps the tide tables?")
+            page.click("#ask-form button[type=submit]")
+            answer = page.locator("#ask-history li.msg.assistant.passages").last
+            sync_api.expect(answer.locator(".no-answers")).to_contain_text(
+                "archivist serve --chat-base-url"
+            )
+            sync_api.expect(answer.locator(".no-answers")).to_contain_text("archivist chat-server")
+            first = answer.locator(".passage").first
+            sync_api.expect(first.locator(".citation-link")).to_contain_text("METADATA")
+            sync_api.expect(first.locator(".content")).to_contain_text("Tide tables")
+            sync_api.expect(answer).not_to_have_class(re.compile("failed"))
+            sessions = page.request.get(
+                service.url + "/v1/sessions", headers={"Authorization": f"Bearer {key}"}
+            )
+            assert sessions.json()["items"] == []  # nothing asked a model
+
+            first.locator(".citation-link").click()
+            sync_api.expect(page.locator("#passage")).to_be_visible()
+            sync_api.expect(page.locator("#passage-text")).to_contain_text("harbour master")
+            with page.expect_download() as download_info:
+                page.click("#passage-file")
+            assert download_info.value.suggested_filename == "METADATA"
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "service-ask-passages.png"), full_page=True)
         finally:
             browser.close()

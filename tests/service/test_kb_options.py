@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from service_helpers import client, wait_final
 
+from archivist.embedding import LocalEmbeddingModel
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL
 
 LONG = " ".join(
@@ -36,7 +37,7 @@ def test_chunk_size_and_model_are_recorded_and_enforced(service) -> None:
         assert small.json()["chunk_size"] == 32 and small.json()["overlap"] == 8
         assert small.json()["embedding_model"] == DEFAULT_EMBEDDING_MODEL
         plain = http.post("/v1/knowledge-bases", json={"name": "default-chunks"}).json()
-        assert plain["chunk_size"] == service.settings.chunk_size
+        assert plain["chunk_size"] == model_input_length()
         assert plain["overlap"] == service.settings.overlap
 
         ids = {}
@@ -64,7 +65,40 @@ def test_chunk_size_and_model_are_recorded_and_enforced(service) -> None:
         # deleting takes its settings along; the name starts afresh
         assert http.delete("/v1/knowledge-bases/small-chunks").status_code == 204
         again = http.post("/v1/knowledge-bases", json={"name": "small-chunks"}).json()
-        assert again["chunk_size"] == service.settings.chunk_size
+        assert again["chunk_size"] == model_input_length()
+
+
+def model_input_length() -> int:
+    """The tokens the service's default embedding model reads in one input."""
+    tokenizer = LocalEmbeddingModel().chunk_tokenizer()
+    assert tokenizer is not None
+    return tokenizer.max_tokens
+
+
+def test_a_knowledge_base_shows_the_chunk_size_it_cuts_when_none_was_given(service) -> None:
+    assert service.settings.chunk_size is None  # the service's default: the model's input
+    with client(service.url, service.keys["initech"]) as http:
+        made = {
+            "plain": http.post("/v1/knowledge-bases", json={"name": "plain"}),
+            "model-only": http.post(
+                "/v1/knowledge-bases",
+                json={"name": "model-only", "embedding_model": DEFAULT_EMBEDDING_MODEL},
+            ),
+            "overlap-only": http.post(
+                "/v1/knowledge-bases", json={"name": "overlap-only", "overlap": 4}
+            ),
+        }
+        listed = {kb["name"]: kb for kb in http.get("/v1/knowledge-bases").json()["items"]}
+        for name, created in made.items():
+            assert created.status_code == 201, created.text
+            shown = [
+                created.json(),
+                http.get(f"/v1/knowledge-bases/{name}").json(),
+                listed[name],
+                http.patch(f"/v1/knowledge-bases/{name}", json={"description": "d"}).json(),
+            ]
+            assert [kb["chunk_size"] for kb in shown] == [model_input_length()] * 4, name
+        assert listed["overlap-only"]["overlap"] == 4
 
 
 def test_bad_indexing_choices_are_refused_naming_the_option(service) -> None:

@@ -16,11 +16,11 @@ from archivist.message import TextBlock
 from archivist.service import ServiceSettings, runtime
 from archivist.service.guards.quotas import Quota, QuotaExceeded
 from archivist.service.indexing.jobs import ClaimedJob
-from archivist.service.indexing.uploads import IncomingFile, UploadRejected
+from archivist.service.indexing.uploads import IncomingFile, RefusedUpload, UploadRejected
 from archivist.service.operations import documents, knowledge_bases
 from archivist.service.operations.errors import InvalidRequest, NotFound
 from archivist.service.state import ServiceState
-from archivist.service.storage import catalog
+from archivist.service.storage import catalog, upload_records
 from archivist.service.storage.catalog import DocumentRecord, KBExistsError, KBRecord
 
 TEXT = b"Lighthouses guide ships past the rocks at night with a turning lamp.\n"
@@ -126,13 +126,30 @@ async def test_a_quota_refused_when_recording_removes_the_saved_files(
     assert await documents.list_documents(state, kb) == []
 
 
-async def test_a_rejected_file_rejects_the_whole_upload(state: ServiceState) -> None:
-    kb = await knowledge_bases.create_kb(state, "acme", "mixed")
-    with pytest.raises(UploadRejected) as rejected:
-        await documents.upload_documents(state, kb, _files(("a.txt", TEXT), ("empty.txt", b"")))
-    assert rejected.value.status == 422 and "empty.txt" in str(rejected.value)
-    assert _stored(state, kb) == []
-    assert await documents.list_documents(state, kb) == []
+async def test_a_refused_file_is_refused_alone_and_counts_for_no_quota(
+    state: ServiceState,
+) -> None:
+    """Tenant `small` may keep two documents of 1000 bytes: a refused file of more bytes
+    between two good ones takes none of that."""
+    kb = await knowledge_bases.create_kb(state, "small", "mixed")
+    binary = b"\x7fELF\x02\x01\x01\x00" + bytes(4000)
+    answers = await documents.upload_documents(
+        state, kb, _files(("a.txt", TEXT), ("tool", binary), ("empty.txt", b""), ("b.txt", TEXT * 2))
+    )
+    a, tool, empty, b = answers
+    assert isinstance(a, documents.Accepted) and isinstance(b, documents.Accepted)
+    assert isinstance(tool, RefusedUpload) and isinstance(empty, RefusedUpload)
+    assert (tool.status, empty.status) == (415, 422)
+    assert "an ELF executable" in tool.reason and empty.reason == "empty.txt: the file is empty"
+    listed = await documents.list_documents(state, kb)
+    assert [d.id for d in listed] == [a.document.id, b.document.id]
+    assert sorted(p.name for p in _stored(state, kb)) == ["a.txt", "b.txt"]
+    assert await asyncio.to_thread(upload_records.stale_pending, state.engine, time.time() + 1, 10) == []
+    with pytest.raises(UploadRejected) as rejected:  # every file refused: nothing to keep
+        await documents.upload_documents(state, kb, _files(("empty.txt", b""), ("tool", binary)))
+    assert rejected.value.status == 422
+    assert "empty.txt: the file is empty; tool: unsupported file type" in str(rejected.value)
+    assert len(await documents.list_documents(state, kb)) == 2
 
 
 async def test_deleting_a_document_removes_its_chunks_record_and_file(

@@ -204,7 +204,7 @@ def test_bidi_and_invisible_characters_are_stripped_from_filenames(http) -> None
 
 def test_the_extension_decides_and_the_content_must_match(http, service) -> None:
     before = {d["id"] for d in http.get("/v1/knowledge-bases/secure/documents").json()["items"]}
-    body = assert_problem(upload(http, "bad.exe", b"plain ASCII text\n"), 415)
+    body = assert_problem(upload(http, "bad.exe", b"MZ\x90\x00\x03" + b"\x00" * 64), 415)
     assert "bad.exe" in body["detail"] and ".txt" in body["detail"]
     body = assert_problem(upload(http, "report.pdf", b"not a PDF at all\n"), 415)
     assert "report.pdf" in body["detail"] and "does not match" in body["detail"]

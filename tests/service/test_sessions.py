@@ -376,3 +376,15 @@ def test_without_a_chat_model_asking_is_409_naming_the_option(service) -> None:
         )
     assert answer.status_code == 409
     assert "--chat-base-url" in answer.json()["detail"]
+
+
+def test_the_page_is_told_whether_questions_are_answered(service, chat_service) -> None:
+    with client(service.url, service.keys["acme"]) as plain:
+        info = plain.get("/v1/supported-types").json()
+    assert info["answers"] is False
+    hint = info["answers_hint"]
+    assert "archivist serve --chat-base-url" in hint and "--chat-model" in hint
+    assert "archivist chat-server" in hint
+    with client(chat_service.url, chat_service.keys["acme"]) as answered:
+        info = answered.get("/v1/supported-types").json()
+    assert info["answers"] is True and info["answers_hint"] is None

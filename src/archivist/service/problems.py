@@ -1,9 +1,10 @@
 """One error shape for the whole service: `application/problem+json` (RFC 9457).
 
 Every non-2xx answer carries `type`, `title`, `status` and `detail`; a 422 adds `errors`
-(one entry per invalid field). Routes call the operations and let their errors through: the
-handlers installed here turn those (`archivist.errors` and the service's own refusals, their
-status chosen by class), an `HTTPException`, validation errors and any unexpected exception
+(one entry per invalid field), as does an upload whose every file is refused (one per
+file). Routes call the operations and let their errors through: the handlers installed
+here turn those (`archivist.errors` and the service's own refusals, their status chosen by
+class), an `HTTPException`, validation errors and any unexpected exception
 into that shape, and the OpenAPI document is rewritten to say so. A detail is built from an
 error's fields, never from a message that may hold the server's folders (a file is named by
 `filename`, not `path`).
@@ -238,7 +239,8 @@ async def _archivist_error(request: Request, exc: Exception) -> Response:
     headers = _closing(status, {})
     if isinstance(exc, TransientEmbeddingError) and exc.retry_after is not None:
         headers["Retry-After"] = str(max(1, round(exc.retry_after)))
-    return problem_response(status, public_detail(exc), headers)
+    errors = exc.errors if isinstance(exc, UploadRejected) else None
+    return problem_response(status, public_detail(exc), headers, errors)
 
 
 def install_problem_handlers(app: FastAPI) -> None:

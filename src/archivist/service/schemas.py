@@ -85,7 +85,8 @@ class KnowledgeBaseOut(BaseModel):
     created_at: str
     embedding_model: str | None = None
     chunk_size: int | None = None
-    """None: as long as the embedding model's input."""
+    """Tokens per chunk: the one chosen, else the embedding model's input length (None only
+    for a knowledge base that chose no size and whose model is not loaded yet)."""
     overlap: int | None = None
 
     @classmethod
@@ -106,19 +107,31 @@ class KnowledgeBaseList(BaseModel):
     items: list[KnowledgeBaseOut]
 
 
-class UploadItem(BaseModel):
-    """One accepted file of an upload: its document. When the knowledge base already held
-    the same content (or the request repeats an earlier `Idempotency-Key`), that is the
-    document already there, `existing` is true and nothing is stored again."""
+class UploadRefusal(BaseModel):
+    """Why one file of an upload was refused: the status it alone would be answered with
+    (415: a type not read, or content not of its type; 422: empty) and the reason."""
 
-    id: str
+    status: int
+    detail: str
+
+
+class UploadItem(BaseModel):
+    """One file of an upload, in request order: its document, or `error` when the file was
+    refused (then `id` is null and `status` is "refused"; nothing of it is kept). When the
+    knowledge base already held the same content (or the request repeats an earlier
+    `Idempotency-Key`), that is the document already there, `existing` is true and nothing
+    is stored again."""
+
+    id: str | None
     filename: str
-    status: Status
+    status: Status | Literal["refused"]
     existing: bool = False
+    error: UploadRefusal | None = None
 
 
 class UploadAccepted(BaseModel):
-    """`POST .../documents` (202): every file is stored and queued, or already there."""
+    """`POST .../documents` (202): every file is queued, already there, or refused with its
+    reason, and at least one is not refused."""
 
     items: list[UploadItem]
 
@@ -323,7 +336,8 @@ class Problem(BaseModel):
     status: int
     detail: str
     errors: list[FieldError] | None = None
-    """For 422: each field that failed validation."""
+    """For 422: each field that failed validation; for an upload whose every file is
+    refused (415 or 422): each file, `loc` ["files", N]."""
 
 
 UNAUTHORIZED: dict[int | str, dict[str, Any]] = {

@@ -22,6 +22,9 @@ from archivist.rag.parser.rst import RSTParser
 from archivist.rag.parser.text import TextParser
 from archivist.rag.parser.word import DOCX_MEDIA_TYPE, WordParser
 
+HEAD_BYTES = 4096
+"""How much of a file's start its type is sniffed from."""
+
 
 class ParserRegistry:
     """Maps media types to parser factories; `parser_for` resolves a file to a parser."""
@@ -29,6 +32,7 @@ class ParserRegistry:
     def __init__(self, ocr: Ocr | None = None) -> None:
         self._factories: dict[str, Callable[[], ParserBase]] = {}
         self._extensions: dict[str, str] = {}
+        self._read_as: str | None = None
         self.ocr = ocr
         """The OCR its parsers read scans with (None: none)."""
 
@@ -53,14 +57,37 @@ class ParserRegistry:
         return sorted(self._extensions)
 
     def media_type_for(self, filename: str, head: bytes | None = None) -> str | None:
-        """Media type from the extension, else sniffed from the first bytes `head`."""
+        """Media type from the extension (or the type the system gives the name, unless
+        that names a compressed file), else sniffed from the first bytes `head`."""
         ext = PurePath(filename).suffix.lower()
         if ext in self._extensions:
             return self._extensions[ext]
-        guessed, _ = mimetypes.guess_type(filename, strict=False)
-        if guessed in self._factories:
+        guessed, encoding = mimetypes.guess_type(filename, strict=False)
+        if guessed in self._factories and encoding is None:
             return guessed
         return sniff_media_type(head) if head else None
+
+    def media_type_of(self, path: str | os.PathLike[str], name: str | None = None) -> str | None:
+        """The media type the file at `path` (going by `name`, default its own) is read as,
+        decided once for the CLI and the service alike: by the name (`media_type_for`) when
+        a parser claims it, else by the first `HEAD_BYTES` (a zip by its members); None when
+        neither is a type read here."""
+        if self._read_as is not None:
+            return self._read_as
+        with open(path, "rb") as fh:
+            head = fh.read(HEAD_BYTES)
+        media_type = self.media_type_for(os.fspath(path) if name is None else name, head)
+        if head.startswith(b"PK\x03\x04") and (media_type is None or media_type == ZIP_MEDIA_TYPE):
+            media_type = _office_archive_type(os.fspath(path)) or media_type
+        return media_type
+
+    def reading_as(self, media_type: str) -> ParserRegistry:
+        """These parsers, with every file read as `media_type`: for a file whose type was
+        decided before (an upload's, when the service accepted it)."""
+        pinned = ParserRegistry(self.ocr)
+        pinned._factories, pinned._extensions = self._factories, self._extensions
+        pinned._read_as = media_type
+        return pinned
 
     def parser_for(
         self, filename: str, head: bytes | None = None, media_type: str | None = None
@@ -79,16 +106,11 @@ class ParserRegistry:
         return self._factories[resolved]()
 
     def parser_for_path(self, path: str | os.PathLike[str]) -> ParserBase:
-        """A parser for the file at `path`, sniffing its first bytes when the name says nothing."""
+        """A parser for the file at `path`, of the type `media_type_of` decides."""
         name = os.fspath(path)
         if not os.path.isfile(name):
             raise FileNotFoundError(f"{name}: no such file")
-        with open(name, "rb") as fh:
-            head = fh.read(4096)
-        media_type = self.media_type_for(name, head)
-        if head.startswith(b"PK\x03\x04") and (media_type is None or media_type == ZIP_MEDIA_TYPE):
-            media_type = _office_archive_type(name) or media_type
-        return self.parser_for(name, head, media_type)
+        return self.parser_for(name, media_type=self.media_type_of(name))
 
 
 def _extensions(parser_cls: type[ParserBase], media_type: str) -> list[str]:

@@ -1,9 +1,12 @@
-"""Which uploads the service accepts: the extension picks the parser, the bytes must match.
+"""Which uploads the service accepts: the type is decided as the CLI decides, and the bytes
+must be of it.
 
-Sniffing is only a check, never a fallback: `bad.exe` is refused even when its bytes are
-ASCII, and a `.pdf` that is not a PDF is refused before it is queued. Images are offered
-and accepted only when something reads them (OCR, or an embedding model that reads images);
-otherwise the 415 says why and what to do instead.
+`ParserRegistry.media_type_of` names the type: the extension when a parser claims it, else
+the content, so a `METADATA` or `notes.1` of text is read as text, as `archivist index`
+reads it. The content is checked against that type: a `.pdf` that is not a PDF, or an
+executable, archive or gzip file under a text name, is refused before it is queued. Images
+are offered and accepted only when something reads them (OCR, or an embedding model that
+reads images); otherwise the 415 says why and what to do instead.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from pathlib import Path, PurePath
 
 from archivist.errors import UnsupportedFileTypeError
 from archivist.rag.parser.image import sniff_image_type
-from archivist.rag.parser.registry import ParserRegistry, sniff_media_type
+from archivist.rag.parser.registry import HEAD_BYTES, ParserRegistry, sniff_media_type
 
 BINARY_SIGNATURES: tuple[tuple[bytes, str], ...] = (
     (b"%PDF-", "a PDF"),
@@ -56,30 +59,30 @@ def accepted_extensions(registry: ParserRegistry, multimodal: bool) -> list[str]
 def check_upload_type(
     name: str, path: Path, registry: ParserRegistry, multimodal: bool, model: str
 ) -> str:
-    """The media type of upload `name` (stored at `path`) by its extension, after checking
-    that the extension is accepted and the content is of that type."""
+    """The media type upload `name` (stored at `path`) is read as, by
+    `registry.media_type_of`, after checking that its content is of that type and that
+    something reads it (`multimodal`: the embedding model `model` reads images)."""
     ext = PurePath(name).suffix.lower()
-    accepted = accepted_extensions(registry, multimodal)
-    media_type = registry.media_type_for("x" + ext) if ext else None
-    if (
-        media_type is not None
-        and media_type.startswith("image/")
-        and not reads_images(registry, multimodal)
-    ):
+    with open(path, "rb") as fh:
+        head = fh.read(HEAD_BYTES)
+    found = _content_type(head)
+    media_type = registry.media_type_of(path, name)
+    if media_type is None:
+        what = found or "not text"
+        raise UploadTypeError(
+            f"unsupported file type {ext or '(no extension)'}: the content is {what}; "
+            "upload text (any name) or a file of a supported extension",
+            filename=name,
+            supported=accepted_extensions(registry, multimodal),
+        )
+    if media_type.startswith("image/") and not reads_images(registry, multimodal):
         raise UploadTypeError(
             f"images cannot be indexed: the embedding model {model} reads text only and OCR "
             "is off on this service. Upload the image's text instead, or run the service with "
-            "OCR (install Tesseract) or a multimodal --embedding-model",
+            "OCR (install Tesseract)",
             filename=name,
             media_type=media_type,
         )
-    if media_type is None or ext not in accepted:
-        raise UploadTypeError(
-            f"unsupported file type {ext or '(no extension)'}", filename=name, supported=accepted
-        )
-    with open(path, "rb") as fh:
-        head = fh.read(4096)
-    found = _content_type(head)
     if not _matches(media_type, found, head):
         what = found or "not of that type"
         raise UploadTypeError(

@@ -29,6 +29,7 @@ from archivist.rag.store.keyed_lock import KeyedLocks
 from archivist.service.indexing import jobs
 from archivist.service.indexing.health import IndexerHealth
 from archivist.service.indexing.jobs import ClaimedJob
+from archivist.service.indexing.notices import advise_for_the_service
 from archivist.service.outages import OutageLog, outage_of
 from archivist.service.public_detail import public_detail
 from archivist.service.retrieval.kb_profiles import KBProfiles
@@ -79,6 +80,7 @@ class Indexer:
 
     async def start(self) -> None:
         """Requeue what a dead predecessor left running (when it must be dead), then work."""
+        advise_for_the_service()
         if self.settings.single_owner:
             released = await asyncio.to_thread(jobs.release_all, self.engine)
             if released:
@@ -236,7 +238,9 @@ class Indexer:
         async with _fetched(self.files, job.document.path) as local:
             if local is None:
                 return Status.FAILED, 0, "the stored file is gone; upload it again"
-            report = await ingest_files(kb, [local], registry=self.registry, chunker=chunker)
+            # read as the type the upload was accepted as, whatever this machine would guess
+            registry = self.registry.reading_as(job.document.media_type)
+            report = await ingest_files(kb, [local], registry=registry, chunker=chunker)
         (result,) = report.results
         if result.outcome in (Outcome.INDEXED, Outcome.UPDATED):
             return Status.READY, result.chunks, None

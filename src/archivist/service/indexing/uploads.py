@@ -10,7 +10,7 @@ import unicodedata
 import uuid
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from archivist.errors import ArchivistError
 from archivist.rag.knowledge.ingest import document_id_for
@@ -26,11 +26,15 @@ _UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f/\\:*?\"<>|]")
 
 
 class UploadRejected(ArchivistError, ValueError):
-    """An upload that cannot be accepted; `status` is the HTTP status to answer with."""
+    """An upload that cannot be accepted; `status` is the HTTP status to answer with, and
+    `errors` the problem's entries, one per file, when every file was refused."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(
+        self, status: int, message: str, errors: list[dict[str, Any]] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
+        self.errors = errors
 
 
 def safe_filename(raw: str | None) -> str:
@@ -66,6 +70,19 @@ def new_folders(kb_id: str, count: int) -> list[str]:
     return [f"{kb_id}/{uuid.uuid4().hex}" for _ in range(count)]
 
 
+@dataclass(frozen=True)
+class RefusedUpload:
+    """A file of an upload that is not accepted: its safe name, the status it alone would
+    be answered with (415: a type not read, 422: empty), the reason (naming the file), and
+    its folder (already removed) and content digest."""
+
+    filename: str
+    status: int
+    reason: str
+    folder: str
+    digest: str
+
+
 def store_uploads(
     files: list[IncomingFile],
     folders: list[str],
@@ -75,17 +92,19 @@ def store_uploads(
     scope: MetadataFilter,
     multimodal: bool = False,
     model: str = "the model",
-) -> list[NewUpload]:
+) -> list[NewUpload | RefusedUpload]:
     """Write each file into its folder (of `folders`, under `files_root`), fsynced, and
-    check it; each gets its content digest and the document id ingestion will give it in
-    `scope` (the knowledge base's tenant).
+    check it; each accepted one gets its content digest and the document id ingestion will
+    give it in `scope` (the knowledge base's tenant). The answer has one entry per file, in
+    order.
 
-    All or nothing: if any file is empty (422), too large (413) or of a type not accepted
-    (415: see `check_upload_type`; `multimodal` models accept images), everything this
-    call wrote is removed and `UploadRejected` is raised.
+    A file that is empty or of a type not accepted (see `check_upload_type`; `multimodal`
+    models accept images) is refused alone: its folder is removed and its entry says why.
+    Past `max_bytes` for all files together, everything this call wrote is removed and
+    `UploadRejected` 413 is raised.
     """
     written: list[Path] = []
-    accepted: list[NewUpload] = []
+    stored: list[NewUpload | RefusedUpload] = []
     total = 0
     try:
         for incoming, key in zip(files, folders, strict=True):
@@ -100,14 +119,20 @@ def store_uploads(
                     413, f"{name}: the upload is larger than the limit of {max_bytes} bytes"
                 )
             total += size
+            media_type, refusal = "", None
             if size == 0:
-                raise UploadRejected(422, f"{name}: the file is empty")
-            try:
-                media_type = check_upload_type(name, target, registry, multimodal, model)
-            except UploadTypeError as exc:
-                raise UploadRejected(415, str(exc)) from None
+                refusal = (422, f"{name}: the file is empty")
+            else:
+                try:
+                    media_type = check_upload_type(name, target, registry, multimodal, model)
+                except UploadTypeError as exc:
+                    refusal = (415, str(exc))
+            if refusal is not None:
+                shutil.rmtree(folder, ignore_errors=True)
+                stored.append(RefusedUpload(name, *refusal, folder=key, digest=digest))
+                continue
             _sync_directory(folder)
-            accepted.append(
+            stored.append(
                 NewUpload(
                     id=document_id_for(target, scope),
                     filename=name,
@@ -123,7 +148,7 @@ def store_uploads(
         for folder in written:
             shutil.rmtree(folder, ignore_errors=True)
         raise
-    return accepted
+    return stored
 
 
 def _copy_synced(body: BinaryIO, target: Path, budget: int) -> tuple[int, str]:

@@ -1,5 +1,5 @@
-"""Document operations: upload (all or nothing), look up, list, page through chunks, read
-the stored file and delete with its chunks and file."""
+"""Document operations: upload (each acceptable file of a request), look up, list, page
+through chunks, read the stored file and delete with its chunks and file."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from archivist.rag import Chunk, DocumentNotFoundError
 from archivist.service.guards import quotas
 from archivist.service.indexing.uploads import (
     IncomingFile,
+    RefusedUpload,
     UploadRejected,
     new_folders,
     store_uploads,
@@ -53,15 +54,18 @@ async def upload_documents(
     kb: KBRecord,
     files: Sequence[IncomingFile],
     idempotency_key: str | None = None,
-) -> list[Accepted]:
-    """Store the files (fsynced), record them and queue them for indexing; all are accepted
-    or none is kept (UploadRejected for a bad file, QuotaExceeded over the tenant's quota).
+) -> list[Accepted | RefusedUpload]:
+    """Store the files (fsynced), record the acceptable ones and queue them for indexing;
+    one answer per file, in order: its document, or why it was refused (empty, or of a type
+    not read), which keeps nothing of it and counts for no quota.
 
-    Content already in the knowledge base is answered with its document, not stored again.
-    A request with the `idempotency_key` of an earlier one is answered as that one was
-    (UploadRejected 422 when it sends something else). The folders are marked pending
-    before anything is written, so a process that dies part-way leaves nothing the sweeper
-    does not remove."""
+    UploadRejected when every file is refused (the first one's status, every file's reason)
+    or the request is over the size limit (413), QuotaExceeded when the accepted files would
+    cross the tenant's quota: nothing is kept then. Content already in the knowledge base is
+    answered with its document, not stored again. A request with the `idempotency_key` of an
+    earlier one is answered as that one was (UploadRejected 422 when it sends something
+    else). The folders are marked pending before anything is written, so a process that
+    dies part-way leaves nothing the sweeper does not remove."""
     folders = new_folders(kb.id, len(files))
     await asyncio.to_thread(upload_records.mark_pending, state.engine, folders)
     try:
@@ -77,10 +81,10 @@ async def _upload(
     files: Sequence[IncomingFile],
     folders: list[str],
     idempotency_key: str | None,
-) -> list[Accepted]:
+) -> list[Accepted | RefusedUpload]:
     received = state.files.local_path(kb.id).parent
     model = await asyncio.to_thread(state.model_for, kb)  # its own model decides the types
-    uploads = await asyncio.to_thread(
+    stored = await asyncio.to_thread(
         store_uploads,
         list(files),
         folders,
@@ -91,10 +95,13 @@ async def _upload(
         model.supports_multimodal,
         model.model,
     )
+    uploads = [u for u in stored if isinstance(u, NewUpload)]
+    if not uploads:
+        raise _all_refused([u for u in stored if isinstance(u, RefusedUpload)])
     request = None
     if idempotency_key is not None:
         request = upload_records.IdempotentRequest(
-            kb.tenant, idempotency_key, _fingerprint(kb, uploads)
+            kb.tenant, idempotency_key, _fingerprint(kb, stored)
         )
     saved: set[str] = set()
     for attempt in range(1, RECORD_TRIES + 1):
@@ -102,7 +109,7 @@ async def _upload(
             answered = await _answered(state, kb, request)
             if answered is not None:
                 await asyncio.to_thread(_remove_quietly, state.files, state.engine, folders)
-                return answered
+                return _in_request_order(stored, answered)
         known = await asyncio.to_thread(
             upload_records.documents_with_digests,
             state.engine,
@@ -128,7 +135,7 @@ async def _upload(
             records = await asyncio.to_thread(
                 functools.partial(
                     catalog.add_documents,
-                    folders=folders,
+                    folders=folders,  # the refused files' too: their marks go with the rest
                     request=request,
                     answer=[answer.get(u.path, u.id) for u in uploads],
                 ),
@@ -144,8 +151,40 @@ async def _upload(
         except upload_records.PendingGone as exc:
             raise UploadRejected(409, str(exc)) from None
         state.indexer.notify()
-        return await _in_order(state, kb, uploads, records, answer)
+        return _in_request_order(stored, await _in_order(state, kb, uploads, records, answer))
     raise AssertionError("unreachable")
+
+
+_REFUSAL_TYPES = {415: "unsupported_file_type", 422: "empty_file"}
+"""The `type` of a refused file's entry in a problem's `errors`, by its status."""
+
+
+def _all_refused(refused: list[RefusedUpload]) -> UploadRejected:
+    """The error of an upload whose every file (`refused`, in request order) is refused:
+    the first one's status, and each file's reason in the detail and as an entry of the
+    problem's `errors` (`loc` ["files", N])."""
+    return UploadRejected(
+        refused[0].status,
+        "; ".join(r.reason for r in refused),
+        [
+            {"loc": ["files", n], "msg": r.reason, "type": _REFUSAL_TYPES[r.status]}
+            for n, r in enumerate(refused)
+        ],
+    )
+
+
+def _in_request_order(
+    stored: list[NewUpload | RefusedUpload], accepted: list[Accepted | None]
+) -> list[Accepted | RefusedUpload]:
+    """Each file's answer in request order: its refusal, or the document of its accepted
+    upload (`accepted`, in the order of the accepted ones; None: that document is gone)."""
+    documents = iter(accepted)
+    answers: list[Accepted | RefusedUpload] = []
+    for upload in stored:
+        answer = upload if isinstance(upload, RefusedUpload) else next(documents, None)
+        if answer is not None:
+            answers.append(answer)
+    return answers
 
 
 def _new_contents(
@@ -174,27 +213,28 @@ async def _in_order(
     uploads: list[NewUpload],
     records: list[DocumentRecord],
     answer: dict[str, str],
-) -> list[Accepted]:
-    """Each upload's document in request order; the ones answered by a document already
-    there are marked existing (one new in this request is not)."""
+) -> list[Accepted | None]:
+    """Each upload's document in request order (None: it is gone); the ones answered by a
+    document already there are marked existing (one new in this request is not)."""
     made = {record.id: record for record in records}
     others = await asyncio.to_thread(
         catalog.documents_by_id, state.engine, kb.id, [i for i in answer.values() if i not in made]
     )
     found = {**{d.id: d for d in others}, **made}
-    accepted: list[Accepted] = []
+    accepted: list[Accepted | None] = []
     for upload in uploads:
         document_id = answer.get(upload.path, upload.id)
-        if document_id in found:
-            accepted.append(Accepted(found[document_id], existing=document_id not in made))
+        document = found.get(document_id)
+        accepted.append(None if document is None else Accepted(document, document_id not in made))
     return accepted
 
 
 async def _answered(
     state: ServiceState, kb: KBRecord, request: upload_records.IdempotentRequest
-) -> list[Accepted] | None:
-    """The answer to the request recorded under its key, or None when the key is new;
-    UploadRejected 422 when the key was used for a different request."""
+) -> list[Accepted | None] | None:
+    """The documents of the request recorded under its key, in the order of its accepted
+    files (None: one gone since), or None when the key is new; UploadRejected 422 when the
+    key was used for a different request."""
     found = await asyncio.to_thread(upload_records.remembered, state.engine, request)
     if found is None:
         return None
@@ -207,13 +247,13 @@ async def _answered(
         )
     documents = await asyncio.to_thread(catalog.documents_by_id, state.engine, kb.id, document_ids)
     by_id = {d.id: d for d in documents}
-    return [Accepted(by_id[i], existing=True) for i in document_ids if i in by_id]
+    return [Accepted(by_id[i], existing=True) if i in by_id else None for i in document_ids]
 
 
-def _fingerprint(kb: KBRecord, uploads: list[NewUpload]) -> str:
+def _fingerprint(kb: KBRecord, stored: list[NewUpload | RefusedUpload]) -> str:
     """What identifies an upload request: its knowledge base and its files' names and
-    contents, in order."""
-    parts = [kb.id, *(f"{u.filename}\0{u.digest}" for u in uploads)]
+    contents (the refused ones' too), in order."""
+    parts = [kb.id, *(f"{u.filename}\0{u.digest}" for u in stored)]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from archivist.rag import KnowledgeBase
@@ -44,9 +45,14 @@ async def get_searched_kb(state: ServiceState, tenant: str, name: str) -> KBReco
     return kb
 
 
-def indexing(state: ServiceState, kb: KBRecord) -> KBIndexing | None:
-    """How `kb` indexes (its own choice or the defaults); None without per-KB profiles."""
-    return state.profiles.indexing(kb) if state.profiles is not None else None
+async def indexing(state: ServiceState, kbs: Sequence[KBRecord]) -> list[KBIndexing | None]:
+    """How each of `kbs` indexes (its own choice or the defaults), with the chunk size it
+    cuts (`KBProfiles.shown`); None without per-KB profiles. In a thread: the first look at
+    a model's chunker reads its tokenizer."""
+    profiles = state.profiles
+    if profiles is None:
+        return [None for _ in kbs]
+    return await asyncio.to_thread(lambda: [profiles.shown(kb) for kb in kbs])
 
 
 async def list_kbs(state: ServiceState, tenant: str) -> list[KBRecord]:
@@ -91,10 +97,11 @@ async def create_kb(
             chunk_size=chunk_size if chunk_size is not None else defaults.chunk_size,
             overlap=overlap if overlap is not None else defaults.overlap,
         )
-        try:
-            await asyncio.to_thread(state.profiles.chunker_for, chosen)
+        try:  # recorded as the number it cuts, shown so whether its model is loaded or not
+            chunk_size = await asyncio.to_thread(state.profiles.chunk_size_for, chosen)
         except ValueError as exc:
             raise InvalidRequest(str(exc)) from None
+        chosen.chunk_size = chunk_size
     quota = functools.partial(
         quotas.check_new_kb, tenant=tenant, quota=state.settings.quota_for(tenant)
     )

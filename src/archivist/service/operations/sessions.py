@@ -16,7 +16,9 @@ from archivist.service.storage.sessions_store import MessageRecord, SessionRecor
 
 NO_CHAT_MODEL = (
     "no chat model is configured: start the service with "
-    "`archivist serve --chat-base-url URL --chat-model NAME` (key in ARCHIVIST_CHAT_API_KEY)"
+    "`archivist serve --chat-base-url URL --chat-model NAME` (key in ARCHIVIST_CHAT_API_KEY); "
+    "`archivist chat-server` serves a small one on this machine, offline "
+    "(--chat-base-url http://127.0.0.1:8080/v1 --chat-model gemma-3-270m)"
 )
 
 

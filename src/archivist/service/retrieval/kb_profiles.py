@@ -44,7 +44,8 @@ class KBProfiles:
         self.settings = settings
         self._load = load
         self._models: dict[str, EmbeddingModelBase] = {settings.embedding_model: default_model}
-        self._chunkers: dict[tuple[str, int | None, int], ChunkerBase] = {}
+        self._chunkers: dict[tuple[str, int | None, int], tuple[ChunkerBase, int]] = {}
+        """(model, chunk size, overlap) → the chunker and the chunk size it cuts."""
         self._lock = threading.Lock()
 
     def defaults(self) -> KBIndexing:
@@ -84,20 +85,38 @@ class KBProfiles:
 
     def chunker_for(self, indexing: KBIndexing) -> ChunkerBase:
         """The chunker `indexing` describes; ValueError when its sizes do not fit the model."""
+        return self._built(indexing)[0]
+
+    def chunk_size_for(self, indexing: KBIndexing) -> int:
+        """The tokens per chunk `indexing` cuts: its `chunk_size`, else its model's input
+        length; ValueError as `chunker_for`."""
+        return self._built(indexing)[1]
+
+    def _built(self, indexing: KBIndexing) -> tuple[ChunkerBase, int]:
         key = (indexing.embedding_model, indexing.chunk_size, indexing.overlap)
         with self._lock:
-            chunker = self._chunkers.get(key)
-        if chunker is not None:
-            return chunker
+            built = self._chunkers.get(key)
+        if built is not None:
+            return built
         model = self.model_named(indexing.embedding_model)
-        built = OffloadedChunker(  # in a child within limits, like the service's own chunker
-            chunker_for(model.chunk_tokenizer(), indexing.chunk_size, indexing.overlap),
+        inner = chunker_for(model.chunk_tokenizer(), indexing.chunk_size, indexing.overlap)
+        offloaded = OffloadedChunker(  # in a child within limits, like the service's own chunker
+            inner,
             self.settings.index_niceness,
             process_bytes=0,
             limits=self.settings.parse_limits,
         )
         with self._lock:
-            return self._chunkers.setdefault(key, built)
+            return self._chunkers.setdefault(key, (offloaded, inner.chunk_size))
+
+    def shown(self, kb: KBRecord) -> KBIndexing:
+        """`kb`'s indexing as the API shows it: `indexing`, with the chunk size it cuts where
+        it chose none (its model's input length) once that model is loaded (never loads
+        one: before, the recorded None)."""
+        indexing = self.indexing(kb)
+        if indexing.chunk_size is None and self.loaded(kb) is not None:
+            return indexing.model_copy(update={"chunk_size": self.chunk_size_for(indexing)})
+        return indexing
 
     def loaded(self, kb: KBRecord) -> EmbeddingModelBase | None:
         """The model `kb` embeds with if it is loaded already, else None (no loading)."""

@@ -11,7 +11,7 @@ from pydantic import AfterValidator
 
 from archivist.service.dependencies import KB, Document, State
 from archivist.service.guards.security_headers import DOWNLOAD_CSP
-from archivist.service.indexing.uploads import IncomingFile
+from archivist.service.indexing.uploads import IncomingFile, RefusedUpload
 from archivist.service.operations import documents as operations
 from archivist.service.schemas import (
     ChunkOut,
@@ -21,6 +21,7 @@ from archivist.service.schemas import (
     Problem,
     UploadAccepted,
     UploadItem,
+    UploadRefusal,
 )
 from archivist.validation import check_limit
 
@@ -58,12 +59,16 @@ _NOT_FOUND: dict[int | str, dict[str, Any]] = {
         **_NOT_FOUND,
         403: {"model": Problem, "description": "a document or storage quota would be exceeded"},
         413: {"model": Problem, "description": "the upload is larger than the limit"},
-        415: {"model": Problem, "description": "a type not accepted, or content not of it"},
+        415: {
+            "model": Problem,
+            "description": "every file refused, the first for a type not accepted or content "
+            "not of it (`errors` gives each file's reason)",
+        },
         409: {"model": Problem, "description": "the upload took too long to be recorded"},
         422: {
             "model": Problem,
-            "description": "an empty file, no `files` field, or an `Idempotency-Key` "
-            "already used for a different upload",
+            "description": "every file refused, the first for being empty; no `files` field; "
+            "or an `Idempotency-Key` already used for a different upload",
         },
     },
 )
@@ -84,22 +89,32 @@ async def upload_documents(
         ),
     ] = None,
 ) -> UploadAccepted:
-    """Store the files (fsynced) and queue them for indexing; all are accepted or none.
-    A file whose content the knowledge base already holds is answered with that document
-    (`existing`), not stored twice; a file with a name already there but other content is
-    a new document beside the old one."""
+    """Store the files (fsynced) and queue them for indexing, one item per file in order.
+    A file that is empty or of a type not read is refused alone: its item has `error` (the
+    status it alone would get, and why) and the rest are queued; when every file is refused
+    the answer is that error (415 or 422) with each file's reason. A file whose content the
+    knowledge base already holds is answered with that document (`existing`), not stored
+    twice; a file with a name already there but other content is a new document beside the
+    old one."""
     incoming = [IncomingFile(upload.filename, upload.file) for upload in files]
-    accepted = await operations.upload_documents(state, kb, incoming, idempotency_key)
-    return UploadAccepted(
-        items=[
-            UploadItem(
-                id=a.document.id,
-                filename=a.document.filename,
-                status=a.document.status,
-                existing=a.existing,
-            )
-            for a in accepted
-        ]
+    answers = await operations.upload_documents(state, kb, incoming, idempotency_key)
+    return UploadAccepted(items=[_item(answer) for answer in answers])
+
+
+def _item(answer: operations.Accepted | RefusedUpload) -> UploadItem:
+    """One file's item of an upload's answer."""
+    if isinstance(answer, RefusedUpload):
+        return UploadItem(
+            id=None,
+            filename=answer.filename,
+            status="refused",
+            error=UploadRefusal(status=answer.status, detail=answer.reason),
+        )
+    return UploadItem(
+        id=answer.document.id,
+        filename=answer.document.filename,
+        status=answer.document.status,
+        existing=answer.existing,
     )
 
 

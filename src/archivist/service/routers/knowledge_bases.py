@@ -50,24 +50,28 @@ async def create_knowledge_base(
         chunk_size=body.chunk_size,
         overlap=body.overlap,
     )
-    return _out(kb, state)
+    return await _out(kb, state)
 
 
-def _out(kb: KBRecord, state: ServiceState) -> KnowledgeBaseOut:
-    return KnowledgeBaseOut.of(kb, operations.indexing(state, kb))
+async def _out(kb: KBRecord, state: ServiceState) -> KnowledgeBaseOut:
+    [indexing] = await operations.indexing(state, [kb])
+    return KnowledgeBaseOut.of(kb, indexing)
 
 
 @router.get("")
 async def list_knowledge_bases(tenant: Tenant, state: State) -> KnowledgeBaseList:
     """The caller's knowledge bases by name."""
     kbs = await operations.list_kbs(state, tenant)
-    return KnowledgeBaseList(items=[_out(kb, state) for kb in kbs])
+    indexing = await operations.indexing(state, kbs)
+    return KnowledgeBaseList(
+        items=[KnowledgeBaseOut.of(kb, how) for kb, how in zip(kbs, indexing, strict=True)]
+    )
 
 
 @router.get("/{name}", responses={404: {"model": Problem}})
 async def get_knowledge_base(kb: KB, state: State) -> KnowledgeBaseOut:
     """One knowledge base with how it indexes."""
-    return _out(await operations.counted(state, kb), state)
+    return await _out(await operations.counted(state, kb), state)
 
 
 @router.patch(
@@ -81,7 +85,8 @@ async def update_knowledge_base(
     body: KnowledgeBaseUpdate, kb: KB, state: State
 ) -> KnowledgeBaseOut:
     """Rename the knowledge base or change its description (its indexing stays as created)."""
-    return _out(await operations.update_kb(state, kb, body.name, body.description), state)
+    updated = await operations.update_kb(state, kb, body.name, body.description)
+    return await _out(updated, state)
 
 
 @router.get("/{name}/documents/status", responses={404: {"model": Problem}})

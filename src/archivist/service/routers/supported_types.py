@@ -7,6 +7,7 @@ from pydantic import BaseModel
 
 from archivist.service.dependencies import State, Tenant
 from archivist.service.guards.upload_types import accepted_extensions
+from archivist.service.operations.sessions import NO_CHAT_MODEL
 
 router = APIRouter(prefix="/v1", tags=["documents"])
 
@@ -25,6 +26,11 @@ class OcrInUse(BaseModel):
 class SupportedTypes(BaseModel):
     """File extensions some parser reads, the upload size limit, and what reads scans."""
 
+    answers: bool
+    """Whether questions are answered (`POST /v1/sessions/{id}/messages`): the service has a
+    chat model. Without one the page shows the passages a search finds instead."""
+    answers_hint: str | None
+    """Without answers: how the service gets a chat model (the page shows it)."""
     extensions: list[str]
     max_upload_bytes: int
     tenant: str
@@ -39,6 +45,8 @@ async def supported_types(tenant: Tenant, state: State) -> SupportedTypes:
     reader = state.registry.ocr
     engine = reader.engine if reader is not None else None
     return SupportedTypes(
+        answers=state.chat_model is not None,
+        answers_hint=NO_CHAT_MODEL if state.chat_model is None else None,
         extensions=accepted_extensions(state.registry, state.model.supports_multimodal),
         max_upload_bytes=settings.max_upload_bytes,
         tenant=tenant,

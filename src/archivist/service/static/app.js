@@ -6,18 +6,22 @@ const FINAL = new Set(["ready", "failed"]);
 let apiKey = sessionStorage.getItem("archivist-key") || "";
 let currentKb = null;
 let pollTimer = null;
+let service = { answers: true, answers_hint: null };  // GET /v1/supported-types, at login
 
 async function api(path, options = {}) {
   const headers = Object.assign({ Authorization: `Bearer ${apiKey}` }, options.headers || {});
   const response = await fetch(path, Object.assign({}, options, { headers }));
   if (!response.ok) {
     let detail = `${response.status} ${response.statusText}`;
+    let reasons = [];
     try {
       const body = await response.json();
       detail = typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail);
+      if (Array.isArray(body.errors)) reasons = body.errors.map((entry) => entry.msg);
     } catch (_) { /* not JSON */ }
     const error = new Error(detail);
     error.status = response.status;
+    error.reasons = reasons;  // one per refused file or invalid field, when the problem lists them
     throw error;
   }
   return response.status === 204 ? null : response;
@@ -38,9 +42,10 @@ async function login(key) {
   apiKey = key;
   const info = await (await api("/v1/supported-types")).json();
   sessionStorage.setItem("archivist-key", key);
+  service = info;
   $("who").textContent = `tenant: ${info.tenant}`;
-  $("file-input").accept = info.extensions.join(",");
-  $("types-hint").textContent = `Supported: ${info.extensions.join(" ")}`;
+  // No `accept` filter on the picker: text is read under any name (README, METADATA).
+  $("types-hint").textContent = `Supported: ${info.extensions.join(" ")}, and text files of any name`;
   $("login-view").hidden = true;
   $("app-view").hidden = false;
   $("logout").hidden = false;
@@ -161,14 +166,19 @@ async function viewText(kb, documentId, filename) {
 
 async function upload(files) {
   if (!currentKb || !files.length) return;
-  $("upload-error").textContent = "";
+  const refusals = $("upload-error");
+  refusals.replaceChildren();
   const form = new FormData();
   for (const file of files) form.append("files", file, file.name);
+  let reasons = [];
   try {
-    await api(`${kbPath(currentKb)}/documents`, { method: "POST", body: form });
+    const response = await api(`${kbPath(currentKb)}/documents`, { method: "POST", body: form });
+    // The good files are queued; each refused one says why.
+    reasons = (await response.json()).items.filter((item) => item.error).map((item) => item.error.detail);
   } catch (error) {
-    $("upload-error").textContent = error.message;
+    reasons = error.reasons && error.reasons.length ? error.reasons : [error.message];
   }
+  refusals.replaceChildren(...reasons.map((reason) => el("div", { class: "refusal" }, reason)));
   await refreshDocuments();
   await loadKbs();
 }

@@ -1,6 +1,8 @@
 // The Ask panel: questions to the open knowledge base, answered by the service's chat model
 // (POST /v1/sessions/{id}/messages, read as a Server-Sent Events stream), with citations that
-// open the cited passage and the session's history. Uses `api`, `el`, `kbPath`, `apiKey` and
+// open the cited passage and the session's history. A service without a chat model
+// (`service.answers` false) gets the passages a search finds instead, with how to add one, as
+// `archivist ask` prints them. Uses `api`, `el`, `kbPath`, `downloadFile`, `service` and
 // `currentKb` from app.js; follows the open knowledge base by watching its title.
 "use strict";
 
@@ -113,10 +115,47 @@ async function ensureSession(question) {
   return session.id;
 }
 
+async function showPassages(question) {
+  // No chat model: the passages a search of the open knowledge base finds, and the hint.
+  const { history } = askEls();
+  const kb = currentKb;
+  history.append(messageItem("user", question));
+  const item = messageItem("assistant", "Here are the passages a search finds.");
+  item.classList.add("passages");
+  const hint = service.answers_hint || "no chat model is configured";
+  item.append(el("p", { class: "hint no-answers" }, hint.charAt(0).toUpperCase() + hint.slice(1)));
+  history.append(item);
+  try {
+    const response = await api(`${kbPath(kb)}/search`, {
+      method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ query: question, top_k: 5 }),
+    });
+    const { hits } = await response.json();
+    if (!hits.length) item.append(el("p", { class: "empty" }, "No passages found."));
+    const list = el("ol", { class: "citations passage-list" });
+    hits.forEach((hit, index) => {
+      const citation = { number: index + 1, knowledge_base: kb, document_id: hit.document_id,
+        filename: hit.filename, chunk_index: hit.chunk_index, citation: hit.citation };
+      const link = el("a", { href: "#", class: "citation-link", "data-document": hit.document_id,
+        "data-chunk": String(hit.chunk_index) }, `[${index + 1}] ${hit.citation}`);
+      link.addEventListener("click", (event) => { event.preventDefault(); openPassage(citation); });
+      list.append(el("li", { class: "passage" }, link, el("p", { class: "content" }, hit.text ?? "(non-text passage)")));
+    });
+    if (hits.length) item.append(list);
+  } catch (err) {
+    item.classList.add("failed");
+    item.append(el("p", { class: "error" }, err.message));
+  }
+}
+
 async function askQuestion(question) {
   const { history, error, form, mode } = askEls();
   if (!currentKb || ask.running) return;
   error.textContent = "";
+  if (!service.answers) {
+    await showPassages(question);
+    return;
+  }
   const kb = currentKb;
   history.append(messageItem("user", question));
   const answer = messageItem("assistant", "");
@@ -181,11 +220,14 @@ async function askQuestion(question) {
   $("passage-close").addEventListener("click", () => dialog.close());
   $("passage-file").addEventListener("click", (event) => {
     event.preventDefault();
-    if (ask.passage) openFile(ask.passage.knowledge_base, ask.passage.document_id);
+    if (!ask.passage) return;
+    const { knowledge_base: kb, document_id: id, filename } = ask.passage;
+    downloadFile(kb, id, filename).catch((err) => { $("passage-text").textContent = err.message; });
   });
   // app.js sets the title when a knowledge base opens: refresh sessions and history then.
   new MutationObserver(async () => {
     if (!currentKb) return;
+    askEls().mode.hidden = !service.answers;  // retrieval modes are the chat model's
     try {
       await loadSessions();
       await showSession(ask.sessionId);
