@@ -11,6 +11,7 @@ from archivist.cli.session import (
     CLIError,
     add_common_arguments,
     add_json_argument,
+    empty_kb,
     non_empty,
     open_session,
     positive_int,
@@ -115,7 +116,7 @@ def add_search_command(commands: Any) -> None:
     )
     add_json_argument(cmd)
     add_common_arguments(cmd)
-    cmd.set_defaults(handler=run_search, dash_hint=DASH_HINT)
+    cmd.set_defaults(handler=run_search, dash_hint=DASH_HINT, words_hint=WORDS_HINT)
 
 
 DASH_HINT = (
@@ -123,6 +124,10 @@ DASH_HINT = (
     "archivist search -q --flag, or archivist search -- --flag"
 )
 """Shown when `search` meets an option it does not know (usually a query starting with '-')."""
+
+
+WORDS_HINT = 'a query of several words goes in quotes: archivist search "how tenants work"'
+"""Shown when `search` meets words too many (a query of several words not quoted)."""
 
 
 QUERY_OPTIONS = ("-q", "--query")
@@ -277,10 +282,7 @@ async def run_search(args: argparse.Namespace) -> int:
             collapse_duplicates=not args.all_copies,
         )
         if not hits and not await session.kb.list_documents():
-            raise CLIError(
-                f"knowledge base {args.kb!r} is empty; add files with: "
-                f"archivist index PATH --kb {args.kb}"
-            )
+            raise empty_kb(args.kb)
     if args.json:
         print_json([hit_json(i, h) for i, h in enumerate(hits, 1)])
         return 0
