@@ -185,3 +185,6 @@ def test_a_query_of_words_without_quotes_is_told_to_quote_them(
     assert err.startswith(f"usage: archivist {command} ")
     assert f"archivist {command}: error: unrecognized arguments: tenants work (a " in err
     assert f'goes in quotes: archivist {command} "how' in err
+    code, _, err = run(capsys, command)
+    missing = "search needs a query, e.g." if command == "search" else "required: QUESTION"
+    assert code == EXIT_USAGE and missing in err

@@ -26,6 +26,8 @@ def add_kb_commands(commands: Any) -> None:
     kbs = commands.add_parser(
         "kbs",
         help="list the knowledge bases: model, chunk settings, documents, chunks",
+        usage="%(prog)s [-h] [--store STORE] [--json]\n"
+        "       %(prog)s rm [-h] [-y] [--store STORE] [--wait SECONDS] [--json] NAME",
         description="list the knowledge bases: model, chunk settings, documents, chunks\n\n"
         "  archivist kbs            list them\n"
         "  archivist kbs rm NAME    delete one, with all its documents",
@@ -35,10 +37,10 @@ def add_kb_commands(commands: Any) -> None:
     )
     add_json_argument(kbs)
     kbs.set_defaults(handler=run_kbs)
-    actions = kbs.add_subparsers(dest="kbs_action", metavar="{rm}")
+    actions = kbs.add_subparsers(dest="kbs_action", metavar="{rm}", prog=kbs.prog)
     rm = actions.add_parser(
         "rm",
-        help="delete a knowledge base: its record and every document of every tenant",
+        help="delete a knowledge base: its settings and the documents of every tenant",
         description="Delete knowledge base NAME: its settings and the documents of every\n"
         "tenant, vectors and all. Only indexing the files again brings them back, so\n"
         "it asks first on a terminal; elsewhere (a script, CI) it needs --yes.\n"

@@ -35,7 +35,9 @@ def add_search_command(commands: Any) -> None:
         "  archivist search -q --strip-components\n"
         "  archivist search -k 3 -- --strip-components",
     )
-    cmd.add_argument("query", nargs="?", type=non_empty, help="what to search for")
+    cmd.add_argument(
+        "query", nargs="?", type=non_empty, metavar="QUERY", help="what to search for"
+    )
     cmd.add_argument(
         "-q",
         "--query",
@@ -159,7 +161,9 @@ def query_of(args: argparse.Namespace) -> str:
         raise CLIError("give the query once: as an argument or with -q/--query, not both")
     query = args.query if args.query is not None else args.query_option
     if query is None:
-        raise CLIError(f"search needs a query; {DASH_HINT}")
+        raise CLIError(
+            f'search needs a query, e.g. archivist search "how tenants work"; {DASH_HINT}'
+        )
     return str(query)
 
 
