@@ -109,11 +109,15 @@ def test_clear_errors(home: Path, corpus: Path, capsys: pytest.CaptureFixture[st
     assert code == 2 and "overlap" in err
     unsupported = corpus / "movie.mkv"
     unsupported.write_bytes(b"\x1a\x45\xdf\xa3" + bytes(200))
-    code, summary = index_json(capsys, str(unsupported))
-    assert code == 0 and summary["skipped"] == 1  # skipped with its reason, not a failure
+    code, _, err = run(capsys, "index", str(unsupported), "--kb", "movies")
+    assert code == 5 and "skipped docs/movie.mkv: " in err  # with its reason, not a failure
+    assert "knowledge base 'movies' was not created" in err  # nothing in it to keep
+    code, summary = index_json(capsys, str(unsupported), str(corpus / "archivist-overview.md"))
+    assert code == 0 and summary["skipped"] == 1
     assert "not supported" in summary["skipped_files"][0]["reason"]  # type: ignore[index]
     # an empty knowledge base says so
-    run(capsys, "index", str(unsupported), "--kb", "empty")
+    run(capsys, "index", str(corpus / "archivist-overview.md"), "--kb", "empty")
+    run(capsys, "rm", str(corpus / "archivist-overview.md"), "--kb", "empty")
     code, _, err = run(capsys, "search", "x", "--kb", "empty")
     assert code == 2 and "is empty" in err
 

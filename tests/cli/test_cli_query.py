@@ -42,6 +42,7 @@ def test_queries_that_start_with_a_dash(
 
     code, _, err = run(capsys, "search")
     assert code == 2 and "search needs a query" in err and "-q/--query" in err
+    assert 'e.g. archivist search "how tenants work"' in err
     code, _, err = run(capsys, "search", "herons", "-q", "owls")
     assert code == 2 and "not both" in err
     code, _, err = run(capsys, "search", "-q", "  ")

@@ -259,7 +259,7 @@ def test_a_batch_shows_its_refusal_and_ask_without_a_model_shows_passages(servic
     to add a model, creating no session; a passage opens, and its file downloads."""
     key = new_key(service.settings, "passages-tenant")
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        browser = playwright.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
         try:
             context = browser.new_context(accept_downloads=True)
             page = context.new_page()

@@ -14,6 +14,7 @@ from archivist.cli.session import (
     add_common_arguments,
     add_json_argument,
     add_timeout_argument,
+    empty_kb,
     non_empty,
     open_session,
     positive_int,
@@ -31,16 +32,21 @@ SYSTEM_PROMPT = (
     "passages do not contain the answer, say so."
 )
 NO_MODEL_HINT = (
-    "No chat model is configured, so here are the retrieved passages. To get answers, set "
-    "OPENAI_API_KEY (with OPENAI_BASE_URL/--model for vLLM, Ollama or llama.cpp) or "
-    "DASHSCOPE_API_KEY, or pass --base-url and --model."
+    "No chat model is configured, so here are the passages retrieved for the question. "
+    "For answers, set OPENAI_API_KEY (with OPENAI_BASE_URL and --model for vLLM, Ollama or "
+    "llama.cpp) or DASHSCOPE_API_KEY, or pass --base-url URL --model NAME; or run "
+    "`archivist chat-server` (a small model on this machine, no key) and pass the URL it "
+    "prints as --base-url."
 )
+"""Said once, on stderr, before the passages `ask` prints without a chat model."""
 
 
 def add_ask_command(commands: Any) -> None:
     """Register the `ask` sub-command."""
     cmd = commands.add_parser("ask", help="answer a question from a knowledge base")
-    cmd.add_argument("question", type=non_empty)
+    cmd.add_argument(
+        "question", type=non_empty, metavar="QUESTION", help="what to ask, in quotes"
+    )
     cmd.add_argument(
         "--mode",
         choices=["static", "agentic"],
@@ -61,7 +67,11 @@ def add_ask_command(commands: Any) -> None:
     add_timeout_argument(cmd, DEFAULT_CHAT_TIMEOUT, "chat model")
     add_common_arguments(cmd)
     add_json_argument(cmd)
-    cmd.set_defaults(handler=run_ask)
+    cmd.set_defaults(
+        handler=run_ask,
+        words_hint="a question of several words goes in quotes: "
+        'archivist ask "how do tenants work?"',
+    )
 
 
 def configured_chat_model(args: argparse.Namespace) -> ChatModelBase | None:
@@ -129,8 +139,10 @@ async def _answer(args: argparse.Namespace, chat_model: ChatModelBase | None) ->
         )
         if chat_model is None:
             retrieval = await middleware.retrieve([args.question])
+            if not retrieval.hits and not await session.kb.list_documents():
+                raise empty_kb(args.kb)
+            print(NO_MODEL_HINT, file=sys.stderr, flush=True)
             _print_passages(args, retrieval.hits)
-            print(NO_MODEL_HINT, file=sys.stderr)
             return 0
         agent = Agent(
             name="archivist",

@@ -21,10 +21,12 @@ class SkippedPath:
 
 @dataclass
 class Walk:
-    """The regular files found, in order, and the paths skipped on the way."""
+    """The regular files found, in order, the paths skipped on the way, and how many hidden
+    entries (names starting with '.') inside the folders were left out."""
 
     files: list[Path] = field(default_factory=list)
     skipped: list[SkippedPath] = field(default_factory=list)
+    hidden: int = 0
 
 
 def walk_files(paths: Sequence[str]) -> Walk:
@@ -63,6 +65,7 @@ def _walk_dir(directory: Path, walk: Walk, ancestors: set[str], seen: set[str]) 
         return
     for entry in entries:
         if entry.name.startswith("."):
+            walk.hidden += 1
             continue
         path = Path(entry.path)
         if entry.is_symlink() and not path.exists():

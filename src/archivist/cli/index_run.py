@@ -5,24 +5,25 @@ Kept apart from the command's registration so `archivist --help` imports none of
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
-from contextlib import nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from archivist.cli.confirm import confirm
-from archivist.cli.files import SkippedPath, walk_files
+from archivist.cli.files import SkippedPath, Walk, walk_files
 from archivist.cli.home import default_store_dir, load_kbs
 from archivist.cli.notices import DocumentNotices
 from archivist.cli.ocr_options import ocr_from_args
-from archivist.cli.output import display_path, print_json, print_rows
-from archivist.cli.progress import PeriodicProgress, duration
-from archivist.cli.session import open_session
+from archivist.cli.output import count, display_path, print_json, print_rows
+from archivist.cli.progress import IndexProgress, duration
+from archivist.cli.session import open_session, remove_kb
+from archivist.errors import FileError
 from archivist.rag import default_registry
 from archivist.rag.knowledge.ingest import (
     PATH_KEY,
@@ -43,12 +44,17 @@ LISTED = {
 
 
 async def run_index(args: argparse.Namespace) -> int:
-    """Index the files; print a summary; exit 1 if any file failed."""
+    """Index the files; print a summary; exit 1 if any file failed. Nothing to index (no
+    files found, or none of them yields anything) is an error that leaves no new knowledge
+    base behind."""
     console = Console(stderr=True)
     started = time.monotonic()
     walk = walk_files(args.paths)
     args.embedding_timeout = args.timeout
-    if args.rebuild and args.kb in load_kbs(args.store or default_store_dir()):
+    recorded = load_kbs(args.store or default_store_dir())
+    if not walk.files and not (args.prune and args.kb in recorded):  # --prune: files all gone
+        raise nothing_found(args.paths, walk)
+    if args.rebuild and args.kb in recorded:
         confirm(
             f"--rebuild empties knowledge base {args.kb!r} (the documents of every tenant) "
             "before indexing",
@@ -65,70 +71,40 @@ async def run_index(args: argparse.Namespace) -> int:
         rebuild=args.rebuild,
     ) as session:
         record = session.record
-        chunker = session.chunker
-        periodic = PeriodicProgress(sys.stderr, args.progress or 0, len(walk.files))
-        with (
-            Progress(
-                TextColumn("[bold]indexing"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.fields[chunks]} chunks"),
-                TimeElapsedColumn(),
-                TextColumn("{task.description}"),
-                console=console,
-                transient=True,
-                disable=args.json,
-            ) as progress,
-            notices.collecting(),
-            periodic if args.progress and not console.is_terminal else nullcontext(),
-        ):
-            task = progress.add_task("", total=len(walk.files), chunks=0)
-            total_chunks = 0
+        progress = IndexProgress(
+            console,
+            len(walk.files),
+            disable=args.json,
+            interval=args.progress or 0.0,
+            stream=sys.stderr,
+        )
+        with progress, notices.collecting():
 
             def advance(result: FileResult) -> None:
-                nonlocal total_chunks
-                total_chunks += result.chunks
-                if result.outcome not in (Outcome.PRUNED, Outcome.REMOVED):
-                    progress.update(task, advance=1, chunks=total_chunks)
-                    periodic.files += 1
-                periodic.chunks = total_chunks
-
-            def now(doing: str) -> None:
-                """What the run is doing now, on the bar and in the periodic line."""
-                progress.update(task, description=doing)
-                periodic.current = doing
-
-            def on_page(name: str, page: int | None, pages: int | None) -> None:
-                where = f" page {page}/{pages}" if page else ""
-                now(f"OCR of {display_path(name)}{where}")
+                walked = result.outcome not in (Outcome.PRUNED, Outcome.REMOVED)
+                progress.file_done(result.chunks, result.path, walked)
 
             if ocr is not None:
-                ocr.on_page = on_page
-
-            def within(path: str, written: int, total: int) -> None:
-                if total > 1:  # a large file moves the display chunk by chunk
-                    progress.update(task, chunks=total_chunks + written)
-                    periodic.chunks = total_chunks + written
-                    now(f"writing {display_path(path)} ({written:,}/{total:,} chunks)")
-
+                ocr.on_page = progress.ocr_page
             report = await ingest_files(
                 session.kb,
                 walk.files,
                 registry=default_registry(ocr),
-                chunker=chunker,
+                chunker=session.chunker,
                 prune_missing=args.prune,
                 keep_stale=args.keep_stale,
                 on_file=advance,
-                on_chunks=within,
-                on_start=lambda path: now(f"reading {display_path(path)}"),
-                on_write=lambda files, chunks: now(
-                    f"embedding {count(chunks, 'chunk')} of {count(files, 'file')}"
-                ),
+                on_chunks=progress.written,
+                on_start=progress.reading,
+                on_write=progress.embedding,
             )
         if report.count(Outcome.INDEXED) or report.count(Outcome.UPDATED):
             await session.store.optimize(session.kb.collection)
         held = await session.kb.list_documents()
         scope = session.kb.metadata_filter
+        left_empty = args.kb not in recorded and not held
+        if left_empty:  # a knowledge base made by this run and nothing in it
+            await remove_kb(session.store, session.store_dir, args.kb)
     missing = {
         d.document_id: str(d.metadata[PATH_KEY])
         for d in held
@@ -138,9 +114,20 @@ async def run_index(args: argparse.Namespace) -> int:
     code = 1 if report.failed else 0
     if args.json:
         print_json(summary.as_json(held))
+    else:
+        summary.print_paths(console)
+        summary.print_notes(console, record.embedding_model)
+    if left_empty:
+        message = (
+            f"nothing indexed from {', '.join(args.paths)}; "
+            f"knowledge base {args.kb!r} was not created"
+        )
+        if report.failed:
+            note(console, "yellow", "note", message)
+            return code
+        raise FileError(message)
+    if args.json:
         return code
-    summary.print_paths(console)
-    summary.print_notes(console, record.embedding_model)
     print(
         f"knowledge base {args.kb!r} (chunk size {record.chunk_size}, overlap "
         f"{record.overlap}, {record.embedding_model})"
@@ -150,6 +137,38 @@ async def run_index(args: argparse.Namespace) -> int:
     print_rows(list(counts), [[str(n) for n in counts.values()]])
     print(summary.totals(held, args.tenant))
     return code
+
+
+def nothing_found(paths: list[str], walk: Walk) -> FileError:
+    """The error for paths that hold no file to index, naming them and what was left out."""
+    left_out = []
+    if walk.hidden:
+        left_out.append(
+            f"{walk.hidden} hidden {'entry' if walk.hidden == 1 else 'entries'} left out: "
+            "names starting with '.' are not indexed"
+        )
+    if walk.skipped:
+        first = walk.skipped[0]
+        example = f"{display_path(first.path)}: {first.reason}"
+        left_out.append(
+            f"skipped {example}"
+            if len(walk.skipped) == 1
+            else f"{len(walk.skipped)} paths skipped, e.g. {example}"
+        )
+    why = f" ({'; '.join(left_out)})" if left_out else ""
+    return FileError(f"no files found in {', '.join(paths)}{why}")
+
+
+def failure_reason(result: FileResult) -> str:
+    """Why a file failed (or was skipped or removed), without naming the file again: the
+    summary's line names it, while the error's own message often starts with the file's path
+    or name (`broken.pdf: cannot parse`) or ends with it (`Permission denied: '/x/a.txt'`)."""
+    text = result.error or ""
+    path = Path(result.path)
+    names = sorted({result.path, str(path.resolve()), path.name}, key=len, reverse=True)
+    spelled = "|".join(re.escape(name) for name in names)
+    text = re.sub(rf"(^|: )(?:{spelled}): ", r"\1", text, count=1)
+    return re.sub(rf": '(?:{spelled})'$", "", text)
 
 
 MISSING_LISTED = 10
@@ -232,7 +251,7 @@ class RunSummary:
         for result in self.report.results:
             if result.outcome in (Outcome.FAILED, *LISTED):
                 colour = "red" if result.outcome is Outcome.FAILED else "yellow"
-                reason = f": {result.error}" if result.error else ""
+                reason = f": {failure_reason(result)}" if result.error else ""
                 note(console, colour, result.outcome.value, display_path(result.path) + reason)
         missing = sorted(self.missing.values())
         for path in missing[:MISSING_LISTED]:
@@ -295,11 +314,6 @@ class RunSummary:
             f"{duration(self.seconds)}; {holder} holds "
             f"{count(len(held), 'document')}, {count(sum(d.chunk_count for d in held), 'chunk')}"
         )
-
-
-def count(n: int, noun: str) -> str:
-    """`1 file`, `2 files`, `1,024 chunks`."""
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def note(console: Console, colour: str, label: str, text: str) -> None:

@@ -7,25 +7,70 @@ from pathlib import Path
 from typing import Any
 
 from archivist.cli.home import default_store_dir, load_kbs
-from archivist.cli.output import print_json, print_rows
+from archivist.cli.output import count, print_json, print_rows
 from archivist.cli.session import (
+    DEFAULT_WAIT_SECONDS,
     add_common_arguments,
     add_json_argument,
+    check_kb_name,
     kb_store_dir,
     open_session,
+    open_store,
+    remove_kb,
+    unknown_kb,
 )
 
 
 def add_kb_commands(commands: Any) -> None:
-    """Register `kbs`, `verify` and `repair`."""
+    """Register `kbs` (with `kbs rm`), `verify` and `repair`."""
     kbs = commands.add_parser(
-        "kbs", help="list the knowledge bases: model, chunk settings, documents, chunks"
+        "kbs",
+        help="list the knowledge bases: model, chunk settings, documents, chunks",
+        usage="%(prog)s [-h] [--store STORE] [--json]\n"
+        "       %(prog)s rm [-h] [-y] [--store STORE] [--wait SECONDS] [--json] NAME",
+        description="list the knowledge bases: model, chunk settings, documents, chunks\n\n"
+        "  archivist kbs            list them\n"
+        "  archivist kbs rm NAME    delete one, with all its documents",
     )
     kbs.add_argument(
         "--store", type=Path, default=None, help="store directory (default: $ARCHIVIST_HOME/store)"
     )
     add_json_argument(kbs)
     kbs.set_defaults(handler=run_kbs)
+    actions = kbs.add_subparsers(dest="kbs_action", metavar="{rm}", prog=kbs.prog)
+    rm = actions.add_parser(
+        "rm",
+        help="delete a knowledge base: its settings and the documents of every tenant",
+        description="Delete knowledge base NAME: its settings and the documents of every\n"
+        "tenant, vectors and all. Only indexing the files again brings them back, so\n"
+        "it asks first on a terminal; elsewhere (a script, CI) it needs --yes.\n"
+        "One document is removed with `archivist rm DOC_ID|PATH --kb NAME`.",
+    )
+    rm.add_argument("name", metavar="NAME", help="the knowledge base (see: archivist kbs)")
+    rm.add_argument(
+        "-y",
+        "--yes",
+        action="store_true",
+        help="delete without asking (needed when there is no terminal to ask on)",
+    )
+    # SUPPRESS: a value given before `rm` (`kbs --store S rm NAME`) is not reset to a default
+    rm.add_argument(
+        "--store",
+        type=Path,
+        default=argparse.SUPPRESS,
+        help="store directory (default: $ARCHIVIST_HOME/store)",
+    )
+    rm.add_argument(
+        "--wait",
+        type=float,
+        default=DEFAULT_WAIT_SECONDS,
+        metavar="SECONDS",
+        help="how long to wait while another archivist process has the knowledge base open",
+    )
+    rm.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="print JSON for scripts"
+    )
+    rm.set_defaults(handler=run_kbs_rm)
     verify = commands.add_parser(
         "verify", help="check that every document is whole (after a crash or a kill)"
     )
@@ -89,6 +134,37 @@ async def run_kbs(args: argparse.Namespace) -> int:
             for row in rows
         ],
     )
+    return 0
+
+
+async def run_kbs_rm(args: argparse.Namespace) -> int:
+    """Delete knowledge base `args.name` once confirmed: its stored collection, then its
+    record (see `remove_kb`)."""
+    from archivist.cli.confirm import confirm
+
+    name: str = args.name
+    check_kb_name(name)
+    store_dir: Path = args.store or default_store_dir()
+    if name not in load_kbs(store_dir):
+        raise unknown_kb(name, store_dir, "nothing was deleted")
+    documents, chunks = await _counts(store_dir, name)
+    holds = ""
+    if documents is not None and chunks is not None:
+        holds = f" ({count(documents, 'document')}, {count(chunks, 'chunk')})"
+    confirm(
+        f"this deletes knowledge base {name!r}{holds}, the documents of every tenant; "
+        "only indexing the files again brings them back",
+        args.yes,
+    )
+    store = await open_store(kb_store_dir(store_dir, name), name, args.wait)
+    try:
+        await remove_kb(store, store_dir, name)
+    finally:
+        await store.__aexit__(None, None, None)
+    if args.json:
+        print_json({"removed": {"name": name, "documents": documents, "chunks": chunks}})
+    else:
+        print(f"deleted knowledge base {name!r}{holds}")
     return 0
 
 

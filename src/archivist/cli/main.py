@@ -14,7 +14,7 @@ import gc
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from archivist import __version__
@@ -79,9 +79,10 @@ class _DefaultsFormatter(argparse.RawDescriptionHelpFormatter):
 
 class _Parser(argparse.ArgumentParser):
     """The CLI's parser, for every command: an option must be spelled whole (`--reb` is not
-    `--rebuild`), a misspelt command or option gets "did you mean", and an "unrecognized
-    arguments" error carries a sub-command's `dash_hint` (set as a default), e.g. how to
-    search for text that starts with '-'."""
+    `--rebuild`), a misspelt command or option gets "did you mean", and an argument a
+    command does not take is reported with that command's usage and with its hints (set as
+    defaults) when it has them: `dash_hint` for an unknown '-' word (how to search for text
+    that starts with '-'), `words_hint` for a word too many (quote a query of words)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
@@ -90,27 +91,40 @@ class _Parser(argparse.ArgumentParser):
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
+        """Parse `args`; an argument this parser does not take is a usage error here, so the
+        message comes with the usage of the command it was given to (what follows a
+        command's name is that command's alone), never left for the top-level parser."""
         parsed, extras = super().parse_known_args(args, namespace)
-        # A sub-command's parser knows its own options: it leaves its guesses for the
-        # top-level parser, which reports the unrecognized arguments.
-        guesses = dict(getattr(parsed, "_did_you_mean", {}))
-        known = list(self._option_string_actions)
-        for extra in extras:
-            option = extra.split("=", 1)[0]
-            if option.startswith("--") and option not in guesses:
-                close = difflib.get_close_matches(option, known, n=1, cutoff=0.6)
-                if close:
-                    guesses[option] = close[0]
-        if guesses:
-            parsed._did_you_mean = guesses
-        hint = getattr(parsed, "dash_hint", None)
-        unknown = _options([extra for extra in extras if extra.startswith("-")])
-        if self.prog == _PROG and unknown and (guesses or hint):
-            notes = [f"did you mean {guesses[option]}?" for option in guesses if option in unknown]
-            if hint and not unknown <= set(guesses):  # a misspelt option needs no dash hint
-                notes.append(hint)
-            self.error(f"unrecognized arguments: {' '.join(extras)} ({'; '.join(notes)})")
+        if extras:
+            self.error(self._unrecognized(extras))
         return parsed, extras
+
+    def _unrecognized(self, extras: list[str]) -> str:
+        """`unrecognized arguments: ...`, with the closest option to each misspelt one
+        (`did you mean -k/--top-k?`), else the command's hints."""
+        hint = self.get_default("dash_hint")
+        words = self.get_default("words_hint")
+        notes: list[str] = []
+        unknown = dict.fromkeys(extra.split("=", 1)[0] for extra in extras if extra[:1] == "-")
+        guessed = 0
+        for option in unknown:
+            meant = self._closest_option(option) if option.startswith("--") else None
+            if meant is not None:
+                notes.append(f"did you mean {meant}?")
+                guessed += 1
+        if hint and guessed < len(unknown):  # a misspelt option needs no dash hint
+            notes.append(hint)
+        if words and not unknown:  # words alone: a query typed without quotes
+            notes.append(words)
+        detail = f" ({'; '.join(notes)})" if notes else ""
+        return f"unrecognized arguments: {' '.join(extras)}{detail}"
+
+    def _closest_option(self, option: str) -> str | None:
+        """The option closest to `option` in all its spellings (`-k/--top-k`), or None."""
+        close = difflib.get_close_matches(option, list(self._option_string_actions), 1, 0.6)
+        if not close:
+            return None
+        return "/".join(self._option_string_actions[close[0]].option_strings)
 
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         """A value outside an option's or a command's choices names the closest one."""
@@ -126,18 +140,10 @@ class _Parser(argparse.ArgumentParser):
         super()._check_value(action, value)
 
 
-_PROG = "archivist"
-
-
-def _options(extras: list[str]) -> set[str]:
-    """The option names among unrecognized arguments (`--x=1` names `--x`)."""
-    return {extra.split("=", 1)[0] for extra in extras}
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every sub-command registered."""
     parser = _Parser(
-        prog=_PROG,
+        prog="archivist",
         description="Index files and search them for AI agents.",
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -158,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_mcp_command(commands)
     add_worker_command(commands)
     add_doctor_command(commands)
-    for command in commands.choices.values():
+    for command in _commands(parser):
         command.formatter_class = _DefaultsFormatter
         command.add_argument(
             "--debug",
@@ -167,6 +173,15 @@ def build_parser() -> argparse.ArgumentParser:
             help="show tracebacks of errors",
         )
     return parser
+
+
+def _commands(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    """The parsers of every command under `parser`, nested ones (`kbs rm`) included."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                yield command
+                yield from _commands(command)
 
 
 def _log_to_stderr(debug: bool) -> None:

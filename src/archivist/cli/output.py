@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import unicodedata
@@ -11,12 +12,21 @@ from typing import Any
 
 
 def display_path(path: str | Path) -> str:
-    """`path` relative to the current directory when it lies under it, else as given."""
-    candidate = Path(path)
+    """`path` relative to the current directory when it lies under it, else as given; a
+    symbolic link is shown as the link (a dangling one too), not as where it points."""
     try:
-        return str(candidate.resolve().relative_to(Path.cwd().resolve()))
-    except (ValueError, OSError):
-        return str(path)
+        here = Path.cwd().resolve()
+        for candidate in (Path(os.path.abspath(path)), Path(path).resolve()):
+            if candidate.is_relative_to(here):
+                return str(candidate.relative_to(here))
+    except OSError:
+        pass
+    return str(path)
+
+
+def count(n: int, noun: str) -> str:
+    """`1 file`, `2 files`, `1,024 chunks`."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def print_json(payload: Any) -> None:

@@ -11,6 +11,7 @@ from archivist.cli.session import (
     CLIError,
     add_common_arguments,
     add_json_argument,
+    empty_kb,
     non_empty,
     open_session,
     positive_int,
@@ -34,7 +35,9 @@ def add_search_command(commands: Any) -> None:
         "  archivist search -q --strip-components\n"
         "  archivist search -k 3 -- --strip-components",
     )
-    cmd.add_argument("query", nargs="?", type=non_empty, help="what to search for")
+    cmd.add_argument(
+        "query", nargs="?", type=non_empty, metavar="QUERY", help="what to search for"
+    )
     cmd.add_argument(
         "-q",
         "--query",
@@ -115,7 +118,7 @@ def add_search_command(commands: Any) -> None:
     )
     add_json_argument(cmd)
     add_common_arguments(cmd)
-    cmd.set_defaults(handler=run_search, dash_hint=DASH_HINT)
+    cmd.set_defaults(handler=run_search, dash_hint=DASH_HINT, words_hint=WORDS_HINT)
 
 
 DASH_HINT = (
@@ -123,6 +126,10 @@ DASH_HINT = (
     "archivist search -q --flag, or archivist search -- --flag"
 )
 """Shown when `search` meets an option it does not know (usually a query starting with '-')."""
+
+
+WORDS_HINT = 'a query of several words goes in quotes: archivist search "how tenants work"'
+"""Shown when `search` meets words too many (a query of several words not quoted)."""
 
 
 QUERY_OPTIONS = ("-q", "--query")
@@ -154,7 +161,9 @@ def query_of(args: argparse.Namespace) -> str:
         raise CLIError("give the query once: as an argument or with -q/--query, not both")
     query = args.query if args.query is not None else args.query_option
     if query is None:
-        raise CLIError(f"search needs a query; {DASH_HINT}")
+        raise CLIError(
+            f'search needs a query, e.g. archivist search "how tenants work"; {DASH_HINT}'
+        )
     return str(query)
 
 
@@ -277,10 +286,7 @@ async def run_search(args: argparse.Namespace) -> int:
             collapse_duplicates=not args.all_copies,
         )
         if not hits and not await session.kb.list_documents():
-            raise CLIError(
-                f"knowledge base {args.kb!r} is empty; add files with: "
-                f"archivist index PATH --kb {args.kb}"
-            )
+            raise empty_kb(args.kb)
     if args.json:
         print_json([hit_json(i, h) for i, h in enumerate(hits, 1)])
         return 0

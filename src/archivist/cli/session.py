@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archivist.chunk_defaults import DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP
-from archivist.cli.home import KBRecord, cache_dir, default_store_dir, load_kbs, save_kb
+from archivist.cli.home import (
+    KBRecord,
+    cache_dir,
+    default_store_dir,
+    forget_kb,
+    load_kbs,
+    save_kb,
+)
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL
 from archivist.errors import InvalidArgumentError, StoreLockedError
 
@@ -311,6 +318,28 @@ def settled_record(
     return settled
 
 
+def unknown_kb(name: str, store_dir: Path, hint: str) -> CLIError:
+    """The one-line error for a knowledge base `store_dir` does not hold, listing those it
+    does, then `hint` (what to do)."""
+    known = ", ".join(sorted(load_kbs(store_dir))) or "none yet"
+    return CLIError(f"unknown knowledge base {name!r} in {store_dir} (known: {known}); {hint}")
+
+
+def empty_kb(name: str) -> CLIError:
+    """The one-line error for a search of a knowledge base that holds no document."""
+    return CLIError(
+        f"knowledge base {name!r} is empty; add files with: archivist index PATH --kb {name}"
+    )
+
+
+async def remove_kb(store: QdrantStore, store_dir: Path, name: str) -> None:
+    """Delete knowledge base `name` from `store` (its open store): its collection, every
+    tenant's documents, then its record. In that order an interruption leaves a recorded,
+    empty knowledge base to delete again, never stored vectors without a record."""
+    await store.delete_collection(name)
+    forget_kb(store_dir, name)
+
+
 async def open_store(directory: Path, name: str, wait: float) -> QdrantStore:
     """The store at `directory`, entered; while another process holds it, wait up to `wait`
     seconds with a message on stderr, then a StoreLockedError naming the knowledge base."""
@@ -365,11 +394,7 @@ async def open_session(
     store_dir: Path = args.store or default_store_dir()
     record = load_kbs(store_dir).get(args.kb)
     if record is None and not create:
-        known = ", ".join(sorted(load_kbs(store_dir))) or "none yet"
-        raise CLIError(
-            f"unknown knowledge base {args.kb!r} in {store_dir} (known: {known}); "
-            f"create it with: archivist index PATH --kb {args.kb}"
-        )
+        raise unknown_kb(args.kb, store_dir, f"create it with: archivist index PATH --kb {args.kb}")
     settled = settled_record(
         record,
         args.kb,
