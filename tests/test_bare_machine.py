@@ -160,7 +160,7 @@ def test_serve_without_tesseract_starts_and_reads_a_scan_with_rapidocr(
         assert "archivist: OCR: RapidOCR (auto: Tesseract is not installed)" in started
         loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
         assert f"archivist: event loop: {loop}" in started
-        assert "archivist: answers: none (no --chat-base-url)" in started
+        assert "archivist: answers: none (Ask shows the passages found): no chat model" in started
         types = httpx.get(
             f"{url}/v1/supported-types", headers={"Authorization": f"Bearer {key}"}
         ).json()

@@ -50,7 +50,7 @@ EXIT_STORE, EXIT_DATA = 4, 5
 EXIT_INTERRUPTED, EXIT_INTERNAL, EXIT_PIPE_CLOSED = 130, 70, 141
 EXIT_CODES = f"""exit codes:
   {EXIT_OK}    ok
-  {EXIT_FILES_FAILED}    some files failed (index)
+  {EXIT_FILES_FAILED}    some files failed (index); a default cannot work here (doctor)
   {EXIT_USAGE}    usage or configuration error
   {EXIT_REMOTE}    a model failed (embedding or chat; a provider or the local model)
   {EXIT_STORE}    the store is unavailable (e.g. in use by another process)

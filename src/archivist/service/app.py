@@ -19,6 +19,7 @@ from archivist.service.guards.framing import RequestFraming
 from archivist.service.guards.security_headers import SecurityHeaders
 from archivist.service.guards.slow_clients import BodyTimeout
 from archivist.service.mcp_endpoint import MCP_PATH, mcp_app
+from archivist.service.operations.sessions import NO_CHAT_MODEL
 from archivist.service.problems import UnhandledErrors, install_problem_handlers
 from archivist.service.routers import (
     api_docs,
@@ -66,10 +67,7 @@ def _answers(settings: ServiceSettings) -> str:
         where = urlsplit(settings.chat_base_url)
         host = where.netloc.rsplit("@", 1)[-1]  # never a password in the log
         return f"{settings.chat_model or 'the default model'} at {where.scheme}://{host}{where.path}"
-    return (
-        "none (no --chat-base-url): Ask shows the passages found; for answers give an "
-        "OpenAI-compatible --chat-base-url, or run `archivist chat-server` on this machine"
-    )
+    return f"none (Ask shows the passages found): {NO_CHAT_MODEL}"
 
 
 def _app(
