@@ -320,6 +320,21 @@ def test_a_file_being_read_shows_its_size_and_the_time_it_takes(
     assert progress.line().endswith("reading 大文件.txt (2.5 MB, 1m35s)")
 
 
+def test_a_file_being_read_shows_the_chunks_cut_so_far(home: Path, tmp_path: Path) -> None:
+    big = tmp_path / "big.txt"
+    big.write_bytes(b"x" * 2_500_000)
+    now = [0.0]
+    console, out = terminal(80)
+    progress = IndexProgress(console, 1, clock=lambda: now[0])
+    progress.reading(big)
+    progress.cut(str(big), 12_288)
+    now[0] += 20
+    console.print(progress.progress.get_renderable())
+    step_line = out.getvalue().splitlines()[1].rstrip()
+    assert step_line.endswith("2.5 MB, 12,288 chunks cut  20s")
+    assert progress.line().endswith("reading big.txt (2.5 MB, 12,288 chunks cut, 20s)")
+
+
 @pytest.mark.parametrize("width", [80, 60])
 def test_counts_stay_whole_on_a_narrow_terminal(home: Path, width: int) -> None:
     path = "docs/some-long-folder-name/其他资料/大熊猫-annual-report-2024.txt"

@@ -96,6 +96,7 @@ async def run_index(args: argparse.Namespace) -> int:
                 on_file=advance,
                 on_chunks=progress.written,
                 on_start=progress.reading,
+                on_read=progress.cut,
                 on_write=progress.embedding,
             )
         if report.count(Outcome.INDEXED) or report.count(Outcome.UPDATED):

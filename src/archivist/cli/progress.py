@@ -141,7 +141,7 @@ class IndexProgress:
         if self.step is not None:
             self.progress.remove_task(self.step)
         self.step = self.progress.add_task(
-            action, total=total, subject=subject, unit=unit, note=note, files=files
+            action, total=total, subject=subject, unit=unit, note=note, size=note, files=files
         )
 
     def reading(self, path: Path) -> None:
@@ -151,6 +151,13 @@ class IndexProgress:
         except OSError:
             size = ""
         self._new_step("reading", display_path(path), None, note=size)
+
+    def cut(self, path: str, chunks: int) -> None:
+        """`chunks` chunks are cut so far from the file being read."""
+        step = self._task(self.step)
+        if step is not None and step.description == "reading":
+            figures = (str(step.fields["size"]), f"{count(chunks, 'chunk')} cut")
+            self.progress.update(step.id, note=", ".join(f for f in figures if f))
 
     def ocr_page(self, name: str, page: int | None, pages: int | None) -> None:
         """OCR reads page `page` of `pages` (an image: no page) of file `name`."""

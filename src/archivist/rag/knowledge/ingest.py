@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import functools
 import hashlib
 import json
 import mimetypes
@@ -189,6 +190,11 @@ def _one_files_fault(exc: Exception) -> bool:
 ProgressCallback = Callable[[FileResult], None]
 ChunkProgress = Callable[[str, int, int], None]
 """`on_chunks(path, chunks_written, total_chunks)`: progress within one file."""
+ReadProgress = Callable[[str, int], None]
+"""`on_read(path, chunks_cut)`: the chunks cut so far while a file is read and chunked."""
+
+READ_PROGRESS_EVERY = 256
+"""`on_read` is called after every this many chunks cut."""
 
 
 async def ingest_files(
@@ -203,6 +209,7 @@ async def ingest_files(
     on_chunks: ChunkProgress | None = None,
     on_start: Callable[[Path], None] | None = None,
     on_write: Callable[[int, int], None] | None = None,
+    on_read: ReadProgress | None = None,
 ) -> IngestReport:
     """Index `files` into `kb` incrementally; one file's failure never stops the others.
 
@@ -222,7 +229,8 @@ async def ingest_files(
     `total_chunks`), the second parses it again and embeds and writes batch by batch, so
     neither its text nor its vectors are ever held whole. `on_chunks(path, written, total)`
     reports the chunks written within a file, `on_start(path)` each file as it is taken up,
-    `on_write(files, chunks)` each window as its embedding and writing begins.
+    `on_write(files, chunks)` each window as its embedding and writing begins, `on_read(path,
+    chunks)` the chunks cut so far while a file is read (every `READ_PROGRESS_EVERY`).
     """
     report = IngestReport()
 
@@ -245,7 +253,10 @@ async def ingest_files(
             before = listed.get(document_id)
         else:
             before = await kb.get_document(document_id)
-        item = await _parse_one(kb, path, document_id, before, fingerprint, registry, chunker)
+        cut = None if on_read is None else functools.partial(on_read, str(path))
+        item = await _parse_one(
+            kb, path, document_id, before, fingerprint, registry, chunker, cut
+        )
         if isinstance(item, FileResult):
             emit(item)
             stale = item.outcome in (Outcome.FAILED, Outcome.SKIPPED)
@@ -363,6 +374,7 @@ async def _parse_one(
     fingerprint: str,
     registry: ParserRegistry,
     chunker: ChunkerBase,
+    on_cut: Callable[[int], None] | None = None,
 ) -> FileResult | _Parsed:
     resolved = path.resolve()
     try:
@@ -385,7 +397,7 @@ async def _parse_one(
             return FileResult(str(path), Outcome.SKIPPED, document_id, error=exc.reason, cause=exc)
         model = kb.embedding_model
         chunks, count, dropped, ocr_pages = await _count_chunks(
-            parser, chunker, resolved, path.name, kb.write_batch_size, model
+            parser, chunker, resolved, path.name, kb.write_batch_size, model, on_cut
         )
         if not count and not dropped:
             return FileResult(
@@ -452,10 +464,11 @@ async def _count_chunks(
     name: str,
     keep: int,
     model: EmbeddingModelBase,
+    on_cut: Callable[[int], None] | None = None,
 ) -> tuple[list[Chunk] | None, int, int, int]:
     """Chunk a file as a stream: (its chunks if fewer than `keep`, else None; how many `model`
     embeds; how many it leaves out; how many pages OCR read). A large file's chunks are
-    counted and dropped: it is never held whole."""
+    counted and dropped: it is never held whole. `on_cut(chunks)` follows the count."""
     kept: list[Chunk] | None = []
     count = dropped = 0
     ocr_pages: set[object] = set()
@@ -464,6 +477,8 @@ async def _count_chunks(
             dropped += 1
             continue
         count += 1
+        if on_cut is not None and count % READ_PROGRESS_EVERY == 0:
+            on_cut(count)
         if chunk.metadata.get("ocr"):
             ocr_pages.add(chunk.metadata.get("page"))
         if kept is not None:
