@@ -1,5 +1,6 @@
 """Mutation testing of the core logic with mutmut's mutants: the chunker, ingestion, tenant
-scope, the BM25 term rules, the ranking by relevance and the knowledge base's search planning.
+scope, the BM25 term rules, the ranking by relevance, the knowledge base's search planning,
+and the OCR engine's choice and memory reserve.
 
 mutmut 3 generates the mutants (needs `pip install mutmut`); each mutant then runs, one pytest
 process each, against the tests that guard its module, selected by mutmut's own switch
@@ -51,6 +52,15 @@ MODULES = {
         "tests/store/test_ranking.py",
         "tests/knowledge/test_relevance.py",
         "tests/knowledge/test_search_order.py",
+    ],
+    "archivist/_util/address_space.py": [
+        "tests/docs/test_chunk_in_child.py",
+    ],
+    "archivist/rag/parser/ocr/reader.py": [
+        "tests/service/test_ocr_uploads.py",
+        "tests/docs/test_pdf_parser.py",
+        "tests/docs/test_chunk_in_child.py",
+        "tests/docs/test_ocr.py",
     ],
     "archivist/rag/knowledge/searching.py": [
         "tests/knowledge/test_search_order.py",

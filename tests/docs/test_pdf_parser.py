@@ -114,3 +114,24 @@ async def test_scans_with_no_ocr_engine_are_unread_scans_saying_how_to_read_them
     with pytest.raises(DocumentParseError) as off:
         await PDFParser(ocr="off").parse(make_scanned_pdf([["A scanned page."]]), "off.pdf")
     assert not isinstance(off.value, ScansUnreadError)  # OCR turned off: the user's choice
+
+
+async def test_a_pdf_of_text_and_scans_with_no_ocr_engine_gives_its_text_pages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    import pypdfium2 as pdfium
+
+    from archivist.rag.parser.ocr import Ocr
+    from factories import make_scanned_pdf
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setitem(sys.modules, "rapidocr_onnxruntime", None)
+    document = pdfium.PdfDocument(make_pdf(["Ferries leave the harbour every hour."]))
+    document.import_pages(pdfium.PdfDocument(make_scanned_pdf([["A scanned page."]])))
+    buffer = io.BytesIO()
+    document.save(buffer)
+    sections = await PDFParser(ocr=Ocr("auto")).parse(buffer.getvalue(), "mixed.pdf")
+    assert [s.metadata["page"] for s in sections] == [1]
+    assert "Ferries leave" in sections[0].content.text  # type: ignore[union-attr]

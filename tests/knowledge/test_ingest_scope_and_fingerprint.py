@@ -149,3 +149,29 @@ async def test_a_file_that_stops_holding_text_is_removed_with_the_reason(
     assert removed.error == f"old version removed: {skipped.error}"
     assert removed.document_id == document_id_for(path)
     assert await kb.list_documents() == []
+
+
+async def test_a_scan_no_engine_can_read_is_skipped_saying_how_to_read_it(
+    tmp_path: Path,
+    store: QdrantStore,
+    embedder: EmbeddingModelBase,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    from factories import make_scanned_pdf
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no tesseract
+    monkeypatch.setitem(sys.modules, "rapidocr_onnxruntime", None)
+    scan = tmp_path / "scan.pdf"
+    scan.write_bytes(make_scanned_pdf([["A scanned page."]]))
+    report = await ingest_files(
+        kb_on(store, embedder, None),
+        [scan],
+        registry=default_registry("auto"),
+        chunker=ApproxTokenChunker(64, 8),
+    )
+    [result] = report.results
+    assert result.outcome is Outcome.SKIPPED
+    assert result.error is not None and "pip install 'archivist[ocr]'" in result.error
+    assert not result.error.startswith("scan.pdf")  # the reason alone: the line names the file
