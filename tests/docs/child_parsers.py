@@ -105,3 +105,14 @@ class Spins(_OneSection):
         n = 0
         while True:
             n += 1
+
+
+class ClaimsThenHogs(_OneSection):
+    """Claims the OCR reserve as the OCR step does, then asks for far more memory."""
+
+    def text(self, file: bytes | str) -> str:
+        from archivist._util import address_space
+
+        address_space.claim_reserve()
+        held = [bytearray(64 * 1024 * 1024) for _ in range(64)]  # 4 GiB
+        return f"held {len(held)}"

@@ -8,7 +8,16 @@ import os
 from pathlib import Path
 
 import pytest
-from child_parsers import Crashes, Hogs, Prints, RaisesUnpicklable, Slow, Spins, WhoParses
+from child_parsers import (
+    ClaimsThenHogs,
+    Crashes,
+    Hogs,
+    Prints,
+    RaisesUnpicklable,
+    Slow,
+    Spins,
+    WhoParses,
+)
 
 from archivist.embedding import LocalEmbeddingModel
 from archivist.errors import DocumentParseError
@@ -267,6 +276,42 @@ def test_the_child_reads_with_the_engine_its_parent_chose(
     received = pickle.loads(sent)
     assert received.ocr.engine is None
     assert "RapidOCR is not installed" in received.ocr.summary()
+
+
+async def test_the_claimed_reserve_still_bounds_the_child_naming_both_limits(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "greedy-scan.txt"
+    path.write_text("anything")
+    limits = ChildLimits(memory_bytes=256 * 1024**2, ocr_memory_bytes=256 * 1024**2)
+    with pytest.raises(DocumentParseError) as e:
+        await limited(ClaimsThenHogs(), path, limits)
+    assert "more than the 512 MiB memory limit (256 MiB for parsing and 256 MiB for OCR)" in (
+        str(e.value)
+    )
+
+
+def test_a_reserve_is_claimed_once_and_only_where_one_is_held() -> None:
+    """In a fresh interpreter (the limits would bind this one)."""
+    import subprocess
+    import sys
+
+    script = """
+from archivist._util import address_space as a
+print(a.current_limit(), a.claim_reserve())
+a.hold(3 << 30, 1 << 30)
+print(a.current_limit(), a.claim_reserve(), a.current_limit(), a.claim_reserve())
+a.hold(3 << 30)
+print(a.claim_reserve(), a.current_limit())
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.split("\n")[:3] == [
+        "None False",
+        f"{3 << 30} True {4 << 30} False",
+        f"False {3 << 30}",
+    ]
 
 
 async def test_the_ocr_reserve_is_not_given_to_a_file_without_scans(tmp_path: Path) -> None:
