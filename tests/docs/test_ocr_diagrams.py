@@ -1,0 +1,112 @@
+"""OCR of diagrams and screenshots: a few small words in boxes joined by lines, as in the
+shipped samples/pipeline.png, are read by both engines; with Tesseract by a second, sparse
+read of the picture without its ruling lines where its page layout finds nothing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+from archivist import SAMPLES
+from archivist.message import DataBlock, TextBlock
+from archivist.rag import ImageParser
+from archivist.rag.parser.ocr import PageImage
+from archivist.rag.parser.ocr.engine import Line, page_text
+from archivist.rag.parser.ocr.tesseract import read_tsv, sparse_picture
+from scans import LATIN_FONT, encode, needs_tesseract
+
+WORDS = ["parse", "chunk", "embed", "store"]
+
+
+def diagram(words: list[str], font_px: int = 13) -> Image.Image:
+    """Small words in light-blue boxes with black borders, joined by lines (880 x 180 for four
+    words, as a slide's diagram exported at screen resolution)."""
+    font = ImageFont.truetype(str(LATIN_FONT), font_px)
+    image = Image.new("RGB", (220 * len(words), 180), "white")
+    draw = ImageDraw.Draw(image)
+    for index, word in enumerate(words):
+        left = 20 + 220 * index
+        draw.rectangle((left, 60, left + 160, 120), fill=(220, 230, 255), outline=0, width=3)
+        if index:
+            draw.line((left - 60, 90, left, 90), fill=0, width=3)
+        draw.text((left + 80, 90), word, fill=0, font=font, anchor="mm")
+    return image
+
+
+async def _read(engine: str, data: bytes) -> list[str]:
+    sections = await ImageParser(ocr=engine).parse(data, "diagram.png")
+    assert isinstance(sections[0].content, DataBlock)
+    return [s.content.text for s in sections if isinstance(s.content, TextBlock)]
+
+
+@needs_tesseract
+async def test_tesseract_reads_small_words_in_boxes() -> None:
+    assert await _read("tesseract", encode(diagram(WORDS))) == ["parse chunk embed store"]
+    words = ["upload", "queue", "index", "search"]
+    assert await _read("tesseract", encode(diagram(words))) == ["upload queue index search"]
+
+
+@needs_tesseract
+async def test_tesseract_reads_the_shipped_pipeline_picture() -> None:
+    data = (SAMPLES / "pipeline.png").read_bytes()
+    assert await _read("tesseract", data) == ["parse chunk embed store"]
+
+
+async def test_rapidocr_reads_small_words_in_boxes() -> None:
+    pytest.importorskip("rapidocr_onnxruntime")
+    assert await _read("rapidocr", encode(diagram(WORDS))) == ["parse chunk embed store"]
+    data = (SAMPLES / "pipeline.png").read_bytes()
+    assert await _read("rapidocr", data) == ["parse chunk embed store"]
+
+
+def _page(image: Image.Image) -> PageImage:
+    gray = image.convert("L")
+    return PageImage(gray.width, gray.height, gray.tobytes())
+
+
+def test_the_second_read_keeps_the_letters_and_drops_the_ruling_lines() -> None:
+    picture = diagram(WORDS)
+    cleaned = sparse_picture(_page(picture))
+    assert (cleaned.width, cleaned.height) == (2 * picture.width, 2 * picture.height)  # small
+    pixels = np.frombuffer(cleaned.pixels, dtype=np.uint8).reshape(cleaned.height, cleaned.width)
+    assert set(np.unique(pixels)) <= {0, 255}  # ink on white: the boxes' fill is gone
+    border_row = pixels[2 * 61, 2 * 30 : 2 * 170]  # along the first box's top border
+    assert (border_row == 255).all()
+    connector = pixels[2 * 90, 2 * 185 : 2 * 235]  # the line between the first two boxes
+    assert (connector == 255).all()
+    words = pixels[2 * 80 : 2 * 100, 2 * 60 : 2 * 140]  # the first word, inside its box
+    assert (words == 0).sum() > 100
+
+    large = Image.new("L", (1100, 1000), 255)  # over a million pixels: kept at its size
+    assert (sparse_picture(_page(large)).width, sparse_picture(_page(large)).height) == (1100, 1000)
+
+
+def _tsv(*words: tuple[int, int, int, str]) -> str:
+    """Tesseract TSV of single-word lines: (left, top, confidence, word), one block each."""
+    header = "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight"
+    rows = [header + "\tconf\ttext"]
+    for block, (left, top, confidence, word) in enumerate(words, start=1):
+        rows.append(f"5\t1\t{block}\t1\t1\t1\t{left}\t{top}\t40\t16\t{confidence}\t{word}")
+    return "\n".join(rows)
+
+
+def test_a_sparse_read_is_put_in_rows_left_to_right() -> None:
+    tsv = _tsv(
+        (300, 92, 90, "chunk"),
+        (700, 90, 90, "store"),
+        (40, 95, 90, "parse"),  # a little lower (a descender), still the same row
+        (500, 91, 90, "embed"),
+        (40, 300, 90, "legend"),
+        (300, 301, 20, "ee"),  # noise: below the line confidence, left out
+    )
+    assert read_tsv(tsv, sparse=True).text == "parse chunk embed store\n\nlegend"
+    # the same output read as a page keeps Tesseract's order
+    assert read_tsv(tsv).text.split()[:2] == ["chunk", "store"]
+
+
+def test_lines_side_by_side_are_one_paragraph() -> None:
+    beside = [Line("parse", 88, 104), Line("chunk", 84, 98), Line("embed", 84, 98)]
+    assert page_text(beside) == "parse chunk embed"
+    columns = [Line("left column", 400, 420), Line("right column", 100, 120)]
+    assert page_text(columns) == "left column\n\nright column"
