@@ -5,6 +5,7 @@ built site is checked by `mkdocs build --strict` in test_docs_site.py)."""
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -29,7 +30,7 @@ def anchors(page: Path) -> set[str]:
     to hyphens, a repeated one suffixed -1, -2, ..."""
     tokens = MARKDOWN.parse(page.read_text(encoding="utf-8"))
     found: set[str] = set()
-    for opening, inline in zip(tokens, tokens[1:], strict=False):
+    for opening, inline in pairwise(tokens):
         if opening.type != "heading_open":
             continue
         slug = re.sub(r"[^\w\- ]", "", _text(inline).strip().lower()).replace(" ", "-")

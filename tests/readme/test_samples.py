@@ -17,7 +17,8 @@ NAMES = {"archivist-architecture.pptx", "archivist-guide.pdf", "archivist-overvi
 
 
 def test_samples_is_the_package_folder_of_the_four_files() -> None:
-    assert archivist.SAMPLES == Path(archivist.__file__).resolve().parent / "samples"
+    package = Path(archivist.__file__).resolve().parent
+    assert package / "samples" == archivist.SAMPLES
     # a data folder, not a package: `archivist index` of it indexes the four files alone
     assert {path.name for path in archivist.SAMPLES.iterdir()} == NAMES
 
