@@ -110,3 +110,68 @@ def test_lines_side_by_side_are_one_paragraph() -> None:
     assert page_text(beside) == "parse chunk embed"
     columns = [Line("left column", 400, 420), Line("right column", 100, 120)]
     assert page_text(columns) == "left column\n\nright column"
+
+
+def _engine() -> str:
+    from archivist.rag.parser.ocr import Ocr
+
+    if Ocr("auto").engine is None:
+        pytest.skip("no OCR engine: install Tesseract or the ocr extra")
+    return "auto"
+
+
+async def test_pictures_in_decks_documents_and_workbooks_are_read_like_image_files() -> None:
+    import io
+
+    import openpyxl
+    from docx import Document
+    from openpyxl.drawing.image import Image as SheetImage
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    from archivist.rag import ExcelParser, PPTParser, WordParser
+
+    engine = _engine()
+    picture = encode(diagram(WORDS))
+
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[5])
+    slide.shapes.title.text = "Pipeline"
+    slide.shapes.add_picture(io.BytesIO(picture), Inches(1), Inches(2))
+    pptx = io.BytesIO()
+    deck.save(pptx)
+
+    document = Document()
+    document.add_heading("Pipeline", 1)
+    document.add_picture(io.BytesIO(picture))
+    docx = io.BytesIO()
+    document.save(docx)
+
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    sheet["A1"] = "stage"
+    sheet.add_image(SheetImage(io.BytesIO(picture)), "C3")
+    xlsx = io.BytesIO()
+    workbook.save(xlsx)
+
+    for sections, where in (
+        (await PPTParser(ocr=engine).parse(pptx.getvalue(), "deck.pptx"), {"slide": 1}),
+        (await WordParser(ocr=engine).parse(docx.getvalue(), "doc.docx"), {}),
+        (
+            await ExcelParser(include_image=True, ocr=engine).parse(xlsx.getvalue(), "a.xlsx"),
+            {"sheet": "Sheet", "cell": "C3"},
+        ),
+    ):
+        kinds = [type(s.content).__name__ for s in sections]
+        at = kinds.index("DataBlock")
+        picture_section, text = sections[at], sections[at + 1]
+        assert picture_section.metadata["ocr_text"] is True
+        assert isinstance(text.content, TextBlock)
+        assert text.content.text == "parse chunk embed store"
+        assert text.metadata["ocr"] is True and "media_type" not in text.metadata
+        assert where.items() <= text.metadata.items()
+
+    # without OCR the picture is there alone, as before
+    sections = await PPTParser().parse(pptx.getvalue(), "deck.pptx")
+    assert [type(s.content).__name__ for s in sections] == ["TextBlock", "DataBlock"]
+    assert "ocr_text" not in sections[1].metadata
