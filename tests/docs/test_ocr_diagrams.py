@@ -65,9 +65,28 @@ def _page(image: Image.Image) -> PageImage:
     return PageImage(gray.width, gray.height, gray.tobytes())
 
 
+def _texture() -> Image.Image:
+    """Wavy stripes over the whole picture: no letters, but Tesseract's sparse mode reads
+    some in them."""
+    rows, columns = np.mgrid[0:600, 0:800]
+    waves = (np.sin(columns / 3) + np.sin(rows / 5)) * 60 + 128
+    return Image.fromarray(waves.clip(0, 255).astype(np.uint8))
+
+
+def _ellipses() -> Image.Image:
+    image = Image.new("L", (800, 600), 200)
+    draw = ImageDraw.Draw(image)
+    for index in range(40):
+        left, top = (index * 197) % 760, (index * 131) % 560
+        size = 10 + (index * 37) % 110
+        draw.ellipse((left, top, left + size, top + size), fill=(index * 53) % 256)
+    return image
+
+
 def test_the_second_read_keeps_the_letters_and_drops_the_ruling_lines() -> None:
     picture = diagram(WORDS)
     cleaned = sparse_picture(_page(picture))
+    assert cleaned is not None
     assert (cleaned.width, cleaned.height) == (2 * picture.width, 2 * picture.height)  # small
     pixels = np.frombuffer(cleaned.pixels, dtype=np.uint8).reshape(cleaned.height, cleaned.width)
     assert set(np.unique(pixels)) <= {0, 255}  # ink on white: the boxes' fill is gone
@@ -79,7 +98,25 @@ def test_the_second_read_keeps_the_letters_and_drops_the_ruling_lines() -> None:
     assert (words == 0).sum() > 100
 
     large = Image.new("L", (1100, 1000), 255)  # over a million pixels: kept at its size
-    assert (sparse_picture(_page(large)).width, sparse_picture(_page(large)).height) == (1100, 1000)
+    ImageDraw.Draw(large).text((100, 100), "a few words", fill=0, font=ImageFont.load_default())
+    kept = sparse_picture(_page(large))
+    assert kept is not None and (kept.width, kept.height) == (1100, 1000)
+
+
+def test_no_second_read_of_a_picture_that_is_not_sparse_text() -> None:
+    assert sparse_picture(_page(_texture())) is None  # ink over much of it
+    assert sparse_picture(_page(_ellipses())) is None
+    assert sparse_picture(_page(Image.new("L", (300, 200), 255))) is None  # blank
+    only_lines = Image.new("L", (900, 200), 255)
+    for left in (20, 240, 460, 680):
+        ImageDraw.Draw(only_lines).rectangle((left, 60, left + 160, 120), outline=0, width=3)
+    assert sparse_picture(_page(only_lines)) is None  # the boxes alone: nothing left
+
+
+@needs_tesseract
+async def test_tesseract_reads_no_letters_into_textures_and_shapes() -> None:
+    for picture in (_texture(), _ellipses()):
+        assert await _read("tesseract", encode(picture)) == []
 
 
 def _tsv(*words: tuple[int, int, int, str]) -> str:

@@ -46,6 +46,11 @@ DARK = 160
 """Gray levels below this are ink in the second read (anti-aliased letters included, the
 light fill of a box not)."""
 
+SPARSE_INK = 0.05
+"""Most of a picture's area that ink (without ruling lines) may cover for the second read: a
+few words on a background cover far less (the shipped pipeline diagram: 0.2%), while a
+photo, a texture or a drawing covers more and would be read as letters that are not there."""
+
 SMALL_PICTURE = 1_000_000
 """Pictures of at most this many pixels (screenshots, diagrams: screen resolution, where
 letters are a few pixels high) are read the second time at twice their size."""
@@ -99,7 +104,8 @@ class TesseractEngine(OcrEngine):
         result = self._read(page, [])
         if result.text.strip():
             return result
-        return self._read(sparse_picture(page), ["--psm", "11"], sparse=True)
+        sparse = sparse_picture(page)
+        return result if sparse is None else self._read(sparse, ["--psm", "11"], sparse=True)
 
     def _read(self, page: PageImage, options: list[str], *, sparse: bool = False) -> OcrResult:
         command = [self.binary, "stdin", "stdout", "-l", "+".join(self.languages), *options]
@@ -175,11 +181,12 @@ def _rows(kept: list[_Kept]) -> list[Line]:
     ]
 
 
-def sparse_picture(page: PageImage) -> PageImage:
+def sparse_picture(page: PageImage) -> PageImage | None:
     """`page` for a second read: ink (below `DARK`) in black on white, without its ruling
     lines (runs of ink at least a quarter of the picture's shorter side long, across or down:
     borders of boxes, connectors, table rules; no letter's stroke is that long in a picture
-    of text), at twice its size when it has at most `SMALL_PICTURE` pixels."""
+    of text), at twice its size when it has at most `SMALL_PICTURE` pixels. None when what is
+    left is not sparse text: no ink, or more than `SPARSE_INK` of the picture."""
     import numpy as np  # here: a parse child that reads no scan never maps numpy's libraries
 
     ink = np.frombuffer(page.pixels, dtype=np.uint8).reshape(page.height, page.width) < DARK
@@ -187,6 +194,8 @@ def sparse_picture(page: PageImage) -> PageImage:
         ink = ink.repeat(2, axis=0).repeat(2, axis=1)
     longest = max(2, min(ink.shape) // 4)
     ink &= ~(_long_runs(ink, longest) | _long_runs(ink.T, longest).T)
+    if not 0 < ink.mean() <= SPARSE_INK:
+        return None
     height, width = ink.shape
     return PageImage(width, height, np.where(ink, 0, 255).astype(np.uint8).tobytes())
 
