@@ -1,6 +1,7 @@
-"""Writes the docs site's command-line reference from the CLI's own argparse parser.
+"""Writes docs/reference/cli.md, the command-line reference, from the CLI's own argparse parser.
 
-Run by mkdocs-gen-files at build time, so the page always matches `archivist --help`.
+Run it after changing a command or an option: `.venv/bin/python scripts/gen_cli_reference.py`.
+tests/readme/test_cli_reference.py fails while the committed page differs from what it writes.
 Rendering argparse as Markdown is a few lines; the one plugin made for it is a 0.0.1 release.
 """
 
@@ -9,13 +10,12 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Iterator
-
-import mkdocs_gen_files
+from pathlib import Path
 
 from archivist.cli.main import build_parser
 
 WIDTH = "88"
-PAGE = "reference/cli.md"
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "reference" / "cli.md"
 
 
 def _commands(
@@ -34,11 +34,15 @@ def _commands(
 def render() -> str:
     """The whole page: the top-level help, then one section per command."""
     os.environ["COLUMNS"] = WIDTH  # argparse wraps to the terminal; the page has a fixed width
+    os.environ["NO_COLOR"] = "1"  # argparse colours help on a terminal; the page is plain text
     parser = build_parser()
     lines = [
         "# Command-line reference",
         "",
-        "Generated from the parser of `archivist` itself: each section is what "
+        "<!-- Written by scripts/gen_cli_reference.py from the CLI's parser: change the CLI,",
+        "then run the script. -->",
+        "",
+        "Generated from the parser of `archivist` itself: each section is what",
         "`archivist COMMAND --help` prints.",
         "",
         "```text",
@@ -55,5 +59,5 @@ def render() -> str:
     return "\n".join(lines)
 
 
-with mkdocs_gen_files.open(PAGE, "w") as page:
-    page.write(render())
+if __name__ == "__main__":
+    PAGE.write_text(render(), encoding="utf-8")

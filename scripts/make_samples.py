@@ -1,4 +1,5 @@
-"""Regenerate the PDF, PPTX and PNG in samples/ from the text below (needs the dev extra).
+"""Regenerate the PDF, PPTX and PNG in src/archivist/samples/ (`archivist.SAMPLES`, and
+`samples/` in a clone) from the text below (needs the dev extra).
 
 Run: .venv/bin/python scripts/make_samples.py
 """
@@ -15,7 +16,7 @@ from reportlab.lib.pagesizes import A4
 from reportlab.lib.styles import getSampleStyleSheet
 from reportlab.platypus import PageBreak, Paragraph, SimpleDocTemplate, Spacer
 
-SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+SAMPLES = Path(__file__).resolve().parent.parent / "src" / "archivist" / "samples"
 
 GUIDE = {
     "Installing and first run": [

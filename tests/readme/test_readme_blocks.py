@@ -1,5 +1,7 @@
 """Every Python block of the README and the docs runs as written, with pytest-markdown-docs,
-in a fresh `ARCHIVIST_HOME` with the package's console script on PATH; a block marked
+in a fresh `ARCHIVIST_HOME` with the package's console script on PATH, from an empty folder
+outside the clone (as after `pip install archivist`: a path relative to the clone's root,
+such as `samples/...`, is not there); a block marked
 `notest` (it needs a chat model or a server) must still compile. Every other fenced block is
 checked by its language: shell is parsed by bash, JSON and YAML must load, `text` is output;
 a block of any other language (or none) fails."""
@@ -34,10 +36,12 @@ def test_the_python_blocks_run(tmp_path: Path) -> None:
         "ARCHIVIST_HOME": str(tmp_path / "home"),
         "PATH": scripts + os.pathsep + os.environ.get("PATH", ""),
     }
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     done = subprocess.run(
         [*command, "-p", "pytest_markdown_docs", "--markdown-docs", *map(str, PAGES)],
-        cwd=ROOT,
+        cwd=elsewhere,
         env=env,
         capture_output=True,
         text=True,

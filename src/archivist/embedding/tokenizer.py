@@ -65,12 +65,26 @@ class ModelTokenizer:
         """`(start, end)` character offsets of each token of `text`, without special tokens."""
         return list(self._encode(text).offsets)
 
-    def unknown_share(self, text: str) -> float:
-        """The share of `text`'s tokens the vocabulary does not know (0 for empty text)."""
+    def unknown_words(self, text: str) -> tuple[int, int]:
+        """`(unknown, words)`: of `text`'s word tokens (those holding a letter or a digit), how
+        many the vocabulary does not know, and how many there are. Symbols, emoji and box
+        drawing the vocabulary lacks are not text the model fails to read, so they count in
+        neither."""
         if self._unknown_id is None:
-            return 0.0
-        ids = self._encode(text).ids
-        return sum(1 for i in ids if i == self._unknown_id) / len(ids) if ids else 0.0
+            return 0, 0
+        encoding = self._encode(text)
+        unknown = words = 0
+        for token, (start, end) in zip(encoding.ids, encoding.offsets, strict=True):
+            if any(character.isalnum() for character in text[start:end]):
+                words += 1
+                unknown += token == self._unknown_id
+        return unknown, words
+
+    def unknown_share(self, text: str) -> float:
+        """The share of `text`'s words the vocabulary does not know (`unknown_words`; 0 for
+        text without a word)."""
+        unknown, words = self.unknown_words(text)
+        return unknown / words if words else 0.0
 
     def _encode(self, text: str) -> Encoding:
         # A batch of one: the library's `encode` holds the GIL for the whole text, its batch

@@ -8,6 +8,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from archivist.message import MediaBlock
 
+PICTURE_TEXT = "ocr_text"
+"""Metadata of a picture (a DataBlock Section or Chunk) whose text OCR read (true): that text
+is the text Section after it, so a text-only model that leaves the picture out loses none of
+its words."""
+
 
 class Section(BaseModel):
     """One natural unit of a file: a PDF page, a slide's text, an image, a whole text file."""

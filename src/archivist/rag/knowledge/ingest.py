@@ -41,7 +41,7 @@ from archivist.errors import (
 from archivist.rag.chunker.base import ChunkerBase
 from archivist.rag.document import Chunk
 from archivist.rag.knowledge.knowledge_base import KnowledgeBase, NewDocument
-from archivist.rag.knowledge.writing import left_out, report_left_out
+from archivist.rag.knowledge.writing import left_out, report_left_out, unread_picture
 from archivist.rag.parser.base import ParserBase
 from archivist.rag.parser.registry import ParserRegistry, UnsupportedFileTypeError
 from archivist.rag.record import DocumentSummary
@@ -446,11 +446,13 @@ async def _embedded_chunks(
 ) -> AsyncIterator[Chunk | None]:
     """A file's chunks as a stream, the DataBlock rule (`left_out`) applied before they are
     numbered: the chunks `model` embeds, numbered 0.. in order (`total_chunks` left for the
-    caller), and None in place of each chunk left out."""
+    caller), and None in place of each chunk left out that takes words with it
+    (`unread_picture`: a picture whose text OCR read is left out silently)."""
     index = 0
     async for chunk in chunker.chunk_file(parser, str(path), name):
         if left_out(model, chunk):
-            yield None
+            if unread_picture(chunk):
+                yield None
             continue
         chunk.chunk_index = index
         index += 1
@@ -467,8 +469,9 @@ async def _count_chunks(
     on_cut: Callable[[int], None] | None = None,
 ) -> tuple[list[Chunk] | None, int, int, int]:
     """Chunk a file as a stream: (its chunks if fewer than `keep`, else None; how many `model`
-    embeds; how many it leaves out; how many pages OCR read). A large file's chunks are
-    counted and dropped: it is never held whole. `on_cut(chunks)` follows the count."""
+    embeds; how many pictures it leaves out with their words; how many pages OCR read). A
+    large file's chunks are counted and dropped: it is never held whole. `on_cut(chunks)`
+    follows the count."""
     kept: list[Chunk] | None = []
     count = dropped = 0
     ocr_pages: set[object] = set()

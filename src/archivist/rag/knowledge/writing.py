@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from archivist._util.off_loop import off_loop
 from archivist.errors import InvalidArgumentError, InvalidVectorError
 from archivist.message import DataBlock
-from archivist.rag.document import Chunk
+from archivist.rag.document import PICTURE_TEXT, Chunk
 from archivist.rag.knowledge.notices import SKIPPED_DATA_BLOCKS, SKIPPED_DATA_DOCUMENT, logger
 from archivist.rag.knowledge.vocabulary import SAMPLE_CHUNKS, UnreadableWarnings
 from archivist.rag.record import VectorRecord
@@ -56,9 +56,16 @@ def left_out(model: EmbeddingModelBase, chunk: Chunk) -> bool:
     return isinstance(chunk.content, DataBlock) and not model.supports_multimodal
 
 
+def unread_picture(chunk: Chunk) -> bool:
+    """Whether a DataBlock chunk left out takes words with it: OCR read no text on it (with
+    `PICTURE_TEXT`, its text is indexed in the chunk after it)."""
+    return not chunk.metadata.get(PICTURE_TEXT)
+
+
 def report_left_out(document_id: str, count: int, model: EmbeddingModelBase) -> None:
-    """The one warning that `count` DataBlock chunks of a document were left out, with the
-    attributes `archivist index` gathers into one note."""
+    """The one warning that `count` DataBlock chunks of a document whose words are not
+    indexed (`unread_picture`) were left out, with the attributes `archivist index` gathers
+    into one note."""
     logger.warning(
         "document %r: skipped %d DataBlock chunk(s): %s is text-only",
         document_id,
@@ -318,7 +325,9 @@ class DocumentWriter:
                 argument="chunks",
             )
         if skipped:
-            report_left_out(document_id, skipped, model)
+            unread = sum(1 for c in chunks if left_out(model, c) and unread_picture(c))
+            if unread:
+                report_left_out(document_id, unread, model)
             for index, chunk in enumerate(kept):
                 chunk.chunk_index, chunk.total_chunks = index, len(kept)
         return kept

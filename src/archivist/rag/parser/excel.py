@@ -15,7 +15,9 @@ from archivist.message import TextBlock
 from archivist.rag.document import Section
 from archivist.rag.parser.archive import ArchiveLimits, check_archive
 from archivist.rag.parser.base import BinaryParser
-from archivist.rag.parser.image import embedded_image_section
+from archivist.rag.parser.image import embedded_image_sections
+from archivist.rag.parser.ocr import Ocr
+from archivist.rag.parser.ocr.reader import as_ocr
 from archivist.rag.parser.table import (
     TableFormat,
     check_table_format,
@@ -55,7 +57,8 @@ class ExcelParser(BinaryParser):
     block starts with a `Sheet: NAME` line; with `include_cell_coordinates` every filled cell
     carries its address (`[B7] 42` in Markdown, `{"B7": "42"}` rows in JSON). With
     `include_image`, pictures on a sheet follow its table as DataBlock Sections (metadata
-    `sheet`, `cell` of their top-left anchor, `media_type`). Sheets are always separate
+    `sheet`, `cell` of their top-left anchor, `media_type`), with `ocr` each followed by the
+    text on it, as `ImageParser` reads image files. Sheets are always separate
     Sections; `separate_sheet` is accepted for AgentScope's signature and changes nothing.
     Values are the cached results of formulas.
     The workbook is streamed (openpyxl read-only mode), so a big sheet is never held whole;
@@ -75,8 +78,10 @@ class ExcelParser(BinaryParser):
         table_format: TableFormat = "markdown",
         *,
         max_rows_per_section: int = 100,
+        ocr: Ocr | str | None = None,
     ) -> None:
         check_table_format(table_format)
+        self.ocr = as_ocr(ocr)
         check_positive_int(max_rows_per_section, "max_rows_per_section")
         self.include_sheet_names = include_sheet_names
         self.include_cell_coordinates = include_cell_coordinates
@@ -102,7 +107,7 @@ class ExcelParser(BinaryParser):
                 f"corrupt XLSX: {type(exc).__name__}: {exc}", filename=filename
             ) from exc
         try:
-            pictures = _pictures_by_sheet(data, filename) if self.include_image else {}
+            pictures = _pictures_by_sheet(data, filename, self.ocr) if self.include_image else {}
             for sheet in workbook.worksheets:
                 try:
                     yield from self._sheet_sections(sheet, filename)
@@ -188,7 +193,7 @@ def _with_coordinates(table: list[list[str]], numbers: list[int], table_format: 
     return table_to_markdown(addressed)
 
 
-def _pictures_by_sheet(data: bytes, filename: str) -> dict[str, list[Section]]:
+def _pictures_by_sheet(data: bytes, filename: str, ocr: Ocr | None) -> dict[str, list[Section]]:
     """The pictures of each sheet as DataBlock Sections, top to bottom. openpyxl reads them
     only when it loads the whole workbook, so this loads it a second time (opt-in)."""
     from openpyxl import load_workbook
@@ -214,10 +219,11 @@ def _pictures_by_sheet(data: bytes, filename: str) -> dict[str, list[Section]]:
                 except Exception as exc:  # a picture part missing from the archive
                     logger.warning("%s: picture %s skipped: %s", filename, name, exc)
                     continue
-                section = embedded_image_section(blob, filename, name, metadata)
-                if section is not None:
+                for section in embedded_image_sections(blob, filename, name, metadata, ocr):
                     anchored.append((row, index, section))
-            found[sheet.title] = [section for _, _, section in sorted(anchored)]
+            found[sheet.title] = [
+                section for _, _, section in sorted(anchored, key=lambda item: item[:2])
+            ]
     finally:
         workbook.close()
     return found

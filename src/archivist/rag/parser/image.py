@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from archivist._util.extras import require
 from archivist.errors import DocumentParseError
 from archivist.message import Base64Source, DataBlock, TextBlock
-from archivist.rag.document import Section
+from archivist.rag.document import PICTURE_TEXT, Section
 from archivist.rag.parser.base import ParserBase, read_binary
 from archivist.rag.parser.ocr import OCR_HINT, Ocr, PageImage, ocr_metadata
 from archivist.rag.parser.ocr.reader import as_ocr
@@ -100,7 +100,8 @@ def _check_size(image: Image.Image, filename: str) -> None:
 class ImageParser(ParserBase):
     """PNG, JPEG, GIF, BMP and WEBP images → one DataBlock Section with `{"media_type": ...}`,
     and with `ocr` (an `Ocr`, or "auto", "tesseract", "rapidocr") the text read on the image
-    as a text Section after it, saying `ocr: true` and `ocr_confidence`.
+    as a text Section after it, saying `ocr: true` and `ocr_confidence` (and the picture's
+    Section `ocr_text: true`).
 
     The media type comes from the bytes, not the file name; the image header is checked
     with Pillow so a truncated or lying file is a ValueError, not a silent bad record. A
@@ -142,26 +143,33 @@ class ImageParser(ParserBase):
             source=Base64Source(data=base64.b64encode(data).decode("ascii"), media_type=media_type),
             name=filename,
         )
-        sections = [Section(content=block, source=filename, metadata={"media_type": media_type})]
-        if self.ocr is not None:
-            text = await asyncio.to_thread(_read_text, data, filename, self.ocr)
-            if text is not None:
-                sections.append(text)
-        return sections
+        picture = Section(content=block, source=filename, metadata={"media_type": media_type})
+        if self.ocr is None:
+            return [picture]
+        return await asyncio.to_thread(_with_text, picture, data, filename, self.ocr)
 
 
-def _read_text(data: bytes, filename: str, ocr: Ocr) -> Section | None:
-    """The text on image `data` as a Section (None: no engine, or no text on it)."""
+def _with_text(picture: Section, data: bytes, where: str, ocr: Ocr | None) -> list[Section]:
+    """`picture` and, when `ocr` reads text on it, that text as a Section after it (with the
+    picture's metadata, `ocr: true` ...), the picture then saying `ocr_text: true`."""
+    if ocr is None:
+        return [picture]
     try:
-        if ocr.engine is None:
-            return None
-        result = ocr.read(_page_of(data, ocr), filename)
+        result = None if ocr.engine is None else ocr.read(_page_of(data, ocr), where)
     except ValueError as exc:  # OcrError, or an engine named but not installed
-        raise DocumentParseError(f"OCR: {exc}", filename=filename) from exc
+        raise DocumentParseError(f"OCR: {exc}", filename=where) from exc
     text = result.text.strip() if result is not None else ""
     if result is None or not text:
-        return None
-    return Section(content=TextBlock(text=text), source=filename, metadata=ocr_metadata(result))
+        return [picture]
+    metadata = {k: v for k, v in picture.metadata.items() if k != "media_type"}
+    return [
+        picture.model_copy(update={"metadata": {**picture.metadata, PICTURE_TEXT: True}}),
+        Section(
+            content=TextBlock(text=text),
+            source=picture.source,
+            metadata={**metadata, **ocr_metadata(result)},
+        ),
+    ]
 
 
 def _page_of(data: bytes, ocr: Ocr) -> PageImage:
@@ -191,26 +199,31 @@ def _has_alpha(image: Image.Image) -> bool:
     return image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info
 
 
-def embedded_image_section(
-    data: bytes, filename: str, name: str, metadata: dict[str, Any]
-) -> Section | None:
+def embedded_image_sections(
+    data: bytes, filename: str, name: str, metadata: dict[str, Any], ocr: Ocr | None = None
+) -> list[Section]:
     """A DataBlock Section for a picture inside a document, checked like `ImageParser`
-    checks image files (type from the bytes, header, pixel limit, full decode).
+    checks image files (type from the bytes, header, pixel limit, full decode), and with
+    `ocr` the text on it as a text Section after it, as `ImageParser` gives them.
 
     Pictures that fail the check, or are in a format ImageParser does not read (EMF, TIFF,
     ...), are left out with a warning rather than failing the whole document.
     """
     media_type = sniff_image_type(data)
+    where = f"{filename}: picture {name}"
     if media_type is None:
         logger.warning("%s: picture %s skipped: not a PNG, JPEG, GIF, BMP or WEBP", filename, name)
-        return None
+        return []
     try:
-        _verify(data, f"{filename}: picture {name}")
+        _verify(data, where)
     except ValueError as exc:
         logger.warning("%s (picture skipped)", exc)
-        return None
+        return []
     block = DataBlock(
         source=Base64Source(data=base64.b64encode(data).decode("ascii"), media_type=media_type),
         name=name,
     )
-    return Section(content=block, source=filename, metadata={**metadata, "media_type": media_type})
+    picture = Section(
+        content=block, source=filename, metadata={**metadata, "media_type": media_type}
+    )
+    return _with_text(picture, data, where, ocr)

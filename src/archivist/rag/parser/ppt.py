@@ -13,7 +13,9 @@ from archivist.message import TextBlock
 from archivist.rag.document import Section
 from archivist.rag.parser.archive import ArchiveLimits, check_archive
 from archivist.rag.parser.base import BinaryParser
-from archivist.rag.parser.image import embedded_image_section
+from archivist.rag.parser.image import embedded_image_sections
+from archivist.rag.parser.ocr import Ocr
+from archivist.rag.parser.ocr.reader import as_ocr
 from archivist.rag.parser.table import TableFormat, check_table_format, render_table
 
 PPTX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
@@ -25,7 +27,9 @@ class PPTParser(BinaryParser):
     `separate_table`), each picture is its own DataBlock Section; `{"slide": n}` from 1.
 
     Shapes are walked in order, group shapes included. `slide_prefix`/`slide_suffix` wrap
-    each text Section (`{index}` is the slide number); None turns a tag off.
+    each text Section (`{index}` is the slide number); None turns a tag off. With `ocr` (an
+    `Ocr`, or "auto", "tesseract", "rapidocr") the text on each picture follows it as a
+    text Section, as `ImageParser` reads image files.
 
     Zip-bomb guard: python-pptx inflates every part of the archive into memory, so before
     it opens the file the zip's directory is checked against these limits (class
@@ -62,8 +66,10 @@ class PPTParser(BinaryParser):
         max_part_size: int | None = None,
         max_total_size: int | None = None,
         max_compression_ratio: float | None = None,
+        ocr: Ocr | str | None = None,
     ) -> None:
         check_table_format(table_format)
+        self.ocr = as_ocr(ocr)
         if max_parts is not None:
             self.max_parts = max_parts
         if max_part_size is not None:
@@ -132,9 +138,10 @@ class PPTParser(BinaryParser):
                 elif rendered:
                     texts.append(rendered)
             elif self.include_image and _is_picture(shape):
-                picture = self._picture(shape, number, filename)
-                if picture is not None:
-                    pictures.append(picture)
+                image = shape.image
+                pictures += embedded_image_sections(
+                    image.blob, filename, image.filename, {"slide": number}, self.ocr
+                )
         if texts:
             yield self._text_section("\n\n".join(texts), number, filename)
         yield from pictures
@@ -156,12 +163,6 @@ class PPTParser(BinaryParser):
             source=filename,
             metadata={"slide": number},
         )
-
-    @staticmethod
-    def _picture(shape: Any, number: int, filename: str) -> Section | None:
-        """The picture as a DataBlock Section, checked like ImageParser checks images."""
-        image = shape.image
-        return embedded_image_section(image.blob, filename, image.filename, {"slide": number})
 
 
 def _walk(shapes: Iterable[Any]) -> Iterator[Any]:

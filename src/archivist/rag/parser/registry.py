@@ -168,18 +168,19 @@ def sniff_media_type(head: bytes) -> str | None:
     return "text/plain"
 
 
-def _untagged_ppt_parser() -> PPTParser:
+def _untagged_ppt_parser(ocr: Ocr | None) -> PPTParser:
     """Slides without AgentScope's `<slide index=N>` text wrappers: the number is in the
     chunk's `slide` metadata and citation, and the tags were noise in what is embedded,
     matched by BM25 and read (after chunking, only a slide's first and last chunk had them)."""
-    return PPTParser(slide_prefix=None, slide_suffix=None)
+    return PPTParser(slide_prefix=None, slide_suffix=None, ocr=ocr)
 
 
 def default_registry(ocr: Ocr | str | None = None) -> ParserRegistry:
     """A registry with Archivist's built-in parsers and their default settings, except that
     PPTX slides are not wrapped in `<slide index=N>` tags (`PPTParser()` itself keeps
     AgentScope's default). `ocr` (an `Ocr`, "auto" or an engine's name) has scanned PDF
-    pages and images read by OCR; None or "off" leaves them unread."""
+    pages, images and the pictures in documents read by OCR; None or "off" leaves them
+    unread."""
     reader = as_ocr(ocr)
     registry = ParserRegistry(reader)
     registry.register(TextParser, TextParser)
@@ -187,8 +188,8 @@ def default_registry(ocr: Ocr | str | None = None) -> ParserRegistry:
     registry.register(MarkdownParser, MarkdownParser)
     registry.register(RSTParser, RSTParser)
     registry.register(PDFParser, lambda: PDFParser(reader))
-    registry.register(PPTParser, _untagged_ppt_parser)
-    registry.register(WordParser, WordParser)
-    registry.register(ExcelParser, ExcelParser)
+    registry.register(PPTParser, lambda: _untagged_ppt_parser(reader))
+    registry.register(WordParser, lambda: WordParser(ocr=reader))
+    registry.register(ExcelParser, lambda: ExcelParser(ocr=reader))
     registry.register(ImageParser, lambda: ImageParser(reader))
     return registry

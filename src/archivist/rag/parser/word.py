@@ -12,7 +12,9 @@ from archivist.errors import DocumentParseError
 from archivist.rag.document import Section
 from archivist.rag.parser.archive import ArchiveLimits, check_archive
 from archivist.rag.parser.base import BinaryParser
-from archivist.rag.parser.image import embedded_image_section
+from archivist.rag.parser.image import embedded_image_sections
+from archivist.rag.parser.ocr import Ocr
+from archivist.rag.parser.ocr.reader import as_ocr
 from archivist.rag.parser.structure import Block, sections_by_heading
 from archivist.rag.parser.table import TableFormat, check_table_format, render_table
 
@@ -65,7 +67,8 @@ class WordParser(BinaryParser):
     Tables are rendered as Markdown or JSON (`table_format`, like `PPTParser`) and stay in
     their heading's Section unless `separate_table`; with `include_image`, pictures become
     DataBlock Sections in reading order, checked like `ImageParser` checks images (pictures
-    that fail, or EMF/TIFF ones, are skipped). The archive is checked against
+    that fail, or EMF/TIFF ones, are skipped), with `ocr` each followed by the text on it.
+    The archive is checked against
     `archive_limits` (a zip bomb → `ArchiveTooLargeError`) before it is opened.
     """
 
@@ -78,8 +81,11 @@ class WordParser(BinaryParser):
         include_image: bool = True,
         separate_table: bool = False,
         table_format: TableFormat = "markdown",
+        *,
+        ocr: Ocr | str | None = None,
     ) -> None:
         check_table_format(table_format)
+        self.ocr = as_ocr(ocr)
         self.include_image = include_image
         self.separate_table = separate_table
         self.table_format = table_format
@@ -131,7 +137,7 @@ class WordParser(BinaryParser):
                 if text:
                     yield Block(text, level)
                 if self.include_image:
-                    yield from self._pictures(child, document, filename)
+                    yield from self._pictures(child, document, filename, self.ocr)
             elif child.tag == _TBL:
                 if list_run:
                     yield Block("\n".join(list_run))
@@ -145,7 +151,9 @@ class WordParser(BinaryParser):
             yield Block("\n".join(list_run))
 
     @staticmethod
-    def _pictures(paragraph: Any, document: Any, filename: str) -> Iterator[Block]:
+    def _pictures(
+        paragraph: Any, document: Any, filename: str, ocr: Ocr | None
+    ) -> Iterator[Block]:
         for blip in paragraph.iter(_BLIP):
             rel_id = blip.get(_EMBED)
             part = document.part.related_parts.get(rel_id) if rel_id else None
@@ -153,6 +161,5 @@ class WordParser(BinaryParser):
             if not blob:
                 continue
             name = str(getattr(part, "partname", rel_id)).rsplit("/", 1)[-1]
-            section = embedded_image_section(blob, filename, name, {})
-            if section is not None:
+            for section in embedded_image_sections(blob, filename, name, {}, ocr):
                 yield Block("", section=section)

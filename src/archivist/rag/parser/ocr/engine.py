@@ -85,7 +85,8 @@ class Line:
 
 PARAGRAPH_GAP = 1.0
 """A gap above a line taller than this many times the line's height starts a paragraph (as
-does a line above the previous one: the next column)."""
+does a line above the previous one: the next column). A line beside the previous one (its
+middle within the previous one's rows: the next box of a diagram) goes on in its paragraph."""
 
 
 def page_text(lines: list[Line]) -> str:
@@ -100,7 +101,10 @@ def page_text(lines: list[Line]) -> str:
             continue
         height = max(line.bottom - line.top, 1.0)
         gap = 0.0 if previous is None else line.top - previous.bottom
-        if previous is None or gap > PARAGRAPH_GAP * height or gap < -height:
+        beside = previous is not None and (
+            previous.top <= (line.top + line.bottom) / 2 <= previous.bottom
+        )
+        if previous is None or (not beside and (gap > PARAGRAPH_GAP * height or gap < -height)):
             paragraphs.append([])
         paragraphs[-1].append(words)
         previous = line

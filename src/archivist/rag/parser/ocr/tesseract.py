@@ -13,6 +13,7 @@ import io
 import shutil
 import subprocess
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from archivist.rag.parser.ocr.engine import (
     DEFAULT_LANGUAGES,
@@ -25,6 +26,10 @@ from archivist.rag.parser.ocr.engine import (
     weighted_confidence,
 )
 
+if TYPE_CHECKING:
+    from numpy import bool_
+    from numpy.typing import NDArray
+
 PAGE_SECONDS = 300.0
 """Longest one page may take before its OCR fails."""
 
@@ -32,6 +37,23 @@ MIN_LINE_CONFIDENCE = 0.5
 """Lines read with less mean confidence are left out: they are mostly line art and noise
 taken for letters (RapidOCR drops such boxes itself). Single words are not judged alone: a
 blurred Chinese character is often right at a confidence of 0.15."""
+
+SPARSE_READ = "sparse-retry 1"
+"""How a picture where Tesseract found no text is read again (`sparse_picture`, `--psm 11`):
+part of the engine's identity, so results cached before a change of it are read again."""
+
+DARK = 160
+"""Gray levels below this are ink in the second read (anti-aliased letters included, the
+light fill of a box not)."""
+
+SPARSE_INK = 0.05
+"""Most of a picture's area that ink (without ruling lines) may cover for the second read: a
+few words on a background cover far less (the shipped pipeline diagram: 0.2%), while a
+photo, a texture or a drawing covers more and would be read as letters that are not there."""
+
+SMALL_PICTURE = 1_000_000
+"""Pictures of at most this many pixels (screenshots, diagrams: screen resolution, where
+letters are a few pixels high) are read the second time at twice their size."""
 
 
 class TesseractEngine(OcrEngine):
@@ -56,7 +78,8 @@ class TesseractEngine(OcrEngine):
     @property
     def identity(self) -> str:
         languages = "+".join(self.languages)
-        return f"tesseract {tesseract_version(self.binary)} {languages} {MIN_LINE_CONFIDENCE}"
+        version = tesseract_version(self.binary)
+        return f"tesseract {version} {languages} {MIN_LINE_CONFIDENCE} {SPARSE_READ}"
 
     def check(self) -> None:
         """Raise OcrError naming what to install if the command or a language is missing."""
@@ -75,8 +98,19 @@ class TesseractEngine(OcrEngine):
             )
 
     def recognize(self, page: PageImage) -> OcrResult:
+        """The text on `page`; where Tesseract's page layout finds none, a second read of the
+        page as sparse text without its ruling lines (`sparse_picture`): small words in the
+        boxes of a diagram or a screenshot are lost among the boxes' borders otherwise."""
         self.check()
-        command = [self.binary, "stdin", "stdout", "-l", "+".join(self.languages), "tsv"]
+        result = self._read(page, [])
+        if result.text.strip():
+            return result
+        sparse = sparse_picture(page)
+        return result if sparse is None else self._read(sparse, ["--psm", "11"], sparse=True)
+
+    def _read(self, page: PageImage, options: list[str], *, sparse: bool = False) -> OcrResult:
+        command = [self.binary, "stdin", "stdout", "-l", "+".join(self.languages), *options]
+        command.append("tsv")
         try:
             done = subprocess.run(
                 command, input=page.pgm(), capture_output=True, timeout=PAGE_SECONDS, check=False
@@ -88,7 +122,7 @@ class TesseractEngine(OcrEngine):
         if done.returncode != 0:
             words = done.stderr.decode("utf-8", "replace").strip().splitlines()
             raise OcrError(f"Tesseract failed: {words[-1] if words else done.returncode}")
-        return read_tsv(done.stdout.decode("utf-8", "replace"))
+        return read_tsv(done.stdout.decode("utf-8", "replace"), sparse=sparse)
 
 
 def tesseract_package(language: str) -> str:
@@ -96,28 +130,92 @@ def tesseract_package(language: str) -> str:
     return "tesseract-ocr-" + language.replace("_", "-").lower()
 
 
-def read_tsv(tsv: str) -> OcrResult:
+_Kept = tuple[Line, int, list[tuple[str, float]]]
+"""A line kept from Tesseract's output: the line, its left edge, its words and confidences."""
+
+
+def read_tsv(tsv: str, *, sparse: bool = False) -> OcrResult:
     """The text and confidence of Tesseract's TSV output (see `page_text`), without the lines
-    below `MIN_LINE_CONFIDENCE`."""
-    lines: dict[tuple[int, int, int], list[tuple[str, float, int, int]]] = {}
+    below `MIN_LINE_CONFIDENCE`. `sparse` (output of `--psm 11`, which reads words in no
+    particular order): lines beside each other are one row, read left to right, rows top down."""
+    lines: dict[tuple[int, int, int], list[tuple[str, float, int, int, int]]] = {}
     for row in csv.DictReader(io.StringIO(tsv), delimiter="\t", quoting=csv.QUOTE_NONE):
         word = (row.get("text") or "").strip()
         if row.get("level") != "5" or not word:
             continue
         key = (int(row["block_num"]), int(row["par_num"]), int(row["line_num"]))
-        top = int(row["top"])
+        top, left = int(row["top"]), int(row["left"])
         confidence = max(0.0, float(row["conf"])) / 100
-        lines.setdefault(key, []).append((word, confidence, top, top + int(row["height"])))
-    found: list[Line] = []
-    pieces: list[tuple[str, float]] = []
+        lines.setdefault(key, []).append(
+            (word, confidence, top, top + int(row["height"]), left)
+        )
+    kept: list[_Kept] = []
     for words in lines.values():
-        read = [(word, confidence) for word, confidence, _, _ in words]
+        read = [(word, confidence) for word, confidence, _, _, _ in words]
         if weighted_confidence(read) < MIN_LINE_CONFIDENCE:
             continue
         text = " ".join(word for word, _ in read)
-        found.append(Line(text, min(w[2] for w in words), max(w[3] for w in words)))
-        pieces.extend(read)
+        line = Line(text, min(w[2] for w in words), max(w[3] for w in words))
+        kept.append((line, min(w[4] for w in words), read))
+    found = _rows(kept) if sparse else [line for line, _, _ in kept]
+    pieces = [piece for _, _, read in kept for piece in read]
     return OcrResult(text=page_text(found), confidence=weighted_confidence(pieces))
+
+
+def _rows(kept: list[_Kept]) -> list[Line]:
+    """Lines read in no particular order as rows, top down: a line whose middle lies within a
+    row's first line joins that row, and a row's lines are one line, left to right."""
+    rows: list[list[_Kept]] = []
+    for entry in sorted(kept, key=lambda entry: entry[0].top):
+        middle = (entry[0].top + entry[0].bottom) / 2
+        if rows and rows[-1][0][0].top <= middle <= rows[-1][0][0].bottom:
+            rows[-1].append(entry)
+        else:
+            rows.append([entry])
+    return [
+        Line(
+            " ".join(line.text for line, _, _ in sorted(row, key=lambda entry: entry[1])),
+            min(line.top for line, _, _ in row),
+            max(line.bottom for line, _, _ in row),
+        )
+        for row in rows
+    ]
+
+
+def sparse_picture(page: PageImage) -> PageImage | None:
+    """`page` for a second read: ink (below `DARK`) in black on white, without its ruling
+    lines (runs of ink at least a quarter of the picture's shorter side long, across or down:
+    borders of boxes, connectors, table rules; no letter's stroke is that long in a picture
+    of text), at twice its size when it has at most `SMALL_PICTURE` pixels. None when what is
+    left is not sparse text: no ink, or more than `SPARSE_INK` of the picture."""
+    import numpy as np  # here: a parse child that reads no scan never maps numpy's libraries
+
+    ink = np.frombuffer(page.pixels, dtype=np.uint8).reshape(page.height, page.width) < DARK
+    if page.width * page.height <= SMALL_PICTURE:
+        ink = ink.repeat(2, axis=0).repeat(2, axis=1)
+    longest = max(2, min(ink.shape) // 4)
+    ink &= ~(_long_runs(ink, longest) | _long_runs(ink.T, longest).T)
+    if not 0 < ink.mean() <= SPARSE_INK:
+        return None
+    height, width = ink.shape
+    return PageImage(width, height, np.where(ink, 0, 255).astype(np.uint8).tobytes())
+
+
+def _long_runs(ink: NDArray[bool_], length: int) -> NDArray[bool_]:
+    """The pixels of `ink` in runs of at least `length` along its rows."""
+    import numpy as np
+
+    height, width = ink.shape
+    padded = np.zeros((height, width + 2), dtype=np.int8)
+    padded[:, 1:-1] = ink
+    steps = np.diff(padded, axis=1)
+    rows, starts = np.nonzero(steps == 1)  # row-major: the n-th start and end are one run
+    _, ends = np.nonzero(steps == -1)
+    long = ends - starts >= length
+    edges = np.zeros((height, width + 1), dtype=np.int32)
+    np.add.at(edges, (rows[long], starts[long]), 1)
+    np.add.at(edges, (rows[long], ends[long]), -1)
+    return np.cumsum(edges, axis=1)[:, :width] > 0
 
 
 def tesseract_installed(binary: str = "tesseract") -> bool:
