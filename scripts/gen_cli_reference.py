@@ -1,6 +1,8 @@
 """Writes docs/reference/cli.md, the command-line reference, from the CLI's own argparse parser.
 
-Run it after changing a command or an option: `.venv/bin/python scripts/gen_cli_reference.py`.
+Run it after changing a command or an option: `.venv/bin/python scripts/gen_cli_reference.py`
+(in a fresh interpreter: models registered in a process, and ARCHIVIST_* variables, show in
+the options' help).
 tests/readme/test_cli_reference.py fails while the committed page differs from what it writes.
 Rendering argparse as Markdown is a few lines; the one plugin made for it is a 0.0.1 release.
 """
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -60,4 +63,8 @@ def render() -> str:
 
 
 if __name__ == "__main__":
-    PAGE.write_text(render(), encoding="utf-8")
+    # `--print`: the page on stdout instead (the test compares it with the committed one).
+    if "--print" in sys.argv[1:]:
+        sys.stdout.write(render())
+    else:
+        PAGE.write_text(render(), encoding="utf-8")

