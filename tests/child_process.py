@@ -4,12 +4,13 @@ its exit status and the end of its output."""
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
+
+from archivist._util.exit_status import describe_exit
 
 TAIL_LINES = 40
 T = TypeVar("T")
@@ -28,16 +29,6 @@ def tail(log: Path, lines: int = TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def exit_status(code: int) -> str:
-    """`code` of `Popen.returncode` in words: a status, or the signal that ended it."""
-    if code < 0:
-        try:
-            return f"was killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited with status {code}"
-
-
 def wait_ready(
     process: subprocess.Popen[Any],
     what: str,
@@ -54,7 +45,8 @@ def wait_ready(
         code = process.poll()
         if code is not None:
             raise ChildExited(
-                f"{what} {exit_status(code)} before it was ready; the end of its output:\n"
+                f"{what} ended ({describe_exit(code)}) before it was ready; the end of its "
+                "output:\n"
                 + tail(log)
             )
         value = ready()

@@ -38,7 +38,7 @@ def test_a_process_that_exits_ends_the_wait_at_once_with_its_status_and_last_lin
         # Never ready: only the exit can end this wait before its 120 s.
         wait_ready(process, "the server", lambda: False, log, timeout=120)
     message = str(raised.value)
-    assert message.startswith("the server exited with status 1 before it was ready")
+    assert message.startswith("the server ended (exit status 1) before it was ready")
     assert message.endswith("line 99\nno port to listen on")
     assert "\nline 61\n" in message and "line 60\n" not in message  # the last 40 lines
     assert len(message.splitlines()) == 1 + TAIL_LINES
@@ -47,7 +47,7 @@ def test_a_process_that_exits_ends_the_wait_at_once_with_its_status_and_last_lin
 def test_a_process_killed_by_a_signal_says_which(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     code = "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"
-    with child(log, code) as process, pytest.raises(ChildExited, match="was killed by SIGKILL"):
+    with child(log, code) as process, pytest.raises(ChildExited, match=r"ended \(killed by SIGKILL\)"):
         wait_ready(process, "the server", lambda: False, log, timeout=120)
 
 

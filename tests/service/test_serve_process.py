@@ -20,5 +20,5 @@ def test_a_serve_that_exits_at_start_fails_start_at_once_with_its_error(tmp_path
     finally:
         serve.stop()
     message = str(raised.value)
-    assert "archivist serve exited with status 2 before it was ready" in message
+    assert "archivist serve ended (exit status 2) before it was ready" in message
     assert "unrecognized arguments: --no-such-option" in message
