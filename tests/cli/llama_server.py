@@ -32,11 +32,12 @@ class LlamaServer:
             self.process = subprocess.Popen(
                 [*command, "--models", str(directory)], stdout=log, stderr=subprocess.STDOUT
             )
-        # It prints `listening URL` once the model is loaded and it serves.
+        # It prints `listening URL` once the model is loaded and it serves; llama.cpp's own
+        # log lines share the file and may stand on the same line before it.
         listening = wait_ready(
             self.process,
             "archivist chat-server",
-            lambda: re.search(r"^listening (\S+)", self.log.read_text(), re.MULTILINE),
+            lambda: re.search(r"listening (http://\S+/v1)", self.log.read_text()),
             self.log,
             timeout,
         )

@@ -28,7 +28,8 @@ DELIBERATE: dict[str, dict[str, tuple[str, Any]]] = {
     },
     "office_parsers": {
         "excel_args": (
-            "AgentScope's arguments in its order, plus keyword-only max_rows_per_section",
+            "AgentScope's arguments in its order, plus keyword-only max_rows_per_section and "
+            "ocr (the text of its pictures)",
             [
                 "include_sheet_names",
                 "include_cell_coordinates",
@@ -36,7 +37,13 @@ DELIBERATE: dict[str, dict[str, tuple[str, Any]]] = {
                 "separate_sheet",
                 "table_format",
                 "max_rows_per_section",
+                "ocr",
             ],
+        ),
+        "word_args": (
+            "AgentScope's arguments in its order, plus keyword-only ocr (the text of its "
+            "pictures)",
+            ["include_image", "separate_table", "table_format", "ocr"],
         ),
         "excel_media_types": (
             "legacy .xls is not read (no xlrd dependency)",
