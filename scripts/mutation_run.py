@@ -59,8 +59,9 @@ MODULES = {
     "archivist/rag/parser/ocr/reader.py": [
         "tests/service/test_ocr_uploads.py",
         "tests/docs/test_pdf_parser.py",
-        "tests/docs/test_chunk_in_child.py",
+        "tests/cli/test_cli_doctor.py",
         "tests/docs/test_ocr.py",
+        "tests/docs/test_chunk_in_child.py",
     ],
     "archivist/rag/knowledge/searching.py": [
         "tests/knowledge/test_search_order.py",
