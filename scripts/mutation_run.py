@@ -135,7 +135,8 @@ def diff(mutated: Path, module: str, name: str) -> str:
 
     def body(function: str) -> list[str]:
         match = re.search(
-            rf"def {re.escape(function)}\(.*?(?=\n\s*(?:async )?def |\n\S|\Z)", text, re.S
+            # to the next def or the next line at the margin other than a signature's `)`
+            rf"def {re.escape(function)}\(.*?(?=\n\s*(?:async )?def |\n[^\s)]|\Z)", text, re.S
         )
         return match.group(0).splitlines()[1:] if match else []
 
@@ -157,6 +158,13 @@ def main() -> None:
         chosen = [m for m in MODULES if args.only is None or args.only in m]
         mutated = generate(Path(directory), chosen)
         jobs = mutants(mutated, args.ingest_stride, args.limit, args.only)
+        # The tests must pass on the tree as it is (no mutant chosen), or every mutant would
+        # count as killed.
+        for module in sorted({job[0] for job in jobs}):
+            tests = next(job[2] for job in jobs if job[0] == module)
+            _, _, failed = run_one(mutated, (module, "no_mutant", tests))
+            if failed:
+                sys.exit(f"the tests of {module} fail without a mutant: {' '.join(tests)}")
         print(f"{len(jobs)} mutants", flush=True)
         scores: dict[str, list[int]] = {}
         survivors = []
