@@ -159,6 +159,7 @@ async def test_a_scan_no_engine_can_read_is_skipped_saying_how_to_read_it(
 ) -> None:
     import sys
 
+    from archivist.errors import ScansUnreadError
     from factories import make_scanned_pdf
 
     monkeypatch.setenv("PATH", str(tmp_path))  # no tesseract
@@ -175,3 +176,28 @@ async def test_a_scan_no_engine_can_read_is_skipped_saying_how_to_read_it(
     assert result.outcome is Outcome.SKIPPED
     assert result.error is not None and "pip install 'archivist[ocr]'" in result.error
     assert not result.error.startswith("scan.pdf")  # the reason alone: the line names the file
+    assert isinstance(result.cause, ScansUnreadError)
+
+
+async def test_the_chunks_cut_while_a_file_is_read_are_reported_as_they_grow(
+    tmp_path: Path,
+    store: QdrantStore,
+    embedder: EmbeddingModelBase,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from archivist.rag.knowledge import ingest
+
+    monkeypatch.setattr(ingest, "READ_PROGRESS_EVERY", 4)
+    path = tmp_path / "birds.txt"
+    path.write_text(TEXT)
+    seen: list[tuple[str, int]] = []
+    report = await ingest_files(
+        kb_on(store, embedder, None),
+        [path],
+        registry=default_registry(),
+        chunker=ApproxTokenChunker(16, 0),
+        on_read=lambda name, chunks: seen.append((name, chunks)),
+    )
+    [result] = report.results
+    assert result.chunks >= 8
+    assert seen == [(str(path), n) for n in range(4, result.chunks + 1, 4)]
