@@ -9,7 +9,6 @@ from archivist.embedding import EmbeddingModelBase
 from archivist.message import TextBlock
 from archivist.rag import KnowledgeBase
 from archivist.rag.document import Chunk
-from archivist.rag.store.core.bm25 import Bm25Encoder
 from archivist.rag.store.core.background import term_weight
 from archivist.rag.store.core.bm25 import Bm25Encoder
 from archivist.rag.store.core.ranking import coverage, lexical
