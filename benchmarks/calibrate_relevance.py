@@ -9,8 +9,8 @@ the whole corpus as a hybrid search gathers them (the best 100 chunks by dense s
 and the best 100 by BM25) and judged by the evidence the stores compute
 (`archivist.rag.store.core.ranking`, from `relevance_data`'s kept chunk terms and vectors).
 One logistic curve per mode is fitted on the fitting queries' candidates: hybrid on
-similarity, lexical match and coverage; dense on similarity; BM25 on lexical match and
-coverage. Where judging hybrid candidates by their lexical evidence alone ranks the fitting
+similarity, lexical match and coverage; dense on similarity; BM25 on lexical match (the
+engine's score). Where judging hybrid candidates by their lexical evidence alone ranks the fitting
 queries at least as well, the model does not help in that script and hybrid keeps no curve.
 
 The checking queries report, per mode: nDCG@10 of the ranking by relevance, the reliability
@@ -138,7 +138,7 @@ def candidates(material: Material, c: Corpus, qid: str) -> list[Candidate]:
 
 
 SIGNALS = {"hybrid": ("similarity", "lexical", "coverage"), "dense": ("similarity",)}
-SIGNALS["sparse"] = ("lexical", "coverage")
+SIGNALS["sparse"] = ("lexical",)  # a BM25 hit of the engine comes with its score alone
 
 
 def in_mode(pool: list[Candidate], mode: str) -> list[Candidate]:
@@ -342,7 +342,11 @@ def main(argv: list[str] | None = None) -> None:
             print_run(run)
     # A model without curves of its own: fitted on every model's fitting queries together.
     pooled = {
-        script: {mode: vars(fit(pools, mode)) for mode in ("hybrid", "dense", "sparse")}
+        script: {
+            "hybrid": vars(fit([p for p in pools if p and not p[0].blind], "hybrid")),
+            "dense": vars(fit(pools, "dense")),
+            "sparse": vars(fit(pools, "sparse")),
+        }
         for script, pools in fitted.items()
     }
     print(f"\nuncalibrated (all models together): {pooled}")

