@@ -260,9 +260,7 @@ def stability(
     }
 
 
-def calibrate(
-    model_name: str, dataset: str, stable: int, fitted: dict[str, list[list[Candidate]]]
-) -> dict[str, Any]:
+def calibrate(model_name: str, dataset: str, stable: int) -> dict[str, Any]:
     material = load(model_name, DATA / dataset)
     model = LocalEmbeddingModel(model_name)
     fitting, checking = fit_and_check(material)
@@ -276,7 +274,6 @@ def calibrate(
     curves = {mode: fit([pools[q] for q in fitting], mode) for mode in ("dense", "sparse")}
     hybrid = fit(readable_fit, "hybrid") if readable_fit else None
     fit_pools = {q: pools[q] for q in fitting}
-    fitted.setdefault(SETS[dataset], []).extend(fit_pools.values())
     lexical_alone = check(material, fit_pools, "hybrid", by(curves["sparse"]))["ndcg@10"]
     if hybrid is not None:
         with_model = check(material, fit_pools, "hybrid", hybrid_judge(hybrid, curves["sparse"]))[
@@ -331,26 +328,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--stability", type=int, default=100, help="checking queries (0: none)")
     args = parser.parse_args(argv)
     runs = []
-    fitted: dict[str, list[list[Candidate]]] = {}
     for model_name in args.models.split(","):
         for dataset in args.sets.split(","):
             if not (DATA / dataset).is_dir():
                 print(f"skipped {dataset}: {DATA / dataset} is absent")
                 continue
-            run = calibrate(model_name, dataset, args.stability, fitted)
+            run = calibrate(model_name, dataset, args.stability)
             runs.append(run)
             print_run(run)
-    # A model without curves of its own: fitted on every model's fitting queries together.
-    pooled = {
-        script: {
-            "hybrid": vars(fit([p for p in pools if p and not p[0].blind], "hybrid")),
-            "dense": vars(fit(pools, "dense")),
-            "sparse": vars(fit(pools, "sparse")),
-        }
-        for script, pools in fitted.items()
-    }
-    print(f"\nuncalibrated (all models together): {pooled}")
-    write_result("relevance-calibration", {"runs": runs, "uncalibrated": pooled})
+    write_result("relevance-calibration", {"runs": runs})
 
 
 def print_run(run: dict[str, Any]) -> None:

@@ -100,54 +100,39 @@ def _numbers(data: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def _calibration(data: dict[str, Any]) -> list[str]:
-    lines = [
-        f"**Relevance curves** — `{PY}calibrate_relevance` (`relevance-calibration.json`): one",
-        "logistic curve per model, script and mode, fitted on SciFact *train* (alphabetic) and",
-        "four fifths of CMRC 2018 trial (Chinese); checked on SciFact *test* and the CMRC fifth",
-        "kept aside. Stability: the right passage's relevance in nested corpora of 5, 50 and",
-        "500 documents (CMRC: 256), its spread over the sizes.",
-        "",
-        "| model | set | hybrid curve | stability: mean / max spread | within 0.1 |",
-        "|---|---|---|---:|---:|",
-    ]
-    for run in data["runs"]:
-        hybrid = "lexical evidence alone" if run["curves"]["hybrid"] is None else "all evidence"
-        st = run.get("stability")
-        cells = (
-            [f"{st['mean']:.3f} / {st['max']:.3f}", f"{st['within_0.1']:.0%}"] if st else ["", ""]
-        )
-        lines.append(
-            f"| {run['model']} | {run['dataset']} | {hybrid} | " + " | ".join(cells) + " |"
-        )
-    return [*lines, ""]
-
-
-def _relevance_modes(data: dict[str, Any]) -> list[str]:
+def _relevance(modes: dict[str, Any], calibration: dict[str, Any] | None) -> list[str]:
+    stable = {
+        (run["model"], run["dataset"]): run["stability"]
+        for run in (calibration or {}).get("runs", [])
+        if "stability" in run
+    }
+    by_set: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for run in modes["runs"]:
+        by_set.setdefault((run["model"], run["dataset"]), {})[run["mode"]] = run
     lines = [
         f"**Relevance in every model, language and mode** — `{PY}relevance_modes`",
-        "(`relevance-modes.json`): `archivist eval --calibration` on the checking queries.",
-        "ECE: expected calibration error of the first ten hits (ten bins); kept: right answers",
-        "ranked first shown at relevance 0.25 or more.",
+        f"(`archivist eval --calibration` on the queries kept aside) and `{PY}calibrate_relevance`",
+        "(curves fitted on SciFact *train* and four fifths of CMRC 2018 trial; stability: the",
+        "right passage's relevance in nested corpora of 5, 50, 500 documents). ECE: calibration",
+        "error of the first ten hits; kept: right answers ranked first shown at 0.25 or more.",
         "",
-        "| model | set | mode | nDCG@10 | ECE | kept |",
-        "|---|---|---|---:|---:|---:|",
+        "| model | set | nDCG@10 hybrid / dense / BM25 | ECE hybrid / dense / BM25 | kept | stable within 0.1 (max spread) |",
+        "|---|---|---|---|---:|---:|",
     ]
-    for run in data["runs"]:
-        kept = run["right_first_at_threshold"] / max(run["right_first"], 1)
-        lines.append(
-            f"| {run['model']} | {run['dataset']} | {_LABEL.get(run['mode'], run['mode'])} | "
-            f"{run['ndcg@10']:.4f} | {run['ece']:.3f} | {kept:.0%} |"
+    for (model, dataset), runs in by_set.items():
+        ndcg = " / ".join(f"{runs[m]['ndcg@10']:.3f}" for m in ("hybrid", "dense", "sparse"))
+        ece = " / ".join(f"{runs[m]['ece']:.3f}" for m in ("hybrid", "dense", "sparse"))
+        hybrid = runs["hybrid"]
+        kept = f"{hybrid['right_first_at_threshold']}/{hybrid['right_first']}"
+        st = stable.get((model, dataset))
+        spread = f"{st['within_0.1']:.0%} ({st['max']:.2f})" if st else ""
+        lines.append(f"| {model} | {dataset} | {ndcg} | {ece} | {kept} | {spread} |")
+    lines += ["", "Reliability of hybrid hits, per bin of relevance shown: hits, share judged relevant.", ""]
+    for (model, dataset), runs in by_set.items():
+        cells = ", ".join(
+            f"{b['low']:.1f}+: {b['hits']} {b['relevant']:.2f}" for b in runs["hybrid"]["bins"]
         )
-    lines += ["", "Reliability of the hybrid hits (hits / mean shown / share judged relevant):", ""]
-    for run in data["runs"]:
-        if run["mode"] != "hybrid":
-            continue
-        cells = "; ".join(
-            f"{b['low']:.1f}-{b['high']:.1f}: {b['hits']} / {b['shown']:.2f} / {b['relevant']:.2f}"
-            for b in run["bins"]
-        )
-        lines.append(f"- {run['model']}, {run['dataset']}: {cells}")
+        lines.append(f"- {model}, {dataset}: {cells}")
     return [*lines, ""]
 
 
@@ -245,10 +230,8 @@ def render_search_trust(results: Path) -> list[str]:
     parts: list[str] = []
     if (numbers := _load(results, "trust-numbers.json")) is not None:
         parts += _numbers(numbers)
-    if (calibration := _load(results, "relevance-calibration.json")) is not None:
-        parts += _calibration(calibration)
     if (modes := _load(results, "relevance-modes.json")) is not None:
-        parts += _relevance_modes(modes)
+        parts += _relevance(modes, _load(results, "relevance-calibration.json"))
     if (spread := _load(results, "trust-spread.json")) is not None:
         parts += _spread(spread)
     if (depth := _load(results, "trust-depth.json")) is not None:

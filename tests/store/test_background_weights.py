@@ -9,6 +9,7 @@ import pytest
 
 from archivist.rag.store.core.background import (
     BACKGROUND_CHUNKS,
+    background_share,
     background_shares,
     term_weight,
 )
@@ -58,3 +59,18 @@ def test_the_table_is_the_shipped_file_of_plausible_shares() -> None:
     shares = background_shares()
     assert len(shares) > 50_000
     assert all(0.0 < share <= 1.0 for share in shares.values())
+
+
+def test_in_an_empty_collection_an_unknown_term_weighs_as_held_by_none_of_the_background() -> None:
+    (term,) = set(ENCODER.query("zxqvbnmword").indices)
+    expected = math.log(1 + (BACKGROUND_CHUNKS + 0.5) / 0.5)
+    assert term_weight(term, 0, 0) == pytest.approx(expected)
+    assert term_weight(term, -3, -5) == pytest.approx(expected)  # counts below zero are none
+
+
+def test_a_term_beyond_the_table_s_last_id_has_no_share() -> None:
+    last = max(background_shares())
+    assert background_share(last) > 0
+    assert background_share(last + 1) == 0.0
+    assert background_share(0x7FFFFFFF) == (background_shares().get(0x7FFFFFFF, 0.0))
+    assert background_share(-1) == 0.0

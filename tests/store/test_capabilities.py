@@ -12,9 +12,9 @@ from pydantic import ValidationError
 from test_minimal_store import MinimalStore
 
 from archivist.embedding import EmbeddingModelBase
+from archivist.embedding.relevance import UNCALIBRATED
 from archivist.embedding.response import EmbeddingResponse
 from archivist.message import TextBlock
-from archivist.embedding.relevance import UNCALIBRATED
 from archivist.rag import Chunk, KnowledgeBase
 from archivist.rag.record import VectorSearchResult
 from archivist.rag.store import StoreCapabilities

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from archivist.rag.store.core.background import term_weight
 from archivist.rag.store.core.bm25 import SparseVector
 from archivist.rag.store.core.ranking import (
     Judged,
@@ -19,7 +20,6 @@ from archivist.rag.store.core.ranking import (
     rank,
     shown_score,
 )
-from archivist.rag.store.core.background import term_weight
 from archivist.rag.store.core.relevance import relevance
 
 

