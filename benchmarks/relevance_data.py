@@ -1,5 +1,6 @@
-"""The raw material of relevance calibration, computed once per model and dataset and kept:
-each chunk's BM25 term counts and dense vector, each query's terms and vector.
+"""The raw material of relevance calibration, computed once per model and dataset and kept.
+
+Each chunk's BM25 term counts and dense vector, each query's terms and vector.
 
 `benchmarks/calibrate_relevance.py` fits and checks relevance curves from it without
 embedding anything again: every evidence a search computes (similarity, BM25 with the IDF of

@@ -89,3 +89,22 @@ def test_without_a_hybrid_curve_a_hybrid_hit_is_judged_as_a_bm25_hit() -> None:
     assert curves.relevance(0.9, 0.3, 0.5) > curves.relevance(0.1, 0.3, 0.5)  # type: ignore[operator]
     assert blind.relevance(0.9) == curves.relevance(0.9)  # a dense hit: its similarity
     assert curves.relevance() is None
+
+
+def test_evidence_a_hit_lacks_counts_for_nothing_whatever_the_curve() -> None:
+    # Weights on every signal, so a missing one read as anything but zero would show.
+    everything = Curve(similarity=3, lexical=5, coverage=7, bias=-4)
+    curves = RelevanceCurves(dense=everything, sparse=everything, hybrid=None)
+    assert curves.relevance(0.5) == pytest.approx(everything(0.5, 0.0, 0.0))
+    assert curves.relevance(None, 0.5) == pytest.approx(everything(0.0, 0.5, 0.0))
+    assert curves.relevance(0.9, 0.5, 0.25) == pytest.approx(everything(0.0, 0.5, 0.25))
+
+
+def test_a_far_negative_logit_is_zero_not_an_overflow() -> None:
+    assert Curve(similarity=-10_000)(1.0, 0.0, 0.0) == 0.0
+    assert Curve(similarity=10_000)(1.0, 0.0, 0.0) == 1.0
+
+
+def test_ignoring_similarity_keeps_whether_the_curves_were_fitted() -> None:
+    assert UNCALIBRATED["alphabetic"].ignoring_similarity().calibrated is False
+    assert LocalEmbeddingModel().relevance_curves("alphabetic").ignoring_similarity().calibrated
