@@ -19,6 +19,7 @@ PROG = "python -m benchmarks"
 OTHERS = {  # the cases that are not bench_NAME.py: case name -> module
     "suite": "run_suite",
     "calibrate_relevance": "calibrate_relevance",
+    "relevance_data": "relevance_data",
     "probe_onnx_memory": "probe_onnx_memory",
     "alternate": "alternate",
 }

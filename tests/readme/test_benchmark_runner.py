@@ -26,6 +26,7 @@ BENCHMARKS = ROOT / "benchmarks"
 OTHER_CASES = {
     "suite": "run_suite.py",
     "calibrate_relevance": "calibrate_relevance.py",
+    "relevance_data": "relevance_data.py",
     "probe_onnx_memory": "probe_onnx_memory.py",
     "alternate": "alternate.py",
 }

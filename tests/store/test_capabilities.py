@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from test_minimal_store import MinimalStore
 
 from archivist.embedding import EmbeddingModelBase
+from archivist.embedding.relevance import UNCALIBRATED
 from archivist.embedding.response import EmbeddingResponse
 from archivist.message import TextBlock
 from archivist.rag import Chunk, KnowledgeBase
@@ -177,6 +178,8 @@ async def test_a_store_with_search_options_is_given_the_query_text(
             "diversity": None,
             "max_per_document": None,
             "search_filter": None,
+            # the embedding model's curves for the query's script (this model has none fitted)
+            "relevance_curves": UNCALIBRATED["alphabetic"],
         }
     ]
 

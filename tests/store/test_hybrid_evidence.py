@@ -55,9 +55,8 @@ async def _reference(
     sparse = encoder.query(text)
     from archivist.rag.store.qdrant.hybrid import term_weights
 
-    query_idf = await term_weights(
-        backend, collection, where, sparse, frozenset(encoder.exact(text))
-    )
+    terms = await term_weights(backend, collection, where, sparse)
+    query_idf, sparse = terms.weights, terms.sparse
     by_cosine = shape.distance == "Cosine"
     vectors = (SPARSE_VECTOR,) if by_cosine else ("", SPARSE_VECTOR)
     nearest, matching = await backend.search_batch(

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from archivist.rag.store.core.background import term_weight
 from archivist.rag.store.core.bm25 import SparseVector
 from archivist.rag.store.core.ranking import (
     Judged,
@@ -18,7 +19,6 @@ from archivist.rag.store.core.ranking import (
     query_weights,
     rank,
     shown_score,
-    unknown_idf,
 )
 from archivist.rag.store.core.relevance import relevance
 
@@ -29,13 +29,6 @@ def test_cosine_reads_the_direction_whatever_the_lengths() -> None:
     assert cosine([1.0, 0.0], [0.0, 2.0], 1.0) == pytest.approx(0.0)
     assert cosine([0.5, 0.0], [-4.0, 0.0], 0.5) == pytest.approx(-1.0)
     assert cosine([1.0, 0.0], [0.0, 0.0], 1.0) == 0.0  # a zero vector is like nothing
-
-
-def test_an_unknown_term_weighs_as_bm25_weighs_a_term_no_chunk_holds() -> None:
-    assert unknown_idf(10) == pytest.approx(math.log(1 + 10.5 / 0.5))
-    assert unknown_idf(0) == unknown_idf(1) == pytest.approx(math.log(4.0))
-    held_once = math.log(1 + (10 - 1 + 0.5) / (1 + 0.5))
-    assert unknown_idf(10) > held_once
 
 
 def test_lexical_is_bm25_over_the_best_a_chunk_could_reach() -> None:
@@ -65,11 +58,11 @@ def test_lexical_evidence_of_stored_weights() -> None:
     assert lexical_evidence(idf, SparseVector([], [])) == (0.0, 0.0)
 
 
-def test_query_weights_keep_a_missing_name_or_number_and_drop_a_missing_word() -> None:
-    known = {1: 1.5}
-    weights = query_weights(known, {1, 7}, chunks=20)
-    assert weights == {1: 1.5, 7: pytest.approx(unknown_idf(20))}
-    assert query_weights(known, set(), chunks=20) == known
+def test_query_weights_weigh_every_term_by_how_many_chunks_hold_it() -> None:
+    weights = query_weights({1: 5}, [1, 7], chunks=20)
+    assert weights == {1: term_weight(1, 5, 20), 7: term_weight(7, 0, 20)}
+    assert weights[7] > weights[1]  # a term no chunk in scope holds counts, as the rarest
+    assert query_weights({1: 5}, [], chunks=20) == {}
 
 
 def test_judge_gives_the_relevance_of_the_signals_it_has() -> None:

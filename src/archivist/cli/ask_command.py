@@ -44,9 +44,7 @@ NO_MODEL_HINT = (
 def add_ask_command(commands: Any) -> None:
     """Register the `ask` sub-command."""
     cmd = commands.add_parser("ask", help="answer a question from a knowledge base")
-    cmd.add_argument(
-        "question", type=non_empty, metavar="QUESTION", help="what to ask, in quotes"
-    )
+    cmd.add_argument("question", type=non_empty, metavar="QUESTION", help="what to ask, in quotes")
     cmd.add_argument(
         "--mode",
         choices=["static", "agentic"],

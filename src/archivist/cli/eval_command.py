@@ -90,6 +90,12 @@ def add_eval_command(commands: Any) -> None:
         default="float16",
         help="how the store keeps the dense vectors (default: float16)",
     )
+    cmd.add_argument(
+        "--calibration",
+        action="store_true",
+        help="also print the reliability of the relevance shown: the first 10 hits of each "
+        "query binned by relevance, with the share judged relevant in each bin",
+    )
     cmd.add_argument("--per-query", action="store_true", help="include per-query scores in JSON")
     cmd.add_argument("--json", action="store_true", help="print JSON for scripts")
     cmd.set_defaults(handler=run_eval)
@@ -118,6 +124,7 @@ async def run_eval(args: argparse.Namespace) -> int:
         segment_points=args.segment_points,
         quantization=None if args.quantization == "none" else args.quantization,
         vector_datatype=args.vector_datatype,
+        calibration=args.calibration,
     )
     try:
         result = await run_evaluation(config, progress=True, run_file=args.run)
@@ -131,5 +138,11 @@ async def run_eval(args: argparse.Namespace) -> int:
     else:
         from rich.console import Console
 
-        Console().print(results_table(result))
+        console = Console()
+        console.print(results_table(result))
+        if result.calibration is not None:
+            from archivist.eval.calibration import calibration_table
+
+            title = f"relevance shown vs judged ({result.config['embedding_model']})"
+            console.print(calibration_table(result.calibration, title))
     return 0

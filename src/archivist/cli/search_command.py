@@ -35,9 +35,7 @@ def add_search_command(commands: Any) -> None:
         "  archivist search -q --strip-components\n"
         "  archivist search -k 3 -- --strip-components",
     )
-    cmd.add_argument(
-        "query", nargs="?", type=non_empty, metavar="QUERY", help="what to search for"
-    )
+    cmd.add_argument("query", nargs="?", type=non_empty, metavar="QUERY", help="what to search for")
     cmd.add_argument(
         "-q",
         "--query",

@@ -26,6 +26,12 @@ from archivist.embedding.errors import (
     InvalidVectorError,
     TransientEmbeddingError,
 )
+from archivist.embedding.relevance import (
+    RelevanceCurves,
+    Script,
+    is_calibrated,
+    relevance_curves,
+)
 from archivist.embedding.response import EmbeddingResponse, EmbeddingUsage
 from archivist.embedding.tokenizer import ModelTokenizer
 from archivist.errors import InvalidArgumentError
@@ -151,6 +157,16 @@ class EmbeddingModelBase(AsyncClosable, ABC):
     def cache_identity(self) -> str:
         """Everything besides the input that decides a vector; a cache keys on it."""
         return f"{type(self).__qualname__}|{self.model}|{self.dimensions}"
+
+    @property
+    def relevance_calibrated(self) -> bool:
+        """Whether search relevance has curves fitted for this model's vectors (shipped models
+        do); without, a documented default judges its similarities (`embedding.relevance`)."""
+        return is_calibrated(self.cache_identity)
+
+    def relevance_curves(self, script: Script) -> RelevanceCurves:
+        """How a hit's evidence becomes its relevance for a query in `script`."""
+        return relevance_curves(self.cache_identity, script)
 
     def __repr__(self) -> str:
         dims = getattr(self, "_dimensions", None) or "?"

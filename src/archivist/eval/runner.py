@@ -26,6 +26,7 @@ from archivist.embedding import (
     EmbeddingModelBase,
     LocalEmbeddingModel,
 )
+from archivist.eval.calibration import Calibration, Shown, reliability
 from archivist.eval.dataset import BEIRDataset, CorpusDocument, EvalQuery, load_beir
 from archivist.eval.metrics import DEFAULT_METRICS, evaluate, parse_metric, per_query
 from archivist.message import TextBlock
@@ -75,6 +76,9 @@ class EvalConfig(ChunkSettings):
     pgvector_url: str | None = Field(
         default=None, description="index into PostgreSQL + pgvector here instead of Qdrant Edge"
     )
+    calibration: bool = Field(
+        default=False, description="also check the relevance shown against the judgments"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> EvalConfig:
@@ -103,6 +107,8 @@ class EvalResult(BaseModel):
     search_ms_p50: float
     embedding: dict[str, int | None]
     per_query: dict[str, dict[str, float]] = Field(default_factory=dict)
+    calibration: Calibration | None = None
+    """The reliability of the relevance shown (`EvalConfig.calibration`)."""
 
 
 def document_section(doc: CorpusDocument, titled: bool = False) -> Section:
@@ -170,10 +176,12 @@ async def rank_documents(
     mode: SearchMode | None = None,
     max_per_document: int | None = None,
     latencies: list[float] | None = None,
+    shown: list[Shown] | None = None,
 ) -> dict[str, dict[str, float]]:
     """Run each query alone; documents rank in the order of their best chunk among the top
     `depth` hits, as the search lists them (the score is `depth` minus that position). With
-    no `max_per_document`, every chunk of a document may be among them."""
+    no `max_per_document`, every chunk of a document may be among them. Each hit's document
+    and relevance go to `shown`, in order, where given."""
     run: dict[str, dict[str, float]] = {}
     for query in queries:
         scores: dict[str, float] = {}
@@ -189,6 +197,8 @@ async def rank_documents(
             latencies.append(time.perf_counter() - started)
         for position, hit in enumerate(hits):
             scores.setdefault(hit.document_id, float(depth - position))
+            if shown is not None and hit.relevance is not None:
+                shown.append((query.id, hit.document_id, hit.relevance))
         run[query.id] = scores
     return run
 
@@ -248,6 +258,7 @@ async def run_evaluation(
         tokenizer, config.chunk_size, config.overlap, context_header=config.context_header
     )
     latencies: list[float] = []
+    shown: list[Shown] | None = [] if config.calibration else None
     cache = model if isinstance(model, CachedEmbeddingModel) else None
     cached_before = cache.totals.cached_inputs if cache is not None else 0
     async with _eval_store(config) as store:
@@ -272,6 +283,7 @@ async def run_evaluation(
             mode=config.mode,
             max_per_document=config.max_per_document,
             latencies=latencies,
+            shown=shown,
         )
         searched = time.perf_counter()
     if run_file is not None:
@@ -293,6 +305,7 @@ async def run_evaluation(
             model, served, chunks, data.corpus, chunker, config.context_header
         ),
         per_query=scores,
+        calibration=None if shown is None else reliability(shown, data.qrels),
     )
 
 

@@ -2,6 +2,8 @@
 encoder's character bigrams and OCR's spacing, so all treat the same text as Chinese,
 Japanese or Korean."""
 
+import re
+
 _KANA = "\u3040-\u30ff"  # Hiragana, Katakana
 _HAN = (
     "\u3400-\u4dbf"  # CJK Unified Ideographs Extension A
@@ -20,3 +22,12 @@ UNSPACED_CHARACTERS = (
 )
 """Chinese and Japanese characters and their punctuation, written without spaces between
 them (Korean, written with spaces, is not among them), as a character class's body."""
+
+
+_CJK_CHARACTER = re.compile(f"[{CJK_CHARACTERS}]")
+
+
+def mostly_cjk(text: str) -> bool:
+    """Whether at least half of `text`'s letters and digits are CJK characters."""
+    letters = sum(character.isalnum() for character in text)
+    return letters > 0 and 2 * len(_CJK_CHARACTER.findall(text)) >= letters

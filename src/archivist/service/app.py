@@ -66,7 +66,9 @@ def _answers(settings: ServiceSettings) -> str:
     if settings.chat_base_url:
         where = urlsplit(settings.chat_base_url)
         host = where.netloc.rsplit("@", 1)[-1]  # never a password in the log
-        return f"{settings.chat_model or 'the default model'} at {where.scheme}://{host}{where.path}"
+        return (
+            f"{settings.chat_model or 'the default model'} at {where.scheme}://{host}{where.path}"
+        )
     return f"none (Ask shows the passages found): {NO_CHAT_MODEL}"
 
 

@@ -254,9 +254,7 @@ async def ingest_files(
         else:
             before = await kb.get_document(document_id)
         cut = None if on_read is None else functools.partial(on_read, str(path))
-        item = await _parse_one(
-            kb, path, document_id, before, fingerprint, registry, chunker, cut
-        )
+        item = await _parse_one(kb, path, document_id, before, fingerprint, registry, chunker, cut)
         if isinstance(item, FileResult):
             emit(item)
             stale = item.outcome in (Outcome.FAILED, Outcome.SKIPPED)

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from archivist.errors import InvalidArgumentError
 from archivist.message import DataBlock, TextBlock
+from archivist.rag.cjk import mostly_cjk
 from archivist.rag.knowledge.context import MAX_CONTEXT, merged_windows
 from archivist.rag.knowledge.notices import logger
 from archivist.rag.knowledge.vocabulary import unreadable
@@ -36,6 +37,7 @@ from archivist.validation import (
 
 if TYPE_CHECKING:
     from archivist.embedding import EmbeddingModelBase
+    from archivist.embedding.relevance import RelevanceCurves
 
 Query = str | TextBlock | DataBlock
 
@@ -268,6 +270,7 @@ class Searcher:
         for _, text, query_mode in plan:
             vector = None if query_mode == "sparse" else next(embedded)
             if store.capabilities.search_options:
+                judged = {"relevance_curves": curves_for(model, text)}
                 searches.append(
                     store.search(
                         target.collection,
@@ -279,6 +282,7 @@ class Searcher:
                         diversity=diversity,
                         max_per_document=max_per_document,
                         search_filter=search_filter,
+                        **(judged if store.capabilities.relevance else {}),
                     )
                 )
             elif target.metadata_filter is None:
@@ -461,3 +465,11 @@ def _first_error(error: ValidationError) -> str:
     where = ".".join(str(part) for part in first["loc"])
     message = str(first["msg"]).removeprefix("Value error, ")
     return f"{where}: {message}" if where else message
+
+
+def curves_for(model: EmbeddingModelBase, text: str | None) -> RelevanceCurves:
+    """How the hits of a query of `text` (None: an image) are judged: by the model's curves
+    for the query's script, and by their lexical evidence alone in a hybrid search where the
+    model cannot read the query (its similarity is noise there)."""
+    curves = model.relevance_curves("cjk" if text and mostly_cjk(text) else "alphabetic")
+    return curves.ignoring_similarity() if text and unreadable(model, text) else curves

@@ -151,9 +151,7 @@ class WordParser(BinaryParser):
             yield Block("\n".join(list_run))
 
     @staticmethod
-    def _pictures(
-        paragraph: Any, document: Any, filename: str, ocr: Ocr | None
-    ) -> Iterator[Block]:
+    def _pictures(paragraph: Any, document: Any, filename: str, ocr: Ocr | None) -> Iterator[Block]:
         for blip in paragraph.iter(_BLIP):
             rel_id = blip.get(_EMBED)
             part = document.part.related_parts.get(rel_id) if rel_id else None

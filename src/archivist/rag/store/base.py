@@ -7,6 +7,7 @@ from collections.abc import AsyncIterable
 from typing import Any, ClassVar
 
 from archivist._util.closable import AsyncClosable
+from archivist.embedding.relevance import RelevanceCurves
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
 from archivist.rag.store.capabilities import StoreCapabilities
@@ -117,10 +118,13 @@ class VectorStoreBase(AsyncClosable, ABC):
         diversity: float | None = None,
         max_per_document: int | None = None,
         search_filter: SearchFilter | None = None,
+        relevance_curves: RelevanceCurves | None = None,
     ) -> list[VectorSearchResult]:
         """The `top_k` best chunks matching `metadata_filter`, best first (a store declaring
         `relevance` lists them by relevance, which never rises down the list;
-        `archivist.rag.store.core.ranking` computes it as the shipped stores do).
+        `archivist.rag.store.core.ranking` computes it as the shipped stores do, by
+        `relevance_curves`: those of the query's embedding model and script, which a
+        knowledge base passes; the default model's when None).
 
         `mode` "dense" ranks by `query_vector`; "sparse" by BM25 of `query_text` (no vector
         needed); "hybrid" ranks the best of both together. `diversity` (0..1) picks results

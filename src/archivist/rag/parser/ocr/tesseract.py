@@ -146,9 +146,7 @@ def read_tsv(tsv: str, *, sparse: bool = False) -> OcrResult:
         key = (int(row["block_num"]), int(row["par_num"]), int(row["line_num"]))
         top, left = int(row["top"]), int(row["left"])
         confidence = max(0.0, float(row["conf"])) / 100
-        lines.setdefault(key, []).append(
-            (word, confidence, top, top + int(row["height"]), left)
-        )
+        lines.setdefault(key, []).append((word, confidence, top, top + int(row["height"]), left))
     kept: list[_Kept] = []
     for words in lines.values():
         read = [(word, confidence) for word, confidence, _, _, _ in words]

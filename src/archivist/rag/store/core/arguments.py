@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from archivist.embedding.relevance import DEFAULT_CURVES, RelevanceCurves
 from archivist.errors import InvalidArgumentError
 from archivist.rag.record import VectorRecord
 from archivist.rag.store.search_filter import SearchFilter
@@ -69,6 +70,8 @@ class SearchArguments:
     max_per_document: int | None
     search_filter: SearchFilter | None
     """None when absent or when it lets everything through."""
+    relevance_curves: RelevanceCurves = DEFAULT_CURVES
+    """How hits are judged (`archivist.embedding.relevance`)."""
 
 
 def check_search(
@@ -82,6 +85,7 @@ def check_search(
     diversity: object = None,
     max_per_document: object = None,
     search_filter: object = None,
+    relevance_curves: object = None,
 ) -> SearchArguments:
     """The arguments of a search if they go together; else an error naming the first bad one.
 
@@ -106,6 +110,8 @@ def check_search(
             )
     if search_filter is not None and not isinstance(search_filter, SearchFilter):
         raise TypeError("search_filter must be a SearchFilter")
+    if relevance_curves is not None and not isinstance(relevance_curves, RelevanceCurves):
+        raise TypeError("relevance_curves must be RelevanceCurves")
     if chosen != "sparse" and query_vector is None:
         raise InvalidArgumentError(f"mode={chosen!r} needs a query_vector", argument="query_vector")
     if chosen != "dense" and (not isinstance(query_text, str) or not query_text.strip()):
@@ -121,6 +127,7 @@ def check_search(
         diversity=checked_diversity,
         max_per_document=per_document,
         search_filter=None if search_filter is None or search_filter.is_empty else search_filter,
+        relevance_curves=relevance_curves or DEFAULT_CURVES,
     )
 
 

@@ -110,14 +110,6 @@ class Bm25Encoder:
         values = [terms.counts[i] * (K1 + 1.0) / (terms.counts[i] + norm) for i in indices]
         return SparseVector(indices, values)
 
-    def exact(self, text: str) -> set[int]:
-        """The query's exact terms: its whole identifiers and (layout 2) its numbers. A
-        passage that lacks one lacks something the query asks for by name."""
-        terms = set(identifier_terms(text))
-        if self.layout >= 2:
-            terms |= set(number_terms(text))
-        return terms
-
     def query(self, text: str) -> SparseVector:
         """A query's terms, each weighted 1 (the store multiplies in each term's IDF)."""
         terms = (

@@ -20,12 +20,11 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Query:
-    """A search's query for the engine: the dense vector, the BM25 terms (each weighted 1) and
-    the exact terms (identifiers, numbers) among them; a side the mode leaves out is None."""
+    """A search's query for the engine: the dense vector and the BM25 terms (each weighted
+    1); a side the mode leaves out is None."""
 
     dense: list[float] | None
     sparse: SparseVector | None
-    exact: frozenset[int] = frozenset()
 
     @property
     def hybrid(self) -> bool:
@@ -58,7 +57,7 @@ def plan_query(
     sparse = encoder.query(query_text)
     if not sparse.indices:
         return None if dense is None else Query(dense, None)
-    return Query(dense, sparse, frozenset(encoder.exact(query_text)))
+    return Query(dense, sparse)
 
 
 Ranked = Callable[[tuple[str, ...], int], Awaitable[list[Judged[T]]]]

@@ -5,13 +5,14 @@ A search gathers candidates (hybrid: the best `depth` chunks by dense similarity
 
 - `similarity`: the cosine between the query's and the chunk's dense vectors;
 - `lexical`: the chunk's BM25 score for the query divided by the highest score a chunk could
-  reach, `(k1 + 1) * sum(IDF)` over the query's terms that some chunk in scope holds: 0..1
-  whatever the query's length or the collection's size, and for one query it orders chunks
-  exactly as BM25 does;
-- `coverage`: the share of that IDF sum the chunk's terms make up (which of the query's
+  reach, `(k1 + 1) * sum(weights)` over the query's terms, each weighted by its IDF with the
+  language's background counted in (`query_weights`): 0..1 whatever the query's length, and
+  about the same for one passage in a collection of five documents or of five thousand;
+- `coverage`: the share of that weight sum the chunk's terms make up (which of the query's
   terms it holds at all, however often).
 
-`archivist.rag.store.core.relevance` maps the evidence of the search's mode to a probability, and
+The search's `RelevanceCurves` (`archivist.embedding.relevance`, chosen by the embedding model
+and the query's script) map the evidence of the search's mode to a probability, and
 hits are ranked by it: the first hit is the one most likely relevant, and relevance never
 rises down a result list. Stores compute the evidence from their own stored vectors and term
 weights and rank with `rank`, so a search gives the same order and relevance in every store.
@@ -26,8 +27,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from archivist.embedding.relevance import DEFAULT_CURVES, RelevanceCurves
+from archivist.rag.store.core.background import term_weight
 from archivist.rag.store.core.bm25 import K1, SparseVector
-from archivist.rag.store.core.relevance import relevance
 
 T = TypeVar("T")
 
@@ -44,28 +46,14 @@ class Judged(Generic[T]):
     engine_score: float
 
 
-def unknown_idf(chunks: int) -> float:
-    """The IDF of a term no chunk holds, in a collection of `chunks` chunks with terms (the
-    BM25 IDF at document frequency 0)."""
-    return math.log(1.0 + (max(chunks, 1) + 0.5) / 0.5)
-
-
-def query_weights(
-    known: Mapping[int, float], exact: Iterable[int], chunks: int
-) -> dict[int, float]:
-    """The IDF of each query term the lexical evidence weighs: the terms some chunk in scope
-    holds (`known`), and the query's exact terms (identifiers, numbers) even where no chunk
-    in scope holds them, at the IDF of an unknown term. A missing word may be phrasing (a
-    question word, a CJK bigram across two words, a typo) and tells nothing; a missing
-    number or name is something the query asks for that no passage has, so every passage
-    counts as lacking it (a question about port 9999 is not answered by the note on port
-    8731)."""
-    weights = dict(known)
-    missing = [term for term in exact if term not in weights]
-    if missing:
-        weight = unknown_idf(chunks)
-        weights.update(dict.fromkeys(missing, weight))
-    return weights
+def query_weights(held: Mapping[int, int], terms: Iterable[int], chunks: int) -> dict[int, float]:
+    """The weight of each of the query's `terms` in the lexical evidence: its IDF with the
+    language's background counted in (`background.term_weight`), from how many of the
+    collection's `chunks` chunks hold it (`held`, the terms some chunk in scope holds; any
+    other counts as held by none, so nothing of another tenant shows). Every term counts:
+    a passage lacking a word of the query lacks part of what was asked, however small the
+    collection."""
+    return {term: term_weight(term, held.get(term, 0), chunks) for term in terms}
 
 
 def cosine(query: Sequence[float], stored: Sequence[float], query_norm: float) -> float:
@@ -114,14 +102,15 @@ def judge(
     similarity: float | None = None,
     lexical: float | None = None,
     coverage: float | None = None,
+    curves: RelevanceCurves = DEFAULT_CURVES,
 ) -> Judged[T]:
-    """`item` with its evidence and the relevance it gives."""
+    """`item` with its evidence and the relevance `curves` give it."""
     return Judged(
         item,
         similarity,
         lexical,
         coverage,
-        relevance(similarity, lexical, coverage),
+        curves.relevance(similarity, lexical, coverage),
         engine_score,
     )
 

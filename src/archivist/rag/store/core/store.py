@@ -17,6 +17,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Generic, TypeVar
 
 from archivist._util.off_loop import off_loop
+from archivist.embedding.relevance import RelevanceCurves
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
 from archivist.rag.store.core.arguments import (
@@ -173,9 +174,11 @@ class CoreStore(ShapedStore[S], Generic[S, W, H]):
         diversity: float | None = None,
         max_per_document: int | None = None,
         search_filter: SearchFilter | None = None,
+        relevance_curves: RelevanceCurves | None = None,
     ) -> list[VectorSearchResult]:
         """The `top_k` best chunks within `metadata_filter` and `search_filter`, by `mode`,
-        best first by relevance (`archivist.rag.store.core.ranking`):
+        best first by relevance (`archivist.rag.store.core.ranking`, by `relevance_curves`,
+        the default model's when None):
 
         "dense" ranks by `query_vector` (scores are similarities); "sparse" by BM25 of
         `query_text` (scores are BM25 sums); "hybrid" takes the best chunks of both sides and
@@ -195,6 +198,7 @@ class CoreStore(ShapedStore[S], Generic[S, W, H]):
             diversity=diversity,
             max_per_document=max_per_document,
             search_filter=search_filter,
+            relevance_curves=relevance_curves,
         )
         self.capabilities.refuse_undeclared(checked, type(self).__name__)
         shape = await self._shape(collection)

@@ -13,6 +13,7 @@ from pgvector import SparseVector
 from psycopg import AsyncConnection, sql
 from psycopg.rows import dict_row
 
+from archivist.embedding.relevance import RelevanceCurves
 from archivist.rag.store.core.layout import DOCUMENT_ID
 from archivist.rag.store.core.ranking import Judged, coverage, judge, lexical, query_weights
 from archivist.rag.store.pgvector.schema import DISTANCE_OPERATORS, SLOT_DIMENSIONS, Tables
@@ -59,18 +60,17 @@ class SearchPlan:
     def hybrid(self) -> bool:
         return self.dense is not None and self.terms is not None
 
-    async def query_idf(self, exact: set[int]) -> dict[int, float]:
-        """The IDF of each query term the lexical evidence weighs (`ranking.query_weights`):
-        each term some chunk in scope holds (looking only within the scope shows nothing of
-        another tenant), with IDF as Qdrant computes it over the collection's chunks with
-        terms, and each of the `exact` terms none holds, at the IDF of an unknown term.
-        Remembers the slot and weight bound of each term held (`slots`)."""
+    async def query_idf(self) -> dict[int, float]:
+        """The weight of each query term in the lexical evidence (`ranking.query_weights`),
+        from its document frequency over the collection's chunks with terms, counted for
+        the terms some chunk in scope holds (looking only within the scope shows nothing of
+        another tenant). Remembers the slot and weight bound of each term held (`slots`)."""
         if not self.terms:
             return {}
         statement = sql.SQL(
             "WITH n AS (SELECT greatest(sparse_chunks, 1) AS n FROM {registry} WHERE name = %s) "
-            "SELECT d.term, d.slot, d.weight_bound, ln(1 + (n.n - d.df + 0.5) / (d.df + 0.5)) "
-            "FROM {df} d, n WHERE d.term = ANY(%s::bigint[]) AND d.df > 0 AND EXISTS ("
+            "SELECT d.term, d.slot, d.weight_bound, d.df "
+            "FROM {df} d WHERE d.term = ANY(%s::bigint[]) AND d.df > 0 AND EXISTS ("
             "SELECT 1 FROM {chunks} c WHERE c.slots @> ARRAY[d.slot] AND {scope}) "
             "UNION ALL SELECT NULL, NULL, NULL, n.n FROM n"
         ).format(
@@ -81,18 +81,20 @@ class SearchPlan:
                 statement, [self.collection, self.terms, *self.scope_params]
             )
             rows = await cursor.fetchall()
-        known: dict[int, float] = {}
+        held: dict[int, int] = {}
         chunks = 0
         for term, slot, bound, value in rows:
             if term is None:
                 chunks = int(value)
             else:
-                known[int(term)] = float(value)
+                held[int(term)] = int(value)
                 self.slots[int(term)] = (int(slot), float(bound))
-        return query_weights(known, exact, chunks)
+        return query_weights(held, self.terms, chunks)
 
-    def judge(self, query_idf: dict[int, float]) -> Callable[[Row], Judged[Row]]:
-        """How a row is judged: as the Qdrant store judges a hit (`ranking`)."""
+    def judge(
+        self, query_idf: dict[int, float], curves: RelevanceCurves
+    ) -> Callable[[Row], Judged[Row]]:
+        """How a row is judged: as the Qdrant store judges a hit (`ranking`), by `curves`."""
         cosine_scores = self.distance == "Cosine"
 
         def judged(row: Row) -> Judged[Row]:
@@ -102,11 +104,11 @@ class SearchPlan:
                 if row["terms"] > 0:
                     match = lexical(query_idf, float(row["bm25"]))
                     held = coverage(query_idf, float(row["held"]))
-                return judge(row, similarity, similarity, match, held)
+                return judge(row, similarity, similarity, match, held, curves)
             score = float(row["score"])
             if self.terms is not None:
-                return judge(row, score, lexical=lexical(query_idf, score))
-            return judge(row, score, similarity=score if cosine_scores else None)
+                return judge(row, score, lexical=lexical(query_idf, score), curves=curves)
+            return judge(row, score, similarity=score if cosine_scores else None, curves=curves)
 
         return judged
 

@@ -101,11 +101,11 @@ class PgVectorStore(PgVectorCollections):
             Limits(self.HYBRID_DEPTH, self.EF_SEARCH, self.EXACT_BELOW),
         )
         try:
-            query_idf = await plan.query_idf(set(query.exact))
+            query_idf = await plan.query_idf()
         except errors.UndefinedTable:
             self._collections.pop(collection, None)
             return None
-        judge_row = plan.judge(query_idf)
+        judge_row = plan.judge(query_idf, search.relevance_curves)
 
         async def ranked(excluded: tuple[str, ...], limit: int) -> list[Judged[Row]]:
             try:

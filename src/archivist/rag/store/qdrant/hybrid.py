@@ -6,7 +6,9 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
+from archivist.embedding.relevance import RelevanceCurves
 from archivist.rag.document import Chunk
 from archivist.rag.store.core.bm25 import SparseVector
 from archivist.rag.store.core.distance import higher_is_better
@@ -40,6 +42,7 @@ async def hybrid_hits(
     query_idf: dict[int, float],
     limit: int,
     depth: int,
+    curves: RelevanceCurves,
 ) -> list[Judged[ScoredPoint]]:
     """The best `limit` of a hybrid search's candidates (each side's best `depth`), ranked
     by relevance, with their payloads.
@@ -79,7 +82,7 @@ async def hybrid_hits(
     for point_id, hit in stored.items():  # a candidate deleted meanwhile is left out
         cosine_similarity = similarity.get(point_id)
         match, held = lexical_evidence(query_idf, hit.weights) if hit.weights else (None, None)
-        judged.append(judge(hit, cosine_similarity or 0.0, cosine_similarity, match, held))
+        judged.append(judge(hit, cosine_similarity or 0.0, cosine_similarity, match, held, curves))
     kept = rank(judged, tie_break)[:limit]
     payloads = await backend.retrieve(collection, [hit.item.id for hit in kept])
     return [
@@ -89,24 +92,36 @@ async def hybrid_hits(
     ]
 
 
+@dataclass(frozen=True)
+class QueryTerms:
+    """A query's BM25 side as a search weighs it: each term's weight in the lexical evidence
+    (`ranking.query_weights`), and the vector to send the engine, whose IDF modifier then
+    turns each term's value into exactly that weight (so the engine's BM25 score of a hit is
+    the score the evidence is computed from)."""
+
+    weights: dict[int, float]
+    sparse: SparseVector
+
+
 async def term_weights(
-    backend: QdrantBackend,
-    collection: str,
-    scope: Where,
-    sparse: SparseVector,
-    exact: frozenset[int],
-) -> dict[int, float]:
-    """The IDF of each term of the query the lexical evidence weighs (see
-    `ranking.query_weights`): the terms some chunk in `scope` holds, at the engine's IDF
-    (over the whole collection, the one its BM25 ranking uses), and the query's `exact`
-    terms that none holds, at the IDF of an unknown term. Presence is looked up within
-    the scope only, so nothing of another tenant shows."""
+    backend: QdrantBackend, collection: str, scope: Where, sparse: SparseVector
+) -> QueryTerms:
+    """The weight of each term of the query: its document frequency over the collection
+    (read back from the engine's IDF, the one its BM25 ranking uses) for the terms some
+    chunk in `scope` holds, none for the rest. Presence is looked up within the scope only,
+    so nothing of another tenant shows."""
     terms = sorted(set(sparse.indices))
-    known = await backend.term_idf(collection, scope, terms)
-    if exact <= known.keys():
-        return known
-    stats = await backend.bm25_stats(collection)
-    return query_weights(known, exact, stats.chunks)
+    engine_idf = await backend.term_idf(collection, scope, terms)
+    chunks = (await backend.bm25_stats(collection)).chunks
+    held = {term: held_by(idf, chunks) for term, idf in engine_idf.items()}
+    weights = query_weights(held, terms, chunks)
+    sent = sorted(engine_idf)
+    return QueryTerms(weights, SparseVector(sent, [weights[t] / engine_idf[t] for t in sent]))
+
+
+def held_by(idf: float, chunks: int) -> int:
+    """How many of `chunks` chunks hold a term of BM25 IDF `idf` (at least one)."""
+    return max(1, round((max(chunks, 1) + 1.0) / math.exp(idf) - 0.5))
 
 
 def judge_for(
@@ -114,6 +129,7 @@ def judge_for(
     dense: list[float] | None,
     sparse: SparseVector | None,
     query_idf: dict[int, float],
+    curves: RelevanceCurves,
 ) -> Callable[[ScoredPoint], Judged[ScoredPoint]]:
     """How a hit of one ranked list is judged (see `archivist.rag.store.core.ranking`): a dense hit
     by its similarity (the engine's score; none for distances other than Cosine), a BM25 hit
@@ -126,12 +142,12 @@ def judge_for(
     def judged(hit: ScoredPoint) -> Judged[ScoredPoint]:
         if dense is None or sparse is None:
             if sparse is not None:
-                return judge(hit, hit.score, lexical=lexical(query_idf, hit.score))
+                return judge(hit, hit.score, lexical=lexical(query_idf, hit.score), curves=curves)
             score = higher_is_better(params.distance, hit.score)
-            return judge(hit, score, similarity=hit.score if cosine_scores else None)
+            return judge(hit, score, similarity=hit.score if cosine_scores else None, curves=curves)
         similarity = None if hit.vector is None else cosine(dense, hit.vector, query_norm)
         match, held = lexical_evidence(query_idf, hit.weights) if hit.weights else (None, None)
-        return judge(hit, similarity or 0.0, similarity, match, held)
+        return judge(hit, similarity or 0.0, similarity, match, held, curves)
 
     return judged
 

@@ -134,8 +134,10 @@ class QdrantStore(QdrantCollections):
         dense, sparse, diversity = query.dense, query.sparse, search.diversity
         query_idf: dict[int, float] = {}
         if sparse is not None:
-            query_idf = await term_weights(self._open(), collection, scope, sparse, query.exact)
-        judge_hit = judge_for(shape, dense, sparse, query_idf)
+            terms = await term_weights(self._open(), collection, scope, sparse)
+            query_idf, sparse = terms.weights, terms.sparse
+        curves = search.relevance_curves
+        judge_hit = judge_for(shape, dense, sparse, query_idf, curves)
         backend = self._open()
 
         async def ranked(excluded: tuple[str, ...], limit: int) -> list[Judged[ScoredPoint]]:
@@ -145,7 +147,16 @@ class QdrantStore(QdrantCollections):
             depth = max(limit, self.HYBRID_DEPTH)
             if dense is not None and sparse is not None and diversity is None:
                 return await hybrid_hits(
-                    backend, collection, shape, where, dense, sparse, query_idf, limit, depth
+                    backend,
+                    collection,
+                    shape,
+                    where,
+                    dense,
+                    sparse,
+                    query_idf,
+                    limit,
+                    depth,
+                    curves,
                 )
             request = SearchRequest(
                 limit=limit,
@@ -189,8 +200,7 @@ class QdrantStore(QdrantCollections):
         if not sparse.indices:
             return {}
         scope = await self._scope(collection, checked)
-        exact = frozenset(encoder.exact(query_text))
-        return await term_weights(self._open(), collection, scope, sparse, exact)
+        return (await term_weights(self._open(), collection, scope, sparse)).weights
 
     async def _summaries(
         self, collection: str, shape: CollectionShape, scope: Where
