@@ -168,19 +168,24 @@ def question(text: str) -> str:
 
 
 async def relevance_by_size(
-    corpus: list[tuple[str, str]], model: EmbeddingModelBase
+    documents: list[tuple[str, str]],
+    asked: list[tuple[str, str]],
+    sizes: tuple[int, ...],
+    model: EmbeddingModelBase,
 ) -> dict[str, list[float]]:
-    shown: dict[str, list[float]] = {name: [] for name, _ in corpus[:5]}
-    for size in SIZES:
+    """For each (document id, question) asked, the relevance its document shows in knowledge
+    bases of the first `sizes` documents (which hold every document asked about)."""
+    shown: dict[str, list[float]] = {name: [] for name, _ in asked}
+    for size in sizes:
         async with QdrantStore(location=":memory:") as store:
             kb = KnowledgeBase("docs", "docs", model, store, "docs")
-            for name, text in corpus[:size]:
+            for name, text in documents[:size]:
                 chunk = Chunk(
                     content=TextBlock(text=text), source=name, chunk_index=0, total_chunks=1
                 )
                 await kb.insert_document([chunk], document_id=name)
-            for name, text in corpus[:5]:
-                hits = await kb.search(question(text), top_k=10, mode="hybrid")
+            for name, text in asked:
+                hits = await kb.search(text, top_k=10, mode="hybrid")
                 own = [h.relevance for h in hits if h.document_id == name]
                 assert own and own[0] is not None, f"{name} not found in {size} documents"
                 shown[name].append(own[0])
@@ -191,7 +196,8 @@ async def test_a_passage_keeps_its_relevance_from_5_to_500_documents(
     corpus: list[tuple[str, str]], embedder: EmbeddingModelBase, tmp_path: Path
 ) -> None:
     model = CachedEmbeddingModel(embedder, tmp_path)
-    shown = await relevance_by_size(corpus, model)
+    asked = [(name, question(text)) for name, text in corpus[:5]]
+    shown = await relevance_by_size(corpus, asked, SIZES, model)
     spread = {name: max(values) - min(values) for name, values in shown.items()}
     assert max(spread.values()) <= 0.1, shown
 
@@ -225,19 +231,6 @@ async def test_a_chinese_passage_keeps_its_relevance_from_5_to_all_256_paragraph
 ) -> None:
     paragraphs, asked = chinese
     model = CachedEmbeddingModel(embedder, tmp_path)
-    shown: dict[str, list[float]] = {paragraph: [] for paragraph, _ in asked}
-    for size in (5, 50, len(paragraphs)):
-        async with QdrantStore(location=":memory:") as store:
-            kb = KnowledgeBase("zh", "zh", model, store, "zh")
-            for name, text in paragraphs[:size]:
-                chunk = Chunk(
-                    content=TextBlock(text=text), source=name, chunk_index=0, total_chunks=1
-                )
-                await kb.insert_document([chunk], document_id=name)
-            for paragraph, text in asked:
-                hits = await kb.search(text, top_k=10, mode="hybrid")
-                own = [h.relevance for h in hits if h.document_id == paragraph]
-                assert own and own[0] is not None, f"{paragraph} not found in {size} paragraphs"
-                shown[paragraph].append(own[0])
+    shown = await relevance_by_size(paragraphs, asked, (5, 50, len(paragraphs)), model)
     spread = {name: max(values) - min(values) for name, values in shown.items()}
     assert max(spread.values()) <= 0.1, shown
