@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from array import array
 from pathlib import Path
 
@@ -44,6 +45,9 @@ def encode(table: dict[int, float]) -> bytes:
     ids, values = array("I", terms), array("f", (table[t] for t in terms))
     if ids.itemsize != 4 or values.itemsize != 4:
         raise SystemExit("this platform's array sizes differ from the table's")
+    if sys.byteorder == "big":
+        ids.byteswap()
+        values.byteswap()
     return MAGIC + len(terms).to_bytes(4, "little") + ids.tobytes() + values.tobytes()
 
 

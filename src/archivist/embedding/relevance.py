@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 Script = Literal["alphabetic", "cjk"]
-"""The scripts curves are fitted for: CJK text (Chinese, Japanese) and the rest."""
+"""The scripts curves are fitted for: CJK text (Chinese, Japanese, Korean) and the rest."""
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class Curve:
 @dataclass(frozen=True)
 class RelevanceCurves:
     """One curve per search mode: a hybrid hit is judged by all its evidence, a dense hit by
-    its similarity, a BM25 hit by its lexical match and coverage. Where the model does not
+    its similarity, a BM25 hit by its lexical evidence. Where the model does not
     help in a script (`hybrid` None), a hybrid hit is judged by its lexical evidence alone,
     so the side that cannot read the text never drags the fusion down."""
 

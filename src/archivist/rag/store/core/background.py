@@ -14,6 +14,7 @@ by none of those chunks.
 from __future__ import annotations
 
 import math
+import sys
 from array import array
 from bisect import bisect_left
 from functools import cache
@@ -40,6 +41,9 @@ def _table() -> tuple[array[int], array[float]]:
     ids, shares = array("I"), array("f")
     ids.frombytes(data[start : start + 4 * count])
     shares.frombytes(data[start + 4 * count : start + 8 * count])
+    if sys.byteorder == "big":  # the file is little-endian
+        ids.byteswap()
+        shares.byteswap()
     return ids, shares
 
 
