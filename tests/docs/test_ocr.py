@@ -342,3 +342,40 @@ async def test_a_photo_stored_sideways_is_read_upright_by_its_exif_orientation()
     data = encode(sideways, "JPEG", exif=exif.tobytes())
     sections = await ImageParser(ocr="tesseract").parse(data, "photo.jpg")
     assert "X-200 pump covers parts" in _text(sections)[0]
+
+
+@pytest.mark.parametrize(
+    ("options", "argument", "message"),
+    [
+        (
+            {"engine": "easyocr"},
+            "engine",
+            "engine must be auto, tesseract or rapidocr, got 'easyocr'",
+        ),
+        (
+            {"languages": []},
+            "languages",
+            "languages must be a non-empty sequence of language names",
+        ),
+        ({"languages": "eng"}, "languages", "languages must be a non-empty sequence"),
+        ({"dpi": 35}, "dpi", "dpi must be from 36 to 600, got 35"),
+        ({"dpi": 601}, "dpi", "dpi must be from 36 to 600, got 601"),
+    ],
+)
+def test_a_bad_ocr_setting_is_refused_naming_it(
+    options: dict[str, object], argument: str, message: str
+) -> None:
+    from archivist.errors import InvalidArgumentError
+    from archivist.rag.parser.ocr import Ocr
+
+    with pytest.raises(InvalidArgumentError) as refused:
+        Ocr(**options)  # type: ignore[arg-type]
+    assert refused.value.argument == argument
+    assert str(refused.value).startswith(message)
+
+
+@pytest.mark.parametrize("dpi", [36, 600])
+def test_the_dpi_bounds_are_allowed(dpi: int) -> None:
+    from archivist.rag.parser.ocr import Ocr
+
+    assert Ocr(engine="auto", dpi=dpi).dpi == dpi
