@@ -16,6 +16,7 @@ from archivist.embedding.relevance import (
     register_relevance_curves,
 )
 from archivist.rag.knowledge.searching import curves_for
+from archivist.rag.knowledge.vocabulary import unreadable
 from archivist.testing.embedding import HashEmbeddingModel
 
 SHIPPED = ["all-MiniLM-L6-v2-int8"]
@@ -70,11 +71,17 @@ def test_registered_curves_judge_that_model() -> None:
 
 def test_the_query_script_and_readability_choose_the_curves() -> None:
     minilm = LocalEmbeddingModel()
-    assert curves_for(minilm, "how do pandas eat bamboo") == minilm.relevance_curves("alphabetic")
-    chinese = curves_for(minilm, "大熊猫吃什么")
-    assert chinese.dense == minilm.relevance_curves("cjk").dense
-    assert chinese.hybrid is None  # the model cannot read it: lexical evidence alone
-    assert curves_for(minilm, None) == minilm.relevance_curves("alphabetic")  # an image
+    english = "how do pandas eat bamboo"
+    assert curves_for(minilm, english, blind=False) == minilm.relevance_curves("alphabetic")
+    chinese = "大熊猫吃什么"
+    assert unreadable(minilm, chinese) and not unreadable(minilm, english)
+    judged = curves_for(minilm, chinese, blind=True)
+    assert judged.dense == minilm.relevance_curves("cjk").dense
+    assert judged.hybrid is None  # the model cannot read it: lexical evidence alone
+    blind = curves_for(minilm, english, blind=True)
+    assert blind.hybrid is None and blind.dense == minilm.relevance_curves("alphabetic").dense
+    image = curves_for(minilm, None, blind=False)
+    assert image == minilm.relevance_curves("alphabetic")
 
 
 def test_without_a_hybrid_curve_a_hybrid_hit_is_judged_as_a_bm25_hit() -> None:

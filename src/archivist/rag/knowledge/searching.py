@@ -239,7 +239,7 @@ class Searcher:
         """
         target = self._target
         model = target.embedding_model
-        plan: list[tuple[Query, str | None, SearchMode]] = []
+        plan: list[tuple[Query, str | None, SearchMode, RelevanceCurves]] = []
         for query in usable:
             text = (
                 None
@@ -250,27 +250,30 @@ class Searcher:
             )
             if text is None:
                 if mode != "sparse":
-                    plan.append((query, None, "dense"))
-            elif (
+                    plan.append((query, None, "dense", curves_for(model, None, blind=False)))
+                continue
+            blind = unreadable(model, text)
+            curves = curves_for(model, text, blind=blind)
+            if (
                 defaulted
                 and mode == "hybrid"
                 and diversity is None
-                and (exact_lookup(text) or unreadable(model, text))
+                and (blind or exact_lookup(text))
             ):
-                plan.append((query, text, "sparse"))
+                plan.append((query, text, "sparse", curves))
             else:
-                plan.append((query, text, mode))
-        to_embed = [query for query, _, query_mode in plan if query_mode != "sparse"]
+                plan.append((query, text, mode, curves))
+        to_embed = [query for query, _, query_mode, _ in plan if query_mode != "sparse"]
         vectors: list[list[float]] = []
         if to_embed:
             vectors = list((await model(to_embed, input_type="query")).embeddings)
         embedded = iter(vectors)
         store = target.vector_store
         searches = []
-        for _, text, query_mode in plan:
+        for _, text, query_mode, curves in plan:
             vector = None if query_mode == "sparse" else next(embedded)
             if store.capabilities.search_options:
-                judged = {"relevance_curves": curves_for(model, text)}
+                judged = {"relevance_curves": curves}
                 searches.append(
                     store.search(
                         target.collection,
@@ -467,9 +470,9 @@ def _first_error(error: ValidationError) -> str:
     return f"{where}: {message}" if where else message
 
 
-def curves_for(model: EmbeddingModelBase, text: str | None) -> RelevanceCurves:
+def curves_for(model: EmbeddingModelBase, text: str | None, *, blind: bool) -> RelevanceCurves:
     """How the hits of a query of `text` (None: an image) are judged: by the model's curves
     for the query's script, and by their lexical evidence alone in a hybrid search where the
-    model cannot read the query (its similarity is noise there)."""
+    model cannot read the query (`blind`: its similarity is noise there)."""
     curves = model.relevance_curves("cjk" if text and mostly_cjk(text) else "alphabetic")
-    return curves.ignoring_similarity() if text and unreadable(model, text) else curves
+    return curves.ignoring_similarity() if blind else curves

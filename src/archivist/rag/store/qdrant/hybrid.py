@@ -3,6 +3,7 @@ evidence, the query terms' IDF within the scope, and how a hit of one ranked lis
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import math
 from collections.abc import Callable
@@ -111,8 +112,12 @@ async def term_weights(
     chunk in `scope` holds, none for the rest. Presence is looked up within the scope only,
     so nothing of another tenant shows."""
     terms = sorted(set(sparse.indices))
-    engine_idf = await backend.term_idf(collection, scope, terms)
-    chunks = (await backend.bm25_stats(collection)).chunks
+    # Two independent reads (a server answers both at once): the terms' IDF within the scope,
+    # and the collection's chunk count they are read back against.
+    engine_idf, stats = await asyncio.gather(
+        backend.term_idf(collection, scope, terms), backend.bm25_stats(collection)
+    )
+    chunks = stats.chunks
     held = {term: held_by(idf, chunks) for term, idf in engine_idf.items()}
     weights = query_weights(held, terms, chunks)
     sent = sorted(engine_idf)
