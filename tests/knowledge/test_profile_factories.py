@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from archivist.cli.home import KBS_FILE, load_kbs, save_kb
 from archivist.embedding import CachedEmbeddingModel
 from archivist.errors import ConfigurationError, InvalidArgumentError, StoreLockedError
+from archivist.message import TextBlock
 from archivist.rag import Section
 from archivist.rag.knowledge import factories
 from archivist.rag.knowledge.profile import KnowledgeProfile, StoreSpec
@@ -146,7 +147,8 @@ async def test_a_handle_is_confined_to_the_profiles_tenant() -> None:
         assert nobody.metadata_filter == tenant_scope(None)
         assert everyone.metadata_filter is None
         chunker = factories.chunker(KnowledgeProfile(name="docs", chunk_size=50), model)
-        chunks = await chunker.chunk([Section(text="acme keeps its invoices here")])
+        section = Section(content=TextBlock(text="acme keeps its invoices here"), source="i")
+        chunks = await chunker.chunk([section])
         await acme.insert_document(chunks, "invoices")
         assert [d.document_id for d in await acme.list_documents()] == ["invoices"]
         assert await nobody.list_documents() == []
