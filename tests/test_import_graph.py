@@ -200,3 +200,63 @@ def test_store_engines_import_neither_each_other_nor_the_core_them(tmp_path: Pat
     assert crossings(fake) == [
         "archivist.rag.store.pgvector.fake -> archivist.rag.store.qdrant.backend"
     ]
+
+
+# The shells turn their arguments into a profile and open it through the factories: none of
+# them builds an embedding model, a chunker, a store or a KnowledgeBase itself.
+SHELLS = ("archivist.cli", "archivist.mcp", "archivist.service", "archivist.eval")
+BUILT_BY_THE_FACTORIES = {
+    "LocalEmbeddingModel",
+    "DashScopeEmbeddingModel",
+    "OpenAIEmbeddingModel",
+    "CachedEmbeddingModel",
+    "chunker_for",
+    "TokenChunker",
+    "ApproxTokenChunker",
+    "QdrantStore",
+    "PgVectorStore",
+    "ProcessStore",
+    "KnowledgeBase",
+    "Ocr",
+}
+
+
+def built_outside_the_factories(modules: dict[str, Path]) -> list[str]:
+    """Each call under the shells that names a class or function the factories own (a
+    constructor, or a classmethod on it such as `ProcessStore.of`)."""
+    found = []
+    for name, path in modules.items():
+        if not name.startswith(SHELLS):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            called = node.func
+            if isinstance(called, ast.Attribute) and isinstance(called.value, ast.Name):
+                called = called.value if called.value.id in BUILT_BY_THE_FACTORIES else called
+            if isinstance(called, ast.Attribute):
+                named = called.attr
+            elif isinstance(called, ast.Name):
+                named = called.id
+            else:
+                continue
+            if named in BUILT_BY_THE_FACTORIES:
+                found.append(f"{name}:{node.lineno} {named}")
+    return sorted(found)
+
+
+def test_shells_open_knowledge_bases_only_through_the_factories(tmp_path: Path) -> None:
+    modules = module_names()
+    assert built_outside_the_factories(modules) == []
+    shell = tmp_path / "shell.py"
+    shell.write_text(
+        "from archivist.rag.store.process import ProcessStore\n"
+        "from archivist.rag import QdrantStore\n"
+        "ProcessStore.of(QdrantStore, path='x')\n"
+        "store = QdrantStore(location=':memory:')\n"
+    )
+    fake = {**modules, "archivist.service.shell": shell}
+    assert built_outside_the_factories(fake) == [
+        "archivist.service.shell:3 ProcessStore",
+        "archivist.service.shell:4 QdrantStore",
+    ]

@@ -17,6 +17,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 
 from archivist.rag import Chunk, DocumentNotFoundError
+from archivist.rag.store.tenant import tenant_scope
 from archivist.service.guards import quotas
 from archivist.service.indexing.uploads import (
     IncomingFile,
@@ -26,7 +27,6 @@ from archivist.service.indexing.uploads import (
     store_uploads,
 )
 from archivist.service.operations.errors import NotFound
-from archivist.service.retrieval.vectors import tenant_scope
 from archivist.service.state import ServiceState
 from archivist.service.storage import catalog, upload_records
 from archivist.service.storage.catalog import DocumentRecord, KBRecord, NewUpload
@@ -91,7 +91,7 @@ async def _upload(
         received,
         state.registry,
         state.settings.max_upload_bytes,
-        tenant_scope(kb),
+        tenant_scope(kb.tenant),
         model.supports_multimodal,
         model.model,
     )
