@@ -27,11 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import write_result
-
-ROOT = Path(__file__).parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "service"))
-sys.path.insert(0, str(ROOT / "tests"))
+from _common import RESULTS, ROOT, write_result
 
 
 async def store_part() -> dict[str, Any]:
@@ -190,7 +186,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--parts", default="store,service,conformance")
     args = parser.parse_args(argv)
     parts = set(args.parts.split(","))
-    previous = Path(__file__).parent / "results" / "several_machines.json"
+    previous = RESULTS / "several_machines.json"
     report: dict[str, Any] = {}
     if previous.exists():  # parts run separately accumulate in one file
         import json

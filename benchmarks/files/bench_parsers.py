@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from _common import best_of, peak_rss_mb, write_result
+from _common import ROOT, best_of, peak_rss_mb, write_result
 
 from archivist.rag import (
     ExcelParser,
@@ -124,8 +124,10 @@ def main(argv: list[str] | None = None) -> None:
         return
     rows = []
     for name in FORMATS:
+        one = ["parsers", "--one", name, "--scale", str(args.scale)]
         out = subprocess.run(
-            [sys.executable, __file__, "--one", name, "--scale", str(args.scale)],
+            [sys.executable, "-m", "benchmarks", *one],
+            cwd=ROOT,
             capture_output=True,
             text=True,
             check=True,

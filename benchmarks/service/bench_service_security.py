@@ -48,9 +48,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
-sys.path.insert(0, str(Path(__file__).parent.parent / "tests" / "service"))
-sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
 from _common import write_result
 from service_helpers import ServeProcess, free_port
 

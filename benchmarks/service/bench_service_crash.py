@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent.parent / "tests" / "service"))
 from _common import write_result
 from crash_harness import make_files, run_trial
 

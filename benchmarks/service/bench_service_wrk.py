@@ -30,15 +30,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
-HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE.parent / "tests" / "service"))
-from _common import write_result
+from _common import SCIFACT, write_result
 from service_helpers import ServeProcess, free_port
 
-SCIFACT = Path(
-    os.environ.get("SCIFACT_DIR", HERE.parent.parent / "shared" / "datasets" / "scifact")
-)
 KB = "scifact"
 
 # Runs in its own process: the service's query model alone, batched and one by one.

@@ -26,13 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from _common import write_result
+from bench_service_load import TOPICS, VOCABULARY, document
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-
-sys.path.insert(0, str(Path(__file__).parent.parent / "tests" / "service"))
-from _common import write_result
-from bench_service_load import TOPICS, VOCABULARY, document
 from service_helpers import ServeProcess, free_port
 
 from archivist.cli.home import load_kbs

@@ -34,12 +34,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).parent
-REPO = HERE.parent
-DATASET = Path(os.environ.get("SCIFACT_DIR", "/work/shared/datasets/scifact"))
-TMP = HERE / "results" / "tmp"
+from _common import RESULTS, ROOT, SCIFACT
+
+TMP = RESULTS / "tmp"
 MARKER = "BENCH_MEMORY "
-AGENTSCOPE_VENV = Path(os.environ.get("ARCHIVIST_AGENTSCOPE_VENV", REPO / ".venv-agentscope"))
+AGENTSCOPE_VENV = Path(os.environ.get("ARCHIVIST_AGENTSCOPE_VENV", ROOT / ".venv-agentscope"))
 LINE = "The quarterly report covers revenue, costs and the outlook for the next year {n}. "
 
 
@@ -58,7 +57,7 @@ def scifact_files(count: int) -> list[Path]:
         folder.mkdir(parents=True, exist_ok=True)
         for old in folder.glob("*.txt"):
             old.unlink()
-        for doc in random.Random(0).sample(load_beir(DATASET).corpus, count):
+        for doc in random.Random(0).sample(load_beir(SCIFACT).corpus, count):
             (folder / f"{doc.id}.txt").write_text(doc.text_for_indexing, "utf-8")
     return sorted(folder.glob("*.txt"))
 
@@ -80,7 +79,6 @@ def pdf_file(pages: int) -> Path:
     """A generated `pages`-page text PDF (40 lines a page), made once."""
     path = TMP / f"bench-{pages}.pdf"
     if not path.exists():
-        sys.path.insert(0, str(REPO / "tests"))
         from factories import make_pdf
 
         TMP.mkdir(parents=True, exist_ok=True)
@@ -164,7 +162,7 @@ async def quality(size: int) -> dict[str, Any]:
     from archivist.eval import EvalConfig, run_evaluation
 
     model_mb = _peak_mb()
-    config = EvalConfig(dataset_dir=DATASET, corpus=size or None, cache_dir=None)
+    config = EvalConfig(dataset_dir=SCIFACT, corpus=size or None, cache_dir=None)
     result = await run_evaluation(config)
     return {
         "case": "quality",
@@ -193,7 +191,7 @@ async def agentscope_case(case: str, size: int) -> dict[str, Any]:
     parser = ASTextParser()
     chunker = ASChunker(ASChunker.Parameters(chunk_size=256, overlap=32))
     if case == "quality":
-        data = load_beir(DATASET).subset(None, size or None, 0)
+        data = load_beir(SCIFACT).subset(None, size or None, 0)
         sources = [(d.id, d.text_for_indexing.encode("utf-8")) for d in data.corpus]
     else:
         sources = [(p.stem, p.read_bytes()) for p in scifact_files(size)]
@@ -245,7 +243,8 @@ def run(case: str, size: int, src: Path | None) -> dict[str, Any]:
         if not Path(python).exists():
             return {"case": case, "size": size, "error": f"no AgentScope venv at {AGENTSCOPE_VENV}"}
     proc = subprocess.run(
-        [python, __file__, "--worker", case, str(size)],
+        [python, "-m", "benchmarks", "memory", "--worker", case, str(size)],
+        cwd=ROOT,
         capture_output=True,
         text=True,
         env=env,

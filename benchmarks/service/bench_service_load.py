@@ -16,14 +16,11 @@ import argparse
 import asyncio
 import random
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import httpx
-
-sys.path.insert(0, str(Path(__file__).parent.parent / "tests" / "service"))
-from _common import write_result
+from _common import BENCHMARKS, write_result
 from service_helpers import ServeProcess, free_port
 
 from archivist.service import ServiceSettings
@@ -209,7 +206,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, object]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--home", default=str(Path(__file__).parent / ".cache" / "service-load"))
+    parser.add_argument("--home", default=str(BENCHMARKS / ".cache" / "service-load"))
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--idle-seconds", type=float, default=20)

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from _common import write_result
-from relevance_data import DATA, Material, load
+from _common import DATASETS, write_result
+from relevance_data import Material, load
 
 from archivist.embedding import LocalEmbeddingModel
 from archivist.embedding.relevance import Curve
@@ -261,7 +261,7 @@ def stability(
 
 
 def calibrate(model_name: str, dataset: str, stable: int) -> dict[str, Any]:
-    material = load(model_name, DATA / dataset)
+    material = load(model_name, DATASETS / dataset)
     model = LocalEmbeddingModel(model_name)
     fitting, checking = fit_and_check(material)
     full = corpus(material, np.arange(len(material.chunk_documents)))
@@ -330,8 +330,8 @@ def main(argv: list[str] | None = None) -> None:
     runs = []
     for model_name in args.models.split(","):
         for dataset in args.sets.split(","):
-            if not (DATA / dataset).is_dir():
-                print(f"skipped {dataset}: {DATA / dataset} is absent")
+            if not (DATASETS / dataset).is_dir():
+                print(f"skipped {dataset}: {DATASETS / dataset} is absent")
                 continue
             run = calibrate(model_name, dataset, args.stability)
             runs.append(run)

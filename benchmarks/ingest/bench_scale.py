@@ -39,9 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).parent.parent / "tests" / "service"))
-from _common import RESULTS, peak_rss_mb, write_result
+from _common import RESULTS, SCIFACT, peak_rss_mb, write_result
 
 from archivist.message import TextBlock
 from archivist.rag.document import Chunk
@@ -59,8 +57,6 @@ TOP_K = 5
 COLLECTION = "scale"
 WINDOW = SEGMENT_POINTS
 """Chunks per rate window: one segment's worth, so every window pays exactly one indexing."""
-SCIFACT = Path(__file__).parent.parent.parent / "shared" / "datasets" / "scifact"
-"""../shared/datasets/scifact from the repository root (`--dataset` names another place)."""
 
 
 def sentences(dataset: Path = SCIFACT, limit: int = 200_000) -> list[str]:

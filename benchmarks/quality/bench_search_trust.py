@@ -41,10 +41,9 @@ import tempfile
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from pathlib import Path
 from typing import Any
 
-from _common import write_result
+from _common import SCIFACT, write_result
 
 from archivist.cli.home import cache_dir
 from archivist.embedding import CachedEmbeddingModel, LocalEmbeddingModel
@@ -58,8 +57,6 @@ from archivist.rag.store.base import SearchMode, VectorStoreBase
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.testing.corpora import CORPORA, load_corpus
 
-HERE = Path(__file__).parent
-SCIFACT = HERE.parent.parent / "shared" / "datasets" / "scifact"
 MODES: tuple[SearchMode, ...] = ("hybrid", "dense", "sparse")
 
 

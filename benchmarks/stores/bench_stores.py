@@ -62,14 +62,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import write_cache, write_result
+from _common import RESULTS, ROOT, SCIFACT, write_cache, write_result
 from report_sections import stores_table
 from stores_data import MARKER, SIGMA, StoreData, recall
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-SCIFACT = ROOT.parent / "shared" / "datasets" / "scifact"
-"""../shared/datasets/scifact from the repository root (`--dataset` names another place)."""
 CACHE = Path.home() / ".cache" / "archivist-bench"
 PEERS_VENV = ROOT / ".venv-peers"
 PEERS_REQUIREMENTS = ["chromadb==1.5.9", "lancedb==0.40.0", f"numpy=={np.__version__}"]
@@ -358,7 +355,7 @@ def main(argv: list[str] | None = None) -> None:
     fingerprint = data.fingerprint()
     params = {**files, "steps": steps, "sigma": args.sigma}
     workdir = Path(tempfile.mkdtemp(prefix="bench-stores-", dir=args.workdir))
-    logs = HERE / "results" / "tmp"
+    logs = RESULTS / "tmp"
     logs.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict[str, Any]] = {}
     try:

@@ -17,9 +17,8 @@ import asyncio
 import logging
 from typing import Any
 
-from _common import write_result
+from _common import DATASETS, write_result
 from calibrate_relevance import MODELS, SETS, held_aside
-from relevance_data import DATA
 
 from archivist.cli.home import cache_dir
 from archivist.eval import EvalConfig, load_beir, run_evaluation
@@ -30,9 +29,9 @@ MODES = ("hybrid", "dense", "sparse")
 
 def checking(dataset: str) -> BEIRDataset:
     """The queries of `dataset` that check the curves (and every document)."""
-    if (DATA / dataset / "qrels" / "train.tsv").is_file():
-        return load_beir(DATA / dataset, "test")
-    data = load_beir(DATA / dataset, "test")
+    if (DATASETS / dataset / "qrels" / "train.tsv").is_file():
+        return load_beir(DATASETS / dataset, "test")
+    data = load_beir(DATASETS / dataset, "test")
     queries = [q for q in data.queries if held_aside(q.id)]
     return BEIRDataset(
         name=data.name,
@@ -47,7 +46,7 @@ async def measure(model: str, dataset: str) -> list[dict[str, Any]]:
     runs = []
     for mode in MODES:
         config = EvalConfig(
-            dataset_dir=DATA / dataset,
+            dataset_dir=DATASETS / dataset,
             embedding_model=model,
             mode=mode,
             cache_dir=cache_dir(),
@@ -88,10 +87,10 @@ def main(argv: list[str] | None = None) -> None:
     runs = []
     for model in args.models.split(","):
         for dataset in args.sets.split(","):
-            if (DATA / dataset).is_dir():
+            if (DATASETS / dataset).is_dir():
                 runs += asyncio.run(measure(model, dataset))
             else:
-                print(f"skipped {dataset}: {DATA / dataset} is absent")
+                print(f"skipped {dataset}: {DATASETS / dataset} is absent")
     write_result("relevance-modes", {"runs": runs})
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import write_result
+from _common import SCIFACT, write_result
 
 from archivist.embedding import EmbeddingModelBase, LocalEmbeddingModel
 from archivist.message import TextBlock
@@ -34,8 +34,6 @@ from archivist.rag.store.core.bm25 import Bm25Encoder
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.testing import corpora
 
-HERE = Path(__file__).parent
-SCIFACT = HERE.parent.parent / "shared" / "datasets" / "scifact"
 ZH_TOPICS = Path(corpora.__file__).parent / "zh_topics.json"
 
 

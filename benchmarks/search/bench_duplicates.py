@@ -18,15 +18,10 @@ import json
 import os
 import statistics
 import time
-from pathlib import Path
 from typing import Any
 
-from _common import write_result
+from _common import SCIFACT, write_result
 
-HERE = Path(__file__).parent
-SCIFACT = Path(
-    os.environ.get("SCIFACT_DIR", HERE.parent.parent / "shared" / "datasets" / "scifact")
-)
 TOP_K = 5
 
 

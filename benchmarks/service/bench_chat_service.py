@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -24,11 +23,6 @@ from typing import Any
 import httpx
 import uvicorn
 from httpx_sse import connect_sse
-
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
-sys.path.insert(0, str(HERE.parent / "tests" / "service"))
-
 from service_helpers import free_port, new_key, wait_final
 
 from archivist.service import ServiceSettings, create_app

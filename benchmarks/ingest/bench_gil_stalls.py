@@ -22,11 +22,10 @@ import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import write_result
+from _common import SCIFACT, write_result
 
 from archivist._util.thread_priority import answer_sooner
 from archivist.message import TextBlock
@@ -35,7 +34,6 @@ from archivist.rag.record import VectorRecord
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.rag.store.qdrant.edge.collection import EdgeCollection
 
-SCIFACT = Path(os.environ.get("SCIFACT_DIR", Path(__file__).parents[2] / "shared/datasets/scifact"))
 PROBE_SLEEP = 0.0005
 DIMENSIONS = 384
 

@@ -33,9 +33,7 @@ from typing import Any
 
 import httpx
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).parent.parent / "tests" / "service"))
-from _common import write_result
+from _common import ROOT, SCIFACT, write_result
 from service_helpers import free_port
 
 from archivist.embedding.base import BatchItem
@@ -44,7 +42,6 @@ from archivist.service.storage.database import make_engine
 from archivist.service.storage.keys import create_key
 from archivist.testing.embedding import HashEmbeddingModel
 
-SCIFACT = Path(os.environ.get("SCIFACT_DIR", Path(__file__).parents[2] / "shared/datasets/scifact"))
 CHUNK_TOKENS = 64
 DOCUMENT_CHUNKS = 500
 ARRANGEMENTS = ("process", "inline")
@@ -194,8 +191,10 @@ def run(arrangement: str, chunks: int, idle_seconds: float) -> dict[str, Any]:
         engine.dispose()
         port = free_port()
         log = (home / "serve.log").open("wb")
+        serve = ["store_pauses", "--serve", str(home), str(port), arrangement]
         server = subprocess.Popen(
-            [sys.executable, __file__, "--serve", str(home), str(port), arrangement],
+            [sys.executable, "-m", "benchmarks", *serve],
+            cwd=ROOT,
             stdout=log,
             stderr=subprocess.STDOUT,
             env={**os.environ, "ARCHIVIST_HOME": str(home)},

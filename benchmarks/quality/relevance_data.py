@@ -2,7 +2,7 @@
 
 Each chunk's BM25 term counts and dense vector, each query's terms and vector.
 
-`benchmarks/calibrate_relevance.py` fits and checks relevance curves from it without
+`python -m benchmarks calibrate_relevance` fits and checks relevance curves from it without
 embedding anything again: every evidence a search computes (similarity, BM25 with the IDF of
 any sub-corpus, coverage) is a function of these counts and vectors.
 
@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from _common import BENCHMARKS, DATASETS
 
 from archivist.cli.home import cache_dir
 from archivist.embedding import CachedEmbeddingModel, LocalEmbeddingModel
@@ -28,9 +29,7 @@ from archivist.message import TextBlock
 from archivist.rag.chunker import chunker_for
 from archivist.rag.store.core.bm25 import Bm25Encoder
 
-HERE = Path(__file__).parent
-DATA = HERE.parent.parent / "shared" / "datasets"
-KEPT = HERE / ".cache" / "relevance"
+KEPT = BENCHMARKS / ".cache" / "relevance"
 
 
 @dataclass
@@ -128,7 +127,7 @@ def load(model: str, dataset: Path) -> Material:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="all-MiniLM-L6-v2-int8")
-    parser.add_argument("--dataset", type=Path, default=DATA / "scifact")
+    parser.add_argument("--dataset", type=Path, default=DATASETS / "scifact")
     args = parser.parse_args(argv)
     material = load(args.model, args.dataset)
     print(

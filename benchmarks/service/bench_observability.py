@@ -31,9 +31,7 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE.parent / "tests" / "service"))
-from _common import write_result
+from _common import ROOT, write_result
 from service_helpers import ServeProcess, free_port, new_key
 
 from archivist.service import ServiceSettings
@@ -43,7 +41,7 @@ from archivist.service.storage.database import make_engine
 def export(revision: str, into: Path) -> Path:
     """The `src/` of `revision`, exported from git under `into`."""
     archive = subprocess.run(
-        ["git", "archive", revision, "src"], cwd=HERE.parent, capture_output=True, check=True
+        ["git", "archive", revision, "src"], cwd=ROOT, capture_output=True, check=True
     ).stdout
     with tarfile.open(fileobj=BytesIO(archive)) as tar:
         tar.extractall(into, filter="data")
@@ -82,8 +80,8 @@ def requests(base: str, seconds: int, rounds: int) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="archivist-obs-"))
     variants = {
         "base": (export(base, tmp / "base"), ()),
-        "no_metrics": (HERE.parent / "src", ("--no-metrics",)),
-        "metrics": (HERE.parent / "src", ()),
+        "no_metrics": (ROOT / "src", ("--no-metrics",)),
+        "metrics": (ROOT / "src", ()),
     }
     servers: dict[str, tuple[ServeProcess, str]] = {}
     saved = os.environ.get("PYTHONPATH")

@@ -24,16 +24,10 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import write_result
-
-HERE = Path(__file__).parent
-SCIFACT = Path(
-    os.environ.get("SCIFACT_DIR", HERE.parent.parent / "shared" / "datasets" / "scifact")
-)
+from _common import ROOT, SCIFACT, write_result
 
 # name -> LocalEmbeddingModel overrides; "default" is what LocalEmbeddingModel() does.
 SETTINGS: dict[str, dict[str, Any]] = {
@@ -130,10 +124,12 @@ def bench_rss() -> dict[str, Any]:
     rows = []
     for name in SETTINGS:
         for documents in (False, True):
-            command = [sys.executable, __file__, "rss-one", name]
+            command = [sys.executable, "-m", "benchmarks", "query_speed", "rss-one", name]
             if documents:
                 command.append("--documents")
-            out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+            out = subprocess.run(
+                command, check=True, capture_output=True, text=True, cwd=ROOT
+            ).stdout
             rows.append(json.loads(out))
     return {"rows": rows}
 
