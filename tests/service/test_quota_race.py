@@ -11,6 +11,7 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import Connection, Engine
 
+from archivist.service.errors import QuotaExceeded
 from archivist.service.guards import quotas
 from archivist.service.guards.quotas import Quota
 from archivist.service.storage import catalog
@@ -37,7 +38,7 @@ def _race(count: int, attempt: Callable[[int], None]) -> tuple[int, int]:
         start.wait()
         try:
             attempt(n)
-        except quotas.QuotaExceeded:
+        except QuotaExceeded:
             refused.append(n)
         else:
             passed.append(n)
@@ -96,7 +97,7 @@ def test_a_refused_write_stores_nothing(engine: Engine, size: int) -> None:
         quotas.check_new_documents, tenant="acme", quota=quota, files=1, size=size
     )
     if size > 100:
-        with pytest.raises(quotas.QuotaExceeded, match="100"):
+        with pytest.raises(QuotaExceeded, match="100"):
             catalog.add_documents(engine, kb, [item], check)
         assert catalog.list_documents(engine, kb.id) == []
     else:

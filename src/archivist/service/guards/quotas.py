@@ -12,7 +12,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import Connection, func, select
 
-from archivist.errors import ArchivistError
+from archivist.service.errors import QuotaExceeded
 from archivist.service.storage.database import documents, knowledge_bases
 
 
@@ -25,15 +25,6 @@ class Quota(BaseModel):
     documents: int = Field(default=10_000, ge=0)
     storage_bytes: int = Field(default=5 * 1024**3, ge=0)
     """Total size of the tenant's stored uploads."""
-
-
-class QuotaExceeded(ArchivistError):
-    """An operation would take the tenant over a quota; `quota` names it (a field of
-    `Quota`) and the message says the use and the limit."""
-
-    def __init__(self, message: str, *, quota: str) -> None:
-        super().__init__(message)
-        self.quota = quota
 
 
 def check_new_kb(db: Connection, tenant: str, quota: Quota) -> None:

@@ -30,17 +30,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 from urllib.parse import urlparse
 
-from archivist.errors import ConfigurationError
+from archivist.service.errors import FileStoreError
 
 DOWNLOAD_BLOCK = 1 << 20
 """Bytes per read when streaming a stored file out."""
-
-
-class FileStoreError(ConfigurationError):
-    """A `--files-url` that cannot be used; the message names it."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, setting="files_url")
 
 
 def check_key(key: str) -> PurePosixPath:
