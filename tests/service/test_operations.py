@@ -21,10 +21,10 @@ from archivist.service.errors import (
     QuotaExceeded,
     UploadRejected,
 )
-from archivist.service.guards.quotas import Quota
 from archivist.service.indexing.jobs import ClaimedJob
 from archivist.service.indexing.uploads import IncomingFile, RefusedUpload
 from archivist.service.operations import documents, knowledge_bases
+from archivist.service.quota import Quota
 from archivist.service.state import ServiceState
 from archivist.service.storage import catalog, upload_records
 from archivist.service.storage.catalog import DocumentRecord, KBRecord

@@ -12,9 +12,8 @@ import pytest
 from sqlalchemy import Connection, Engine
 
 from archivist.service.errors import QuotaExceeded
-from archivist.service.guards import quotas
-from archivist.service.guards.quotas import Quota
-from archivist.service.storage import catalog
+from archivist.service.quota import Quota
+from archivist.service.storage import catalog, quotas
 from archivist.service.storage.catalog import NewUpload
 
 

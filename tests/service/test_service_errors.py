@@ -21,7 +21,7 @@ from archivist.service.errors import (
     UploadRejected,
     UploadTypeError,
 )
-from archivist.service.guards.upload_types import check_upload_type
+from archivist.service.indexing.upload_types import check_upload_type
 from archivist.service.storage.file_store import open_file_store
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from archivist.rag import default_registry
 from archivist.service.errors import UploadTypeError
-from archivist.service.guards.upload_types import check_upload_type
+from archivist.service.indexing.upload_types import check_upload_type
 from factories import make_pdf
 
 GZIP_TEXT = gzip.compress(b"notes about the harbour\n", mtime=0)

@@ -16,7 +16,7 @@ from archivist.rag.knowledge.ingest import document_id_for
 from archivist.rag.parser.registry import ParserRegistry
 from archivist.rag.store.base import MetadataFilter
 from archivist.service.errors import UploadRejected, UploadTypeError
-from archivist.service.guards.upload_types import check_upload_type
+from archivist.service.indexing.upload_types import check_upload_type
 from archivist.service.storage.catalog import NewUpload
 
 MAX_NAME_BYTES = 200
