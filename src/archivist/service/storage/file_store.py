@@ -227,9 +227,9 @@ def _remove_staged(path: Path, staging: Path) -> None:
 
 
 def open_file_store(files_url: str | None, default_dir: Path) -> FileStore:
-    """The store `files_url` names (`files_location`: a directory, default `default_dir`, or
-    an S3 bucket staging under the temporary directory or `$ARCHIVIST_S3_STAGING`).
-    FileStoreError for a URL of neither."""
+    """The store `files_url` names (see `files_location`, which raises FileStoreError for a
+    URL of neither kind); an S3 store stages files under the temporary directory (or
+    `$ARCHIVIST_S3_STAGING`)."""
     where = files_location(files_url, default_dir)
     if isinstance(where, Path):
         return LocalFileStore(where)

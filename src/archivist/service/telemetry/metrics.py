@@ -4,9 +4,9 @@ Labels are bounded and never tenant data: route templates (`/v1/knowledge-bases/
 not the path), methods, status codes, job outcomes and states, embedding input types.
 
 Finished jobs by outcome are counters this process increments as it finishes them (the
-documents table, which keeps every outcome, is never scanned); the indexer adds the shared
-queue to the same registry (`archivist.service.indexing.queue_metrics`). Aggregate the
-counters over replicas with `sum`.
+documents table, which keeps every outcome, is never scanned): aggregate them over replicas
+with `sum`. The shared queue joins the same registry through
+`archivist.service.indexing.queue_metrics`.
 """
 
 from __future__ import annotations
