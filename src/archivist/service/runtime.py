@@ -18,10 +18,11 @@ from archivist.rag.chunker import chunker_for
 from archivist.rag.store.base import VectorStoreBase
 from archivist.rag.store.keyed_lock import KeyedLocks
 from archivist.service.indexing.indexer import Indexer
-from archivist.service.indexing.offload import OffloadedChunker
+from archivist.service.indexing.queue_metrics import watch_queue
 from archivist.service.indexing.sweeper import Sweeper
 from archivist.service.retrieval.embedding import EmbeddingObserver, service_model
 from archivist.service.retrieval.kb_profiles import KBProfiles
+from archivist.service.retrieval.offload import OffloadedChunker
 from archivist.service.retrieval.vectors import open_store
 from archivist.service.settings import ServiceSettings
 from archivist.service.storage.database import make_engine
@@ -125,7 +126,9 @@ async def running_service(
             )
             sweeping = asyncio.create_task(sweeper.run(), name="sweeper")
             unwatch = (
-                metrics.watch_queue(engine, lambda: len(indexer.in_flight), indexer.health)
+                watch_queue(
+                    metrics.registry, engine, lambda: len(indexer.in_flight), indexer.health
+                )
                 if metrics is not None
                 else None
             )

@@ -9,11 +9,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from archivist.rag import KnowledgeBase
-from archivist.service.guards import quotas
-from archivist.service.operations.errors import InvalidRequest, NotFound
+from archivist.service.errors import InvalidRequest, NotFound
 from archivist.service.retrieval.kb_profiles import KBIndexing
 from archivist.service.state import ServiceState
-from archivist.service.storage import catalog, upload_records
+from archivist.service.storage import catalog, quotas, upload_records
 from archivist.service.storage.catalog import DocumentRecord, KBRecord
 
 MAX_STATUS_IDS = 1000

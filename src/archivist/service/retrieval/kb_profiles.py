@@ -17,7 +17,7 @@ from archivist.embedding.registry import list_embedding_models
 from archivist.errors import InvalidArgumentError
 from archivist.rag import ChunkerBase
 from archivist.rag.chunker import chunker_for
-from archivist.service.indexing.offload import OffloadedChunker
+from archivist.service.retrieval.offload import OffloadedChunker
 from archivist.service.settings import ServiceSettings
 from archivist.service.storage.catalog import KBRecord
 

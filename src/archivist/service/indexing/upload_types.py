@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from pathlib import Path, PurePath
 
-from archivist.errors import UnsupportedFileTypeError
 from archivist.rag.parser.image import sniff_image_type
 from archivist.rag.parser.registry import HEAD_BYTES, ParserRegistry, sniff_media_type
+from archivist.service.errors import UploadTypeError
 
 BINARY_SIGNATURES: tuple[tuple[bytes, str], ...] = (
     (b"%PDF-", "a PDF"),
@@ -34,10 +34,6 @@ the header after them holds a NUL byte, as a DOS executable's 64-byte header alw
 
 PDF_JUNK_BYTES = 1024
 """How far into a `.pdf` its `%PDF-` header may lie (readers skip leading junk this far)."""
-
-
-class UploadTypeError(UnsupportedFileTypeError):
-    """The upload's type is not accepted; the message names the file, the reason and the fix."""
 
 
 def reads_images(registry: ParserRegistry, multimodal: bool) -> bool:

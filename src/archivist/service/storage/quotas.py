@@ -1,4 +1,4 @@
-"""Per-tenant quotas: knowledge bases, documents and stored bytes.
+"""Per-tenant quota checks: knowledge bases, documents and stored bytes.
 
 Defaults apply to every tenant; `ServiceSettings.tenant_quotas` overrides them for named
 tenants. An upload or a new knowledge base that would cross a quota is refused with 403
@@ -9,31 +9,11 @@ lock, so concurrent uploads cannot pass one check each and together cross the qu
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import Connection, func, select
 
-from archivist.errors import ArchivistError
+from archivist.service.errors import QuotaExceeded
+from archivist.service.quota import Quota
 from archivist.service.storage.database import documents, knowledge_bases
-
-
-class Quota(BaseModel):
-    """Limits for one tenant."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    knowledge_bases: int = Field(default=100, ge=0)
-    documents: int = Field(default=10_000, ge=0)
-    storage_bytes: int = Field(default=5 * 1024**3, ge=0)
-    """Total size of the tenant's stored uploads."""
-
-
-class QuotaExceeded(ArchivistError):
-    """An operation would take the tenant over a quota; `quota` names it (a field of
-    `Quota`) and the message says the use and the limit."""
-
-    def __init__(self, message: str, *, quota: str) -> None:
-        super().__init__(message)
-        self.quota = quota
 
 
 def check_new_kb(db: Connection, tenant: str, quota: Quota) -> None:
