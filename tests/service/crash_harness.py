@@ -1,6 +1,6 @@
 """kill -9 of a real `archivist serve` during a multi-file upload, then restart and audit.
 
-Used by the crash test (one trial) and benchmarks/bench_service_crash.py (many trials).
+Used by the crash test (one trial) and benchmarks/service/bench_service_crash.py (many trials).
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from archivist.rag.knowledge.profile import StoreSpec
 from archivist.rag.store.base import VectorStoreBase
 from archivist.rag.store.keyed_lock import KeyedLocks
 from archivist.service.indexing.indexer import Indexer
+from archivist.service.indexing.queue_metrics import watch_queue
 from archivist.service.indexing.sweeper import Sweeper
 from archivist.service.retrieval.embedding import EmbeddingObserver, service_model
 from archivist.service.retrieval.kb_profiles import KBProfiles
@@ -124,7 +125,9 @@ async def running_service(
             )
             sweeping = asyncio.create_task(sweeper.run(), name="sweeper")
             unwatch = (
-                metrics.watch_queue(engine, lambda: len(indexer.in_flight), indexer.health)
+                watch_queue(
+                    metrics.registry, engine, lambda: len(indexer.in_flight), indexer.health
+                )
                 if metrics is not None
                 else None
             )

@@ -13,8 +13,8 @@ from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL
 from archivist.rag.chunker.child_process import ChildLimits
 from archivist.rag.chunker.settings import ChunkSettings
 from archivist.rag.parser.ocr import Ocr
-from archivist.service.guards.quotas import Quota
-from archivist.service.storage.file_store import open_file_store
+from archivist.service.files_url import files_location
+from archivist.service.quota import Quota
 
 
 class ServiceSettings(ChunkSettings):
@@ -115,7 +115,7 @@ class ServiceSettings(ChunkSettings):
     @classmethod
     def _known_files_url(cls, value: str | None) -> str | None:
         if value is not None:
-            open_file_store(value, Path("."))  # FileStoreError (a ValueError) names it
+            files_location(value, Path("."))  # FileStoreError (a ValueError) names it
         return value
 
     @model_validator(mode="after")

@@ -18,17 +18,15 @@ from sqlalchemy.exc import IntegrityError
 
 from archivist.rag import Chunk, DocumentNotFoundError
 from archivist.rag.store.tenant import tenant_scope
-from archivist.service.guards import quotas
+from archivist.service.errors import NotFound, UploadRejected
 from archivist.service.indexing.uploads import (
     IncomingFile,
     RefusedUpload,
-    UploadRejected,
     new_folders,
     store_uploads,
 )
-from archivist.service.operations.errors import NotFound
 from archivist.service.state import ServiceState
-from archivist.service.storage import catalog, upload_records
+from archivist.service.storage import catalog, quotas, upload_records
 from archivist.service.storage.catalog import DocumentRecord, KBRecord, NewUpload
 from archivist.service.storage.database import reading
 from archivist.service.storage.file_store import DOWNLOAD_BLOCK, FileStore

@@ -11,10 +11,9 @@ from typing import Any
 
 from archivist.rag import KnowledgeBase
 from archivist.rag.knowledge.profile import KnowledgeProfile
-from archivist.service.guards import quotas
-from archivist.service.operations.errors import InvalidRequest, NotFound
+from archivist.service.errors import InvalidRequest, NotFound
 from archivist.service.state import ServiceState
-from archivist.service.storage import catalog, upload_records
+from archivist.service.storage import catalog, quotas, upload_records
 from archivist.service.storage.catalog import DocumentRecord, KBRecord
 
 MAX_STATUS_IDS = 1000

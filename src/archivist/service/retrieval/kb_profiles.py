@@ -16,7 +16,7 @@ from archivist.errors import InvalidArgumentError
 from archivist.rag import ChunkerBase
 from archivist.rag.knowledge import factories
 from archivist.rag.knowledge.profile import KnowledgeProfile
-from archivist.service.indexing.offload import OffloadedChunker
+from archivist.service.retrieval.offload import OffloadedChunker
 from archivist.service.settings import ServiceSettings
 from archivist.service.storage.catalog import KBRecord
 
