@@ -353,3 +353,17 @@ def test_the_service_imports_only_down_its_layers() -> None:
 def test_no_router_touches_storage() -> None:
     edges = service_edges(module_names())
     assert edges.get(("routers", "storage"), []) == [], "routers reach storage through operations"
+
+
+def test_events_carry_what_models_report_without_importing_the_models() -> None:
+    """An event names a model's usage (`archivist.message.usage`), not the model package, so a
+    consumer of events loads no provider code."""
+    modules = module_names()
+    reached = sorted(
+        f"{name} -> {target}"
+        for name, path in modules.items()
+        if name.startswith("archivist.event")
+        for target in imports_of(name, path, modules)
+        if target.startswith("archivist.model")
+    )
+    assert reached == []
