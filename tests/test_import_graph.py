@@ -202,6 +202,65 @@ def test_store_engines_import_neither_each_other_nor_the_core_them(tmp_path: Pat
     ]
 
 
+# The shells turn their arguments into a profile and open it through the factories: none of
+# them builds an embedding model, a chunker, a store or a KnowledgeBase itself.
+SHELLS = ("archivist.cli", "archivist.mcp", "archivist.service", "archivist.eval")
+BUILT_BY_THE_FACTORIES = {
+    "LocalEmbeddingModel",
+    "DashScopeEmbeddingModel",
+    "OpenAIEmbeddingModel",
+    "CachedEmbeddingModel",
+    "chunker_for",
+    "TokenChunker",
+    "ApproxTokenChunker",
+    "QdrantStore",
+    "PgVectorStore",
+    "ProcessStore",
+    "KnowledgeBase",
+    "Ocr",
+}
+
+
+def built_outside_the_factories(modules: dict[str, Path]) -> list[str]:
+    """Each call under the shells that names a class or function the factories own (a
+    constructor, or a classmethod on it such as `ProcessStore.of`)."""
+    found = []
+    for name, path in modules.items():
+        if not name.startswith(SHELLS):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            called = node.func
+            if isinstance(called, ast.Attribute) and isinstance(called.value, ast.Name):
+                called = called.value if called.value.id in BUILT_BY_THE_FACTORIES else called
+            if isinstance(called, ast.Attribute):
+                named = called.attr
+            elif isinstance(called, ast.Name):
+                named = called.id
+            else:
+                continue
+            if named in BUILT_BY_THE_FACTORIES:
+                found.append(f"{name}:{node.lineno} {named}")
+    return sorted(found)
+
+
+def test_shells_open_knowledge_bases_only_through_the_factories(tmp_path: Path) -> None:
+    modules = module_names()
+    assert built_outside_the_factories(modules) == []
+    shell = tmp_path / "shell.py"
+    shell.write_text(
+        "from archivist.rag.store.process import ProcessStore\n"
+        "from archivist.rag import QdrantStore\n"
+        "ProcessStore.of(QdrantStore, path='x')\n"
+        "store = QdrantStore(location=':memory:')\n"
+    )
+    fake = {**modules, "archivist.service.shell": shell}
+    assert built_outside_the_factories(fake) == [
+        "archivist.service.shell:3 ProcessStore",
+        "archivist.service.shell:4 QdrantStore",
+    ]
+
 # The service's layers, top first: a folder or root module of `archivist.service` imports only
 # from lower layers, or from its own layer without a loop, so requests flow one way
 # (routers -> operations -> storage) and the settings and errors sit at the bottom.
@@ -294,3 +353,17 @@ def test_the_service_imports_only_down_its_layers() -> None:
 def test_no_router_touches_storage() -> None:
     edges = service_edges(module_names())
     assert edges.get(("routers", "storage"), []) == [], "routers reach storage through operations"
+
+
+def test_events_carry_what_models_report_without_importing_the_models() -> None:
+    """An event names a model's usage (`archivist.message.usage`), not the model package, so a
+    consumer of events loads no provider code."""
+    modules = module_names()
+    reached = sorted(
+        f"{name} -> {target}"
+        for name, path in modules.items()
+        if name.startswith("archivist.event")
+        for target in imports_of(name, path, modules)
+        if target.startswith("archivist.model")
+    )
+    assert reached == []

@@ -65,7 +65,8 @@ STARTUP_MODULES = {
 # Loaded by no search: parsers, the service, the agent and chat models.
 NOT_FOR_SEARCH = (
     "archivist.rag.parser",
-    "archivist.rag.chunker",
+    "archivist.rag.chunker.token",
+    "archivist.rag.chunker.approx_token",
     "archivist.rag.knowledge.ingest",
     "archivist.service",
     "archivist.agent",

@@ -10,7 +10,6 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from archivist.chunk_defaults import PARSE_CPU_SECONDS, PARSE_MEMORY_MB, PARSE_WALL_SECONDS
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL
-from archivist.errors import ConfigurationError
 from archivist.rag.chunker.child_process import ChildLimits
 from archivist.rag.chunker.settings import ChunkSettings
 from archivist.rag.parser.ocr import Ocr
@@ -135,14 +134,9 @@ class ServiceSettings(ChunkSettings):
 
     @cached_property
     def _ocr(self) -> Ocr | None:
-        if self.ocr == "off":
-            return None
-        reader = Ocr(self.ocr, languages=self.ocr_languages, cache_dir=self.service_dir / "ocr")
-        try:
-            reader.engine  # noqa: B018  # resolved once, here: a missing engine fails at startup
-        except ValueError as exc:
-            raise ConfigurationError(f"--ocr {self.ocr}: {exc}", setting="ocr") from None
-        return reader
+        from archivist.rag.knowledge import factories
+
+        return factories.ocr(self.ocr, self.ocr_languages, cache_dir=self.service_dir / "ocr")
 
     def ocr_summary(self) -> str:
         """What reads scanned pages and images, in one line ("off" when turned off)."""

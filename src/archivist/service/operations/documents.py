@@ -17,6 +17,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 
 from archivist.rag import Chunk, DocumentNotFoundError
+from archivist.rag.store.tenant import tenant_scope
 from archivist.service.errors import NotFound, UploadRejected
 from archivist.service.indexing.uploads import (
     IncomingFile,
@@ -24,7 +25,6 @@ from archivist.service.indexing.uploads import (
     new_folders,
     store_uploads,
 )
-from archivist.service.retrieval.vectors import tenant_scope
 from archivist.service.state import ServiceState
 from archivist.service.storage import catalog, quotas, upload_records
 from archivist.service.storage.catalog import DocumentRecord, KBRecord, NewUpload
@@ -89,7 +89,7 @@ async def _upload(
         received,
         state.registry,
         state.settings.max_upload_bytes,
-        tenant_scope(kb),
+        tenant_scope(kb.tenant),
         model.supports_multimodal,
         model.model,
     )
