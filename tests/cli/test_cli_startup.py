@@ -39,6 +39,7 @@ STARTUP_MODULES = {
     "archivist.chunk_defaults",
     "archivist.errors",
     "archivist.cli",
+    "archivist.cli.arguments",
     "archivist.cli.ask_command",
     "archivist.cli.chat_server_command",
     "archivist.cli.chunk_command",

@@ -8,17 +8,16 @@ import shutil
 import sys
 from typing import TYPE_CHECKING, Any
 
-from archivist.cli.output import print_json
-from archivist.cli.search_command import passage_lines
-from archivist.cli.session import (
+from archivist.cli.arguments import (
     add_common_arguments,
     add_json_argument,
     add_timeout_argument,
-    empty_kb,
     non_empty,
-    open_session,
     positive_int,
 )
+from archivist.cli.output import print_json
+from archivist.cli.search_command import passage_lines
+from archivist.cli.session import empty_kb, open_session
 
 if TYPE_CHECKING:  # loaded when the command runs, so registering it costs nothing
     from archivist.middleware.retrieval import Hit

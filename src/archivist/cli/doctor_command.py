@@ -8,9 +8,9 @@ import dataclasses
 import shutil
 from typing import TYPE_CHECKING, Any
 
+from archivist.cli.arguments import add_json_argument
 from archivist.cli.ocr_options import DEFAULT_LANGUAGES, ocr_languages
 from archivist.cli.output import print_json, wrap
-from archivist.cli.session import add_json_argument
 
 if TYPE_CHECKING:
     from archivist.cli.doctor import Piece, Report

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from archivist.cli.home import cache_dir
-from archivist.cli.session import (
+from archivist.cli.arguments import (
     CHUNKING_OPTIONS,
     add_chunking_arguments,
     chunk_settings,
     chunking_error,
 )
+from archivist.cli.home import cache_dir
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL, list_embedding_models
 from archivist.errors import InvalidArgumentError
 

@@ -14,14 +14,9 @@ from typing import Any
 
 from mcp.server.stdio import stdio_server
 
+from archivist.cli.arguments import CLIError
 from archivist.cli.home import KBRecord, default_store_dir, load_kbs
-from archivist.cli.session import (
-    CLIError,
-    check_kb_name,
-    embedding_model,
-    kb_store_dir,
-    open_store,
-)
+from archivist.cli.session import check_kb_name, embedding_model, kb_store_dir, open_store
 from archivist.embedding import EmbeddingModelBase
 from archivist.mcp.server import KnowledgeSource, knowledge_server
 from archivist.rag import KnowledgeBase, QdrantStore

@@ -7,8 +7,8 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from archivist.cli.arguments import CLIError
 from archivist.cli.home import archivist_home
-from archivist.cli.session import CLIError
 
 if TYPE_CHECKING:
     from archivist.rag.parser.ocr import Ocr

@@ -6,16 +6,15 @@ import argparse
 import shutil
 from typing import TYPE_CHECKING, Any
 
-from archivist.cli.output import display_path, print_json, text_lines
-from archivist.cli.session import (
+from archivist.cli.arguments import (
     CLIError,
     add_common_arguments,
     add_json_argument,
-    empty_kb,
     non_empty,
-    open_session,
     positive_int,
 )
+from archivist.cli.output import display_path, print_json, text_lines
+from archivist.cli.session import empty_kb, open_session
 
 if TYPE_CHECKING:  # loaded when a search runs, so registering the command costs nothing
     from datetime import datetime

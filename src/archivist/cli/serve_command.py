@@ -13,14 +13,14 @@ from archivist.chunk_defaults import (
     PARSE_MEMORY_MB,
     PARSE_WALL_SECONDS,
 )
-from archivist.cli.home import archivist_home
-from archivist.cli.ocr_options import add_ocr_arguments
-from archivist.cli.session import (
+from archivist.cli.arguments import (
     CHUNKING_OPTIONS,
     CLIError,
     add_chunking_arguments,
     chunking_error,
 )
+from archivist.cli.home import archivist_home
+from archivist.cli.ocr_options import add_ocr_arguments
 from archivist.errors import InvalidArgumentError
 
 if TYPE_CHECKING:

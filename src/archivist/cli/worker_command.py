@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from archivist.cli.arguments import CLIError, add_chunking_arguments
 from archivist.cli.serve_command import (
     add_database_argument,
     add_indexing_arguments,
@@ -17,7 +18,6 @@ from archivist.cli.serve_command import (
     shared_store_settings,
     show_startup_choices,
 )
-from archivist.cli.session import CLIError, add_chunking_arguments
 
 
 def add_worker_command(commands: Any) -> None:
