@@ -4,11 +4,14 @@ usage error every command reports."""
 from __future__ import annotations
 
 import argparse
+import math
+import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from archivist.chunk_defaults import DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP
 from archivist.errors import InvalidArgumentError
+from archivist.options import CHUNK_SIZE, OVERLAP, SERVICE_CHUNK_SIZE, SERVICE_OVERLAP, Option
 
 if TYPE_CHECKING:
     from archivist.rag.chunker import ChunkSettings
@@ -21,18 +24,59 @@ class CLIError(InvalidArgumentError):
     exit code 2."""
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an int of 1 or more."""
-    if not text.strip().lstrip("-").isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of 1 or more, got {text!r}")
-    return int(text)
+def add_option(
+    cmd: argparse._ActionsContainer,
+    option: Option,
+    *,
+    short: str | None = None,
+    help: str | None = None,  # add_argument's name
+    default_text: str | None = None,
+    **overrides: Any,
+) -> argparse.Action:
+    """`option`'s flag (and `short`) on `cmd`: its default (from its environment variable
+    when set), its bounds checked as the value is read, and its help (`help` in place of the
+    option's) followed by the variable, the range and the default it shows (`default_text`
+    in place of the option's). `overrides` go to `add_argument` as they are."""
+    default = option.default
+    text = help or option.help
+    if option.env is not None:
+        default = os.environ.get(option.env) or default
+        text += f" (or {option.env})"
+    if option.le is not None:
+        text += f" ({option.range_text()})"
+    shown = default_text or option.shown_default()
+    if shown is not None:
+        text += f" (default: {shown})"
+    arguments: dict[str, Any] = {"default": default, "help": text}
+    if option.kind in (int, float):
+        arguments["type"] = option_type(option)
+    if option.choices is not None:
+        arguments["choices"] = option.choices
+    if option.metavar is not None:
+        arguments["metavar"] = option.metavar
+    flags = (short, option.flag) if short is not None else (option.flag,)
+    return cmd.add_argument(*flags, **{**arguments, **overrides})
 
 
-def non_negative_int(text: str) -> int:
-    """argparse type: an int of 0 or more."""
-    if not text.strip().isdigit():
-        raise argparse.ArgumentTypeError(f"must be a whole number of 0 or more, got {text!r}")
-    return int(text)
+def option_type(option: Option) -> Callable[[str], Any]:
+    """argparse type: a finite number of `option.kind` within its bounds; a refusal says
+    what is allowed (argparse names the flag)."""
+    kind = option.kind
+    what = "a whole number" if kind is int else "a number"
+    bounds = option.range_text()
+    wanted = f"{what} {bounds}" if bounds else what
+
+    def check(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not math.isfinite(value) or not option.allows(value):
+            raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}")
+        return value
+
+    check.__name__ = kind.__name__
+    return check
 
 
 def positive_seconds(text: str) -> float:
@@ -89,28 +133,18 @@ CHUNKING_OPTIONS = {"chunk_size": "--chunk-size", "overlap": "--overlap"}
 """The command-line option of each `ChunkSettings` field."""
 
 
-def add_chunking_arguments(cmd: argparse.ArgumentParser, *, from_kb: bool) -> None:
+def add_chunking_arguments(
+    cmd: argparse.ArgumentParser, *, from_kb: bool, service: bool = False
+) -> None:
     """`--chunk-size` and `--overlap`, defaulting to `ChunkSettings`'; with `from_kb`, unset
-    means the knowledge base's own settings."""
-    kb = "the KB's; for a new KB " if from_kb else ""
-    size = (
-        "the model's input length, so no chunk is truncated"
-        if DEFAULT_CHUNK_SIZE is None
-        else DEFAULT_CHUNK_SIZE
-    )
-    cmd.add_argument(
-        "--chunk-size",
-        type=positive_int,
-        default=None if from_kb else DEFAULT_CHUNK_SIZE,
-        help="tokens per chunk, measured with the embedding model's own tokenizer "
-        f"(default: {kb}{size})",
-    )
-    cmd.add_argument(
-        "--overlap",
-        type=non_negative_int,
-        default=None if from_kb else DEFAULT_OVERLAP,
-        help=f"tokens shared by neighbouring chunks (default: {kb}{DEFAULT_OVERLAP})",
-    )
+    means the knowledge base's own settings; with `service`, within a service's bounds."""
+    chunking = (SERVICE_CHUNK_SIZE, SERVICE_OVERLAP) if service else (CHUNK_SIZE, OVERLAP)
+    for option in chunking:
+        if from_kb:
+            kb = f"the KB's; for a new KB {option.shown_default()}"
+            add_option(cmd, option, default=None, default_text=kb)
+        else:
+            add_option(cmd, option)
 
 
 def chunking_error(exc: ValueError) -> CLIError:

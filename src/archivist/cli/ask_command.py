@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING, Any
 from archivist.cli.arguments import (
     add_common_arguments,
     add_json_argument,
+    add_option,
     add_timeout_argument,
     non_empty,
-    positive_int,
 )
 from archivist.cli.output import print_json
 from archivist.cli.search_command import passage_lines
 from archivist.cli.session import empty_kb, open_session
+from archivist.options import TOP_K
 
 if TYPE_CHECKING:  # loaded when the command runs, so registering it costs nothing
     from archivist.middleware.retrieval import Hit
@@ -50,7 +51,7 @@ def add_ask_command(commands: Any) -> None:
         default="static",
         help="static: retrieve once before answering; agentic: the model searches as it likes",
     )
-    cmd.add_argument("-k", "--top-k", type=positive_int, default=5, help="passages retrieved")
+    add_option(cmd, TOP_K, short="-k", help="passages retrieved")
     cmd.add_argument(
         "--base-url", default=None, help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)"
     )
