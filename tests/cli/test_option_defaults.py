@@ -180,3 +180,16 @@ def test_search_and_ask_take_as_many_hits_as_the_api(capsys: pytest.CaptureFixtu
         assert "argument -k/--top-k: must be a whole number from 1 to 100" in (
             capsys.readouterr().err
         )
+
+
+@pytest.mark.parametrize("languages", ["eng;rm", "e", "eng+" * 16 + "eng"])
+def test_ocr_languages_the_option_refuses_the_settings_refuse(
+    languages: str, tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pydantic import ValidationError
+
+    assert "argument --ocr-languages" in refusal("index", "--ocr-languages", languages, capsys)
+    with pytest.raises(ValidationError):
+        ServiceSettings(home=tmp_path, ocr_languages=tuple(languages.split("+")))
+    default = parse("index").ocr_languages
+    assert ServiceSettings(home=tmp_path, ocr_languages=default).ocr_languages == default

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
 
 from archivist.errors import ConfigurationError
 from archivist.options import (
@@ -41,7 +42,7 @@ from archivist.options import (
 from archivist.rag.chunker.child_process import ChildLimits
 from archivist.rag.chunker.settings import ChunkSettings
 from archivist.rag.parser.ocr import Ocr
-from archivist.rag.parser.ocr.choices import OcrChoice
+from archivist.rag.parser.ocr.choices import LANGUAGE_PATTERN, MAX_LANGUAGES, OcrChoice
 from archivist.service.guards.quotas import Quota
 from archivist.service.storage.file_store import open_file_store
 
@@ -99,7 +100,9 @@ class ServiceSettings(ChunkSettings):
     ocr: OcrChoice = setting_field(OCR)
     """"auto" finding none skips scans with a note saying how to read them. Every knowledge
     base reads them so; a tenant cannot turn it on where the operator turned it off."""
-    ocr_languages: tuple[str, ...] = setting_field(OCR_LANGUAGES, min_length=1)
+    ocr_languages: tuple[
+        Annotated[str, StringConstraints(pattern=f"^{LANGUAGE_PATTERN}$")], ...
+    ] = setting_field(OCR_LANGUAGES, min_length=1, max_length=MAX_LANGUAGES)
     lease_seconds: float = setting_field(LEASE_SECONDS)
     max_attempts: int = Field(default=5, ge=1)
     """Tries of one job before it is failed: a file that kills the process every time, or

@@ -15,8 +15,11 @@ DEFAULT_OCR: OcrChoice = "auto"
 
 DEFAULT_LANGUAGES: tuple[str, ...] = ("eng", "chi_sim")
 """English and Simplified Chinese, by Tesseract's language names."""
-LANGUAGES_PATTERN = r"[A-Za-z_]{2,32}(\+[A-Za-z_]{2,32}){0,15}"
-"""Language names joined with + (`eng+chi_sim`), as an option or setting gives them."""
+LANGUAGE_PATTERN = r"[A-Za-z_]{2,32}"
+"""One language name, by Tesseract's names (`chi_sim`)."""
+MAX_LANGUAGES = 16
+LANGUAGES_PATTERN = rf"{LANGUAGE_PATTERN}(\+{LANGUAGE_PATTERN}){{0,{MAX_LANGUAGES - 1}}}"
+"""Language names joined with + (`eng+chi_sim`), as an option gives them."""
 
 DPI = 200
 """Resolution PDF pages are rendered at for OCR."""
