@@ -1,18 +1,22 @@
-"""Helpers shared by the benchmark scripts: timing, result files, test-data builders."""
+"""Helpers shared by the benchmark scripts: where things are, timing, result files."""
 
 from __future__ import annotations
 
 import json
+import os
 import platform
 import resource
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).parent / "results"
-sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
+BENCHMARKS = Path(__file__).resolve().parent
+ROOT = BENCHMARKS.parent  # the repository
+RESULTS = BENCHMARKS / "results"
+TESTS = ROOT / "tests"
+DATASETS = ROOT.parent / "shared" / "datasets"  # ../shared/datasets from the repository
+SCIFACT = Path(os.environ.get("SCIFACT_DIR", DATASETS / "scifact"))
 
 
 def best_of(fn: Callable[[], Any], repeat: int = 3) -> float:

@@ -110,7 +110,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
         "knowledge",
         (
             "archivist.rag.knowledge",
-            "archivist.rag",  # the package's lazy exports and its old import paths
+            "archivist.rag",  # the package's lazy exports
         ),
     ),
     (
@@ -147,7 +147,7 @@ def stage_of(name: str) -> int:
 def test_every_module_belongs_to_a_stage_and_the_rule_can_fail() -> None:
     assert stage_of("archivist.rag.store.qdrant.store") > stage_of("archivist.rag.chunker.token")
     assert stage_of("archivist.rag.knowledge.ingest") > stage_of("archivist.rag.store")
-    assert stage_of("archivist.rag.knowledge_base") == stage_of("archivist.rag.knowledge")
+    assert stage_of("archivist.rag") == stage_of("archivist.rag.knowledge")
     modules = module_names()
     for name in modules:
         if name != "archivist":
@@ -201,3 +201,170 @@ def test_store_engines_import_neither_each_other_nor_the_core_them(tmp_path: Pat
     assert crossings(fake) == [
         "archivist.rag.store.pgvector.fake -> archivist.rag.store.qdrant.backend"
     ]
+
+
+# The shells turn their arguments into a profile and open it through the factories: none of
+# them builds an embedding model, a chunker, a store or a KnowledgeBase itself.
+SHELLS = ("archivist.cli", "archivist.mcp", "archivist.service", "archivist.eval")
+BUILT_BY_THE_FACTORIES = {
+    "LocalEmbeddingModel",
+    "DashScopeEmbeddingModel",
+    "OpenAIEmbeddingModel",
+    "CachedEmbeddingModel",
+    "chunker_for",
+    "TokenChunker",
+    "ApproxTokenChunker",
+    "QdrantStore",
+    "PgVectorStore",
+    "ProcessStore",
+    "KnowledgeBase",
+    "Ocr",
+}
+
+
+def built_outside_the_factories(modules: dict[str, Path]) -> list[str]:
+    """Each call under the shells that names a class or function the factories own (a
+    constructor, or a classmethod on it such as `ProcessStore.of`)."""
+    found = []
+    for name, path in modules.items():
+        if not name.startswith(SHELLS):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            called = node.func
+            if isinstance(called, ast.Attribute) and isinstance(called.value, ast.Name):
+                called = called.value if called.value.id in BUILT_BY_THE_FACTORIES else called
+            if isinstance(called, ast.Attribute):
+                named = called.attr
+            elif isinstance(called, ast.Name):
+                named = called.id
+            else:
+                continue
+            if named in BUILT_BY_THE_FACTORIES:
+                found.append(f"{name}:{node.lineno} {named}")
+    return sorted(found)
+
+
+def test_shells_open_knowledge_bases_only_through_the_factories(tmp_path: Path) -> None:
+    modules = module_names()
+    assert built_outside_the_factories(modules) == []
+    shell = tmp_path / "shell.py"
+    shell.write_text(
+        "from archivist.rag.store.process import ProcessStore\n"
+        "from archivist.rag import QdrantStore\n"
+        "ProcessStore.of(QdrantStore, path='x')\n"
+        "store = QdrantStore(location=':memory:')\n"
+    )
+    fake = {**modules, "archivist.service.shell": shell}
+    assert built_outside_the_factories(fake) == [
+        "archivist.service.shell:3 ProcessStore",
+        "archivist.service.shell:4 QdrantStore",
+    ]
+
+# The service's layers, top first: a folder or root module of `archivist.service` imports only
+# from lower layers, or from its own layer without a loop, so requests flow one way
+# (routers -> operations -> storage) and the settings and errors sit at the bottom.
+SERVICE_LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("edge", ("app", "mcp_endpoint", "listener", "collector")),
+    ("http", ("routers", "dependencies", "problems", "guards")),
+    ("operations", ("operations", "chat", "state")),
+    ("assembly", ("runtime",)),
+    ("indexing", ("indexing",)),
+    ("retrieval", ("retrieval", "schemas")),
+    ("storage", ("storage",)),
+    (
+        "bottom",
+        ("settings", "quota", "files_url", "errors", "public_detail", "outages", "telemetry"),
+    ),
+]
+
+
+def service_unit(name: str) -> str | None:
+    """The folder or root module of `archivist.service` that module `name` is in, if any."""
+    parts = name.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["archivist", "service"] else None
+
+
+def service_layer_of(unit: str) -> int:
+    """The index in SERVICE_LAYERS of the layer holding `unit`."""
+    for index, (_, units) in enumerate(SERVICE_LAYERS):
+        if unit in units:
+            return index
+    raise AssertionError(f"archivist.service.{unit} belongs to no layer; add it to SERVICE_LAYERS")
+
+
+def service_edges(modules: dict[str, Path]) -> dict[tuple[str, str], list[str]]:
+    """Each import from one service folder or root module into another, with the module
+    imports that make it."""
+    edges: dict[tuple[str, str], list[str]] = {}
+    for name, path in modules.items():
+        source = service_unit(name)
+        if source is None:
+            continue
+        for target in imports_of(name, path, modules):
+            unit = service_unit(target)
+            if unit is not None and unit != source:
+                edges.setdefault((source, unit), []).append(f"{name} -> {target}")
+    return edges
+
+
+def against_the_layers(edges: dict[tuple[str, str], list[str]]) -> list[tuple[str, str]]:
+    """The edges that go up a layer, or sideways within a layer into a loop."""
+    sideways: dict[str, set[str]] = {}
+    for source, target in edges:
+        if service_layer_of(source) == service_layer_of(target):
+            sideways.setdefault(source, set()).add(target)
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = {start}, [start]
+        while todo:
+            for unit in sideways.get(todo.pop(), set()) - seen:
+                if unit == goal:
+                    return True
+                seen.add(unit)
+                todo.append(unit)
+        return False
+
+    return sorted(
+        (source, target)
+        for source, target in edges
+        if service_layer_of(target) < service_layer_of(source)
+        or (target in sideways.get(source, set()) and reaches(target, source))
+    )
+
+
+def test_every_service_module_belongs_to_a_layer_and_the_rule_can_fail() -> None:
+    for name in module_names():
+        unit = service_unit(name)
+        if unit is not None:
+            service_layer_of(unit)
+    assert against_the_layers({("storage", "routers"): []}) == [("storage", "routers")]
+    assert against_the_layers({("routers", "storage"): []}) == []
+    loop = {("problems", "guards"): [], ("guards", "problems"): [], ("routers", "guards"): []}
+    assert against_the_layers(loop) == [("guards", "problems"), ("problems", "guards")]
+
+
+def test_the_service_imports_only_down_its_layers() -> None:
+    edges = service_edges(module_names())
+    against = [f"{s} -> {t}: " + ", ".join(edges[s, t]) for s, t in against_the_layers(edges)]
+    assert not against, "imports against the service's layers:\n" + "\n".join(against)
+
+
+def test_no_router_touches_storage() -> None:
+    edges = service_edges(module_names())
+    assert edges.get(("routers", "storage"), []) == [], "routers reach storage through operations"
+
+
+def test_events_carry_what_models_report_without_importing_the_models() -> None:
+    """An event names a model's usage (`archivist.message.usage`), not the model package, so a
+    consumer of events loads no provider code."""
+    modules = module_names()
+    reached = sorted(
+        f"{name} -> {target}"
+        for name, path in modules.items()
+        if name.startswith("archivist.event")
+        for target in imports_of(name, path, modules)
+        if target.startswith("archivist.model")
+    )
+    assert reached == []

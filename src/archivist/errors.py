@@ -24,9 +24,10 @@ the error is raised, so nothing has to read them back out of the message:
         ├── ChatModelConnectionError
         └── ChatModelResponseError
 
-The service's own refusals hang from the same tree: `QuotaExceeded` (`quota`),
-`UploadRejected` (`status`), `KBExistsError` (an InvalidArgumentError), `FileStoreError` (a
-ConfigurationError) and `UploadTypeError` (an UnsupportedFileTypeError).
+The service's own refusals, in `archivist.service.errors`, hang from the same tree:
+`QuotaExceeded` (`quota`), `UploadRejected` (`status`), `KBExistsError` (an
+InvalidArgumentError), `FileStoreError` (a ConfigurationError) and `UploadTypeError` (an
+UnsupportedFileTypeError).
 """
 
 from __future__ import annotations

@@ -77,7 +77,8 @@ LIGHT_PARSER_MODULES = {
 }
 NOT_FOR_SEARCH = (
     "archivist.rag.parser",
-    "archivist.rag.chunker",
+    "archivist.rag.chunker.token",
+    "archivist.rag.chunker.approx_token",
     "archivist.rag.knowledge.ingest",
     "archivist.service",
     "archivist.agent",

@@ -32,7 +32,7 @@ from archivist.rag.chunker.child_process import (
 from archivist.rag.document import Chunk
 from archivist.rag.knowledge.ingest import Outcome, ingest_files
 from archivist.rag.parser.base import ParserBase
-from archivist.service.indexing.offload import OffloadedChunker
+from archivist.service.retrieval.offload import OffloadedChunker
 from factories import make_docx, make_docx_bomb, make_pdf, make_scanned_pdf
 
 pytestmark = pytest.mark.skipif(not child_processes_available(), reason="POSIX only")

@@ -171,3 +171,24 @@ async def test_an_indexed_quantized_store_can_be_evaluated(
 def test_a_segment_of_no_points_is_rejected() -> None:
     with pytest.raises(ValueError, match="segment_points"):
         EvalConfig(dataset_dir=Path("."), segment_points=0)
+
+
+async def test_evaluation_on_pgvector_leaves_no_table_behind(
+    beir_dir: Path, model: EmbeddingModelBase
+) -> None:
+    """The same scores from PostgreSQL + pgvector, in tables of the run's own that are dropped
+    afterwards."""
+    import psycopg
+
+    from pgvector_server import fresh_database, pgvector_server
+
+    with pgvector_server() as server:
+        url = fresh_database(server, "eval_run")
+        config = EvalConfig(dataset_dir=beir_dir, pgvector_url=url)
+        result = await run_evaluation(config, embedding_model=model)
+        assert result.metrics["Recall@10"] == 1.0
+        with psycopg.connect(url) as connection:
+            rows = connection.execute(
+                "SELECT tablename FROM pg_tables WHERE tablename LIKE 'eval\\_%'"
+            ).fetchall()
+    assert [row[0] for row in rows if not row[0].endswith("_collections")] == []

@@ -18,7 +18,7 @@ from archivist.rag.store.core.ranking import coverage, lexical
 from archivist.rag.store.core.relevance import DEFAULT_MIN_RELEVANCE, relevance
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.testing import corpora
-from archivist.testing.fixtures import StoreKind, open_store
+from archivist.testing.fixtures import StoreKind, entered_store
 
 FACTS = {
     "pandas": "Giant pandas live in the bamboo forests of Sichuan and eat bamboo most of the day.",
@@ -100,7 +100,7 @@ async def test_a_hybrid_hit_is_judged_by_its_own_dense_and_lexical_evidence(
     """A hybrid hit's relevance comes from its cosine similarity (what a dense search
     scores it), its BM25 score as a share of the best possible (what a sparse search scores
     it, over the ceiling) and the share of the query's terms it holds."""
-    async with open_store(kind) as store:
+    async with entered_store(kind) as store:
         kb = await _kb(embedder, store)
         question = "what do giant pandas eat in the bamboo forests"
         fused = {h.document_id: h.relevance for h in await kb.search(question, top_k=6)}
@@ -135,7 +135,7 @@ async def test_a_rare_query_word_counts_for_more_than_a_common_one(
     query's two words each, the one holding the rarer word is the likelier answer."""
     texts = {f"river{n}": f"The river number {n} floods the valley in spring." for n in range(5)}
     texts["okapi"] = "The okapi lives in the rainforest of the Congo."
-    async with open_store(kind) as store:
+    async with entered_store(kind) as store:
         kb = KnowledgeBase("facts", "facts", embedder, store, "facts")
         for name, text in texts.items():
             chunk = Chunk(content=TextBlock(text=text), source=name, chunk_index=0, total_chunks=1)
@@ -157,7 +157,7 @@ async def test_a_number_no_passage_holds_lowers_every_passage(
     """A question about port 9999 is not answered by the note on port 8731: the number the
     question names counts against every passage that lacks it, even where none has it."""
     ports = {f"p{port}": f"The staging gateway listens on port {port}." for port in (8731, 8732)}
-    async with open_store(kind) as store:
+    async with entered_store(kind) as store:
         kb = KnowledgeBase("ports", "ports", embedder, store, "ports")
         for name, text in ports.items():
             chunk = Chunk(content=TextBlock(text=text), source=name, chunk_index=0, total_chunks=1)

@@ -24,10 +24,10 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "benchmarks"
 # The scripts that are cases although not named bench_NAME.py, by case name.
 OTHER_CASES = {
-    "suite": "run_suite.py",
-    "calibrate_relevance": "calibrate_relevance.py",
-    "relevance_data": "relevance_data.py",
-    "probe_onnx_memory": "probe_onnx_memory.py",
+    "suite": "quality/run_suite.py",
+    "calibrate_relevance": "quality/calibrate_relevance.py",
+    "relevance_data": "quality/relevance_data.py",
+    "probe_onnx_memory": "ingest/probe_onnx_memory.py",
     "alternate": "alternate.py",
 }
 
@@ -42,9 +42,18 @@ def _runner(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _python_files() -> list[Path]:
+    """Every script of the benchmarks: the shared ones, and those of each folder."""
+    return sorted([*BENCHMARKS.glob("*.py"), *BENCHMARKS.glob("[!.]*/*.py")])
+
+
 def _scripts() -> dict[str, Path]:
     """Every case the runner must offer, by name, with its script."""
-    found = {path.stem.removeprefix("bench_"): path for path in BENCHMARKS.glob("bench_*.py")}
+    found = {
+        path.stem.removeprefix("bench_"): path
+        for path in _python_files()
+        if path.stem.startswith("bench_")
+    }
     return {**found, **{name: BENCHMARKS / file for name, file in OTHER_CASES.items()}}
 
 
@@ -115,6 +124,12 @@ def test_results_go_through_the_one_writer(common: ModuleType, tmp_path: Path) -
 
 def test_no_benchmark_writes_json_by_hand() -> None:
     by_hand = re.compile(r"json\.dump\(|write_text\(\s*json\.dumps")
-    for script in sorted(BENCHMARKS.glob("*.py")):
+    for script in _python_files():
         if script.name != "_common.py":
             assert not by_hand.search(script.read_text(encoding="utf-8")), script.name
+
+
+def test_no_two_scripts_share_a_module_name() -> None:
+    # the cases import each other by bare module name, across the folders
+    stems = [script.stem for script in _python_files()]
+    assert len(stems) == len(set(stems))

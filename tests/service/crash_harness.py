@@ -1,6 +1,6 @@
 """kill -9 of a real `archivist serve` during a multi-file upload, then restart and audit.
 
-Used by the crash test (one trial) and benchmarks/bench_service_crash.py (many trials).
+Used by the crash test (one trial) and benchmarks/service/bench_service_crash.py (many trials).
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from service_helpers import ServeProcess, free_port, wait_final
 
 from archivist.embedding import LocalEmbeddingModel
 from archivist.rag import QdrantStore
+from archivist.rag.knowledge import factories
 from archivist.service import ServiceSettings
-from archivist.service.retrieval.vectors import kb_handle
+from archivist.service.retrieval.kb_profiles import kb_profile
 from archivist.service.storage import catalog
 from archivist.service.storage.database import make_engine
 from archivist.service.storage.keys import create_key
@@ -174,7 +175,9 @@ async def _audit(home: Path) -> tuple[bool, set[str]]:
     engine.dispose()
     assert kb_record is not None
     async with QdrantStore(path=settings.service_dir / "qdrant") as store:
-        kb = kb_handle(kb_record, store, LocalEmbeddingModel())
+        kb = factories.knowledge_base(
+            kb_profile(kb_record, settings), store, LocalEmbeddingModel()
+        )
         report = await kb.verify()
         stored = {summary.document_id for summary in await kb.list_documents()}
     return report.ok, stored

@@ -20,8 +20,8 @@ from archivist._util.thread_priority import lower_this_thread
 from archivist.embedding import EmbeddingModelBase, OnnxEmbeddingModel
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL
 from archivist.errors import InvalidArgumentError
-from archivist.service.indexing.offload import iterate_in_thread
 from archivist.service.retrieval.embedding import SplitModel, service_model
+from archivist.service.retrieval.offload import iterate_in_thread
 
 ONE_LINE_CSV = b"b," * 1_000_000 + b"\n"
 

@@ -15,7 +15,7 @@ import pytest
 from service_helpers import client, new_key, running_service, wait_final
 
 from archivist.service import ServiceSettings
-from archivist.service.guards.quotas import Quota
+from archivist.service.quota import Quota
 
 BACKLOG = 60
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from service_helpers import free_port
 
+from archivist.service.errors import FileStoreError
 from archivist.service.storage.file_store import (
     FileStore,
-    FileStoreError,
     LocalFileStore,
     S3FileStore,
     open_file_store,

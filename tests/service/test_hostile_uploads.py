@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from archivist.service import ServiceSettings, runtime
+from archivist.service.errors import NotFound
 from archivist.service.indexing.uploads import IncomingFile
 from archivist.service.operations import documents, knowledge_bases
-from archivist.service.operations.errors import NotFound
 from archivist.service.state import ServiceState
 from archivist.service.storage import catalog
 from archivist.service.storage.catalog import DocumentRecord, KBRecord

@@ -28,7 +28,7 @@ from service_helpers import ServeProcess, client, free_port, new_key, wait_final
 
 from archivist.cli.main import main
 from archivist.service import ServiceSettings
-from archivist.service.telemetry.metrics import QUEUE_READ_SECONDS
+from archivist.service.indexing.queue_metrics import QUEUE_READ_SECONDS
 from archivist.service.telemetry.request_id import request_id_for
 from child_process import wait_ready
 from pgvector_server import fresh_database, pgvector_server
@@ -261,7 +261,7 @@ def test_a_requests_own_records_carry_its_id_and_background_ones_none(
     observed: Observed,
 ) -> None:
     parsed = records(observed.log)
-    warning = [r for r in parsed if r["logger"] == "archivist.service.telemetry.metrics"]
+    warning = [r for r in parsed if r["logger"] == "archivist.service.indexing.queue_metrics"]
     assert warning and {r.get("request_id") for r in warning} == {BROKEN_QUEUE_ID}
     assert warning[0]["level"] == "warning" and "jobs" in warning[0]["exception"]
     background = [r for r in parsed if r["logger"] == "archivist.service.indexing.indexer"]

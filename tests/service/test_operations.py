@@ -14,14 +14,20 @@ import pytest
 
 from archivist.message import TextBlock
 from archivist.service import ServiceSettings, runtime
-from archivist.service.guards.quotas import Quota, QuotaExceeded
+from archivist.service.errors import (
+    InvalidRequest,
+    KBExistsError,
+    NotFound,
+    QuotaExceeded,
+    UploadRejected,
+)
 from archivist.service.indexing.jobs import ClaimedJob
-from archivist.service.indexing.uploads import IncomingFile, RefusedUpload, UploadRejected
+from archivist.service.indexing.uploads import IncomingFile, RefusedUpload
 from archivist.service.operations import documents, knowledge_bases
-from archivist.service.operations.errors import InvalidRequest, NotFound
+from archivist.service.quota import Quota
 from archivist.service.state import ServiceState
 from archivist.service.storage import catalog, upload_records
-from archivist.service.storage.catalog import DocumentRecord, KBExistsError, KBRecord
+from archivist.service.storage.catalog import DocumentRecord, KBRecord
 
 TEXT = b"Lighthouses guide ships past the rocks at night with a turning lamp.\n"
 

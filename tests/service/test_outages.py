@@ -117,7 +117,7 @@ def test_an_unexpected_error_is_a_500_with_the_headers_and_one_traceback(
 def test_liveness_stays_up_while_readiness_names_the_missing_database(
     service: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from archivist.service.routers import health
+    from archivist.service.operations import health
 
     def gone(*_: Any, **__: Any) -> None:
         raise OperationalError("SELECT 1", {}, ConnectionRefusedError("refused"))

@@ -23,11 +23,15 @@ from archivist.errors import (
     TransientEmbeddingError,
     UnsupportedFileTypeError,
 )
-from archivist.service.guards.quotas import QuotaExceeded
-from archivist.service.indexing.uploads import UploadRejected
-from archivist.service.operations.errors import Conflict, InvalidRequest, NotFound
+from archivist.service.errors import (
+    Conflict,
+    InvalidRequest,
+    KBExistsError,
+    NotFound,
+    QuotaExceeded,
+    UploadRejected,
+)
 from archivist.service.problems import PROBLEM_JSON, install_problem_handlers, public_detail
-from archivist.service.storage.catalog import KBExistsError
 
 SECRET = "/srv/archivist-home/service/files/tenant-7"
 

@@ -11,9 +11,9 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import Connection, Engine
 
-from archivist.service.guards import quotas
-from archivist.service.guards.quotas import Quota
-from archivist.service.storage import catalog
+from archivist.service.errors import QuotaExceeded
+from archivist.service.quota import Quota
+from archivist.service.storage import catalog, quotas
 from archivist.service.storage.catalog import NewUpload
 
 
@@ -37,7 +37,7 @@ def _race(count: int, attempt: Callable[[int], None]) -> tuple[int, int]:
         start.wait()
         try:
             attempt(n)
-        except quotas.QuotaExceeded:
+        except QuotaExceeded:
             refused.append(n)
         else:
             passed.append(n)
@@ -96,7 +96,7 @@ def test_a_refused_write_stores_nothing(engine: Engine, size: int) -> None:
         quotas.check_new_documents, tenant="acme", quota=quota, files=1, size=size
     )
     if size > 100:
-        with pytest.raises(quotas.QuotaExceeded, match="100"):
+        with pytest.raises(QuotaExceeded, match="100"):
             catalog.add_documents(engine, kb, [item], check)
         assert catalog.list_documents(engine, kb.id) == []
     else:

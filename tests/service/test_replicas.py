@@ -11,11 +11,13 @@ from postgres_server import fresh_database
 
 from archivist.embedding import LocalEmbeddingModel
 from archivist.rag import ApproxTokenChunker, QdrantStore, default_registry
+from archivist.rag.knowledge import factories
 from archivist.rag.store.keyed_lock import KeyedLocks
+from archivist.rag.store.tenant import tenant_scope
 from archivist.service import ServiceSettings
 from archivist.service.indexing.indexer import Indexer
 from archivist.service.indexing.uploads import IncomingFile, new_folders, store_uploads
-from archivist.service.retrieval.vectors import kb_handle, tenant_scope
+from archivist.service.retrieval.kb_profiles import kb_profile
 from archivist.service.storage import catalog
 from archivist.service.storage.catalog import Status
 from archivist.service.storage.database import make_engine
@@ -61,7 +63,7 @@ async def test_two_replicas_share_the_queue_and_take_over(
             files_dir,
             registry,
             10**8,
-            tenant_scope(kb),
+            tenant_scope(kb.tenant),
         )
         catalog.add_documents(engines[0], kb, first)
         for replica in replicas:
@@ -78,7 +80,7 @@ async def test_two_replicas_share_the_queue_and_take_over(
             files_dir,
             registry,
             10**8,
-            tenant_scope(kb),
+            tenant_scope(kb.tenant),
         )
         catalog.add_documents(engines[0], kb, second)
         replicas[0].notify()
@@ -94,7 +96,7 @@ async def test_two_replicas_share_the_queue_and_take_over(
 
         assert len(documents) == 18
         assert {d.status for d in documents} == {Status.READY}
-        handle = kb_handle(kb, store, model)
+        handle = factories.knowledge_base(kb_profile(kb, settings), store, model)
         report = await handle.verify()
         assert report.ok, report
         stored = {s.document_id: s.chunk_count for s in await handle.list_documents()}

@@ -18,7 +18,7 @@ from niceness_parser import RecordsNiceness, niceness
 from archivist._util.thread_priority import MAX_NICENESS
 from archivist.cli.main import main
 from archivist.service import ServiceSettings, create_app, runtime
-from archivist.service.indexing.offload import OffloadedChunker
+from archivist.service.retrieval.offload import OffloadedChunker
 from archivist.service.runtime import ServiceRuntime
 
 NICENESS = 7

@@ -14,11 +14,15 @@ from archivist.errors import (
     UnsupportedFileTypeError,
 )
 from archivist.rag.parser.registry import default_registry
-from archivist.service.guards.quotas import QuotaExceeded
-from archivist.service.guards.upload_types import UploadTypeError, check_upload_type
-from archivist.service.indexing.uploads import UploadRejected
-from archivist.service.storage.catalog import KBExistsError
-from archivist.service.storage.file_store import FileStoreError, open_file_store
+from archivist.service.errors import (
+    FileStoreError,
+    KBExistsError,
+    QuotaExceeded,
+    UploadRejected,
+    UploadTypeError,
+)
+from archivist.service.indexing.upload_types import check_upload_type
+from archivist.service.storage.file_store import open_file_store
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from archivist.rag import default_registry
-from archivist.service.guards.upload_types import UploadTypeError, check_upload_type
+from archivist.service.errors import UploadTypeError
+from archivist.service.indexing.upload_types import check_upload_type
 from factories import make_pdf
 
 GZIP_TEXT = gzip.compress(b"notes about the harbour\n", mtime=0)

@@ -76,16 +76,18 @@ def test_open_collections_is_refused_for_a_server_store(capsys) -> None:
 
 
 async def test_the_service_store_keeps_open_what_it_is_told(tmp_path) -> None:
+    from archivist.rag.knowledge.factories import open_store
     from archivist.rag.store.process import ProcessStore
     from archivist.service import ServiceSettings
-    from archivist.service.retrieval.vectors import open_store
+    from archivist.service.runtime import store_spec
     from archivist.testing.store import DIMENSIONS, record
 
     def open_shards(pid: int) -> int:  # each open shard searches on a thread of its own
         tasks = Path(f"/proc/{pid}/task").iterdir()
         return sum((task / "comm").read_text().startswith("edge-search") for task in tasks)
 
-    async with open_store(ServiceSettings(home=tmp_path, open_collections=2)) as store:
+    settings = ServiceSettings(home=tmp_path, open_collections=2)
+    async with open_store(store_spec(settings)) as store:
         assert isinstance(store, ProcessStore)  # the engine's GIL is not the service's
         for name in "abc":
             await store.create_collection(name, DIMENSIONS)

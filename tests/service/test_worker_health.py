@@ -15,6 +15,7 @@ from sqlalchemy.exc import OperationalError
 from archivist.cli.main import main
 from archivist.service.indexing import jobs
 from archivist.service.indexing.health import IndexerHealth
+from archivist.service.indexing.queue_metrics import watch_queue
 from archivist.service.storage.database import make_engine
 from archivist.service.telemetry.metrics import ServiceMetrics, serve_metrics
 from pgvector_server import fresh_database, pgvector_server
@@ -36,7 +37,7 @@ def reported(tmp_path: Path) -> Iterator[tuple[int, IndexerHealth]]:
     """A metrics listener reporting an indexer's health, as `archivist worker` serves it."""
     metrics, health = ServiceMetrics(), IndexerHealth()
     engine = make_engine(f"sqlite:///{tmp_path / 'service.db'}")
-    unwatch = metrics.watch_queue(engine, lambda: 0, health)
+    unwatch = watch_queue(metrics.registry, engine, lambda: 0, health)
     port = free_port()
     stop = serve_metrics(metrics, "127.0.0.1", port)
     try:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from archivist.rag.store.qdrant import QdrantStore
-from archivist.testing.fixtures import STORE_KINDS, open_store
+from archivist.testing.fixtures import STORE_KINDS, entered_store
 from archivist.testing.store import DIMENSIONS, batches, record, unit
 
 pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect in the local Qdrant")
@@ -19,7 +19,7 @@ NO_TENANT = {"tenant": None}
 
 @pytest.fixture(params=STORE_KINDS)
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[QdrantStore]:
-    async with open_store(request.param, tmp_path) as opened:
+    async with entered_store(request.param, tmp_path) as opened:
         yield opened
 
 

@@ -23,7 +23,7 @@ from archivist.rag.store.file_lock import StoreLockedError
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.rag.store.qdrant.edge import collection as collection_module
 from archivist.rag.store.qdrant.edge.collection import EdgeCollection
-from archivist.testing.fixtures import open_store
+from archivist.testing.fixtures import entered_store
 from archivist.testing.hybrid_store import DiversityTests, HybridSearchTests
 from archivist.testing.store import (
     DIMENSIONS,
@@ -39,7 +39,7 @@ from archivist.testing.store import (
 
 @pytest.fixture
 async def store(tmp_path: Path) -> AsyncIterator[QdrantStore]:
-    async with open_store("edge-path", tmp_path) as opened:
+    async with entered_store("edge-path", tmp_path) as opened:
         yield opened
 
 

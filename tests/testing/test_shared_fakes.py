@@ -11,7 +11,7 @@ from archivist.embedding import EmbeddingModelBase
 from archivist.message import Base64Source, DataBlock, TextBlock
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.testing.embedding import HashEmbeddingModel, token_vector
-from archivist.testing.fixtures import STORE_KINDS, open_store
+from archivist.testing.fixtures import STORE_KINDS, entered_store
 from archivist.testing.store import record
 
 
@@ -69,13 +69,13 @@ async def test_the_store_fixture_is_an_entered_memory_store(store: QdrantStore) 
 
 
 @pytest.mark.parametrize("kind", STORE_KINDS)
-async def test_open_store_opens_every_kind(kind: str, tmp_path: Path) -> None:
-    async with open_store(kind, tmp_path) as opened:  # type: ignore[arg-type]
+async def test_entered_store_opens_every_kind(kind: str, tmp_path: Path) -> None:
+    async with entered_store(kind, tmp_path) as opened:  # type: ignore[arg-type]
         await opened.create_collection("docs", 4)
         await opened.insert("docs", [record("d", 0)])
         assert [s.document_id for s in await opened.list_documents("docs")] == ["d"]
     if kind == "edge-path":
         assert (tmp_path / "store").is_dir()
     with pytest.raises(ValueError, match="unknown store kind"):
-        async with open_store("nope"):  # type: ignore[arg-type]
+        async with entered_store("nope"):  # type: ignore[arg-type]
             pass

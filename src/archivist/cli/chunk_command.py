@@ -62,9 +62,7 @@ async def run_chunk(args: argparse.Namespace) -> int:
         overlap=args.overlap,
         rebuild=True,  # a preview may try other settings
     )
-    chunker = make_chunker(
-        embedding_model(record.embedding_model), record.chunk_size, record.overlap
-    )
+    chunker = make_chunker(embedding_model(record.embedding_model), record)
     registry = default_registry(ocr_from_args(args))
     failed = 0
     rows: list[dict[str, Any]] = []

@@ -132,9 +132,10 @@ def _local_chat_platform() -> bool:
 
 
 def _ocr_choice(languages: tuple[str, ...]) -> OcrChoice:
-    from archivist.rag.parser.ocr import Ocr
+    from archivist.rag.knowledge import factories
 
-    ocr = Ocr("auto", languages=languages)
+    ocr = factories.ocr("auto", languages, cache_dir=None)
+    assert ocr is not None  # only "off" gives none
     engine = ocr.engine
     return OcrChoice(engine.name if engine is not None else None, ocr.summary())
 
@@ -221,9 +222,9 @@ def _model(name: str, present: bool, gives: str, add: str) -> ModelPiece:
     for it (a model without fitted curves is judged by documented default ones)."""
     if not present:
         return ModelPiece(name, False, gives, "", add)
-    from archivist.embedding import LocalEmbeddingModel
+    from archivist.rag.knowledge import factories
 
-    calibrated = LocalEmbeddingModel(name).relevance_calibrated
+    calibrated = factories.embedding_model(name).relevance_calibrated
     detail = (
         "relevance calibrated"
         if calibrated

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from archivist._util.atomic_file import write_json_atomically
+
+if TYPE_CHECKING:  # pydantic loads when a command reads the records, not for --help
+    from archivist.rag.knowledge.profile import KnowledgeProfile
 
 KBS_FILE = "archivist-kbs.json"
 
@@ -32,42 +35,36 @@ def cache_dir() -> Path:
     return archivist_home() / "embedding-cache"
 
 
-@dataclass(frozen=True)
-class KBRecord:
-    """What the CLI must remember about a knowledge base to search it later."""
+def load_kbs(store_dir: Path) -> dict[str, KnowledgeProfile]:
+    """The knowledge bases recorded in `store_dir`, as profiles without a tenant (a command
+    chooses its own). Records of every version read: keys a profile does not know are
+    ignored, and one without its overlap takes the default."""
+    from archivist.rag.knowledge.profile import KnowledgeProfile
 
-    name: str
-    description: str
-    embedding_model: str
-    dimensions: int
-    chunk_size: int | None = None
-    """Chunking recorded at creation (None: a KB made before settings were recorded)."""
-    overlap: int | None = None
-
-
-def load_kbs(store_dir: Path) -> dict[str, KBRecord]:
-    """The knowledge bases recorded in `store_dir`."""
     path = store_dir / KBS_FILE
     if not path.exists():
         return {}
     raw = json.loads(path.read_text(encoding="utf-8"))
-    known = {f.name for f in fields(KBRecord)}
     return {
-        name: KBRecord(**{k: v for k, v in record.items() if k in known})
+        name: KnowledgeProfile.model_validate({**record, "name": name, "tenant": None})
         for name, record in raw.items()
     }
 
 
-def save_kb(store_dir: Path, record: KBRecord) -> None:
+def save_kb(store_dir: Path, profile: KnowledgeProfile) -> None:
     """Record (or update) one knowledge base in `store_dir`, atomically."""
     kbs = load_kbs(store_dir)
-    kbs[record.name] = record
+    kbs[profile.name] = profile
     store_dir.mkdir(parents=True, exist_ok=True)
-    write_json_atomically(store_dir / KBS_FILE, {n: asdict(r) for n, r in kbs.items()})
+    _write(store_dir, kbs)
 
 
 def forget_kb(store_dir: Path, name: str) -> None:
     """Remove knowledge base `name` from the registry of `store_dir`, atomically."""
     kbs = load_kbs(store_dir)
     kbs.pop(name, None)
-    write_json_atomically(store_dir / KBS_FILE, {n: asdict(r) for n, r in kbs.items()})
+    _write(store_dir, kbs)
+
+
+def _write(store_dir: Path, kbs: dict[str, KnowledgeProfile]) -> None:
+    write_json_atomically(store_dir / KBS_FILE, {n: p.recorded() for n, p in kbs.items()})

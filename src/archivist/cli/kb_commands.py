@@ -11,9 +11,9 @@ from archivist.cli.home import default_store_dir, load_kbs
 from archivist.cli.output import count, print_json, print_rows
 from archivist.cli.session import (
     check_kb_name,
+    enter_kb_store,
     kb_store_dir,
     open_session,
-    open_store,
     remove_kb,
     unknown_kb,
 )
@@ -85,13 +85,16 @@ def add_kb_commands(commands: Any) -> None:
 
 async def _counts(store_dir: Path, name: str) -> tuple[int | None, int | None]:
     """(documents, chunks) of KB `name` over every tenant; (None, None) while it is in use."""
-    from archivist.rag.store.qdrant import QdrantStore, StoreLockedError
+    from archivist.errors import StoreLockedError
 
     try:
-        async with QdrantStore(path=kb_store_dir(store_dir, name)) as store:
-            documents = await store.list_documents(name)
+        store = await enter_kb_store(kb_store_dir(store_dir, name), name, wait=0.0)
     except StoreLockedError:
         return None, None
+    try:
+        documents = await store.list_documents(name)
+    finally:
+        await store.__aexit__(None, None, None)
     return len(documents), sum(d.chunk_count for d in documents)
 
 
@@ -154,7 +157,7 @@ async def run_kbs_rm(args: argparse.Namespace) -> int:
         "only indexing the files again brings them back",
         args.yes,
     )
-    store = await open_store(kb_store_dir(store_dir, name), name, args.wait)
+    store = await enter_kb_store(kb_store_dir(store_dir, name), name, args.wait)
     try:
         await remove_kb(store, store_dir, name)
     finally:

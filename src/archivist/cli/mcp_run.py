@@ -15,12 +15,18 @@ from typing import Any
 from mcp.server.stdio import stdio_server
 
 from archivist.cli.arguments import CLIError
-from archivist.cli.home import KBRecord, default_store_dir, load_kbs
-from archivist.cli.session import check_kb_name, embedding_model, kb_store_dir, open_store
+from archivist.cli.home import default_store_dir, load_kbs
+from archivist.cli.session import (
+    check_kb_name,
+    embedding_model,
+    enter_kb_store,
+    kb_store_dir,
+)
 from archivist.embedding import EmbeddingModelBase
 from archivist.mcp.server import KnowledgeSource, knowledge_server
-from archivist.rag import KnowledgeBase, QdrantStore
-from archivist.rag.store.tenant import tenant_scope
+from archivist.rag import KnowledgeBase
+from archivist.rag.knowledge import factories
+from archivist.rag.knowledge.profile import KnowledgeProfile, StoreSpec
 
 
 class LocalKnowledgeSource(KnowledgeSource):
@@ -37,31 +43,30 @@ class LocalKnowledgeSource(KnowledgeSource):
         self._models: dict[str, EmbeddingModelBase] = {}
         self._opening = asyncio.Lock()
 
-    def records(self) -> list[KBRecord]:
-        """The served knowledge bases' records, by name."""
+    def records(self) -> list[KnowledgeProfile]:
+        """The served knowledge bases' profiles, by name, scoped to the served tenant."""
         records = load_kbs(self.store_dir)
         names = self.names if self.names is not None else sorted(records)
-        return [records[name] for name in names if name in records]
+        return [
+            records[name].model_copy(update={"tenant": self.tenant})
+            for name in names
+            if name in records
+        ]
 
     def _model(self, name: str) -> EmbeddingModelBase:
         if name not in self._models:
             self._models[name] = embedding_model(name)
         return self._models[name]
 
-    def _handle(self, record: KBRecord, store: QdrantStore) -> KnowledgeBase:
-        return KnowledgeBase(
-            name=record.name,
-            description=record.description,
-            embedding_model=self._model(record.embedding_model),
-            vector_store=store,
-            collection=record.name,
-            metadata_filter=tenant_scope(self.tenant),
-        )
-
     async def knowledge_bases(self, request: Any) -> list[KnowledgeBase]:
+        # Handles for their names and descriptions; `open` binds them to an entered store.
         return [
-            self._handle(record, QdrantStore(path=kb_store_dir(self.store_dir, record.name)))
-            for record in self.records()
+            factories.knowledge_base(
+                profile,
+                factories.open_store(StoreSpec(path=kb_store_dir(self.store_dir, profile.name))),
+                self._model(profile.embedding_model),
+            )
+            for profile in self.records()
         ]
 
     @asynccontextmanager
@@ -69,22 +74,17 @@ class LocalKnowledgeSource(KnowledgeSource):
         self, knowledge_bases: Sequence[KnowledgeBase]
     ) -> AsyncIterator[list[KnowledgeBase]]:
         # One search at a time: a store directory admits one opener, this process included.
+        profiles = {profile.name: profile for profile in self.records()}
         async with self._opening, AsyncExitStack() as stack:
             handles = []
             for kb in knowledge_bases:
                 directory = kb_store_dir(self.store_dir, kb.name)
-                store = await open_store(directory, kb.name, self.wait)
+                store = await enter_kb_store(directory, kb.name, self.wait)
                 stack.push_async_exit(store.__aexit__)
-                handles.append(
-                    KnowledgeBase(
-                        name=kb.name,
-                        description=kb.description,
-                        embedding_model=kb.embedding_model,
-                        vector_store=store,
-                        collection=kb.collection,
-                        metadata_filter=kb.metadata_filter,
-                    )
+                profile = profiles.get(kb.name) or KnowledgeProfile(
+                    name=kb.name, description=kb.description, tenant=self.tenant
                 )
+                handles.append(factories.knowledge_base(profile, store, kb.embedding_model))
             yield handles
 
     async def aclose(self) -> None:

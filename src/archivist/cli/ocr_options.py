@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from archivist.cli.arguments import CLIError, add_option
+from archivist.cli.arguments import add_option
 from archivist.cli.home import archivist_home
 from archivist.options import OCR, OCR_LANGUAGES
 from archivist.rag.parser.ocr.choices import LANGUAGES_PATTERN
@@ -36,18 +36,8 @@ def ocr_from_args(
 ) -> Ocr | None:
     """The `Ocr` the options ask for (None: off), its results cached in the Archivist home;
     an engine named but not usable is a CLIError saying what to install."""
-    if args.ocr == "off":
-        return None
-    from archivist.rag.parser.ocr import Ocr
+    from archivist.rag.knowledge import factories
 
-    try:
-        ocr = Ocr(
-            args.ocr,
-            languages=args.ocr_languages,
-            cache_dir=archivist_home() / "ocr-cache",
-            on_page=on_page,
-        )
-        ocr.engine  # noqa: B018  # resolves now: a missing engine is a usage error, not N failures
-    except ValueError as exc:
-        raise CLIError(f"--ocr {args.ocr}: {exc}") from None
-    return ocr
+    return factories.ocr(
+        args.ocr, args.ocr_languages, cache_dir=archivist_home() / "ocr-cache", on_page=on_page
+    )

@@ -262,7 +262,7 @@ async def run_serve(args: argparse.Namespace) -> int:
         show_startup_choices()
     # Worker threads parse, chunk and count while the event loop answers requests: a
     # shorter switch interval than CPython's 5 ms hands the GIL back to the loop sooner
-    # (benchmarks/bench_service_security.py, latency part).
+    # (benchmarks/service/bench_service_security.py, latency part).
     from archivist._util.thread_priority import answer_sooner
 
     answer_sooner()

@@ -12,17 +12,19 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
-import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archivist.chunk_defaults import DEFAULT_OVERLAP
-from archivist.cli.arguments import CHUNKING_OPTIONS, CLIError, chunk_settings, chunking_error
+from archivist.cli.arguments import (
+    CHUNKING_OPTIONS,
+    CLIError,
+    chunk_settings,
+    chunking_error,
+)
 from archivist.cli.home import (
-    KBRecord,
     cache_dir,
     default_store_dir,
     forget_kb,
@@ -30,25 +32,27 @@ from archivist.cli.home import (
     save_kb,
 )
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL
-from archivist.errors import StoreLockedError
+from archivist.errors import InvalidArgumentError, StoreLockedError
 
 if TYPE_CHECKING:  # the heavy modules load inside the functions that use them
     from archivist.embedding import EmbeddingModelBase
     from archivist.rag import KnowledgeBase
     from archivist.rag.chunker import TokenChunker
-    from archivist.rag.store.qdrant import QdrantStore
+    from archivist.rag.knowledge.profile import KnowledgeProfile
+    from archivist.rag.store.base import VectorStoreBase
 
 DEFAULT_EMBEDDING_TIMEOUT = 30.0
+"""Seconds one request to a remote embedding model may take (the factories' default)."""
 
 
 @dataclass
 class Session:
     """An open store and the knowledge-base handle the command works on."""
 
-    store: QdrantStore
+    store: VectorStoreBase
     kb: KnowledgeBase
     store_dir: Path
-    record: KBRecord
+    record: KnowledgeProfile
     make_chunker: Callable[[], TokenChunker] = field(repr=False)
     _chunker: TokenChunker | None = field(default=None, init=False, repr=False)
 
@@ -61,55 +65,31 @@ class Session:
         return self._chunker
 
 
-def make_chunker(
-    model: EmbeddingModelBase, chunk_size: int | None, overlap: int | None
-) -> TokenChunker:
-    """The chunker of these settings for `model` (None: `ChunkSettings`' default), or a
-    one-line CLIError naming the option; the pair is checked before the tokenizer loads."""
-    from archivist.rag.chunker import chunker_for
+def make_chunker(model: EmbeddingModelBase, profile: KnowledgeProfile) -> TokenChunker:
+    """The chunker of `profile`'s settings for `model`, or a one-line CLIError naming the
+    option."""
+    from archivist.rag.knowledge import factories
 
-    settings = chunk_settings(chunk_size, overlap)
     try:
-        return chunker_for(model.chunk_tokenizer(), settings.chunk_size, settings.overlap)
+        return factories.chunker(profile, model)
     except ValueError as exc:
         raise chunking_error(exc) from None
 
 
 def embedding_model(name: str, timeout: float = DEFAULT_EMBEDDING_TIMEOUT) -> EmbeddingModelBase:
-    """The model `name` names, behind the on-disk embedding cache.
+    """The model `--embedding` names, behind the on-disk embedding cache.
 
     A registry name (offline), `dashscope:MODEL[:DIMS]` (key from DASHSCOPE_API_KEY) or
     `openai:MODEL:DIMS` (key and endpoint from OPENAI_API_KEY / OPENAI_BASE_URL).
     """
-    from archivist.embedding import CachedEmbeddingModel, LocalEmbeddingModel
+    from archivist.rag.knowledge import factories
 
-    provider, _, rest = name.partition(":")
-    model: EmbeddingModelBase
-    if provider == "dashscope" and rest:
-        from archivist.credential import DashScopeCredential
-        from archivist.embedding import DashScopeEmbeddingModel
-
-        model_name, _, dims = rest.partition(":")
-        model = DashScopeEmbeddingModel(
-            credential=DashScopeCredential(),
-            model=model_name,
-            dimensions=_dimensions(name, dims or "1024"),
-            timeout=timeout,
-        )
-    elif provider == "openai" and rest:
-        from archivist.embedding import OpenAIEmbeddingModel
-
-        model_name, _, dims = rest.partition(":")
-        model = OpenAIEmbeddingModel(model_name, _dimensions(name, dims), timeout=timeout)
-    else:
-        model = LocalEmbeddingModel(name)
-    return CachedEmbeddingModel(model, cache_dir())
-
-
-def _dimensions(spec: str, text: str) -> int:
-    if not text.isdigit() or int(text) <= 0:
-        raise CLIError(f"--embedding {spec!r}: give the vector size, e.g. openai:MODEL:1536")
-    return int(text)
+    try:
+        return factories.embedding_model(name, cache_dir=cache_dir(), timeout=timeout)
+    except InvalidArgumentError as exc:
+        if exc.argument != "embedding_model":
+            raise
+        raise CLIError(f"--embedding: {exc}") from None
 
 
 def kb_store_dir(store_dir: Path, name: str) -> Path:
@@ -131,29 +111,30 @@ def check_kb_name(name: str) -> None:
 
 
 def settled_record(
-    record: KBRecord | None,
+    record: KnowledgeProfile | None,
     name: str,
     *,
     embedding: str | None,
     chunk_size: int | None,
     overlap: int | None,
     rebuild: bool,
-) -> KBRecord:
+) -> KnowledgeProfile:
     """The settings a run uses: the KB's own, or for a new KB the given ones (else defaults).
 
     A value that differs from what the KB was built with is a CLIError unless `rebuild`; new
     or changed sizes are checked here, before the model loads (recorded ones are not, so a
     search loads no chunker).
     """
+    from archivist.rag.knowledge.profile import KnowledgeProfile
+
     if record is None:
         chunking = chunk_settings(chunk_size, overlap)
-        return KBRecord(
-            name,
-            f"Files indexed into {name}",
-            embedding or DEFAULT_EMBEDDING_MODEL,
-            0,
-            chunking.chunk_size,
-            chunking.overlap,
+        return KnowledgeProfile(
+            name=name,
+            description=f"Files indexed into {name}",
+            embedding_model=embedding or DEFAULT_EMBEDDING_MODEL,
+            chunk_size=chunking.chunk_size,
+            overlap=chunking.overlap,
         )
     wanted = {"embedding_model": embedding, "chunk_size": chunk_size, "overlap": overlap}
     flags = {"embedding_model": "--embedding", **CHUNKING_OPTIONS}
@@ -169,12 +150,11 @@ def settled_record(
                 f"(or use another --kb)"
             )
         changes[setting] = value
-    settled = replace(record, **changes)
-    if settled.overlap is None:  # a KB made before settings were recorded
-        settled = replace(settled, overlap=DEFAULT_OVERLAP)
     if changes.keys() & CHUNKING_OPTIONS.keys():
-        chunk_settings(settled.chunk_size, settled.overlap)
-    return settled
+        chunk_settings(
+            changes.get("chunk_size", record.chunk_size), changes.get("overlap", record.overlap)
+        )
+    return record.model_copy(update=changes) if changes else record
 
 
 def unknown_kb(name: str, store_dir: Path, hint: str) -> CLIError:
@@ -191,7 +171,7 @@ def empty_kb(name: str) -> CLIError:
     )
 
 
-async def remove_kb(store: QdrantStore, store_dir: Path, name: str) -> None:
+async def remove_kb(store: VectorStoreBase, store_dir: Path, name: str) -> None:
     """Delete knowledge base `name` from `store` (its open store): its collection, every
     tenant's documents, then its record. In that order an interruption leaves a recorded,
     empty knowledge base to delete again, never stored vectors without a record."""
@@ -199,37 +179,31 @@ async def remove_kb(store: QdrantStore, store_dir: Path, name: str) -> None:
     forget_kb(store_dir, name)
 
 
-async def open_store(directory: Path, name: str, wait: float) -> QdrantStore:
-    """The store at `directory`, entered; while another process holds it, wait up to `wait`
-    seconds with a message on stderr, then a StoreLockedError naming the knowledge base."""
-    import asyncio
+async def enter_kb_store(directory: Path, name: str, wait: float) -> VectorStoreBase:
+    """Knowledge base `name`'s store at `directory`, entered; while another process holds it,
+    wait up to `wait` seconds with a message on stderr, then a StoreLockedError naming it."""
+    from archivist.rag.knowledge import factories
+    from archivist.rag.knowledge.profile import StoreSpec
 
-    from archivist.rag.store.qdrant import QdrantStore
+    def waiting(holder: str) -> None:
+        print(
+            f"archivist: knowledge base {name!r} is in use ({holder}); "
+            f"waiting up to {wait:g} s (--wait)",
+            file=sys.stderr,
+            flush=True,
+        )
 
-    deadline = time.monotonic() + max(0.0, wait)
-    announced = False
-    while True:
-        store = QdrantStore(path=directory)
-        try:
-            return await store.__aenter__()
-        except StoreLockedError as exc:
-            holder = exc.holder
-            if time.monotonic() >= deadline:
-                raise StoreLockedError(
-                    exc.path,
-                    holder,
-                    message=f"knowledge base {name!r} is in use ({holder}) and stayed so for "
-                    f"{wait:g} s; try again when it finishes or raise --wait",
-                ) from None
-            if not announced:
-                print(
-                    f"archivist: knowledge base {name!r} is in use ({holder}); "
-                    f"waiting up to {wait:g} s (--wait)",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                announced = True
-            await asyncio.sleep(0.25)
+    try:
+        return await factories.enter_store(
+            StoreSpec(kind="edge", path=directory), wait=wait, on_wait=waiting
+        )
+    except StoreLockedError as exc:
+        raise StoreLockedError(
+            exc.path,
+            exc.holder,
+            message=f"knowledge base {name!r} is in use ({exc.holder}) and stayed so for "
+            f"{wait:g} s; try again when it finishes or raise --wait",
+        ) from None
 
 
 @asynccontextmanager
@@ -246,8 +220,7 @@ async def open_session(
 
     With `rebuild` the KB's content (every tenant's) is dropped and the new settings recorded.
     """
-    from archivist.rag import KnowledgeBase
-    from archivist.rag.store.tenant import tenant_scope
+    from archivist.rag.knowledge import factories
 
     check_kb_name(args.kb)
     store_dir: Path = args.store or default_store_dir()
@@ -265,30 +238,25 @@ async def open_session(
     model = embedding_model(
         settled.embedding_model, getattr(args, "embedding_timeout", DEFAULT_EMBEDDING_TIMEOUT)
     )
-    settled = replace(settled, dimensions=model.dimensions)
+    settled = settled.model_copy(update={"dimensions": model.dimensions})
     chunker: Callable[[], TokenChunker]
     if settled == record:  # settings as recorded: the chunker waits until a file is cut
-        chunker = functools.partial(make_chunker, model, settled.chunk_size, settled.overlap)
+        chunker = functools.partial(make_chunker, model, settled)
     else:
         # New or changed settings are checked now, before they are recorded; the chunk size
         # a new KB gets is the model's input length, recorded as a number.
-        made = make_chunker(model, settled.chunk_size, settled.overlap)
-        settled = replace(settled, chunk_size=made.chunk_size)
+        made = make_chunker(model, settled)
+        settled = settled.model_copy(update={"chunk_size": made.chunk_size})
 
         def chunker() -> TokenChunker:
             return made
 
-    store = await open_store(kb_store_dir(store_dir, args.kb), args.kb, args.wait)
+    store = await enter_kb_store(kb_store_dir(store_dir, args.kb), args.kb, args.wait)
     try:
         if rebuild and record is not None:
-            await store.delete_collection(args.kb)
-        kb = KnowledgeBase(
-            name=args.kb,
-            description=settled.description,
-            embedding_model=model,
-            vector_store=store,
-            collection=args.kb,
-            metadata_filter=tenant_scope(args.tenant),
+            await store.delete_collection(settled.collection_name)
+        kb = factories.knowledge_base(
+            settled.model_copy(update={"tenant": args.tenant}), store, model
         )
         if settled != record:
             save_kb(store_dir, settled)

@@ -471,7 +471,7 @@ class OnnxEmbeddingModel(EmbeddingModelBase):
 
 RUN_COST_TOKENS = 20
 """One more run of the graph costs about as much compute as this many more padded tokens (the
-default model on CPU; `benchmarks/bench_query_speed.py plan`)."""
+default model on CPU; `benchmarks/search/bench_query_speed.py plan`)."""
 
 
 def plan_by_length(

@@ -86,7 +86,7 @@ def minilm_int8(**overrides: Any) -> OnnxEmbeddingModel:
         "normalize": True,
         # batch x longest input sizes onnxruntime's working memory: the budget keeps it to
         # 4 inputs of 256 tokens while short inputs share batches of up to 32
-        # (benchmarks/probe_onnx_memory.py).
+        # (benchmarks/ingest/probe_onnx_memory.py).
         "batch_size": 32,
         "token_budget": 1024,
         # Documents: folding would store float copies of the int8 weights, so a process that
@@ -94,9 +94,10 @@ def minilm_int8(**overrides: Any) -> OnnxEmbeddingModel:
         # unfolded each run re-casts every weight and that fixed cost dominates a run of one
         # short query; on every core, like documents: one query takes about as long either
         # way, and batches of queries (a busy service) run far faster
-        # (benchmarks/bench_query_speed.py, bench_service_wrk.py). Building that session
-        # costs about what eight query runs on the lean one cost, so the first eight queries
-        # run there: a CLI search answers its one query without paying for the build.
+        # (benchmarks/search/bench_query_speed.py, service/bench_service_wrk.py). Building
+        # that session costs about what eight query runs on the lean one cost, so the first
+        # eight queries run there: a CLI search answers its one query without paying for the
+        # build.
         "fold_constants": False,
         "query_fold_constants": True,
         "query_session_after": 8,

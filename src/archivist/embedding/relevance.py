@@ -7,7 +7,7 @@ terms. How much a similarity means depends on the model (one model's 0.8 is anot
 and on whether it reads the language; how much a lexical match means depends on the script
 (a Chinese question shares many bigrams with any Chinese paragraph). So each shipped model has
 one logistic curve per search mode and script, fitted on judged queries
-(`benchmarks/calibrate_relevance.py`: BEIR SciFact's train split for alphabetic text, four
+(`benchmarks/quality/calibrate_relevance.py`: BEIR SciFact's train split for alphabetic text, four
 fifths of CMRC 2018's trial split for Chinese; the rest of each checks the result).
 
 A model without fitted curves (a custom one) is judged by the default model's curves and says

@@ -24,7 +24,6 @@ from archivist.eval.metrics import (
 from archivist.eval.runner import (
     EvalConfig,
     EvalResult,
-    build_embedding_model,
     chunk_documents,
     document_section,
     index_corpus,
@@ -41,7 +40,6 @@ __all__ = [
     "EvalQuery",
     "EvalResult",
     "Qrels",
-    "build_embedding_model",
     "chunk_documents",
     "document_section",
     "evaluate",

@@ -20,11 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from archivist.embedding import (
-    CachedEmbeddingModel,
-    EmbeddingModelBase,
-    LocalEmbeddingModel,
-)
+from archivist.embedding import CachedEmbeddingModel, EmbeddingModelBase
 from archivist.eval.calibration import Calibration, Shown, reliability
 from archivist.eval.dataset import BEIRDataset, CorpusDocument, EvalQuery, load_beir
 from archivist.eval.metrics import DEFAULT_METRICS, evaluate, parse_metric, per_query
@@ -41,9 +37,10 @@ from archivist.options import (
     setting_field,
 )
 from archivist.rag import Chunk, ChunkerBase, KnowledgeBase, NewDocument, Section
-from archivist.rag.chunker import ChunkSettings, chunker_for
-from archivist.rag.store.base import SearchMode, VectorStoreBase, check_search_mode
-from archivist.rag.store.qdrant import QdrantStore
+from archivist.rag.chunker import ChunkSettings
+from archivist.rag.knowledge import factories
+from archivist.rag.knowledge.profile import KnowledgeProfile, StoreSpec
+from archivist.rag.store.base import SearchMode, check_search_mode
 from archivist.rag.store.qdrant.backend import VectorDatatype
 
 COLLECTION = "eval"
@@ -214,33 +211,50 @@ def write_trec_run(run: dict[str, dict[str, float]], path: Path, name: str) -> N
                 out.write(f"{query_id} Q0 {doc_id} {position} {score:.6f} {name}\n")
 
 
-def build_embedding_model(name: str, cache_dir: Path | None) -> EmbeddingModelBase:
-    """The named offline model, behind a disk cache when `cache_dir` is given."""
-    model = LocalEmbeddingModel(name)
-    return CachedEmbeddingModel(model, cache_dir) if cache_dir is not None else model
+def eval_profile(config: EvalConfig, corpus: str) -> KnowledgeProfile:
+    """The knowledge base one run indexes `corpus` into, as `config` describes it."""
+    return KnowledgeProfile(
+        name=f"eval-{corpus}",
+        description=f"evaluation corpus {corpus}",
+        embedding_model=config.embedding_model,
+        chunk_size=config.chunk_size,
+        overlap=config.overlap,
+        context_header=config.context_header,
+        collection=COLLECTION,
+    )
+
+
+def eval_store(config: EvalConfig) -> StoreSpec:
+    """A fresh store for one run: Qdrant Edge in memory, or tables of their own in the
+    PostgreSQL database `config.pgvector_url`."""
+    if config.pgvector_url is not None:
+        prefix = f"eval_{secrets.token_hex(4)}"
+        return StoreSpec(kind="pgvector", url=config.pgvector_url, options={"table_prefix": prefix})
+    return StoreSpec(
+        options={
+            "auto_optimize_threshold": config.segment_points,
+            "quantization": config.quantization,
+            "vector_datatype": config.vector_datatype,
+        }
+    )
 
 
 @asynccontextmanager
-async def _eval_store(config: EvalConfig) -> AsyncIterator[VectorStoreBase]:
-    """A fresh store for one run: Qdrant Edge in memory, or tables of their own (dropped
-    afterwards) in the PostgreSQL database `config.pgvector_url`."""
-    if config.pgvector_url is None:
-        async with QdrantStore(
-            location=":memory:",
-            auto_optimize_threshold=config.segment_points,
-            quantization=config.quantization,
-            vector_datatype=config.vector_datatype,
-        ) as edge:
-            yield edge
-        return
-    from archivist.rag.store.pgvector import PgVectorStore
-
-    prefix = f"eval_{secrets.token_hex(4)}"
-    async with PgVectorStore(config.pgvector_url, table_prefix=prefix) as pg:
+async def _evaluated(
+    profile: KnowledgeProfile, spec: StoreSpec, model: EmbeddingModelBase
+) -> AsyncIterator[KnowledgeBase]:
+    """An unscoped handle on a fresh store for the block; its collection is dropped after it
+    (an in-memory store goes with it anyway)."""
+    store = await factories.enter_store(spec)
+    try:
+        kb = factories.knowledge_base(profile, store, model, scoped=False)
         try:
-            yield pg
+            yield kb
         finally:
-            await pg.delete_collection(COLLECTION)
+            if spec.kind != "edge":
+                await store.delete_collection(profile.collection_name)
+    finally:
+        await store.__aexit__(None, None, None)
 
 
 async def run_evaluation(
@@ -254,23 +268,16 @@ async def run_evaluation(
     """Load (or take) the dataset, index it into a fresh in-memory store and score it."""
     data = dataset or load_beir(config.dataset_dir, config.split)
     data = data.subset(config.queries, config.corpus, config.seed)
-    model = embedding_model or build_embedding_model(config.embedding_model, config.cache_dir)
-    tokenizer = model.chunk_tokenizer()
-    chunker = chunker_for(
-        tokenizer, config.chunk_size, config.overlap, context_header=config.context_header
+    profile = eval_profile(config, data.name)
+    model = embedding_model or factories.embedding_model(
+        profile.embedding_model, cache_dir=config.cache_dir
     )
+    chunker = factories.chunker(profile, model)
     latencies: list[float] = []
     shown: list[Shown] | None = [] if config.calibration else None
     cache = model if isinstance(model, CachedEmbeddingModel) else None
     cached_before = cache.totals.cached_inputs if cache is not None else 0
-    async with _eval_store(config) as store:
-        kb = KnowledgeBase(
-            name=f"eval-{data.name}",
-            description=f"evaluation corpus {data.name}",
-            embedding_model=model,
-            vector_store=store,
-            collection=COLLECTION,
-        )
+    async with _evaluated(profile, eval_store(config), model) as kb:
         started = time.perf_counter()
         with _progress(progress, len(data.corpus)) as advance:
             chunks = await index_corpus(

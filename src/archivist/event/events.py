@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from archivist.message import HintBlock, Msg, ToolResultBlock, ToolUseBlock
-from archivist.model.response import ChatUsage
+from archivist.message.usage import ChatUsage
 
 
 class EventBase(BaseModel):

@@ -38,13 +38,16 @@ from archivist.errors import (
     TransientEmbeddingError,
     UnsupportedFileTypeError,
 )
-from archivist.service.guards.quotas import QuotaExceeded
-from archivist.service.indexing.uploads import UploadRejected
-from archivist.service.operations.errors import Conflict, NotFound
+from archivist.service.errors import (
+    Conflict,
+    KBExistsError,
+    NotFound,
+    QuotaExceeded,
+    UploadRejected,
+)
 from archivist.service.outages import RETRY_AFTER_SECONDS, OutageLog, outage_of
 from archivist.service.public_detail import public_detail
 from archivist.service.schemas import Problem
-from archivist.service.storage.catalog import KBExistsError
 
 PROBLEM_JSON = "application/problem+json"
 LIMIT_SCOPE_KEY = "archivist.body_limit"

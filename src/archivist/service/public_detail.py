@@ -15,9 +15,7 @@ from archivist.errors import (
     StoreError,
     StoreLockedError,
 )
-from archivist.service.guards.quotas import QuotaExceeded
-from archivist.service.indexing.uploads import UploadRejected
-from archivist.service.operations.errors import Conflict, NotFound
+from archivist.service.errors import Conflict, NotFound, QuotaExceeded, UploadRejected
 
 
 def public_detail(error: BaseException) -> str:

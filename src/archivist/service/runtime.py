@@ -14,15 +14,15 @@ from sqlalchemy import Engine
 
 from archivist.embedding import EmbeddingModelBase
 from archivist.rag import ChunkerBase, ParserRegistry, default_registry
-from archivist.rag.chunker import chunker_for
+from archivist.rag.knowledge import factories
+from archivist.rag.knowledge.profile import StoreSpec
 from archivist.rag.store.base import VectorStoreBase
 from archivist.rag.store.keyed_lock import KeyedLocks
 from archivist.service.indexing.indexer import Indexer
-from archivist.service.indexing.offload import OffloadedChunker
+from archivist.service.indexing.queue_metrics import watch_queue
 from archivist.service.indexing.sweeper import Sweeper
 from archivist.service.retrieval.embedding import EmbeddingObserver, service_model
 from archivist.service.retrieval.kb_profiles import KBProfiles
-from archivist.service.retrieval.vectors import open_store
 from archivist.service.settings import ServiceSettings
 from archivist.service.storage.database import make_engine
 from archivist.service.storage.private_files import make_private
@@ -33,34 +33,39 @@ logger = logging.getLogger(STARTUP_LOGGER)
 """Says at startup what the defaults that depend on what is installed chose."""
 
 
-def default_model(
-    settings: ServiceSettings, observe: EmbeddingObserver | None = None
-) -> EmbeddingModelBase:
-    """The local model `settings` names; document vectors in the shared on-disk cache."""
-    return service_model(
-        settings.embedding_model,
-        str(settings.home / "embedding-cache"),
-        settings.index_threads,
-        observe,
-        settings.index_niceness,
+def store_spec(settings: ServiceSettings) -> StoreSpec:
+    """Where `settings` keep the vectors: PostgreSQL with pgvector, a Qdrant server, or
+    Qdrant Edge on disk in a child process (the engine holds the GIL while it indexes a
+    segment, which in the service's own process would stop every request)."""
+    if settings.pgvector_url:
+        return StoreSpec(kind="pgvector", url=settings.pgvector_url)
+    if settings.qdrant_url:
+        return StoreSpec(kind="qdrant", url=settings.qdrant_url, api_key=settings.qdrant_api_key)
+    return StoreSpec(
+        path=settings.service_dir / "qdrant",
+        in_child_process=True,
+        options={"max_open_collections": settings.open_collections},
     )
 
 
 def kb_profiles(
-    settings: ServiceSettings, model: EmbeddingModelBase, observe: EmbeddingObserver | None = None
+    settings: ServiceSettings,
+    model: EmbeddingModelBase | None = None,
+    observe: EmbeddingObserver | None = None,
 ) -> KBProfiles:
-    """Each knowledge base's own model and chunker; other local models load on first use."""
-    return KBProfiles(
-        settings,
-        model,
-        lambda name: service_model(
+    """Each knowledge base's own model and chunker, `model` (else the local model `settings`
+    name) for those that chose none; document vectors in the shared on-disk cache."""
+
+    def load(name: str) -> EmbeddingModelBase:
+        return service_model(
             name,
             str(settings.home / "embedding-cache"),
             settings.index_threads,
             observe,
             settings.index_niceness,
-        ),
-    )
+        )
+
+    return KBProfiles(settings, model or load(settings.embedding_model), load)
 
 
 @dataclass(frozen=True)
@@ -93,20 +98,15 @@ async def running_service(
     engine = await asyncio.to_thread(make_engine, settings.resolved_database_url)
     try:
         observe = metrics.observe_embedding if metrics is not None else None
-        model = embedding_model or default_model(settings, observe)
+        profiles = kb_profiles(settings, embedding_model, observe)
+        model = profiles.model_named(settings.embedding_model)
         registry = default_registry(settings.ocr_reader())
         logger.info("OCR: %s", settings.ocr_summary())
         loop = type(asyncio.get_running_loop()).__module__.split(".")[0]
         logger.info("event loop: %s", loop)  # uvloop where installed, else asyncio
-        chunker = OffloadedChunker(
-            chunker_for(model.chunk_tokenizer(), settings.chunk_size, settings.overlap),
-            settings.index_niceness,
-            process_bytes=0,
-            limits=settings.parse_limits,
-        )
-        profiles = kb_profiles(settings, model, observe)
+        chunker = profiles.chunker_of(profiles.defaults())
         locks = KeyedLocks()
-        async with open_store(settings) as store:
+        async with factories.open_store(store_spec(settings)) as store:
             indexer = Indexer(
                 settings,
                 engine,
@@ -125,7 +125,9 @@ async def running_service(
             )
             sweeping = asyncio.create_task(sweeper.run(), name="sweeper")
             unwatch = (
-                metrics.watch_queue(engine, lambda: len(indexer.in_flight), indexer.health)
+                watch_queue(
+                    metrics.registry, engine, lambda: len(indexer.in_flight), indexer.health
+                )
                 if metrics is not None
                 else None
             )

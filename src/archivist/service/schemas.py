@@ -21,6 +21,7 @@ from archivist.rag.document import Chunk
 from archivist.rag.knowledge.citation import citation, copy_citation
 from archivist.rag.knowledge.context import MAX_CONTEXT, context_text
 from archivist.rag.knowledge.ingest import HASH_KEY, PATH_KEY, PIPELINE_KEY
+from archivist.rag.knowledge.profile import KnowledgeProfile
 from archivist.rag.record import VectorSearchResult
 from archivist.rag.store.search_filter import Range, SearchFilter
 from archivist.rag.store.tenant import TENANT_KEY
@@ -96,14 +97,18 @@ class KnowledgeBaseOut(BaseModel):
     overlap: int | None = None
 
     @classmethod
-    def of(cls, kb: KBRecord, indexing: BaseModel | None = None) -> KnowledgeBaseOut:
-        """From a catalog record and the indexing it uses."""
+    def of(cls, kb: KBRecord, profile: KnowledgeProfile | None = None) -> KnowledgeBaseOut:
+        """From a catalog record and the profile it indexes by."""
         return cls(
             name=kb.name,
             description=kb.description,
             document_count=kb.document_count,
             created_at=iso(kb.created_at),
-            **(indexing.model_dump() if indexing is not None else {}),
+            **(
+                profile.model_dump(include={"embedding_model", "chunk_size", "overlap"})
+                if profile is not None
+                else {}
+            ),
         )
 
 

@@ -8,7 +8,6 @@ from typing import Annotated
 
 from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
 
-from archivist.errors import ConfigurationError
 from archivist.options import (
     CHAT_BASE_URL,
     CHAT_MAX_ANSWER,
@@ -43,8 +42,8 @@ from archivist.rag.chunker.child_process import ChildLimits
 from archivist.rag.chunker.settings import ChunkSettings
 from archivist.rag.parser.ocr import Ocr
 from archivist.rag.parser.ocr.choices import LANGUAGE_PATTERN, MAX_LANGUAGES, OcrChoice
-from archivist.service.guards.quotas import Quota
-from archivist.service.storage.file_store import open_file_store
+from archivist.service.files_url import files_location
+from archivist.service.quota import Quota
 
 
 class ServiceSettings(ChunkSettings):
@@ -129,7 +128,7 @@ class ServiceSettings(ChunkSettings):
     @classmethod
     def _known_files_url(cls, value: str | None) -> str | None:
         if value is not None:
-            open_file_store(value, Path("."))  # FileStoreError (a ValueError) names it
+            files_location(value, Path("."))  # FileStoreError (a ValueError) names it
         return value
 
     @model_validator(mode="after")
@@ -148,14 +147,9 @@ class ServiceSettings(ChunkSettings):
 
     @cached_property
     def _ocr(self) -> Ocr | None:
-        if self.ocr == "off":
-            return None
-        reader = Ocr(self.ocr, languages=self.ocr_languages, cache_dir=self.service_dir / "ocr")
-        try:
-            reader.engine  # noqa: B018  # resolved once, here: a missing engine fails at startup
-        except ValueError as exc:
-            raise ConfigurationError(f"--ocr {self.ocr}: {exc}", setting="ocr") from None
-        return reader
+        from archivist.rag.knowledge import factories
+
+        return factories.ocr(self.ocr, self.ocr_languages, cache_dir=self.service_dir / "ocr")
 
     def ocr_summary(self) -> str:
         """What reads scanned pages and images, in one line ("off" when turned off)."""

@@ -6,11 +6,11 @@ Load it as a plugin from your `conftest.py` (needs pytest-asyncio with `asyncio_
 
 Fixtures: `store`, an entered in-memory Qdrant Edge store (Cosine distance), and `hash_model`, a
 32-dimension `HashEmbeddingModel`. A test module needing another Qdrant engine or options defines
-its own `store` fixture with `open_store`:
+its own `store` fixture with `entered_store`:
 
     @pytest.fixture(params=STORE_KINDS)
     async def store(request, tmp_path):
-        async with open_store(request.param, tmp_path) as opened:
+        async with entered_store(request.param, tmp_path) as opened:
             yield opened
 """
 
@@ -35,7 +35,7 @@ mode (the stand-in for a Qdrant server)."""
 
 
 @asynccontextmanager
-async def open_store(
+async def entered_store(
     kind: StoreKind = "edge-memory", directory: Path | None = None, **options: Any
 ) -> AsyncIterator[QdrantStore]:
     """An entered `QdrantStore` of `kind`; `options` go to the store (`distance`, ...).
@@ -70,7 +70,7 @@ async def open_store(
 @pytest.fixture
 async def store() -> AsyncIterator[QdrantStore]:
     """An entered in-memory Qdrant Edge store with Cosine distance."""
-    async with open_store("edge-memory") as opened:
+    async with entered_store("edge-memory") as opened:
         yield opened
 
 

@@ -1,1 +1,1 @@
-"""What the service refuses before any work: bad keys, big or slow bodies, rates, quotas."""
+"""What the service refuses before any work: bad keys, big or slow bodies, rates."""

@@ -23,6 +23,7 @@ from sqlalchemy import Engine
 
 from archivist.embedding import EmbeddingModelBase
 from archivist.rag import ChunkerBase, DocumentNotFoundError, ParserRegistry
+from archivist.rag.knowledge import factories
 from archivist.rag.knowledge.ingest import Outcome, document_id_for, ingest_files
 from archivist.rag.store.base import VectorStoreBase
 from archivist.rag.store.keyed_lock import KeyedLocks
@@ -32,9 +33,8 @@ from archivist.service.indexing.jobs import ClaimedJob
 from archivist.service.indexing.notices import advise_for_the_service
 from archivist.service.outages import OutageLog, outage_of
 from archivist.service.public_detail import public_detail
-from archivist.service.retrieval.kb_profiles import KBProfiles
+from archivist.service.retrieval.kb_profiles import KBProfiles, kb_profile
 from archivist.service.retrieval.tenant_cache import PRIORITY, TENANT
-from archivist.service.retrieval.vectors import kb_handle
 from archivist.service.settings import ServiceSettings
 from archivist.service.storage import catalog
 from archivist.service.storage.catalog import Status
@@ -196,7 +196,10 @@ class Indexer:
                 self.observe(status.value, seconds)
             if not kept:  # deleted meanwhile by another replica: drop what was written
                 with contextlib.suppress(DocumentNotFoundError, ValueError):
-                    await kb_handle(job.kb, self.store, self.model).delete_document(document.id)
+                    handle = factories.knowledge_base(
+                        kb_profile(job.kb, self.settings), self.store, self.model
+                    )
+                    await handle.delete_document(document.id)
 
     async def _postpone(self, job: ClaimedJob, dependency: str, error: Exception) -> None:
         """Try `job` again after a pause that doubles with each try (RETRY_BASE s first),
@@ -228,7 +231,7 @@ class Indexer:
             record = await asyncio.to_thread(catalog.with_settings, self.engine, job.kb)
             model = await asyncio.to_thread(self.profiles.model, record)
             chunker = await asyncio.to_thread(self.profiles.chunker, record)
-        kb = kb_handle(job.kb, self.store, model)
+        kb = factories.knowledge_base(kb_profile(job.kb, self.settings), self.store, model)
         path = self.files.local_path(job.document.path)
         if document_id_for(path, kb.metadata_filter) != job.document.id:  # as ingest derives it
             return Status.FAILED, 0, "the stored file moved since it was uploaded; upload it again"

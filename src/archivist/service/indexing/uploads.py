@@ -10,31 +10,19 @@ import unicodedata
 import uuid
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
-from archivist.errors import ArchivistError
 from archivist.rag.knowledge.ingest import document_id_for
 from archivist.rag.parser.registry import ParserRegistry
 from archivist.rag.store.base import MetadataFilter
-from archivist.service.guards.upload_types import UploadTypeError, check_upload_type
+from archivist.service.errors import UploadRejected, UploadTypeError
+from archivist.service.indexing.upload_types import check_upload_type
 from archivist.service.storage.catalog import NewUpload
 
 MAX_NAME_BYTES = 200
 _INVISIBLE = frozenset({"Cf", "Cs", "Co", "Cn"})
 """Format (bidi, zero-width), surrogate, private-use and unassigned characters: dropped."""
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f/\\:*?\"<>|]")
-
-
-class UploadRejected(ArchivistError, ValueError):
-    """An upload that cannot be accepted; `status` is the HTTP status to answer with, and
-    `errors` the problem's entries, one per file, when every file was refused."""
-
-    def __init__(
-        self, status: int, message: str, errors: list[dict[str, Any]] | None = None
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.errors = errors
 
 
 def safe_filename(raw: str | None) -> str:

@@ -1,5 +1,2 @@
 """The service's operations as plain async functions over `ServiceState`: the routes, MCP and
-tests call them; they return records and raise typed errors, never HTTP answers.
-
-Kept free of imports so `archivist.service.problems` can import `operations.errors` alone.
-"""
+tests call them; they return records and raise typed errors, never HTTP answers."""

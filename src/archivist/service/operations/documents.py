@@ -17,18 +17,16 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 
 from archivist.rag import Chunk, DocumentNotFoundError
-from archivist.service.guards import quotas
+from archivist.rag.store.tenant import tenant_scope
+from archivist.service.errors import NotFound, UploadRejected
 from archivist.service.indexing.uploads import (
     IncomingFile,
     RefusedUpload,
-    UploadRejected,
     new_folders,
     store_uploads,
 )
-from archivist.service.operations.errors import NotFound
-from archivist.service.retrieval.vectors import tenant_scope
 from archivist.service.state import ServiceState
-from archivist.service.storage import catalog, upload_records
+from archivist.service.storage import catalog, quotas, upload_records
 from archivist.service.storage.catalog import DocumentRecord, KBRecord, NewUpload
 from archivist.service.storage.database import reading
 from archivist.service.storage.file_store import DOWNLOAD_BLOCK, FileStore
@@ -91,7 +89,7 @@ async def _upload(
         received,
         state.registry,
         state.settings.max_upload_bytes,
-        tenant_scope(kb),
+        tenant_scope(kb.tenant),
         model.supports_multimodal,
         model.model,
     )

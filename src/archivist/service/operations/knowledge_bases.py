@@ -7,13 +7,13 @@ import asyncio
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from archivist.rag import KnowledgeBase
-from archivist.service.guards import quotas
-from archivist.service.operations.errors import InvalidRequest, NotFound
-from archivist.service.retrieval.kb_profiles import KBIndexing
+from archivist.rag.knowledge.profile import KnowledgeProfile
+from archivist.service.errors import InvalidRequest, NotFound
 from archivist.service.state import ServiceState
-from archivist.service.storage import catalog, upload_records
+from archivist.service.storage import catalog, quotas, upload_records
 from archivist.service.storage.catalog import DocumentRecord, KBRecord
 
 MAX_STATUS_IDS = 1000
@@ -45,7 +45,9 @@ async def get_searched_kb(state: ServiceState, tenant: str, name: str) -> KBReco
     return kb
 
 
-async def indexing(state: ServiceState, kbs: Sequence[KBRecord]) -> list[KBIndexing | None]:
+async def indexing(
+    state: ServiceState, kbs: Sequence[KBRecord]
+) -> list[KnowledgeProfile | None]:
     """How each of `kbs` indexes (its own choice or the defaults), with the chunk size it
     cuts (`KBProfiles.shown`); None without per-KB profiles. In a thread: the first look at
     a model's chunker reads its tokenizer."""
@@ -87,21 +89,27 @@ async def create_kb(
     Raises InvalidRequest for a model or chunk sizes that cannot be used, QuotaExceeded
     when the tenant may have no more, KBExistsError when the name is taken.
     """
-    chosen: KBIndexing | None = None
+    chosen: dict[str, Any] = {}
     if state.profiles is not None and (
         embedding_model is not None or chunk_size is not None or overlap is not None
     ):
-        defaults = state.profiles.defaults()
-        chosen = KBIndexing(
-            embedding_model=embedding_model or defaults.embedding_model,
-            chunk_size=chunk_size if chunk_size is not None else defaults.chunk_size,
-            overlap=overlap if overlap is not None else defaults.overlap,
-        )
-        try:  # recorded as the number it cuts, shown so whether its model is loaded or not
-            chunk_size = await asyncio.to_thread(state.profiles.chunk_size_for, chosen)
+        settings = state.settings
+        try:
+            profile = KnowledgeProfile.of(
+                name=name,
+                embedding_model=embedding_model or settings.embedding_model,
+                chunk_size=chunk_size if chunk_size is not None else settings.chunk_size,
+                overlap=overlap if overlap is not None else settings.overlap,
+            )
+            # recorded as the number it cuts, shown so whether its model is loaded or not
+            cuts = await asyncio.to_thread(state.profiles.chunk_size_for, profile)
         except ValueError as exc:
             raise InvalidRequest(str(exc)) from None
-        chosen.chunk_size = chunk_size
+        chosen = {
+            "embedding_model": profile.embedding_model,
+            "chunk_size": cuts,
+            "overlap": profile.overlap,
+        }
     quota = functools.partial(
         quotas.check_new_kb, tenant=tenant, quota=state.settings.quota_for(tenant)
     )
@@ -113,7 +121,7 @@ async def create_kb(
             name,
             description,
             check=quota,
-            **(chosen.model_dump() if chosen is not None else {}),
+            **chosen,
         )
     )
     handle = await state.handle(kb)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from archivist.service.chat import ChatRun
-from archivist.service.operations.errors import Conflict, NotFound
+from archivist.service.errors import Conflict, NotFound
 from archivist.service.operations.knowledge_bases import find_searched_kb
 from archivist.service.state import ServiceState
 from archivist.service.storage import sessions_store

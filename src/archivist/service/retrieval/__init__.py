@@ -1,1 +1,2 @@
-"""The vector side of the service: stores, embedding models and per-knowledge-base profiles."""
+"""The vector side of the service: stores, embedding models, chunking off the event loop and
+per-knowledge-base profiles."""

@@ -13,11 +13,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from archivist.embedding import EmbeddingModelBase, LocalEmbeddingModel
+from archivist.embedding import EmbeddingModelBase
 from archivist.embedding.base import BatchItem, EmbeddingInput, InputType
 from archivist.embedding.response import EmbeddingResponse
 from archivist.embedding.tokenizer import ModelTokenizer
 from archivist.errors import InvalidArgumentError
+from archivist.rag.knowledge import factories
 from archivist.service.retrieval.query_batcher import QueryBatcher
 from archivist.service.retrieval.tenant_cache import TenantCachedEmbeddingModel
 
@@ -88,9 +89,9 @@ def service_model(
     """The local model `name` twice: for queries, and for documents on `index_threads` cores
     at `index_niceness`; `observe` is told the duration of each call."""
     try:
-        documents = LocalEmbeddingModel(
+        documents = factories.embedding_model(
             name, threads=index_threads, document_niceness=index_niceness
         )
     except TypeError:  # a registered model without these settings
-        documents = LocalEmbeddingModel(name)
-    return SplitModel(LocalEmbeddingModel(name), documents, cache_dir, observe)
+        documents = factories.embedding_model(name)
+    return SplitModel(factories.embedding_model(name), documents, cache_dir, observe)

@@ -10,26 +10,30 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from pydantic import BaseModel, ConfigDict
-
 from archivist.embedding import EmbeddingModelBase
 from archivist.embedding.registry import list_embedding_models
 from archivist.errors import InvalidArgumentError
 from archivist.rag import ChunkerBase
-from archivist.rag.chunker import chunker_for
-from archivist.service.indexing.offload import OffloadedChunker
+from archivist.rag.knowledge import factories
+from archivist.rag.knowledge.profile import KnowledgeProfile
+from archivist.service.retrieval.offload import OffloadedChunker
 from archivist.service.settings import ServiceSettings
 from archivist.service.storage.catalog import KBRecord
 
 
-class KBIndexing(BaseModel):
-    """A knowledge base's indexing choices, as recorded."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    embedding_model: str
-    chunk_size: int | None
-    overlap: int
+def kb_profile(kb: KBRecord, settings: ServiceSettings) -> KnowledgeProfile:
+    """`kb` as a profile confined to its tenant: its recorded indexing, the service's
+    defaults where it chose none (those follow `settings` as they are now)."""
+    chose = kb.embedding_model is not None
+    return KnowledgeProfile(
+        name=kb.name,
+        description=kb.description,
+        collection=kb.collection,
+        tenant=kb.tenant,
+        embedding_model=kb.embedding_model if chose else settings.embedding_model,
+        chunk_size=kb.chunk_size if chose else settings.chunk_size,
+        overlap=kb.overlap if chose and kb.overlap is not None else settings.overlap,
+    )
 
 
 class KBProfiles:
@@ -48,23 +52,20 @@ class KBProfiles:
         """(model, chunk size, overlap) → the chunker and the chunk size it cuts."""
         self._lock = threading.Lock()
 
-    def defaults(self) -> KBIndexing:
-        """What a knowledge base that chose nothing uses."""
-        return KBIndexing(
-            embedding_model=self.settings.embedding_model,
-            chunk_size=self.settings.chunk_size,
-            overlap=self.settings.overlap,
+    def defaults(self) -> KnowledgeProfile:
+        """How a knowledge base that chose nothing indexes (named after the model, as it
+        stands for no knowledge base of its own)."""
+        settings = self.settings
+        return KnowledgeProfile(
+            name=settings.embedding_model,
+            embedding_model=settings.embedding_model,
+            chunk_size=settings.chunk_size,
+            overlap=settings.overlap,
         )
 
-    def indexing(self, kb: KBRecord) -> KBIndexing:
-        """`kb`'s recorded choices, the service's defaults where it has none."""
-        if kb.embedding_model is None:
-            return self.defaults()
-        return KBIndexing(
-            embedding_model=kb.embedding_model,
-            chunk_size=kb.chunk_size,
-            overlap=kb.overlap if kb.overlap is not None else self.settings.overlap,
-        )
+    def profile(self, kb: KBRecord) -> KnowledgeProfile:
+        """`kb`'s profile (see `kb_profile`)."""
+        return kb_profile(kb, self.settings)
 
     def model_named(self, name: str) -> EmbeddingModelBase:
         """The loaded model `name`; ValueError naming the available ones when unknown."""
@@ -83,23 +84,22 @@ class KBProfiles:
         with self._lock:
             return self._models.setdefault(name, loaded)
 
-    def chunker_for(self, indexing: KBIndexing) -> ChunkerBase:
-        """The chunker `indexing` describes; ValueError when its sizes do not fit the model."""
-        return self._built(indexing)[0]
+    def chunker_of(self, profile: KnowledgeProfile) -> ChunkerBase:
+        """The chunker `profile` describes; ValueError when its sizes do not fit the model."""
+        return self._built(profile)[0]
 
-    def chunk_size_for(self, indexing: KBIndexing) -> int:
-        """The tokens per chunk `indexing` cuts: its `chunk_size`, else its model's input
-        length; ValueError as `chunker_for`."""
-        return self._built(indexing)[1]
+    def chunk_size_for(self, profile: KnowledgeProfile) -> int:
+        """The tokens per chunk `profile` cuts: its `chunk_size`, else its model's input
+        length; ValueError as `chunker_of`."""
+        return self._built(profile)[1]
 
-    def _built(self, indexing: KBIndexing) -> tuple[ChunkerBase, int]:
-        key = (indexing.embedding_model, indexing.chunk_size, indexing.overlap)
+    def _built(self, profile: KnowledgeProfile) -> tuple[ChunkerBase, int]:
+        key = (profile.embedding_model, profile.chunk_size, profile.overlap)
         with self._lock:
             built = self._chunkers.get(key)
         if built is not None:
             return built
-        model = self.model_named(indexing.embedding_model)
-        inner = chunker_for(model.chunk_tokenizer(), indexing.chunk_size, indexing.overlap)
+        inner = factories.chunker(profile, self.model_named(profile.embedding_model))
         offloaded = OffloadedChunker(  # in a child within limits, like the service's own chunker
             inner,
             self.settings.index_niceness,
@@ -109,24 +109,24 @@ class KBProfiles:
         with self._lock:
             return self._chunkers.setdefault(key, (offloaded, inner.chunk_size))
 
-    def shown(self, kb: KBRecord) -> KBIndexing:
-        """`kb`'s indexing as the API shows it: `indexing`, with the chunk size it cuts where
-        it chose none (its model's input length) once that model is loaded (never loads
-        one: before, the recorded None)."""
-        indexing = self.indexing(kb)
-        if indexing.chunk_size is None and self.loaded(kb) is not None:
-            return indexing.model_copy(update={"chunk_size": self.chunk_size_for(indexing)})
-        return indexing
+    def shown(self, kb: KBRecord) -> KnowledgeProfile:
+        """`kb`'s profile as the API shows it, with the chunk size it cuts where it chose
+        none (its model's input length) once that model is loaded (never loads one: before,
+        the recorded None)."""
+        profile = self.profile(kb)
+        if profile.chunk_size is None and self.loaded(kb) is not None:
+            return profile.model_copy(update={"chunk_size": self.chunk_size_for(profile)})
+        return profile
 
     def loaded(self, kb: KBRecord) -> EmbeddingModelBase | None:
         """The model `kb` embeds with if it is loaded already, else None (no loading)."""
         with self._lock:
-            return self._models.get(self.indexing(kb).embedding_model)
+            return self._models.get(self.profile(kb).embedding_model)
 
     def model(self, kb: KBRecord) -> EmbeddingModelBase:
         """The model `kb` embeds with."""
-        return self.model_named(self.indexing(kb).embedding_model)
+        return self.model_named(self.profile(kb).embedding_model)
 
     def chunker(self, kb: KBRecord) -> ChunkerBase:
         """The chunker `kb`'s documents are cut with."""
-        return self.chunker_for(self.indexing(kb))
+        return self.chunker_of(self.profile(kb))

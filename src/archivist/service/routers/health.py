@@ -3,20 +3,12 @@ answers; 503 naming the dependency otherwise)."""
 
 from __future__ import annotations
 
-import asyncio
-
 from fastapi import APIRouter
-from sqlalchemy import text
 
 from archivist.service.dependencies import State
-from archivist.service.storage.database import reading
+from archivist.service.operations import health as operations
 
 router = APIRouter(tags=["health"])
-
-
-def _ping(state: State) -> None:
-    with reading(state.engine) as db:
-        db.execute(text("SELECT 1"))
 
 
 @router.get("/livez")
@@ -30,5 +22,5 @@ async def livez() -> dict[str, str]:
 async def healthz(state: State) -> dict[str, str]:
     """200 `{"status": "ok"}` while the service can serve requests; 503 with Retry-After,
     naming the dependency, while its database cannot be reached."""
-    await asyncio.to_thread(_ping, state)
+    await operations.check_ready(state)
     return {"status": "ok"}

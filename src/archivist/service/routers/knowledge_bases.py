@@ -19,7 +19,6 @@ from archivist.service.schemas import (
     Problem,
 )
 from archivist.service.state import ServiceState
-from archivist.service.storage.catalog import KBRecord
 
 router = APIRouter(prefix="/v1/knowledge-bases", tags=["knowledge bases"])
 
@@ -53,7 +52,8 @@ async def create_knowledge_base(
     return await _out(kb, state)
 
 
-async def _out(kb: KBRecord, state: ServiceState) -> KnowledgeBaseOut:
+async def _out(kb: KB, state: ServiceState) -> KnowledgeBaseOut:
+    """`kb` as answered, with how it indexes."""
     [indexing] = await operations.indexing(state, [kb])
     return KnowledgeBaseOut.of(kb, indexing)
 

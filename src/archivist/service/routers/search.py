@@ -5,9 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from archivist.rag.knowledge import query_cache
+from archivist.rag.store.tenant import tenant_scope
 from archivist.service.dependencies import SearchedKB, State
 from archivist.service.operations import search as operations
-from archivist.service.retrieval.vectors import tenant_scope
 from archivist.service.schemas import Hit, Problem, SearchRequest, SearchResponse
 from archivist.service.state import ServiceState
 
@@ -37,7 +37,7 @@ async def search(body: SearchRequest, kb: SearchedKB, state: State, request: Req
     write to it since, is answered from memory: no embedding, no store search.
     """
     cache = answers_cache(request, state)
-    scope = query_cache.scope_key(tenant_scope(kb))  # the filter of the handle searched
+    scope = query_cache.scope_key(tenant_scope(kb.tenant))  # the filter of the handle searched
     asked = body.model_dump_json()
     if cache is not None:
         cached = cache.get(state.store, kb.collection, scope, asked)

@@ -6,7 +6,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel
 
 from archivist.service.dependencies import State, Tenant
-from archivist.service.guards.upload_types import accepted_extensions
+from archivist.service.indexing.upload_types import accepted_extensions
 from archivist.service.operations.sessions import NO_CHAT_MODEL
 
 router = APIRouter(prefix="/v1", tags=["documents"])

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from archivist.errors import InvalidArgumentError
+from archivist.service.errors import KBExistsError
 from archivist.service.storage.database import (
     documents,
     jobs,
@@ -112,13 +112,6 @@ class NewUpload(BaseModel):
     def folder(self) -> str:
         """The file-store folder the upload alone occupies."""
         return self.path.rsplit("/", 1)[0]
-
-
-class KBExistsError(InvalidArgumentError):
-    """The tenant already has a knowledge base of that name."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, argument="name")
 
 
 def _kb(row: Any) -> KBRecord:

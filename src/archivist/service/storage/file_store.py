@@ -28,19 +28,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
-from urllib.parse import urlparse
 
-from archivist.errors import ConfigurationError
+from archivist.service.errors import FileStoreError
+from archivist.service.files_url import files_location
 
 DOWNLOAD_BLOCK = 1 << 20
 """Bytes per read when streaming a stored file out."""
-
-
-class FileStoreError(ConfigurationError):
-    """A `--files-url` that cannot be used; the message names it."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, setting="files_url")
 
 
 def check_key(key: str) -> PurePosixPath:
@@ -234,25 +227,13 @@ def _remove_staged(path: Path, staging: Path) -> None:
 
 
 def open_file_store(files_url: str | None, default_dir: Path) -> FileStore:
-    """The store `files_url` names: None or a path → a directory (default `default_dir`);
-    `s3://BUCKET[/PREFIX]` → that bucket, staging under the temporary directory (or
-    `$ARCHIVIST_S3_STAGING`). FileStoreError for anything else."""
-    if files_url is None or not files_url.strip():
-        return LocalFileStore(default_dir)
-    if files_url.startswith("file://"):
-        return LocalFileStore(Path(urlparse(files_url).path))
-    if files_url.startswith("s3://"):
-        parsed = urlparse(files_url)
-        if not parsed.netloc:
-            raise FileStoreError(f"--files-url {files_url}: name a bucket, s3://BUCKET/PREFIX")
-        prefix = parsed.path.strip("/")
-        staging_root = os.environ.get("ARCHIVIST_S3_STAGING") or os.path.join(
-            tempfile.gettempdir(), "archivist-s3"
-        )
-        staging = Path(staging_root) / parsed.netloc / prefix
-        return S3FileStore(parsed.netloc, prefix, staging)
-    if "://" in files_url:
-        raise FileStoreError(
-            f"--files-url {files_url}: give a directory, file://DIR or s3://BUCKET/PREFIX"
-        )
-    return LocalFileStore(Path(files_url).expanduser())
+    """The store `files_url` names (see `files_location`, which raises FileStoreError for a
+    URL of neither kind); an S3 store stages files under the temporary directory (or
+    `$ARCHIVIST_S3_STAGING`)."""
+    where = files_location(files_url, default_dir)
+    if isinstance(where, Path):
+        return LocalFileStore(where)
+    staging_root = os.environ.get("ARCHIVIST_S3_STAGING") or os.path.join(
+        tempfile.gettempdir(), "archivist-s3"
+    )
+    return S3FileStore(where.name, where.prefix, Path(staging_root) / where.name / where.prefix)

@@ -3,21 +3,16 @@
 Labels are bounded and never tenant data: route templates (`/v1/knowledge-bases/{name}`,
 not the path), methods, status codes, job outcomes and states, embedding input types.
 
-Jobs are counted two ways, each cheap with a million documents: finished jobs by outcome
-are counters this process increments as it finishes them (the documents table, which
-keeps every outcome, is never scanned); the queue is a gauge read on scrape from the jobs
-table, which holds only outstanding jobs (finished ones are deleted) and indexes `state`,
-and is read at most once per `QUEUE_READ_SECONDS` however often /metrics is asked. Every
-replica reports the same shared queue: aggregate it with `max`, the counters with `sum`.
+Finished jobs by outcome are counters this process increments as it finishes them (the
+documents table, which keeps every outcome, is never scanned): aggregate them over replicas
+with `sum`. The shared queue joins the same registry through
+`archivist.service.indexing.queue_metrics`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -28,24 +23,11 @@ from prometheus_client import (
     generate_latest,
     start_http_server,
 )
-from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.registry import Collector
-from sqlalchemy import Engine, func, select
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from archivist.service.indexing.health import IndexerHealth
-from archivist.service.storage.database import jobs, reading
-
-logger = logging.getLogger(__name__)
-
 METRICS_PATH = "/metrics"
-
-QUEUE_READ_SECONDS = 2.0
-"""A queue reading younger than this answers further scrapes."""
-
-JOB_STATES = ("queued", "running")
 
 _HTTP_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 _INDEX_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
@@ -110,99 +92,9 @@ class ServiceMetrics:
         """Time one embedding call (`input_type`: query or document)."""
         self.embedding_seconds.labels(input_type).observe(seconds)
 
-    def watch_queue(
-        self, engine: Engine, in_flight: Callable[[], int], health: IndexerHealth | None = None
-    ) -> Callable[[], None]:
-        """Report the job queue of `engine`, this process's running jobs and its indexer's
-        `health` on each scrape; returns the function that stops reporting them."""
-        collector = QueueCollector(engine, in_flight, health)
-        self.registry.register(collector)
-        return lambda: self.registry.unregister(collector)
-
     def exposition(self) -> bytes:
         """The Prometheus text format of every metric."""
         return generate_latest(self.registry)
-
-
-_HEALTH = (
-    (
-        "archivist_indexer_last_ok_timestamp_seconds",
-        "When this process's indexer last reached the database (claim, lease renewal, job; "
-        "0: not yet).",
-    ),
-    (
-        "archivist_indexer_last_claim_timestamp_seconds",
-        "When this process's indexer last claimed a job (0: not yet).",
-    ),
-    (
-        "archivist_indexer_consecutive_errors",
-        "Failed tries of this process's indexer in a row (database or file store; 0: healthy).",
-    ),
-)
-
-
-class QueueCollector(Collector):
-    """The shared queue's jobs by state, read from the database on scrape (at most every
-    `QUEUE_READ_SECONDS`), and this process's jobs in flight."""
-
-    def __init__(
-        self, engine: Engine, in_flight: Callable[[], int], health: IndexerHealth | None = None
-    ) -> None:
-        self.engine = engine
-        self.in_flight = in_flight
-        self.health = health
-        self._lock = threading.Lock()
-        self._read_at = -QUEUE_READ_SECONDS
-        self._counts: dict[str, int] | None = None
-
-    def describe(self) -> Iterator[GaugeMetricFamily]:
-        """The families `collect` yields, without reading the database."""
-        yield GaugeMetricFamily("archivist_index_jobs", "", labels=("state",))
-        yield GaugeMetricFamily("archivist_index_in_flight", "")
-        if self.health is not None:
-            for name, _ in _HEALTH:
-                yield GaugeMetricFamily(name, "")
-
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        counts = self._queue()
-        if counts is not None:
-            family = GaugeMetricFamily(
-                "archivist_index_jobs",
-                "Indexing jobs in the shared queue by state (queued: waiting; running: leased).",
-                labels=("state",),
-            )
-            for state in JOB_STATES:
-                family.add_metric((state,), counts.get(state, 0))
-            yield family
-        yield GaugeMetricFamily(
-            "archivist_index_in_flight",
-            "Documents this process is indexing now.",
-            value=self.in_flight(),
-        )
-        if self.health is not None:
-            values = {
-                "archivist_indexer_last_ok_timestamp_seconds": self.health.last_ok,
-                "archivist_indexer_last_claim_timestamp_seconds": self.health.last_claim,
-                "archivist_indexer_consecutive_errors": self.health.errors,
-            }
-            for name, text in _HEALTH:
-                value = values[name]
-                yield GaugeMetricFamily(name, text, value=0 if value is None else value)
-
-    def _queue(self) -> dict[str, int] | None:
-        with self._lock:  # concurrent scrapes share one reading
-            if time.monotonic() - self._read_at >= QUEUE_READ_SECONDS:
-                try:
-                    with reading(self.engine) as db:
-                        rows = db.execute(
-                            select(jobs.c.state, func.count()).group_by(jobs.c.state)
-                        ).all()
-                    self._counts = {str(state): int(count) for state, count in rows}
-                except Exception:
-                    logger.warning("reading the job queue for /metrics failed", exc_info=True)
-                    self._counts = None
-                self._read_at = time.monotonic()
-            return self._counts
 
 
 def metrics_route(metrics: ServiceMetrics) -> Route:
