@@ -104,6 +104,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("records", ("archivist.rag.cjk", "archivist.rag.document", "archivist.rag.record")),
     ("documents", ("archivist.rag.parser",)),
     ("chunking", ("archivist.rag.chunker", "archivist.chunk_defaults")),
+    ("options", ("archivist.options",)),  # the settings shells share, read from the stages below
     ("stores", ("archivist.rag.store",)),
     (
         "knowledge",
