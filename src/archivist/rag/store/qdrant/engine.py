@@ -1,40 +1,32 @@
-"""What `QdrantStore` is built on: opening an engine, its collections, and writing to them
-(one write of points with their BM25 vectors, crash-safe replace, delete)."""
+"""`QdrantEngine`: the engine of `QdrantStore` over a `QdrantBackend` (Qdrant Edge or a
+server): opening it, its collections, writing points with their BM25 vectors and deleting;
+its reads are `QdrantReading`'s."""
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Self
 
 from archivist._util.off_loop import off_loop
-from archivist.rag.record import VectorRecord
+from archivist.rag.store.core.bm25 import TermCounts
 from archivist.rag.store.core.distance import check_distance
+from archivist.rag.store.core.engine import CollectionShape, missing_collection
 from archivist.rag.store.core.layout import DOCUMENT_ID, GENERATION, TERM_LENGTH
-from archivist.rag.store.core.points import PointWrite, term_counts, with_sparse
-from archivist.rag.store.core.shaped import CollectionShape
-from archivist.rag.store.core.store import CoreStore
+from archivist.rag.store.core.points import PointWrite, with_sparse
 from archivist.rag.store.core.terms import TERM_LAYOUT
 from archivist.rag.store.keyed_lock import KeyedLocks
 from archivist.rag.store.qdrant.backend import (
     INTERNAL_INDEXES,
     QdrantBackend,
     Quantization,
-    ScoredPoint,
     VectorDatatype,
 )
-from archivist.rag.store.qdrant.connect import client_backend, engine_for, store_layout
-from archivist.rag.store.qdrant.edge.optimizer import SEGMENT_POINTS
 from archivist.rag.store.qdrant.filter import Match, Where, index_kind, metadata_matches
-from archivist.validation import MetadataFilter, check_collection_name
+from archivist.rag.store.qdrant.reading import QdrantReading
+from archivist.validation import MetadataFilter
 
-if TYPE_CHECKING:
-    from qdrant_client import AsyncQdrantClient
-
-__all__ = ["QdrantCollections"]
+__all__ = ["QdrantEngine"]
 
 DEFAULT_QUANTIZATION: Quantization | None = "int8"
 """New collections quantize their vectors unless told otherwise (see `QdrantStore`): on SciFact
@@ -48,92 +40,43 @@ TENANT_PAYLOAD_KEY = "tenant_id"
 """The metadata key tenants are told apart by (`archivist.rag.store.tenant.TENANT_KEY`)."""
 
 
-class QdrantCollections(CoreStore[CollectionShape, Where, ScoredPoint]):
-    """The engine, the collections and the writes of a `QdrantStore` (see it for what each
-    argument means); searching and reading are `QdrantStore`'s."""
+class QdrantEngine(QdrantReading):
+    """The engine of a `QdrantStore` (see it for what each argument means) over `backend`."""
 
     WRITE_BATCH = 64
     """Points per engine write: bounds how long one write keeps the event loop."""
 
-    def __init__(
-        self,
-        location: str | None = None,
-        url: str | None = None,
-        path: str | os.PathLike[str] | None = None,
-        api_key: str | None = None,
-        distance: str = "Cosine",
-        client_kwargs: Mapping[str, Any] | None = None,
-        *,
-        auto_optimize_threshold: int | None = SEGMENT_POINTS,
-        quantization: Quantization | None = DEFAULT_QUANTIZATION,
-        vector_datatype: VectorDatatype = DEFAULT_VECTOR_DATATYPE,
-        tenant_key: str | None = TENANT_PAYLOAD_KEY,
-        tenants_only: bool = False,
-        search_threads: int | None = None,
-        max_open_collections: int | None = None,
-    ) -> None:
-        layout = store_layout(quantization, vector_datatype, tenant_key, tenants_only)
-        engine = engine_for(
-            location,
-            url,
-            path,
-            api_key,
-            client_kwargs,
-            auto_optimize_threshold,
-            layout,
-            search_threads,
-            max_open_collections,
-        )
-        self._setup(distance, engine)
-
-    @classmethod
-    def from_client(
-        cls,
-        client: AsyncQdrantClient,
-        distance: str = "Cosine",
-        *,
-        quantization: Quantization | None = DEFAULT_QUANTIZATION,
-        vector_datatype: VectorDatatype = DEFAULT_VECTOR_DATATYPE,
-        tenant_key: str | None = TENANT_PAYLOAD_KEY,
-        tenants_only: bool = False,
-    ) -> Self:
-        """A store on `client`, which stays yours: leaving `async with store` does not close it."""
-        store = cls.__new__(cls)
-        layout = store_layout(quantization, vector_datatype, tenant_key, tenants_only)
-        store._setup(distance, client_backend(lambda: client, layout, owns_client=False))
-        return store
-
-    def _setup(self, distance: str, engine: QdrantBackend) -> None:
-        CoreStore.__init__(self)
+    def __init__(self, distance: str, backend: QdrantBackend) -> None:
         self._distance = check_distance(distance)
-        self._engine = engine
+        self.backend = backend
         self._is_open = False
         self._params: dict[str, CollectionShape] = {}
-        self._collections_lock = asyncio.Lock()
         self._document_locks = KeyedLocks()
         self._stats_locks = KeyedLocks()
 
-    async def __aenter__(self) -> Self:
+    async def open(self) -> None:
         if self._is_open:
             raise RuntimeError("QdrantStore is already open")
         self._params.clear()
-        await self._engine.open()
+        await self.backend.open()
         self._is_open = True
-        return self
 
-    async def aclose(self) -> None:
-        """Close the engine (Edge shards, or the client's connections); `async with` does."""
+    async def close(self) -> None:
+        """Close the backend (Edge shards, or the client's connections)."""
         if self._is_open:
             self._is_open = False
             self._params.clear()
-            await self._engine.close()
+            await self.backend.close()
+
+    def check_open(self) -> None:
+        self._open()
 
     def _open(self) -> QdrantBackend:
         if not self._is_open:
             raise RuntimeError("QdrantStore is not open: use it inside `async with store:`")
-        return self._engine
+        return self.backend
 
-    async def _shape(self, name: str, *, fresh: bool = False) -> CollectionShape | None:
+    async def shape(self, name: str, *, fresh: bool = False) -> CollectionShape | None:
         """The collection's shape, remembered once read (with its payload indexes made)."""
         if fresh:
             self._params.pop(name, None)
@@ -147,43 +90,38 @@ class QdrantCollections(CoreStore[CollectionShape, Where, ScoredPoint]):
             self._params[name] = params
         return params
 
-    async def create_collection(self, name: str, dimensions: int, *, sparse: bool = True) -> None:
-        """Create collection `name` for `dimensions`-d vectors, with BM25 vectors for hybrid
-        search unless `sparse` is False; a no-op if it exists with the same dimensions."""
-        self._check_new_collection(name, dimensions, sparse)
+    async def create_collection(self, name: str, dimensions: int, sparse: bool) -> CollectionShape:
+        """A new collection unless one exists (made meanwhile by another client of the same
+        server, perhaps)."""
         backend = self._open()
-        async with self._collections_lock:
-            existing = await self._shape(name)
+        existing = await self.shape(name)
+        if existing is not None:
+            return existing
+        params = CollectionShape(dimensions, self._distance, sparse, TERM_LAYOUT)
+        try:
+            await backend.create_collection(name, params)
+        except Exception:
+            existing = await self.shape(name)
             if existing is None:
-                params = CollectionShape(dimensions, self._distance, sparse, TERM_LAYOUT)
-                try:
-                    await backend.create_collection(name, params)
-                except Exception:
-                    # Another client of the same server may have created it meanwhile.
-                    existing = await self._shape(name)
-                    if existing is None:
-                        raise
-                else:
-                    self._params[name] = params
-                    return
-            self._check_same_dimensions(name, existing, dimensions)
+                raise
+            return existing
+        self._params[name] = params
+        return params
 
     async def delete_collection(self, name: str) -> None:
-        check_collection_name(name)
         backend = self._open()
-        async with self._collections_lock:
-            self._params.pop(name, None)
-            if await backend.collection_params(name) is not None:
-                await backend.delete_collection(name)
+        self._params.pop(name, None)
+        if await backend.collection_params(name) is not None:
+            await backend.delete_collection(name)
 
     async def optimize(self, collection: str) -> None:
         """Build the vector index of every segment that filled up (Edge only); a remainder
         smaller than a segment stays searched exactly."""
-        check_collection_name(collection)
-        await self._require(collection)
+        if await self.shape(collection) is None:
+            raise missing_collection(collection)
         await self._open().optimize(collection)
 
-    async def _scope(self, collection: str, metadata_filter: MetadataFilter | None) -> Where:
+    async def scope(self, collection: str, metadata_filter: MetadataFilter | None) -> Where:
         """`metadata_filter` as a condition, with a payload index made (once) for every key it
         matches by value."""
         matches = metadata_matches(metadata_filter)
@@ -191,26 +129,22 @@ class QdrantCollections(CoreStore[CollectionShape, Where, ScoredPoint]):
         await self._open().ensure_indexes(collection, kinds)
         return Where(matches)
 
-    async def _write(
+    async def write(
         self,
         collection: str,
         shape: CollectionShape,
-        records: Sequence[VectorRecord],
         points: list[PointWrite],
+        counts: Sequence[TermCounts | None],
         *,
         overwrites: bool = True,
     ) -> None:
         """Upsert `points`, `WRITE_BATCH` at a time, with the BM25 vector of each text chunk
         when the collection has them.
 
-        Term counting is Python per chunk: it runs off the loop (`off_loop`). Term weights use
-        the collection's running average chunk length, this write included (and the chunks it
-        overwrites counted out).
+        Term weights use the collection's running average chunk length, this write included
+        (and the chunks it overwrites counted out).
         """
         if shape.sparse:
-            counts = await off_loop(
-                functools.partial(term_counts, self._encoder(shape), records), len(records)
-            )
             counted = [terms for terms in counts if terms is not None and terms.length]
             if counted:
                 backend = self._open()
@@ -232,7 +166,7 @@ class QdrantCollections(CoreStore[CollectionShape, Where, ScoredPoint]):
         for start in range(0, len(points), self.WRITE_BATCH):
             await backend.upsert(collection, points[start : start + self.WRITE_BATCH])
 
-    async def _remove(
+    async def remove(
         self,
         collection: str,
         shape: CollectionShape,
@@ -265,7 +199,7 @@ class QdrantCollections(CoreStore[CollectionShape, Where, ScoredPoint]):
                 stats.remove(lengths)
                 await backend.save_bm25_stats(collection, stats)
 
-    def _document_lock(
+    def document_lock(
         self, collection: str, document_id: str
     ) -> AbstractAsyncContextManager[object]:
         return self._document_locks.hold((collection, document_id))
