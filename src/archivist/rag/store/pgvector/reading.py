@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,8 +33,9 @@ if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
 
 
-class PgVectorReading:
-    """The searches and reads of `PgVectorEngine`, over its pool and remembered collections."""
+class PgVectorReading(ABC):
+    """The searches and reads of `PgVectorEngine`, over its pool and the collections it
+    remembers (a collection dropped by another process meanwhile is forgotten)."""
 
     EF_SEARCH = 100
     """HNSW candidate list per search (at least the results wanted): Qdrant's default."""
@@ -44,8 +46,9 @@ class PgVectorReading:
     _registry: sql.Identifier
     _collections: dict[str, Collection]
 
+    @abstractmethod
     def _open(self) -> AsyncConnectionPool:
-        raise NotImplementedError
+        """The engine's connection pool; RuntimeError when it is not open."""
 
     async def ranker(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any
 
 from archivist.rag.document import Chunk
@@ -39,15 +40,15 @@ from archivist.rag.store.qdrant.hybrid import (
 from archivist.rag.store.qdrant.narrowing import narrowed
 
 
-class QdrantReading:
+class QdrantReading(ABC):
     """The searches and reads of `QdrantEngine`, over its open backend."""
 
     SCROLL_PAGE = 1024
     """Points per page when reading many payloads."""
 
+    @abstractmethod
     def _open(self) -> QdrantBackend:
-        """The open backend (the engine's)."""
-        raise NotImplementedError
+        """The engine's backend; RuntimeError when it is not open."""
 
     async def ranker(
         self,
