@@ -19,25 +19,12 @@ from archivist.rag.store.keyed_lock import KeyedLocks
 from archivist.rag.store.qdrant.backend import (
     INTERNAL_INDEXES,
     QdrantBackend,
-    Quantization,
-    VectorDatatype,
 )
 from archivist.rag.store.qdrant.filter import Match, Where, index_kind, metadata_matches
 from archivist.rag.store.qdrant.reading import QdrantReading
 from archivist.validation import MetadataFilter
 
 __all__ = ["QdrantEngine"]
-
-DEFAULT_QUANTIZATION: Quantization | None = "int8"
-"""New collections quantize their vectors unless told otherwise (see `QdrantStore`): on SciFact
-it cost 0.0005 nDCG@10, and it keeps a million 384-d vectors in 0.4 GB of RAM, not 1.5 GB."""
-DEFAULT_VECTOR_DATATYPE: VectorDatatype = "float16"
-"""New collections store their dense vectors as float16 unless told otherwise: half the memory
-of float32, and cosine similarities that differ by about 1e-3."""
-SCROLL_PAGE = 1024
-"""Payloads read per page when a delete counts its chunks' BM25 lengths out."""
-TENANT_PAYLOAD_KEY = "tenant_id"
-"""The metadata key tenants are told apart by (`archivist.rag.store.tenant.TENANT_KEY`)."""
 
 
 class QdrantEngine(QdrantReading):
@@ -191,7 +178,7 @@ class QdrantEngine(QdrantReading):
         # are read and counted out with the delete, under the lock writes count in with.
         async with self._stats_locks.hold(collection):
             lengths: list[int] = []
-            async for page in backend.scroll(collection, where, (TERM_LENGTH,), SCROLL_PAGE):
+            async for page in backend.scroll(collection, where, (TERM_LENGTH,), self.SCROLL_PAGE):
                 lengths.extend(int(item.get(TERM_LENGTH) or 0) for item in page)
             await backend.delete(collection, where)
             if any(lengths):
