@@ -8,6 +8,8 @@ there is still two modules that each need the other. An edge goes to the module 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import archivist
@@ -104,6 +106,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("records", ("archivist.rag.cjk", "archivist.rag.document", "archivist.rag.record")),
     ("documents", ("archivist.rag.parser",)),
     ("chunking", ("archivist.rag.chunker", "archivist.chunk_defaults")),
+    ("options", ("archivist.options",)),  # the settings shells share, read from the stages below
     ("stores", ("archivist.rag.store",)),
     (
         "knowledge",
@@ -165,8 +168,9 @@ def test_no_module_imports_a_later_stage() -> None:
     assert not upward, "imports against the pipeline's direction:\n" + "\n".join(upward)
 
 
-# Store engines are adapters over the shared core: none imports another, and the core and the
-# store's public modules import none of them (a third engine copies nothing from the others).
+# Store engines are adapters over the shared core: none imports another, and no shared store
+# module (the core, the contract, the package itself) imports one, so a third engine copies
+# nothing from the others and importing one engine loads no other.
 ENGINES = ("archivist.rag.store.qdrant", "archivist.rag.store.pgvector")
 
 
@@ -176,17 +180,15 @@ def _engine_of(name: str) -> str | None:
 
 def crossings(modules: dict[str, Path]) -> list[str]:
     """Every import from one store engine into another, or from the shared store modules
-    (`archivist.rag.store` outside the engines) into an engine."""
+    (`archivist.rag.store` and everything under it outside the engines) into an engine."""
     found = []
     for name, path in modules.items():
-        if not name.startswith("archivist.rag.store"):
+        if name != "archivist.rag.store" and not name.startswith("archivist.rag.store."):
             continue
         source = _engine_of(name)
         for target in imports_of(name, path, modules):
             engine = _engine_of(target)
-            if engine is None or engine == source:
-                continue
-            if source is not None or name.startswith("archivist.rag.store.core"):
+            if engine is not None and engine != source:
                 found.append(f"{name} -> {target}")
     return sorted(found)
 
@@ -200,6 +202,26 @@ def test_store_engines_import_neither_each_other_nor_the_core_them(tmp_path: Pat
     assert crossings(fake) == [
         "archivist.rag.store.pgvector.fake -> archivist.rag.store.qdrant.backend"
     ]
+    package = tmp_path / "__init__.py"
+    package.write_text("from archivist.rag.store.qdrant import QdrantStore\n")
+    eager = {**modules, "archivist.rag.store": package}
+    assert crossings(eager) == ["archivist.rag.store -> archivist.rag.store.qdrant"]
+
+
+def test_importing_one_store_engine_loads_no_other() -> None:
+    """PgVectorStore's import leaves Qdrant unloaded, in a fresh interpreter."""
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, archivist.rag.store.pgvector\n"
+            "print(*sorted(m for m in sys.modules if 'qdrant' in m))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert loaded == []
 
 
 # The shells turn their arguments into a profile and open it through the factories: none of

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from archivist.cli.arguments import CLIError
 from archivist.cli.main import (
     EXIT_CODES,
     EXIT_DATA,
@@ -24,7 +25,6 @@ from archivist.cli.main import (
     exit_code_for,
     main,
 )
-from archivist.cli.session import CLIError
 from archivist.embedding import EmbeddingModelBase, EmbeddingResponse, LocalEmbeddingModel
 from archivist.embedding.base import BatchItem, InputType
 from archivist.embedding.registry import _registry, register_embedding_model

@@ -109,8 +109,8 @@ def test_an_engine_named_but_missing_is_a_usage_error_saying_what_to_install(
 
 
 def test_the_cli_offers_the_library_s_engines_and_languages() -> None:
-    from archivist.cli.ocr_options import DEFAULT_LANGUAGES, OCR_CHOICES
+    from archivist.options import OCR, OCR_LANGUAGES
     from archivist.rag.parser import ocr
 
-    assert ("auto", "off", *ocr.ENGINES) == OCR_CHOICES
-    assert DEFAULT_LANGUAGES == ocr.DEFAULT_LANGUAGES
+    assert OCR.choices == ("auto", "off", *ocr.ENGINES)
+    assert OCR_LANGUAGES.default == ocr.DEFAULT_LANGUAGES

@@ -31,7 +31,7 @@ class EngineCalls:
     def __init__(self, store: QdrantStore) -> None:
         self.calls: Counter[str] = Counter()
         self.payloads = 0
-        engine = store._engine  # type: ignore[attr-defined]
+        engine = store._engine.backend  # type: ignore[attr-defined]
         for name in ("count", "facet", "scroll_ordered", "search", "upsert", "delete"):
             setattr(engine, name, self._counted(name, getattr(engine, name)))
         engine.scroll = self._counted_scroll(engine.scroll)

@@ -15,7 +15,7 @@ from archivist.rag import ApproxTokenChunker, Chunk, KnowledgeBase, NewDocument,
 from archivist.rag.knowledge import ingest, writing
 from archivist.rag.store.core import store as store_core
 from archivist.rag.store.qdrant import QdrantStore
-from archivist.rag.store.qdrant import collections as qdrant_store
+from archivist.rag.store.qdrant import engine as qdrant_store
 from archivist.testing.embedding import HashEmbeddingModel
 
 

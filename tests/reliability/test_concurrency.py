@@ -150,7 +150,7 @@ async def test_racing_handles_create_the_collection_exactly_once(
         else QdrantStore(path=tmp_path / "store", auto_optimize_threshold=None)
     )
     async with store:
-        engine = store._engine
+        engine = store._engine.backend
         created: list[str] = []
         original = engine.create_collection
 

@@ -48,18 +48,23 @@ def test_a_bad_files_url_is_named(capsys) -> None:
 
 
 def test_open_collections_must_be_positive(capsys) -> None:
-    assert main(["serve", "--open-collections", "0"]) == 2
-    assert "open_collections" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit:
+        main(["serve", "--open-collections", "0"])
+    assert exit.value.code == 2
+    assert "argument --open-collections: must be a whole number of 1 or more, got '0'" in (
+        capsys.readouterr().err
+    )
 
 
 @pytest.mark.parametrize("command", ["serve", "worker"])
 @pytest.mark.parametrize("grace", ["0", "-5", "nan"])
 def test_the_sweep_grace_period_must_be_positive(capsys, command: str, grace: str) -> None:
-    code = main(
-        [command, "--pgvector-url", "postgresql://x@127.0.0.1/db", "--sweep-grace-seconds", grace]
+    with pytest.raises(SystemExit) as exit:
+        main([command, "--pgvector-url", "postgresql://x@/db", "--sweep-grace-seconds", grace])
+    assert exit.value.code == 2
+    assert f"argument --sweep-grace-seconds: must be a number above 0, got '{grace}'" in (
+        capsys.readouterr().err
     )
-    assert code == 2
-    assert f"--sweep-grace-seconds {grace}" in capsys.readouterr().err
 
 
 def test_open_collections_is_refused_for_a_server_store(capsys) -> None:

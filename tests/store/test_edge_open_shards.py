@@ -32,7 +32,7 @@ async def use(store: QdrantStore, name: str) -> None:
 
 def open_shards(store: QdrantStore) -> set[str]:
     """The collections whose engine shard is open now (reaching inside, to ask the backend)."""
-    collections = store._engine._collections  # type: ignore[attr-defined]
+    collections = store._engine.backend._collections  # type: ignore[attr-defined]
     return {name for name, collection in collections.items() if collection._shard is not None}
 
 

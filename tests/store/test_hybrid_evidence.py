@@ -48,8 +48,8 @@ async def _reference(
     collection: str = "docs",
 ) -> list[tuple[str, float | None]]:
     """Every candidate of both sides judged from the vectors the searches returned."""
-    backend = store._open()
-    shape = await store._shape(collection)
+    backend = store._engine._open()
+    shape = await store._engine.shape(collection)
     assert shape is not None
     encoder = store._encoder(shape)
     sparse = encoder.query(text)
@@ -149,7 +149,7 @@ async def test_the_ranking_equals_judging_every_candidate(filled: QdrantStore) -
         dense = [rng.gauss(0, 1) for _ in range(DIMENSIONS)]
         text = " ".join(rng.sample(WORDS, rng.randint(1, 5)))
         tenant = rng.choice([None, "a", "b"])
-        scope = await filled._scope("docs", {"tenant_id": tenant} if tenant else None)
+        scope = await filled._engine.scope("docs", {"tenant_id": tenant} if tenant else None)
         for depth in (4, 15, 60):
             filled.HYBRID_DEPTH = depth
             for limit in (1, 3, 10):
@@ -176,5 +176,5 @@ async def test_the_ranking_equals_judging_every_candidate(filled: QdrantStore) -
 
 
 async def _document_of(store: QdrantStore, point_id: str) -> str:
-    payloads = await store._open().retrieve("docs", [point_id])
+    payloads = await store._engine._open().retrieve("docs", [point_id])
     return str(payloads[point_id]["document_id"])

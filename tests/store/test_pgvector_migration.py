@@ -179,15 +179,15 @@ async def _searches(store: PgVectorStore) -> list[list[tuple[str, int, float]]]:
 
 async def _df(store: PgVectorStore) -> tuple[dict[int, int], tuple[int, int]]:
     """The collection's document frequencies (of the terms still held) and BM25 totals."""
-    tables = Tables.of(store._prefix, "docs")
-    async with store._open().connection() as connection:
+    tables = Tables.of(store._engine._prefix, "docs")
+    async with store._engine._open().connection() as connection:
         cursor = await connection.execute(
             sql.SQL("SELECT term, df FROM {} WHERE df > 0").format(tables.df)
         )
         df = {int(term): int(count) for term, count in await cursor.fetchall()}
         cursor = await connection.execute(
             sql.SQL("SELECT sparse_chunks, sparse_tokens FROM {} WHERE name = 'docs'").format(
-                store._registry
+                store._engine._registry
             )
         )
         row = await cursor.fetchone()
@@ -205,7 +205,7 @@ async def test_an_old_collection_is_converted_and_searches_the_same(pg_url: str)
         await written.create_collection("docs", DIMENSIONS)
         await written.insert("docs", RECORDS)
         assert await migrated.has_collection("docs")
-        async with migrated._open().connection() as connection:
+        async with migrated._engine._open().connection() as connection:
             cursor = await connection.execute(
                 "SELECT to_regclass(%s), (SELECT storage FROM "
                 + f"{old}_collections WHERE name = 'docs')",

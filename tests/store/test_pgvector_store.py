@@ -112,9 +112,10 @@ async def test_replacing_keeps_bm25_statistics_exact(store: PgVectorStore) -> No
         )
     await store.insert("docs", [record("e", 0, total=1, text="forest walk")])
     await store.insert("docs", [record("e", 0, total=1, text="forest walk")])
-    async with store._open().connection() as connection:
+    async with store._engine._open().connection() as connection:
         cursor = await connection.execute(
-            "SELECT sparse_chunks FROM " + f"{store._prefix}_collections WHERE name = 'docs'"
+            "SELECT sparse_chunks FROM "
+            + f"{store._engine._prefix}_collections WHERE name = 'docs'"
         )
         assert await cursor.fetchone() == (2,)
     [hit] = await store.search("docs", None, 5, query_text="orchid", mode="sparse")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import os
 import signal
 import sys
@@ -15,6 +16,7 @@ import pytest
 
 from archivist.errors import InvalidArgumentError
 from archivist.rag.record import VectorRecord
+from archivist.rag.store.base import STORE_METHODS, VectorStoreBase
 from archivist.rag.store.file_lock import StoreLockedError
 from archivist.rag.store.process import ProcessStore, StoreProcessError
 from archivist.rag.store.qdrant import QdrantStore
@@ -170,3 +172,19 @@ async def test_the_child_dies_with_its_caller_and_frees_the_directory(tmp_path: 
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(child, signal.SIGKILL)
+
+
+def test_it_forwards_the_whole_contract_declared_once() -> None:
+    public = {
+        name
+        for name, value in vars(VectorStoreBase).items()
+        if not name.startswith("_") and inspect.iscoroutinefunction(value)
+    }
+    assert set(STORE_METHODS) == public
+    made = type(ProcessStore.of(QdrantStore))
+    assert not made.__abstractmethods__
+    for name in STORE_METHODS:
+        assert name in vars(ProcessStore)
+        assert inspect.signature(getattr(made, name)) == inspect.signature(
+            getattr(VectorStoreBase, name)
+        )

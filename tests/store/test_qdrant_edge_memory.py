@@ -15,6 +15,7 @@ from qdrant_cases import QdrantOnlyCases
 from archivist.rag.record import VectorRecord
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.rag.store.qdrant.backend import SPARSE_VECTOR
+from archivist.rag.store.qdrant.engine import QdrantEngine
 from archivist.testing.hybrid_store import DiversityTests, HybridSearchTests
 from archivist.testing.search_store import GroupingTests, SearchFilterTests
 from archivist.testing.store import (
@@ -75,7 +76,7 @@ def vector_records(vectors: np.ndarray, prefix: str, per_document: int = 100) ->
 
 def edge_collection(store: QdrantStore, collection: str) -> Any:
     """The backend's EdgeCollection of `collection` (reaching inside, to ask the engine)."""
-    return store._engine._collections[collection]  # type: ignore[attr-defined]
+    return store._engine.backend._collections[collection]  # type: ignore[attr-defined]
 
 
 def edge_info(store: QdrantStore, collection: str) -> tuple[int, int]:
@@ -99,7 +100,7 @@ async def test_data_lives_as_long_as_the_store_object() -> None:
     async with store:
         await store.create_collection("docs", DIMENSIONS)
         await store.insert("docs", [record("a", 0)])
-        root = store._engine._root  # type: ignore[attr-defined]
+        root = store._engine.backend._root  # type: ignore[attr-defined]
     async with store:  # the seed's samples enter the same store again and expect the data
         assert texts(await store.list_chunks("docs", "a")) == ["a#0"]
     assert isinstance(root, Path) and (root / "collections" / "docs").is_dir()
@@ -221,7 +222,7 @@ async def test_a_bulk_insert_lets_other_tasks_run_between_its_batches() -> None:
         await store.insert("docs", [record("d", n, unit(n % DIMENSIONS)) for n in range(2_000)])
         during = ticks - before
         ticker.cancel()
-    assert during >= 2_000 // QdrantStore.WRITE_BATCH
+    assert during >= 2_000 // QdrantEngine.WRITE_BATCH
 
 
 async def test_other_tasks_run_while_a_write_counts_its_bm25_terms() -> None:

@@ -196,7 +196,7 @@ async def test_a_collection_reopened_takes_the_segment_size_it_is_opened_with(
 
 def wal_bytes(store: QdrantStore, collection: str) -> int:
     """Bytes in the write-ahead log of `collection`'s live shard."""
-    shard = store._engine._get(collection).shard_dir  # type: ignore[attr-defined]
+    shard = store._engine.backend._get(collection).shard_dir  # type: ignore[attr-defined]
     return sum(f.stat().st_size for f in (shard / "wal").iterdir())
 
 
@@ -301,7 +301,7 @@ def stored_vector(store: QdrantStore, collection: str) -> list[float]:
     """The dense vector of the collection's one point, as the engine keeps it."""
     import qdrant_edge as edge
 
-    shard = store._engine._collections[collection].shard  # type: ignore[attr-defined]
+    shard = store._engine.backend._collections[collection].shard  # type: ignore[attr-defined]
     [point], _ = shard.scroll(edge.ScrollRequest(limit=2, with_vector=True))
     vector = point.vector
     return list(vector[""] if isinstance(vector, dict) else vector)

@@ -56,9 +56,9 @@ def test_an_http_location_or_a_url_is_a_server_address() -> None:
         QdrantStore(url="http://localhost:6333", client_kwargs={"timeout": 5}),
         QdrantStore.from_client(AsyncQdrantClient(location=":memory:"), distance="dot"),
     ]
-    backends = [type(store._engine).__name__ for store in stores]
+    backends = [type(store._engine.backend).__name__ for store in stores]
     assert backends == ["ClientBackend"] * 3
-    assert type(QdrantStore(location=":memory:")._engine).__name__ == "EdgeBackend"
+    assert type(QdrantStore(location=":memory:")._engine.backend).__name__ == "EdgeBackend"
 
 
 async def edge_store(distance: str) -> QdrantStore:

@@ -34,13 +34,13 @@ async def _old_edge(tmp_path: Path) -> AsyncIterator[tuple[VectorStoreBase, Aged
     async with QdrantStore(path=tmp_path / "store") as store:
 
         async def aged() -> None:
-            collection = store._engine._collections["docs"]  # type: ignore[attr-defined]
+            collection = store._engine.backend._collections["docs"]  # type: ignore[attr-defined]
             path = collection.directory / META_FILE
             raw = json.loads(path.read_text())
             del raw["term_layout"]  # as the meta file of an earlier version reads
             path.write_text(json.dumps(raw))
             collection.meta = load_meta(collection.directory)
-            store._params.clear()
+            store._engine._params.clear()
 
         yield store, aged
 
@@ -57,7 +57,7 @@ async def _old_client(tmp_path: Path) -> AsyncIterator[tuple[VectorStoreBase, Ag
         info = await client.get_collection("docs")
         assert (info.config.metadata or {}).get("archivist_terms") == TERM_LAYOUT
         await client.update_collection("docs", metadata={"archivist_terms": 1})
-        store._params.clear()
+        store._engine._params.clear()
 
     try:
         async with store:
@@ -74,11 +74,11 @@ async def _old_pgvector(tmp_path: Path) -> AsyncIterator[tuple[VectorStoreBase, 
         async with PgVectorStore(url, table_prefix="layout") as store:
 
             async def aged() -> None:
-                async with store._open().connection() as connection:
+                async with store._engine._open().connection() as connection:
                     await connection.execute(
                         "UPDATE layout_collections SET term_layout = 1 WHERE name = 'docs'"
                     )
-                store._collections.clear()
+                store._engine._collections.clear()
 
             yield store, aged
 

@@ -8,23 +8,22 @@ import shutil
 import sys
 from typing import TYPE_CHECKING, Any
 
-from archivist.cli.output import print_json
-from archivist.cli.search_command import passage_lines
-from archivist.cli.session import (
+from archivist.cli.arguments import (
     add_common_arguments,
     add_json_argument,
+    add_option,
     add_timeout_argument,
-    empty_kb,
     non_empty,
-    open_session,
-    positive_int,
 )
+from archivist.cli.output import print_json
+from archivist.cli.search_command import passage_lines
+from archivist.cli.session import empty_kb, open_session
+from archivist.options import CHAT_TIMEOUT, TOP_K
 
 if TYPE_CHECKING:  # loaded when the command runs, so registering it costs nothing
     from archivist.middleware.retrieval import Hit
     from archivist.model import ChatModelBase
 
-DEFAULT_CHAT_TIMEOUT = 60.0
 DASHSCOPE_COMPATIBLE_URL = "https://dashscope.aliyuncs.com/compatible-mode/v1"
 SYSTEM_PROMPT = (
     "You answer questions from the user's own documents. Use only the retrieved passages; "
@@ -51,7 +50,7 @@ def add_ask_command(commands: Any) -> None:
         default="static",
         help="static: retrieve once before answering; agentic: the model searches as it likes",
     )
-    cmd.add_argument("-k", "--top-k", type=positive_int, default=5, help="passages retrieved")
+    add_option(cmd, TOP_K, short="-k", help="passages retrieved")
     cmd.add_argument(
         "--base-url", default=None, help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)"
     )
@@ -62,7 +61,7 @@ def add_ask_command(commands: Any) -> None:
         help="API key; prefer $OPENAI_API_KEY / $DASHSCOPE_API_KEY (a key given here is "
         "visible to other users in the process list)",
     )
-    add_timeout_argument(cmd, DEFAULT_CHAT_TIMEOUT, "chat model")
+    add_timeout_argument(cmd, CHAT_TIMEOUT.default, "chat model")
     add_common_arguments(cmd)
     add_json_argument(cmd)
     cmd.set_defaults(

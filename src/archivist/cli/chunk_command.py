@@ -8,18 +8,12 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from archivist.cli.arguments import add_chunking_arguments, add_json_argument
 from archivist.cli.files import walk_files
 from archivist.cli.home import default_store_dir, load_kbs
 from archivist.cli.ocr_options import add_ocr_arguments, ocr_from_args
 from archivist.cli.output import display_path, print_json
-from archivist.cli.session import (
-    add_chunking_arguments,
-    add_json_argument,
-    check_kb_name,
-    embedding_model,
-    make_chunker,
-    settled_record,
-)
+from archivist.cli.session import check_kb_name, embedding_model, make_chunker, settled_record
 
 if TYPE_CHECKING:  # loaded when the command runs, so registering it costs nothing
     from archivist.rag.document import Chunk

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from archivist.cli.session import CLIError
+from archivist.cli.arguments import CLIError
 
 
 def confirm(what: str, yes: bool) -> None:

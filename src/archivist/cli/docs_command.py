@@ -6,8 +6,9 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from archivist.cli.arguments import add_common_arguments, add_json_argument
 from archivist.cli.output import display_path, print_json, print_rows
-from archivist.cli.session import add_common_arguments, add_json_argument, open_session
+from archivist.cli.session import open_session
 from archivist.errors import DocumentNotFoundError
 
 if TYPE_CHECKING:  # loaded when the command runs, so registering it costs nothing

@@ -8,9 +8,10 @@ import dataclasses
 import shutil
 from typing import TYPE_CHECKING, Any
 
-from archivist.cli.ocr_options import DEFAULT_LANGUAGES, ocr_languages
+from archivist.cli.arguments import add_json_argument, add_option
+from archivist.cli.ocr_options import ocr_languages
 from archivist.cli.output import print_json, wrap
-from archivist.cli.session import add_json_argument
+from archivist.options import OCR_LANGUAGES
 
 if TYPE_CHECKING:
     from archivist.cli.doctor import Piece, Report
@@ -28,14 +29,7 @@ def add_doctor_command(commands: Any) -> None:
         "the home folder; for each missing piece, the one command that adds it. Exits 0 "
         f"when the defaults work here, {EXIT_DEFAULTS_BROKEN} when one cannot.",
     )
-    cmd.add_argument(
-        "--ocr-languages",
-        type=ocr_languages,
-        default=DEFAULT_LANGUAGES,
-        metavar="LANGS",
-        help="the OCR languages to check for, by Tesseract's names joined with + "
-        f"(default: {'+'.join(DEFAULT_LANGUAGES)})",
-    )
+    add_option(cmd, OCR_LANGUAGES, type=ocr_languages)
     add_json_argument(cmd)
     cmd.set_defaults(handler=run_doctor)
 

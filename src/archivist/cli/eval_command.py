@@ -7,15 +7,27 @@ import json
 from pathlib import Path
 from typing import Any
 
-from archivist.cli.home import cache_dir
-from archivist.cli.session import (
+from archivist.cli.arguments import (
     CHUNKING_OPTIONS,
     add_chunking_arguments,
+    add_option,
     chunk_settings,
     chunking_error,
 )
-from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL, list_embedding_models
+from archivist.cli.home import cache_dir
+from archivist.embedding.registry import list_embedding_models
 from archivist.errors import InvalidArgumentError
+from archivist.options import (
+    CORPUS,
+    EMBEDDING,
+    EVAL_PGVECTOR_URL,
+    MAX_PER_DOCUMENT,
+    QUANTIZATION,
+    QUERIES,
+    SEARCH_DEPTH,
+    SEGMENT_POINTS,
+    VECTOR_DATATYPE,
+)
 
 
 def add_eval_command(commands: Any) -> None:
@@ -25,13 +37,8 @@ def add_eval_command(commands: Any) -> None:
     )
     cmd.add_argument("dataset", type=Path, metavar="DATASET_DIR")
     cmd.add_argument("--split", default="test", help="qrels split (default: test)")
-    cmd.add_argument("--queries", type=int, default=None, help="use the first N judged queries")
-    cmd.add_argument(
-        "--corpus",
-        type=int,
-        default=None,
-        help="corpus size: the judged docs of the chosen queries plus a fixed-seed sample",
-    )
+    add_option(cmd, QUERIES)
+    add_option(cmd, CORPUS)
     cmd.add_argument("--seed", type=int, default=0, help="seed of the corpus sample")
     add_chunking_arguments(cmd, from_kb=False)
     cmd.add_argument(
@@ -41,21 +48,16 @@ def add_eval_command(commands: Any) -> None:
         help="search mode: dense + BM25 ranked together, dense vectors only, or BM25 only "
         "(default: hybrid)",
     )
-    cmd.add_argument(
-        "--max-per-document",
-        type=int,
-        default=None,
-        help="keep at most N chunks of one document per query",
-    )
+    add_option(cmd, MAX_PER_DOCUMENT)
     cmd.add_argument("--run", type=Path, default=None, help="write a TREC run file here")
     cmd.add_argument(
         "--context-header",
         action="store_true",
         help="start each chunk with its document's title (a contextual chunk header)",
     )
-    cmd.add_argument(
-        "--embedding",
-        default=DEFAULT_EMBEDDING_MODEL,
+    add_option(
+        cmd,
+        EMBEDDING,
         help=f"embedding model (known: {', '.join(list_embedding_models())})",
     )
     cmd.add_argument(
@@ -65,31 +67,8 @@ def add_eval_command(commands: Any) -> None:
         help="embedding cache directory (default: archivist's cache)",
     )
     cmd.add_argument("--no-cache", action="store_true", help="embed everything afresh")
-    cmd.add_argument("--depth", type=int, default=300, help="chunks fetched per query")
-    cmd.add_argument(
-        "--pgvector-url",
-        default=None,
-        metavar="URL",
-        help="index into PostgreSQL + pgvector at URL (throw-away tables) instead of Qdrant Edge",
-    )
-    cmd.add_argument(
-        "--segment-points",
-        type=int,
-        default=None,
-        help="build the vector index in segments of N chunks (default: exact search)",
-    )
-    cmd.add_argument(
-        "--quantization",
-        choices=["none", "int8"],
-        default="none",
-        help="vector quantization, built with the index (default: none)",
-    )
-    cmd.add_argument(
-        "--vector-datatype",
-        choices=["float16", "float32"],
-        default="float16",
-        help="how the store keeps the dense vectors (default: float16)",
-    )
+    for option in (SEARCH_DEPTH, EVAL_PGVECTOR_URL, SEGMENT_POINTS, QUANTIZATION, VECTOR_DATATYPE):
+        add_option(cmd, option)
     cmd.add_argument(
         "--calibration",
         action="store_true",

@@ -5,15 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from archivist.cli.ocr_options import add_ocr_arguments
-from archivist.cli.session import (
-    DEFAULT_EMBEDDING_TIMEOUT,
+from archivist.cli.arguments import (
     add_chunking_arguments,
     add_common_arguments,
     add_json_argument,
     add_timeout_argument,
     non_negative_seconds,
 )
+from archivist.cli.ocr_options import add_ocr_arguments
+from archivist.cli.session import DEFAULT_EMBEDDING_TIMEOUT
 from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL, list_embedding_models
 
 

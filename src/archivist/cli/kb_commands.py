@@ -6,12 +6,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from archivist.cli.arguments import DEFAULT_WAIT_SECONDS, add_common_arguments, add_json_argument
 from archivist.cli.home import default_store_dir, load_kbs
 from archivist.cli.output import count, print_json, print_rows
 from archivist.cli.session import (
-    DEFAULT_WAIT_SECONDS,
-    add_common_arguments,
-    add_json_argument,
     check_kb_name,
     enter_kb_store,
     kb_store_dir,

@@ -7,12 +7,12 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from archivist.cli.arguments import CLIError
 from archivist.cli.serve_command import (
     add_database_argument,
     require_service,
     service_settings,
 )
-from archivist.cli.session import CLIError
 
 
 def add_keys_command(commands: Any) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from archivist.cli.session import add_store_arguments
+from archivist.cli.arguments import add_store_arguments
 
 
 def add_mcp_command(commands: Any) -> None:

@@ -14,9 +14,9 @@ from typing import Any
 
 from mcp.server.stdio import stdio_server
 
+from archivist.cli.arguments import CLIError
 from archivist.cli.home import default_store_dir, load_kbs
 from archivist.cli.session import (
-    CLIError,
     check_kb_name,
     embedding_model,
     enter_kb_store,

@@ -7,40 +7,24 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from archivist.cli.arguments import add_option
 from archivist.cli.home import archivist_home
+from archivist.options import OCR, OCR_LANGUAGES
+from archivist.rag.parser.ocr.choices import LANGUAGES_PATTERN
 
 if TYPE_CHECKING:
     from archivist.rag.parser.ocr import Ocr
 
-# The library's names, kept here so that registering the options imports no parser.
-OCR_CHOICES = ("auto", "off", "tesseract", "rapidocr")
-DEFAULT_LANGUAGES = ("eng", "chi_sim")
-_LANGUAGES = re.compile(r"[A-Za-z_]{2,32}(\+[A-Za-z_]{2,32}){0,15}")
-
 
 def add_ocr_arguments(cmd: argparse.ArgumentParser) -> None:
     """`--ocr ENGINE` and `--ocr-languages LANGS`."""
-    cmd.add_argument(
-        "--ocr",
-        choices=OCR_CHOICES,
-        default="auto",
-        help="read scanned PDF pages and images with OCR: auto (Tesseract if installed with "
-        "the languages, else RapidOCR if installed, else none), off, or an engine "
-        "(default: auto)",
-    )
-    cmd.add_argument(
-        "--ocr-languages",
-        type=ocr_languages,
-        default=DEFAULT_LANGUAGES,
-        metavar="LANGS",
-        help="languages OCR reads, by Tesseract's names joined with + "
-        f"(default: {'+'.join(DEFAULT_LANGUAGES)})",
-    )
+    add_option(cmd, OCR)
+    add_option(cmd, OCR_LANGUAGES, type=ocr_languages)
 
 
 def ocr_languages(value: str) -> tuple[str, ...]:
     """`eng+chi_sim` as ("eng", "chi_sim"); anything else is a usage error."""
-    if not _LANGUAGES.fullmatch(value):
+    if not re.fullmatch(LANGUAGES_PATTERN, value):
         raise argparse.ArgumentTypeError(
             f"expected language names joined with + (e.g. eng+chi_sim), got {value!r}"
         )

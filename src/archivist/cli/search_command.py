@@ -6,16 +6,16 @@ import argparse
 import shutil
 from typing import TYPE_CHECKING, Any
 
-from archivist.cli.output import display_path, print_json, text_lines
-from archivist.cli.session import (
+from archivist.cli.arguments import (
     CLIError,
     add_common_arguments,
     add_json_argument,
-    empty_kb,
+    add_option,
     non_empty,
-    open_session,
-    positive_int,
 )
+from archivist.cli.output import display_path, print_json, text_lines
+from archivist.cli.session import empty_kb, open_session
+from archivist.options import MAX_PER_DOCUMENT, MIN_RELEVANCE, TOP_K
 
 if TYPE_CHECKING:  # loaded when a search runs, so registering the command costs nothing
     from datetime import datetime
@@ -44,7 +44,7 @@ def add_search_command(commands: Any) -> None:
         metavar="TEXT",
         help="the query, also one that starts with '-'",
     )
-    cmd.add_argument("-k", "--top-k", type=positive_int, default=5, help="hits to show")
+    add_option(cmd, TOP_K, short="-k")
     cmd.add_argument(
         "--threshold", type=float, default=None, help="minimum similarity (searches dense)"
     )
@@ -55,13 +55,7 @@ def add_search_command(commands: Any) -> None:
         help="dense vectors + BM25 ranked together, dense only, or BM25 only "
         "(default: hybrid where the knowledge base has BM25 vectors)",
     )
-    cmd.add_argument(
-        "--max-per-document",
-        type=positive_int,
-        default=None,
-        metavar="N",
-        help="at most N passages from one document",
-    )
+    add_option(cmd, MAX_PER_DOCUMENT, help="at most N passages from one document")
     cmd.add_argument(
         "--diversity",
         type=float,
@@ -69,13 +63,7 @@ def add_search_command(commands: Any) -> None:
         metavar="D",
         help="0..1: pick passages by maximal marginal relevance (0 = most relevant only)",
     )
-    cmd.add_argument(
-        "--min-relevance",
-        type=relevance_bound,
-        default=None,
-        metavar="P",
-        help="0..1: leave out passages less likely than P to be relevant (every mode)",
-    )
+    add_option(cmd, MIN_RELEVANCE)
     cmd.add_argument(
         "--context",
         type=context_count,
@@ -163,17 +151,6 @@ def query_of(args: argparse.Namespace) -> str:
             f'search needs a query, e.g. archivist search "how tenants work"; {DASH_HINT}'
         )
     return str(query)
-
-
-def relevance_bound(text: str) -> float:
-    """argparse type: a probability from 0 to 1."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be a number from 0 to 1, got {text!r}")
-    return value
 
 
 def context_count(text: str) -> int:

@@ -8,25 +8,52 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from archivist._util.extras import EXTRAS, installed, require
-from archivist.chunk_defaults import (
-    PARSE_CPU_SECONDS,
-    PARSE_MEMORY_MB,
-    PARSE_WALL_SECONDS,
-)
-from archivist.cli.home import archivist_home
-from archivist.cli.ocr_options import add_ocr_arguments
-from archivist.cli.session import (
+from archivist.cli.arguments import (
     CHUNKING_OPTIONS,
     CLIError,
     add_chunking_arguments,
+    add_option,
     chunking_error,
 )
+from archivist.cli.home import archivist_home
+from archivist.cli.ocr_options import add_ocr_arguments
+from archivist.embedding.registry import list_embedding_models
 from archivist.errors import InvalidArgumentError
+from archivist.options import (
+    CHAT_BASE_URL,
+    CHAT_MAX_ANSWER,
+    CHAT_MAX_TOKENS,
+    CHAT_MODEL,
+    CHAT_TIMEOUT,
+    DATABASE,
+    EMBEDDING,
+    FILES_URL,
+    INDEX_NICENESS,
+    INDEX_THREADS,
+    MAX_UPLOAD,
+    OPEN_COLLECTIONS,
+    PARSE_CPU,
+    PARSE_MEMORY,
+    PARSE_WALL,
+    PGVECTOR_URL,
+    QDRANT_URL,
+    QUERY_CACHE_SECONDS,
+    RATE,
+    SERVICE_OPTIONS,
+    SWEEP_GRACE_SECONDS,
+    WORKERS,
+)
 
 if TYPE_CHECKING:
     import asyncio
 
     from archivist.service import ServiceSettings
+
+
+EMBEDDING_HELP = (
+    "embedding model of a knowledge base created without one (known: "
+    f"{', '.join(list_embedding_models())})"
+)
 
 
 def add_serve_command(commands: Any) -> None:
@@ -36,24 +63,10 @@ def add_serve_command(commands: Any) -> None:
     cmd.add_argument("--port", type=int, default=8731, help="port (default 8731)")
     add_database_argument(cmd)
     add_shared_store_arguments(cmd)
-    cmd.add_argument(
-        "--workers",
-        type=int,
-        default=2,
-        help="documents indexed at once; 0 for an API-only replica beside `archivist worker`s",
-    )
+    add_option(cmd, WORKERS)
     add_indexing_arguments(cmd)
-    cmd.add_argument(
-        "--max-upload-mb", type=float, default=50.0, help="largest upload request in MiB"
-    )
-    cmd.add_argument(
-        "--query-cache-seconds",
-        type=float,
-        default=10.0,
-        metavar="SECONDS",
-        help="answer an identical search of a knowledge base from memory for this long, "
-        "unless it was written meanwhile (0: never)",
-    )
+    add_option(cmd, MAX_UPLOAD)
+    add_option(cmd, QUERY_CACHE_SECONDS)
     cmd.add_argument(
         "--quotas",
         default=None,
@@ -62,16 +75,9 @@ def add_serve_command(commands: Any) -> None:
         '"storage_bytes": N}, "tenants": {"NAME": {...}}} (default: 100 KBs, 10,000 '
         "documents, 5 GiB per tenant)",
     )
-    cmd.add_argument(
-        "--rate", type=float, default=50.0, help="requests per second per API key (default 50)"
-    )
-    add_chunking_arguments(cmd, from_kb=False)
-    cmd.add_argument(
-        "--chat-base-url",
-        default=None,
-        help="an OpenAI-compatible chat server for answers (/v1/sessions); key from "
-        "ARCHIVIST_CHAT_API_KEY (or OPENAI_API_KEY)",
-    )
+    add_option(cmd, RATE)
+    add_chunking_arguments(cmd, from_kb=False, service=True)
+    add_option(cmd, CHAT_BASE_URL)
     cmd.add_argument(
         "--no-metrics",
         dest="metrics",
@@ -79,27 +85,10 @@ def add_serve_command(commands: Any) -> None:
         help="do not serve Prometheus metrics at /metrics (served without a key by default)",
     )
     add_log_format_argument(cmd)
-    cmd.add_argument("--chat-model", default=None, help="the chat server's model name")
-    cmd.add_argument(
-        "--chat-timeout",
-        type=float,
-        default=60.0,
-        help="seconds to wait for the chat server's next piece of an answer (default 60)",
-    )
-    cmd.add_argument(
-        "--chat-max-tokens",
-        type=int,
-        default=None,
-        help="most tokens generated per model call (default: the chat server's limit)",
-    )
-    cmd.add_argument(
-        "--chat-max-answer-kb",
-        type=int,
-        default=256,
-        metavar="KIB",
-        help="longest answer relayed and kept; a longer one is cut there and the chat "
-        "server's stream closed (default 256)",
-    )
+    add_option(cmd, CHAT_MODEL)
+    add_option(cmd, CHAT_TIMEOUT)
+    add_option(cmd, CHAT_MAX_TOKENS)
+    add_option(cmd, CHAT_MAX_ANSWER)
     cmd.set_defaults(handler=run_serve, event_loop=service_event_loop)
 
 
@@ -144,56 +133,21 @@ def read_quotas(path: str | None) -> dict[str, Any]:
 
 def add_database_argument(cmd: argparse.ArgumentParser) -> None:
     """`--database URL`, shared with `archivist keys`."""
-    cmd.add_argument(
-        "--database",
-        default=os.environ.get("ARCHIVIST_DATABASE_URL"),
-        help="postgresql://USER@HOST:PORT/DB for several replicas (or ARCHIVIST_DATABASE_URL); "
-        "default: SQLite under $ARCHIVIST_HOME",
-    )
+    add_option(cmd, DATABASE)
 
 
 def add_indexing_arguments(cmd: argparse.ArgumentParser) -> None:
     """The options of how uploads are indexed, shared by `serve` and `worker`."""
-    cmd.add_argument(
-        "--index-threads", type=int, default=1, help="cores for embedding documents (default 1)"
-    )
-    cmd.add_argument(
-        "--index-niceness",
-        type=int,
-        default=10,
-        help="how much lower the CPU priority of parsing and embedding uploads is than that of "
-        "answering requests, 0-19 (Linux; default 10)",
-    )
-
-    cmd.add_argument(
-        "--parse-memory-mb",
-        type=int,
-        default=PARSE_MEMORY_MB,
-        metavar="MIB",
-        help="memory one upload's parsing may use, in a child process; a file that needs more "
-        f"fails (default {PARSE_MEMORY_MB})",
-    )
-    cmd.add_argument(
-        "--parse-cpu-seconds",
-        type=int,
-        default=PARSE_CPU_SECONDS,
-        metavar="S",
-        help=f"CPU time one upload's parsing may take (default {PARSE_CPU_SECONDS})",
-    )
-    cmd.add_argument(
-        "--parse-wall-seconds",
-        type=float,
-        default=PARSE_WALL_SECONDS,
-        metavar="S",
-        help="time the indexer waits for one upload's chunks in all "
-        f"(default {PARSE_WALL_SECONDS:g})",
-    )
+    add_option(cmd, EMBEDDING, help=EMBEDDING_HELP)
+    for option in (INDEX_THREADS, INDEX_NICENESS, PARSE_MEMORY, PARSE_CPU, PARSE_WALL):
+        add_option(cmd, option)
     add_ocr_arguments(cmd)
 
 
 def indexing_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The ServiceSettings fields `add_indexing_arguments` set."""
     return {
+        "embedding_model": args.embedding,
         "index_threads": args.index_threads,
         "index_niceness": args.index_niceness,
         "parse_memory_mb": args.parse_memory_mb,
@@ -207,48 +161,14 @@ def indexing_settings(args: argparse.Namespace) -> dict[str, Any]:
 def add_shared_store_arguments(cmd: argparse.ArgumentParser) -> None:
     """Where vectors and uploads live: shared by `serve` and `worker`."""
     stores = cmd.add_mutually_exclusive_group()
-    stores.add_argument(
-        "--qdrant-url",
-        default=None,
-        help="a Qdrant server or cluster (key from QDRANT_API_KEY); default: Qdrant Edge on disk",
-    )
-    stores.add_argument(
-        "--pgvector-url",
-        default=os.environ.get("ARCHIVIST_PGVECTOR_URL"),
-        metavar="URL",
-        help="PostgreSQL with pgvector for the vectors, postgresql://USER@HOST:PORT/DB "
-        "(or ARCHIVIST_PGVECTOR_URL); may be the --database database",
-    )
-    cmd.add_argument(
-        "--open-collections",
-        type=int,
-        default=None,
-        metavar="N",
-        help="Qdrant Edge knowledge bases kept open at once; past it the least recently used "
-        "close and load again on use (default 256; more may need a higher vm.max_map_count)",
-    )
-    cmd.add_argument(
-        "--files-url",
-        default=os.environ.get("ARCHIVIST_FILES_URL"),
-        metavar="URL",
-        help="where uploads are kept: a directory or s3://BUCKET/PREFIX (AWS_* variables, "
-        "AWS_ENDPOINT_URL for S3-compatible stores; or ARCHIVIST_FILES_URL); "
-        "default: $ARCHIVIST_HOME/service/files",
-    )
-    cmd.add_argument(
-        "--sweep-grace-seconds",
-        type=float,
-        default=3600.0,
-        metavar="S",
-        help="remove what a stopped process left behind (an unfinished upload's files, a "
-        "staged copy) once it is this old (default 3600)",
-    )
+    add_option(stores, QDRANT_URL)
+    add_option(stores, PGVECTOR_URL)
+    for option in (OPEN_COLLECTIONS, FILES_URL, SWEEP_GRACE_SECONDS):
+        add_option(cmd, option)
 
 
 def shared_store_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The `ServiceSettings` fields of `add_shared_store_arguments`."""
-    if not args.sweep_grace_seconds > 0:
-        raise CLIError(f"--sweep-grace-seconds {args.sweep_grace_seconds:g}: give a number above 0")
     return {
         "qdrant_url": args.qdrant_url,
         "qdrant_api_key": os.environ.get("QDRANT_API_KEY"),
@@ -278,9 +198,14 @@ def service_settings(args: argparse.Namespace, **overrides: Any) -> ServiceSetti
             cause = error.get("ctx", {}).get("error")
             if isinstance(cause, InvalidArgumentError) and cause.argument in CHUNKING_OPTIONS:
                 raise chunking_error(cause) from None
+        flags = {option.field: option.flag for option in SERVICE_OPTIONS}
         problems = "; ".join(
             # A check across settings has no location, and pydantic prefixes its message.
-            (f"{'.'.join(str(p) for p in e['loc'])}: " if e["loc"] else "")
+            (
+                f"{flags.get(str(e['loc'][0]), '.'.join(str(p) for p in e['loc']))}: "
+                if e["loc"]
+                else ""
+            )
             + e["msg"].removeprefix("Value error, ")
             for e in exc.errors()
         )
@@ -306,7 +231,7 @@ async def run_serve(args: argparse.Namespace) -> int:
         **shared_store_settings(args),
         workers=args.workers,
         **indexing_settings(args),
-        max_upload_bytes=max(1, int(args.max_upload_mb * 1024 * 1024)),
+        max_upload_bytes=MAX_UPLOAD.to_setting(args.max_upload_mb),
         chunk_size=args.chunk_size,
         overlap=args.overlap,
         query_cache_seconds=args.query_cache_seconds,
@@ -315,7 +240,7 @@ async def run_serve(args: argparse.Namespace) -> int:
         chat_api_key=os.environ.get("ARCHIVIST_CHAT_API_KEY") or os.environ.get("OPENAI_API_KEY"),
         chat_timeout=args.chat_timeout,
         chat_max_tokens=args.chat_max_tokens,
-        chat_max_answer_bytes=args.chat_max_answer_kb * 1024,
+        chat_max_answer_bytes=CHAT_MAX_ANSWER.to_setting(args.chat_max_answer_kb),
         rate_per_second=args.rate,
         metrics=args.metrics,
         **read_quotas(args.quotas),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from archivist.cli.arguments import CLIError, add_chunking_arguments, add_option
 from archivist.cli.serve_command import (
     add_database_argument,
     add_indexing_arguments,
@@ -17,7 +18,7 @@ from archivist.cli.serve_command import (
     shared_store_settings,
     show_startup_choices,
 )
-from archivist.cli.session import CLIError, add_chunking_arguments
+from archivist.options import LEASE_SECONDS, POLL_SECONDS, WORKERS
 
 
 def add_worker_command(commands: Any) -> None:
@@ -28,20 +29,10 @@ def add_worker_command(commands: Any) -> None:
     )
     add_database_argument(cmd)
     add_shared_store_arguments(cmd)
-    cmd.add_argument("--workers", type=int, default=2, help="documents indexed at once")
+    add_option(cmd, WORKERS)
     add_indexing_arguments(cmd)
-    cmd.add_argument(
-        "--poll-seconds",
-        type=float,
-        default=1.0,
-        help="how often an idle worker looks for new jobs",
-    )
-    cmd.add_argument(
-        "--lease-seconds",
-        type=float,
-        default=60.0,
-        help="a job this worker stops renewing (it died) goes to another after this long",
-    )
+    add_option(cmd, POLL_SECONDS)
+    add_option(cmd, LEASE_SECONDS)
     cmd.add_argument(
         "--metrics-port",
         type=int,
@@ -70,7 +61,7 @@ def add_worker_command(commands: Any) -> None:
         "database, 1 when it has not for --give-up-seconds or does not answer",
     )
     add_log_format_argument(cmd)
-    add_chunking_arguments(cmd, from_kb=False)
+    add_chunking_arguments(cmd, from_kb=False, service=True)
     cmd.set_defaults(handler=run_worker, event_loop=service_event_loop)
 
 

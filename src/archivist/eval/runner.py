@@ -20,11 +20,22 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from archivist.embedding import DEFAULT_EMBEDDING_MODEL, CachedEmbeddingModel, EmbeddingModelBase
+from archivist.embedding import CachedEmbeddingModel, EmbeddingModelBase
 from archivist.eval.calibration import Calibration, Shown, reliability
 from archivist.eval.dataset import BEIRDataset, CorpusDocument, EvalQuery, load_beir
 from archivist.eval.metrics import DEFAULT_METRICS, evaluate, parse_metric, per_query
 from archivist.message import TextBlock
+from archivist.options import (
+    CORPUS,
+    EMBEDDING,
+    EVAL_PGVECTOR_URL,
+    MAX_PER_DOCUMENT,
+    QUERIES,
+    SEARCH_DEPTH,
+    SEGMENT_POINTS,
+    VECTOR_DATATYPE,
+    setting_field,
+)
 from archivist.rag import Chunk, ChunkerBase, KnowledgeBase, NewDocument, Section
 from archivist.rag.chunker import ChunkSettings
 from archivist.rag.knowledge import factories
@@ -45,33 +56,25 @@ class EvalConfig(ChunkSettings):
 
     dataset_dir: Path
     split: str = "test"
-    embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    embedding_model: str = setting_field(EMBEDDING)
     mode: SearchMode = "hybrid"
-    max_per_document: int | None = Field(default=None, ge=1)
+    max_per_document: int | None = setting_field(MAX_PER_DOCUMENT)
     context_header: bool = Field(
         default=False, description="start each chunk with its document's title"
     )
-    queries: int | None = Field(default=None, ge=1, description="first N judged queries")
-    corpus: int | None = Field(default=None, ge=1, description="corpus size incl. judged docs")
+    queries: int | None = setting_field(QUERIES)
+    corpus: int | None = setting_field(CORPUS)
     seed: int = 0
     cache_dir: Path | None = None
-    search_depth: int = Field(default=300, ge=1, description="chunks fetched per query")
-    segment_points: int | None = Field(
-        default=None,
-        ge=1,
-        description="index the store in segments of this many chunks as it is written "
-        "(default: no index, exact search)",
-    )
+    search_depth: int = setting_field(SEARCH_DEPTH)
+    segment_points: int | None = setting_field(SEGMENT_POINTS)
+    """None: no index, exact search."""
     quantization: Literal["int8"] | None = Field(
         default=None, description="the store's vector quantization (built with the index)"
     )
-    vector_datatype: VectorDatatype = Field(
-        default="float16", description="how the store keeps the dense vectors"
-    )
+    vector_datatype: VectorDatatype = setting_field(VECTOR_DATATYPE)
     metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS))
-    pgvector_url: str | None = Field(
-        default=None, description="index into PostgreSQL + pgvector here instead of Qdrant Edge"
-    )
+    pgvector_url: str | None = setting_field(EVAL_PGVECTOR_URL)
     calibration: bool = Field(
         default=False, description="also check the relevance shown against the judgments"
     )

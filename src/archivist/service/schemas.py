@@ -8,6 +8,14 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from archivist.message import TextBlock
+from archivist.options import (
+    MAX_PER_DOCUMENT,
+    MIN_RELEVANCE,
+    SERVICE_CHUNK_SIZE,
+    SERVICE_OVERLAP,
+    TOP_K,
+    setting_field,
+)
 from archivist.rag.chunker.settings import ChunkSettings
 from archivist.rag.document import Chunk
 from archivist.rag.knowledge.citation import citation, copy_citation
@@ -53,12 +61,10 @@ class KnowledgeBaseCreate(BaseModel):
         max_length=128,
         description="a locally available model; default: the service's",
     )
-    chunk_size: int | None = Field(
-        default=None, ge=16, le=8192, description="tokens per chunk; default: the service's"
+    chunk_size: int | None = setting_field(
+        SERVICE_CHUNK_SIZE, default=None, description="tokens per chunk; default: the service's"
     )
-    overlap: int | None = Field(
-        default=None, ge=0, le=4096, description="tokens shared by neighbouring chunks"
-    )
+    overlap: int | None = setting_field(SERVICE_OVERLAP, default=None)
 
     @model_validator(mode="after")
     def _chunk_settings_fit(self) -> KnowledgeBaseCreate:
@@ -210,12 +216,12 @@ class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(min_length=1, max_length=4000)
-    top_k: int = Field(default=5, ge=1, le=100)
-    min_relevance: float | None = Field(default=None, ge=0, le=1)
+    top_k: int = setting_field(TOP_K)
+    min_relevance: float | None = setting_field(MIN_RELEVANCE)
     """Leave out hits less likely than this to be relevant (every mode)."""
     context: int = Field(default=0, ge=0, le=MAX_CONTEXT)
     """Neighbouring chunks to return on each side of every hit (overlapping windows merged)."""
-    max_per_document: int | None = Field(default=None, ge=1, le=100)
+    max_per_document: int | None = setting_field(MAX_PER_DOCUMENT)
     """At most this many chunks of one document (and still `top_k` when enough match)."""
     path: list[Annotated[str, Field(min_length=1, max_length=500)]] = Field(
         default=[], max_length=20

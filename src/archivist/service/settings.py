@@ -4,15 +4,44 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Annotated
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
 
-from archivist.chunk_defaults import PARSE_CPU_SECONDS, PARSE_MEMORY_MB, PARSE_WALL_SECONDS
-from archivist.embedding.registry import DEFAULT_EMBEDDING_MODEL
+from archivist.options import (
+    CHAT_BASE_URL,
+    CHAT_MAX_ANSWER,
+    CHAT_MAX_TOKENS,
+    CHAT_MODEL,
+    CHAT_TIMEOUT,
+    DATABASE,
+    EMBEDDING,
+    FILES_URL,
+    INDEX_NICENESS,
+    INDEX_THREADS,
+    LEASE_SECONDS,
+    MAX_UPLOAD,
+    OCR,
+    OCR_LANGUAGES,
+    OPEN_COLLECTIONS,
+    PARSE_CPU,
+    PARSE_MEMORY,
+    PARSE_WALL,
+    PGVECTOR_URL,
+    POLL_SECONDS,
+    QDRANT_URL,
+    QUERY_CACHE_SECONDS,
+    RATE,
+    SERVICE_CHUNK_SIZE,
+    SERVICE_OVERLAP,
+    SWEEP_GRACE_SECONDS,
+    WORKERS,
+    setting_field,
+)
 from archivist.rag.chunker.child_process import ChildLimits
 from archivist.rag.chunker.settings import ChunkSettings
 from archivist.rag.parser.ocr import Ocr
+from archivist.rag.parser.ocr.choices import LANGUAGE_PATTERN, MAX_LANGUAGES, OcrChoice
 from archivist.service.files_url import files_location
 from archivist.service.quota import Quota
 
@@ -24,26 +53,22 @@ class ServiceSettings(ChunkSettings):
     model_config = ConfigDict(extra="forbid")
 
     home: Path
+    chunk_size: int | None = setting_field(SERVICE_CHUNK_SIZE)
+    overlap: int = setting_field(SERVICE_OVERLAP)
     """Data directory: uploads, the SQLite database and the Qdrant Edge store live under it."""
-    database_url: str | None = None
+    database_url: str | None = setting_field(DATABASE)
     """SQLAlchemy URL (e.g. `postgresql://...`); None → SQLite at `home/service/service.db`."""
-    qdrant_url: str | None = None
-    """A Qdrant server or cluster; None → Qdrant Edge at `home/service/qdrant`."""
+    qdrant_url: str | None = setting_field(QDRANT_URL)
+    """None → Qdrant Edge at `home/service/qdrant`."""
     qdrant_api_key: str | None = None
-    open_collections: int | None = Field(default=None, ge=1)
-    """Qdrant Edge collections (one per knowledge base) kept open at once; past it the least
-    recently used close and load again on use. None: the store's default."""
-    pgvector_url: str | None = None
-    """PostgreSQL with pgvector for the vectors (may be the `database_url` database)."""
-    files_url: str | None = None
-    """Where uploads are kept: a directory or `s3://BUCKET/PREFIX`; None → `files_dir`."""
-    sweep_grace_seconds: float = Field(default=3600.0, gt=0)
-    """What a process that died left behind (an upload never recorded, a file whose removal
-    was cut short, a staged copy) is removed by the sweeper once it is this old."""
-    max_upload_bytes: int = Field(default=50 * 1024 * 1024, gt=0)
-    """Largest accepted upload request (all its files together); larger → 413."""
-    workers: int = Field(default=2, ge=0, le=32)
-    """Documents indexed at once by this process; 0 for an API-only replica."""
+    open_collections: int | None = setting_field(OPEN_COLLECTIONS)
+    """None: the store's default (`MAX_OPEN_COLLECTIONS` of the Edge store)."""
+    pgvector_url: str | None = setting_field(PGVECTOR_URL)
+    files_url: str | None = setting_field(FILES_URL)
+    """None → `files_dir`."""
+    sweep_grace_seconds: float = setting_field(SWEEP_GRACE_SECONDS)
+    max_upload_bytes: int = setting_field(MAX_UPLOAD)
+    workers: int = setting_field(WORKERS)
     max_json_bytes: int = Field(default=256 * 1024, gt=0)
     """Largest accepted body of every other request (JSON); larger → 413."""
     header_timeout_seconds: float = Field(default=10.0, gt=0)
@@ -58,58 +83,46 @@ class ServiceSettings(ChunkSettings):
     """Every tenant's quotas unless `tenant_quotas` names the tenant."""
     tenant_quotas: dict[str, Quota] = Field(default_factory=dict)
     """Quotas of particular tenants."""
-    rate_per_second: float = Field(default=50.0, gt=0)
-    """Requests per second one API key may make on average; more → 429 with Retry-After."""
+    rate_per_second: float = setting_field(RATE)
+    """More → 429 with Retry-After."""
     rate_burst: int = Field(default=200, ge=1)
     """Requests one API key may make at once before the rate applies."""
-    index_threads: int = Field(default=1, ge=1, le=64)
-    """Cores the document embedder may use; the rest stay free for searches."""
-    index_niceness: int = Field(default=10, ge=0, le=19)
-    """How much nicer (lower CPU priority, Linux) the threads that parse, chunk and embed
-    uploads run than the ones answering requests, so searches get the CPU first."""
-    parse_memory_mb: int = Field(default=PARSE_MEMORY_MB, ge=64)
-    """Memory (address space, MiB) the child process parsing and chunking one upload may
-    use; a file that needs more fails, and the error names the limit. Reading scans adds
-    what the OCR engine's models need (RapidOCR's: `RapidOcrEngine.memory_mb`)."""
-    parse_cpu_seconds: int = Field(default=PARSE_CPU_SECONDS, ge=1)
-    """CPU time one upload's parsing and chunking may take."""
-    parse_wall_seconds: float = Field(default=PARSE_WALL_SECONDS, gt=0)
-    """Time the indexer may wait for one upload's chunks in all."""
-    ocr: Literal["auto", "off", "tesseract", "rapidocr"] = "auto"
-    """How scanned PDF pages and images are read: "auto" (Tesseract if installed with the
-    languages, else RapidOCR if installed, else none: scans are skipped with a note saying
-    how to read them), "off", or an engine. Every knowledge base reads them so; a tenant
-    cannot turn it on where the operator turned it off."""
-    ocr_languages: tuple[str, ...] = Field(default=("eng", "chi_sim"), min_length=1)
-    """The languages OCR reads, by Tesseract's names."""
-    lease_seconds: float = Field(default=60.0, gt=0)
-    """A claimed job not renewed for this long is taken over by another worker or replica."""
+    index_threads: int = setting_field(INDEX_THREADS)
+    """The rest of the cores stay free for searches."""
+    index_niceness: int = setting_field(INDEX_NICENESS)
+    """So searches get the CPU first."""
+    parse_memory_mb: int = setting_field(PARSE_MEMORY)
+    """Address space; the error of a file that needs more names the limit. Reading scans
+    adds what the OCR engine's models need (RapidOCR's: `RapidOcrEngine.memory_mb`)."""
+    parse_cpu_seconds: int = setting_field(PARSE_CPU)
+    parse_wall_seconds: float = setting_field(PARSE_WALL)
+    ocr: OcrChoice = setting_field(OCR)
+    """"auto" finding none skips scans with a note saying how to read them. Every knowledge
+    base reads them so; a tenant cannot turn it on where the operator turned it off."""
+    ocr_languages: tuple[
+        Annotated[str, StringConstraints(pattern=f"^{LANGUAGE_PATTERN}$")], ...
+    ] = setting_field(OCR_LANGUAGES, min_length=1, max_length=MAX_LANGUAGES)
+    lease_seconds: float = setting_field(LEASE_SECONDS)
     max_attempts: int = Field(default=5, ge=1)
     """Tries of one job before it is failed: a file that kills the process every time, or
     a database or file store still unreachable (the tries after an outage wait 30 s, then
     twice as long each time: about 7.5 minutes in all)."""
-    poll_seconds: float = Field(default=1.0, gt=0)
-    """How often idle workers look for jobs queued by other replicas."""
-    embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    poll_seconds: float = setting_field(POLL_SECONDS)
+    embedding_model: str = setting_field(EMBEDDING)
     metrics: bool = True
     """Serve Prometheus metrics at `/metrics` (no key needed, no tenant data in them)."""
-    query_cache_seconds: float = Field(default=10.0, ge=0)
-    """How long an identical search of a knowledge base is answered from memory (0: never);
-    any write through this process ends it at once."""
+    query_cache_seconds: float = setting_field(QUERY_CACHE_SECONDS)
 
-    chat_base_url: str | None = None
-    """An OpenAI-compatible chat server for `/v1/sessions/{id}/messages`; None: no answers."""
-    chat_model: str | None = None
+    chat_base_url: str | None = setting_field(CHAT_BASE_URL)
+    """None: no answers."""
+    chat_model: str | None = setting_field(CHAT_MODEL)
     chat_api_key: str | None = Field(default=None, repr=False)
-    chat_timeout: float = Field(default=60.0, gt=0)
-    """Seconds to wait for the chat server to connect or send its next piece."""
+    chat_timeout: float = setting_field(CHAT_TIMEOUT)
     chat_run_seconds: float = Field(default=300.0, gt=0)
     """Longest one answer may take, tool calls included, before it ends with an error."""
-    chat_max_answer_bytes: int = Field(default=256 * 1024, ge=1024)
-    """Longest answer (UTF-8 bytes of its text) relayed and kept: a longer one is cut there,
-    the chat server's stream closed, and the cut text joins the history."""
-    chat_max_tokens: int | None = Field(default=None, gt=0)
-    """Most tokens the chat server may generate per model call; None: the server's limit."""
+    chat_max_answer_bytes: int = setting_field(CHAT_MAX_ANSWER)
+    """In bytes; the cut text joins the history."""
+    chat_max_tokens: int | None = setting_field(CHAT_MAX_TOKENS)
 
     @field_validator("files_url")
     @classmethod

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from archivist._util.closable import AsyncClosable
 from archivist.embedding.relevance import RelevanceCurves
@@ -27,6 +27,28 @@ _FORMER_DECLARATIONS = {
     "supports_search_filter": "search_filter",
 }
 """Class attributes of earlier releases, now fields of `StoreCapabilities`."""
+
+STORE_METHODS: Final = (
+    "create_collection",
+    "delete_collection",
+    "has_collection",
+    "optimize",
+    "collection_dimensions",
+    "insert",
+    "delete",
+    "search",
+    "search_modes",
+    "term_layout",
+    "list_documents",
+    "document_summary",
+    "list_chunks",
+    "chunk_window",
+    "replace_document",
+    "document_generations",
+    "repair_document",
+)
+"""The contract's methods: every public coroutine method of `VectorStoreBase`, in order.
+Code that stands in for a store (`ProcessStore`) forwards these."""
 
 
 class VectorStoreBase(AsyncClosable, ABC):

@@ -7,9 +7,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from archivist.rag.cjk import UNSPACED_CHARACTERS
-
-DEFAULT_LANGUAGES: tuple[str, ...] = ("eng", "chi_sim")
-"""English and Simplified Chinese, by Tesseract's language names."""
+from archivist.rag.parser.ocr.choices import DEFAULT_LANGUAGES as DEFAULT_LANGUAGES
 
 LOW_CONFIDENCE = 0.6
 """Below this mean recognition confidence a page's text is marked `ocr_low_confidence`."""

@@ -12,6 +12,7 @@ from archivist._util import address_space
 from archivist._util.extras import installed
 from archivist.errors import InvalidArgumentError, MissingExtraError
 from archivist.rag.parser.ocr.cache import OcrCache
+from archivist.rag.parser.ocr.choices import DPI, ENGINES, MAX_DPI, MIN_DPI, EngineName
 from archivist.rag.parser.ocr.engine import (
     DEFAULT_LANGUAGES,
     LOW_CONFIDENCE,
@@ -28,18 +29,13 @@ from archivist.rag.parser.ocr.tesseract import (
     tesseract_package,
 )
 
-EngineChoice = Literal["auto", "tesseract", "rapidocr"]
-ENGINES: tuple[str, ...] = ("tesseract", "rapidocr")
-"""The engines `Ocr` knows by name."""
+EngineChoice = Literal["auto", EngineName]
 
 OCR_HINT = (
     "to read scans, install RapidOCR (pip install 'archivist[ocr]') "
     "or Tesseract (apt install tesseract-ocr tesseract-ocr-chi-sim)"
 )
 """One line saying how to make OCR available."""
-
-DPI = 200
-"""Resolution PDF pages are rendered at for OCR."""
 
 MAX_PIXELS = 24_000_000
 """Largest picture handed to an engine (an A4 page at 400 dpi is 15.6 million pixels);
@@ -73,8 +69,10 @@ class Ocr:
             raise InvalidArgumentError(
                 "languages must be a non-empty sequence of language names", argument="languages"
             )
-        if not 36 <= dpi <= 600:
-            raise InvalidArgumentError(f"dpi must be from 36 to 600, got {dpi!r}", argument="dpi")
+        if not MIN_DPI <= dpi <= MAX_DPI:
+            raise InvalidArgumentError(
+                f"dpi must be from {MIN_DPI} to {MAX_DPI}, got {dpi!r}", argument="dpi"
+            )
         if max_pixels < 1_000_000:
             raise InvalidArgumentError(
                 f"max_pixels must be at least 1,000,000, got {max_pixels!r}", argument="max_pixels"

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import qdrant_edge as edge
-
 from archivist.errors import InvalidArgumentError
-from archivist.rag.store.core.term_counting import LANGUAGE, TOKENIZER, shared_counter
+from archivist.rag.store.core.term_counting import shared_counter, word_bm25
 from archivist.rag.store.core.terms import (
     TERM_LAYOUT,
     TERM_LAYOUTS,
@@ -91,7 +89,7 @@ class Bm25Encoder:
         self.layout = check_term_layout(layout)
         self.counter = shared_counter()
         """Counts chunk texts' terms (the process's shared counter, which remembers pieces)."""
-        self._query = edge.Bm25(edge.Bm25Config(tokenizer=TOKENIZER, language=LANGUAGE))
+        self._query = word_bm25()
 
     def count(self, text: str) -> TermCounts:
         """Term frequencies of `text`."""

@@ -80,7 +80,7 @@ def term_counts(encoder: Bm25Encoder, records: Sequence[VectorRecord]) -> list[T
 
 
 def with_sparse(
-    points: list[PointWrite], counts: list[TermCounts | None], average: float
+    points: list[PointWrite], counts: Sequence[TermCounts | None], average: float
 ) -> list[PointWrite]:
     """`points` with the BM25 vector of each one whose chunk has counted terms, and that
     chunk's term length in its payload."""

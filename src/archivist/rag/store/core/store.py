@@ -1,32 +1,34 @@
-"""`CoreStore`: every public store method, written once over an engine's few steps.
+"""`CoreStore`: every public store method, written once over an `Engine`.
 
 An engine (Qdrant Edge or a Qdrant server, PostgreSQL with pgvector, or a third-party
-database) subclasses `CoreStore` and implements only the steps marked "Engine steps" below:
-how a metadata filter becomes its native scope, how it ranks one search's candidates, reads
-summaries, chunks and generations, writes points and removes chunks, and how it locks one
-document. The argument checks, the search plan, grouping per document, the results, the
-crash-safe replace and the repair protocol are the core's, so every engine behaves alike.
+database) implements `archivist.rag.store.core.engine.Engine`, and a store class is
+`CoreStore` made with one: the argument checks, the search plan, grouping per document, the
+results, BM25 term counting, the crash-safe replace and the repair protocol are the core's,
+so every engine behaves alike.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
-from abc import abstractmethod
 from collections.abc import AsyncIterable, Sequence
-from contextlib import AbstractAsyncContextManager
-from typing import Generic, TypeVar
+from typing import Generic, Self
 
 from archivist._util.off_loop import off_loop
 from archivist.embedding.relevance import RelevanceCurves
+from archivist.errors import InvalidArgumentError
 from archivist.rag.document import Chunk
 from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
+from archivist.rag.store.base import VectorStoreBase
 from archivist.rag.store.core.arguments import (
-    SearchArguments,
+    SEARCH_MODES,
     SearchMode,
     check_chunk_page,
     check_document_arguments,
     check_search,
 )
+from archivist.rag.store.core.bm25 import Bm25Encoder, TermCounts
+from archivist.rag.store.core.engine import Engine, H, S, W, missing_collection
 from archivist.rag.store.core.generations import (
     GenerationInfo,
     discard_noting,
@@ -34,9 +36,8 @@ from archivist.rag.store.core.generations import (
     repair_generations,
     write_generation,
 )
-from archivist.rag.store.core.points import PointWrite, points_for
-from archivist.rag.store.core.query import Query, Ranked, best_hits, plan_query, search_results
-from archivist.rag.store.core.shaped import S, ShapedStore
+from archivist.rag.store.core.points import PointWrite, points_for, term_counts
+from archivist.rag.store.core.query import best_hits, plan_query, search_results
 from archivist.rag.store.search_filter import SearchFilter
 from archivist.validation import (
     MetadataFilter,
@@ -44,22 +45,18 @@ from archivist.validation import (
     check_document_id,
     check_metadata_filter,
     check_non_negative_int,
+    check_positive_int,
 )
 
-W = TypeVar("W")
-"""An engine's native scope: a metadata filter as its own condition."""
-H = TypeVar("H")
-"""An engine's search hit, before it becomes a `VectorSearchResult`."""
 
-
-class CoreStore(ShapedStore[S], Generic[S, W, H]):
-    """A vector store whose public methods are the core's; an engine supplies its steps.
+class CoreStore(VectorStoreBase, Generic[S, W, H]):
+    """A vector store whose public methods are the core's, over `engine`'s steps.
 
     BM25 totals (the chunks with terms and their lengths, for the average chunk length) are
-    those of the chunks stored: `_write` adds the written chunks' (and takes off those it
-    overwrites), `_remove` takes off the removed chunks', so new chunks are weighed as if what
-    was deleted had never been written. A term's IDF is the engine's: Qdrant Edge counts
-    deleted points in it until it vacuums their segment.
+    those of the chunks stored: the engine's `write` adds the written chunks' (and takes off
+    those it overwrites), its `remove` takes off the removed chunks', so new chunks are
+    weighed as if what was deleted had never been written. A term's IDF is the engine's:
+    Qdrant Edge counts deleted points in it until it vacuums their segment.
     """
 
     HYBRID_DEPTH = 50
@@ -67,98 +64,83 @@ class CoreStore(ShapedStore[S], Generic[S, W, H]):
     together by relevance. Deeper candidates change no SciFact top 10 (see
     `python -m benchmarks search_trust depth`) and cost time in every search."""
 
-    # Engine steps
+    def __init__(self, engine: Engine[S, W, H]) -> None:
+        self._engine = engine
+        self._encoders: dict[int, Bm25Encoder] = {}
+        self._collections_lock = asyncio.Lock()
 
-    @abstractmethod
-    def _open(self) -> object:
-        """The open engine; RuntimeError outside `async with store:`."""
+    async def __aenter__(self) -> Self:
+        await self._engine.open()
+        return self
 
-    @abstractmethod
-    async def _scope(self, collection: str, metadata_filter: MetadataFilter | None) -> W:
-        """`metadata_filter` (checked) as the engine's native condition in `collection`."""
+    async def aclose(self) -> None:
+        """Close the engine; `async with` does."""
+        await self._engine.close()
 
-    @abstractmethod
-    async def _ranker(
-        self, collection: str, shape: S, scope: W, query: Query, search: SearchArguments
-    ) -> Ranked[H] | None:
-        """How the engine ranks `query`'s hits within `scope` (the best `limit` outside the
-        documents excluded, judged by `archivist.rag.store.core.ranking`); None when
-        `search.search_filter` leaves nothing to search."""
+    # Collections
 
-    @abstractmethod
-    def _document_of(self, hit: H) -> str:
-        """The document `hit` belongs to."""
+    async def create_collection(self, name: str, dimensions: int, *, sparse: bool = True) -> None:
+        """Create collection `name` for `dimensions`-d vectors, with BM25 terms for hybrid
+        search unless `sparse` is False; a no-op if it exists with the same dimensions."""
+        check_collection_name(name)
+        check_positive_int(dimensions, "dimensions")
+        if not isinstance(sparse, bool):
+            raise InvalidArgumentError(f"sparse must be a bool, got {sparse!r}", argument="sparse")
+        self._engine.check_open()
+        async with self._collections_lock:
+            existing = await self._engine.create_collection(name, dimensions, sparse)
+        if existing.dimensions != dimensions:
+            raise InvalidArgumentError(
+                f"collection {name!r} exists with {existing.dimensions} dimensions, "
+                f"not dimensions={dimensions}",
+                argument="dimensions",
+            )
 
-    @abstractmethod
-    def _tie_break(self, hit: H) -> tuple[str, ...]:
-        """The order of hits judged alike: the chunk's point id, the same in every engine."""
+    async def delete_collection(self, name: str) -> None:
+        check_collection_name(name)
+        self._engine.check_open()
+        async with self._collections_lock:
+            await self._engine.delete_collection(name)
 
-    @abstractmethod
-    def _chunk_of(self, hit: H) -> Chunk:
-        """The chunk `hit` holds."""
+    async def has_collection(self, name: str) -> bool:
+        check_collection_name(name)
+        return await self._engine.shape(name, fresh=True) is not None
 
-    @abstractmethod
-    async def _summaries(self, collection: str, shape: S, scope: W) -> list[DocumentSummary]:
-        """One summary per document within `scope`, by document id."""
+    async def collection_dimensions(self, name: str) -> int | None:
+        check_collection_name(name)
+        shape = await self._engine.shape(name, fresh=True)
+        return None if shape is None else shape.dimensions
 
-    @abstractmethod
-    async def _summary(
-        self, collection: str, shape: S, scope: W, document_id: str
-    ) -> DocumentSummary | None:
-        """The summary of `document_id` within `scope`, read without the other documents."""
+    async def optimize(self, collection: str) -> None:
+        """Build the search indexes the engine builds after a bulk load (Qdrant Edge: those of
+        every segment that filled up); a no-op for an engine that indexes on write."""
+        check_collection_name(collection)
+        await self._engine.optimize(collection)
 
-    @abstractmethod
-    async def _chunk_page(
-        self, collection: str, shape: S, scope: W, document_id: str, offset: int, limit: int
-    ) -> list[Chunk]:
-        """`limit` (>0) chunks of `document_id` from position `offset`, in chunk order."""
+    async def search_modes(self, collection: str) -> tuple[SearchMode, ...]:
+        """All three modes for a collection with BM25 terms; only "dense" otherwise."""
+        check_collection_name(collection)
+        shape = await self._engine.shape(collection)
+        return SEARCH_MODES if shape is not None and shape.sparse else ("dense",)
 
-    @abstractmethod
-    async def _chunk_range(
-        self, collection: str, shape: S, scope: W, document_id: str, first: int, last: int
-    ) -> list[Chunk]:
-        """The chunks of `document_id` with `first` <= chunk_index <= `last`, in order."""
+    async def term_layout(self, collection: str) -> int | None:
+        check_collection_name(collection)
+        shape = await self._engine.shape(collection)
+        return shape.term_layout if shape is not None and shape.sparse else None
 
-    @abstractmethod
-    async def _generations(
-        self, collection: str, shape: S, scope: W, document_id: str | None
-    ) -> list[GenerationInfo]:
-        """Every (document, generation) within `scope` (of `document_id` only, if given)."""
+    async def _require(self, name: str) -> S:
+        """The shape of collection `name`; an error naming it if there is none."""
+        shape = await self._engine.shape(name)
+        if shape is None:
+            raise missing_collection(name)
+        return shape
 
-    @abstractmethod
-    async def _write(
-        self,
-        collection: str,
-        shape: S,
-        records: Sequence[VectorRecord],
-        points: list[PointWrite],
-        *,
-        overwrites: bool = True,
-    ) -> None:
-        """Store `points` (made of `records`, one each) with the BM25 terms of their text,
-        adding those chunks to the collection's BM25 totals (and taking off the chunks they
-        overwrite; `overwrites=False` says their ids are new, as a replace's are)."""
-
-    @abstractmethod
-    async def _remove(
-        self,
-        collection: str,
-        shape: S,
-        scope: W | None,
-        document_id: str | None,
-        *,
-        generation: str | None = None,
-        keep: str | None = None,
-    ) -> None:
-        """Remove the chunks within `scope` (None: anywhere) of `document_id` (None: of any),
-        of `generation` only, or of every generation but `keep`; subtract them from the
-        collection's BM25 totals."""
-
-    @abstractmethod
-    def _document_lock(
-        self, collection: str, document_id: str
-    ) -> AbstractAsyncContextManager[object]:
-        """Held while one document is replaced, deleted or repaired."""
+    def _encoder(self, shape: S) -> Bm25Encoder:
+        """The BM25 encoder of the term layout `shape`'s collection was indexed with."""
+        encoder = self._encoders.get(shape.term_layout)
+        if encoder is None:
+            encoder = self._encoders[shape.term_layout] = Bm25Encoder(shape.term_layout)
+        return encoder
 
     # Reading
 
@@ -201,7 +183,7 @@ class CoreStore(ShapedStore[S], Generic[S, W, H]):
             relevance_curves=relevance_curves,
         )
         self.capabilities.refuse_undeclared(checked, type(self).__name__)
-        shape = await self._shape(collection)
+        shape = await self._engine.shape(collection)
         if shape is None:
             return []
         query = plan_query(
@@ -214,14 +196,17 @@ class CoreStore(ShapedStore[S], Generic[S, W, H]):
         )
         if query is None:
             return []  # no searchable term in the query
-        scope = await self._scope(collection, checked.metadata_filter)
-        ranked = await self._ranker(collection, shape, scope, query, checked)
+        scope = await self._engine.scope(collection, checked.metadata_filter)
+        ranked = await self._engine.ranker(
+            collection, shape, scope, query, checked, self.HYBRID_DEPTH
+        )
         if ranked is None:
             return []
+        engine = self._engine
         hits = await best_hits(
-            ranked, self._document_of, self._tie_break, checked.top_k, checked.max_per_document
+            ranked, engine.document_of, engine.tie_break, checked.top_k, checked.max_per_document
         )
-        return search_results(hits, query, self._document_of, self._chunk_of)
+        return search_results(hits, query, engine.document_of, engine.chunk_of)
 
     async def list_documents(
         self,
@@ -232,10 +217,11 @@ class CoreStore(ShapedStore[S], Generic[S, W, H]):
         described by its lowest chunk."""
         check_collection_name(collection)
         checked = check_metadata_filter(metadata_filter)
-        shape = await self._shape(collection)
+        shape = await self._engine.shape(collection)
         if shape is None:
             return []
-        return await self._summaries(collection, shape, await self._scope(collection, checked))
+        scope = await self._engine.scope(collection, checked)
+        return await self._engine.summaries(collection, shape, scope)
 
     async def document_summary(
         self,
@@ -245,11 +231,11 @@ class CoreStore(ShapedStore[S], Generic[S, W, H]):
     ) -> DocumentSummary | None:
         """One document's summary, read through an index whatever the collection's size."""
         checked = check_document_arguments(collection, document_id, metadata_filter)
-        shape = await self._shape(collection)
+        shape = await self._engine.shape(collection)
         if shape is None:
             return None
-        scope = await self._scope(collection, checked)
-        return await self._summary(collection, shape, scope, document_id)
+        scope = await self._engine.scope(collection, checked)
+        return await self._engine.summary(collection, shape, scope, document_id)
 
     async def list_chunks(
         self,
@@ -261,11 +247,11 @@ class CoreStore(ShapedStore[S], Generic[S, W, H]):
     ) -> list[Chunk]:
         """The chunks of `document_id` in `chunk_index` order, from `offset`, at most `limit`."""
         checked = check_chunk_page(collection, document_id, offset, limit, metadata_filter)
-        shape = await self._shape(collection)
+        shape = await self._engine.shape(collection)
         if shape is None or limit == 0:
             return []
-        scope = await self._scope(collection, checked)
-        return await self._chunk_page(collection, shape, scope, document_id, offset, limit)
+        scope = await self._engine.scope(collection, checked)
+        return await self._engine.chunk_page(collection, shape, scope, document_id, offset, limit)
 
     async def chunk_window(
         self,
@@ -280,11 +266,11 @@ class CoreStore(ShapedStore[S], Generic[S, W, H]):
         checked = check_document_arguments(collection, document_id, metadata_filter)
         check_non_negative_int(first, "first")
         check_non_negative_int(last, "last")
-        shape = await self._shape(collection)
+        shape = await self._engine.shape(collection)
         if shape is None or last < first:
             return []
-        scope = await self._scope(collection, checked)
-        return await self._chunk_range(collection, shape, scope, document_id, first, last)
+        scope = await self._engine.scope(collection, checked)
+        return await self._engine.chunk_range(collection, shape, scope, document_id, first, last)
 
     async def document_generations(
         self,
@@ -298,11 +284,11 @@ class CoreStore(ShapedStore[S], Generic[S, W, H]):
         if document_id is not None:
             check_document_id(document_id)
         checked = check_metadata_filter(metadata_filter)
-        shape = await self._shape(collection)
+        shape = await self._engine.shape(collection)
         if shape is None:
             return []
-        scope = await self._scope(collection, checked)
-        return await self._generations(collection, shape, scope, document_id)
+        scope = await self._engine.scope(collection, checked)
+        return await self._engine.generations(collection, shape, scope, document_id)
 
     # Writing
 
@@ -310,7 +296,7 @@ class CoreStore(ShapedStore[S], Generic[S, W, H]):
         """Write `records` as one write: all of them, or (on any error) none. A record whose
         document id, chunk index and metadata are already stored replaces that chunk."""
         check_collection_name(collection)
-        self._open()
+        self._engine.check_open()
         if not records:
             return
         shape = await self._require(collection)
@@ -340,7 +326,7 @@ class CoreStore(ShapedStore[S], Generic[S, W, H]):
         a partial new one, which `repair_document` removes."""
         checked = check_document_arguments(collection, document_id, metadata_filter)
         shape = await self._require(collection)
-        scope = await self._scope(collection, checked)
+        scope = await self._engine.scope(collection, checked)
         seen: set[tuple[str, int]] = set()
 
         async def write(batch: list[VectorRecord], generation: str) -> int:
@@ -361,11 +347,11 @@ class CoreStore(ShapedStore[S], Generic[S, W, H]):
             return len(points)
 
         async def drop_older(generation: str) -> None:
-            await self._remove(collection, shape, scope, document_id, keep=generation)
+            await self._engine.remove(collection, shape, scope, document_id, keep=generation)
 
         return await write_generation(
             batches,
-            lock=self._document_lock(collection, document_id),
+            lock=self._engine.document_lock(collection, document_id),
             write=write,
             drop_older=drop_older,
             discard=functools.partial(self._discard, collection, shape),
@@ -380,12 +366,12 @@ class CoreStore(ShapedStore[S], Generic[S, W, H]):
         """Delete every chunk of `document_id` within `metadata_filter`; a no-op when the
         collection does not exist."""
         checked = check_document_arguments(collection, document_id, metadata_filter)
-        shape = await self._shape(collection)
+        shape = await self._engine.shape(collection)
         if shape is None:
             return
-        scope = await self._scope(collection, checked)
-        async with self._document_lock(collection, document_id):
-            await self._remove(collection, shape, scope, document_id)
+        scope = await self._engine.scope(collection, checked)
+        async with self._engine.document_lock(collection, document_id):
+            await self._engine.remove(collection, shape, scope, document_id)
 
     async def repair_document(
         self,
@@ -399,20 +385,41 @@ class CoreStore(ShapedStore[S], Generic[S, W, H]):
         mistaken for a leftover. See `generations.repair_plan` for what is kept.
         """
         checked = check_document_arguments(collection, document_id, metadata_filter)
-        shape = await self._shape(collection)
+        shape = await self._engine.shape(collection)
         if shape is None:
             return []
-        scope = await self._scope(collection, checked)
+        scope = await self._engine.scope(collection, checked)
 
         async def remove(stale: GenerationInfo) -> None:
-            await self._remove(collection, shape, scope, document_id, generation=stale.generation)
+            await self._engine.remove(
+                collection, shape, scope, document_id, generation=stale.generation
+            )
 
         return await repair_generations(
-            lock=self._document_lock(collection, document_id),
-            generations=functools.partial(self._generations, collection, shape, scope, document_id),
+            lock=self._engine.document_lock(collection, document_id),
+            generations=functools.partial(
+                self._engine.generations, collection, shape, scope, document_id
+            ),
             remove=remove,
         )
 
     async def _discard(self, collection: str, shape: S, generation: str) -> None:
         """Remove what a failed write of `generation` stored."""
-        await self._remove(collection, shape, None, None, generation=generation)
+        await self._engine.remove(collection, shape, None, None, generation=generation)
+
+    async def _write(
+        self,
+        collection: str,
+        shape: S,
+        records: Sequence[VectorRecord],
+        points: list[PointWrite],
+        *,
+        overwrites: bool = True,
+    ) -> None:
+        """Have the engine store `points` (made of `records`, one each) with the BM25 terms of
+        their text, counted off the loop (Python per chunk) in a collection that has them."""
+        counts: list[TermCounts | None] = [None] * len(points)
+        if shape.sparse:
+            encoder = self._encoder(shape)
+            counts = await off_loop(functools.partial(term_counts, encoder, records), len(records))
+        await self._engine.write(collection, shape, points, counts, overwrites=overwrites)

@@ -19,11 +19,12 @@ import re
 from collections import Counter
 from itertools import chain
 from operator import attrgetter
-from typing import NamedTuple
-
-import qdrant_edge as edge
+from typing import TYPE_CHECKING, NamedTuple
 
 from archivist.rag.store.core.terms import cjk_bigrams, identifier_terms, number_terms
+
+if TYPE_CHECKING:
+    import qdrant_edge
 
 MAX_PIECES = 200_000
 """About how many pieces are remembered (some tens of MiB): the most recently used."""
@@ -33,17 +34,23 @@ _OTHER_SCRIPT = re.compile("[^\t\n\r -~\u00a1-\u024f\u2010-\u2027\u2030-\u205e]"
 and control, format and space characters that `str.split` and the tokenizer part text at
 differently (a no-break space, for one)."""
 
-TOKENIZER = edge.TokenizerType.Multilingual
-LANGUAGE = "english"
-"""The word tokenizer's settings, for chunks and queries alike."""
 _COUNTING_K = 1e9
 """With this k and b=0, Qdrant's BM25 weight tf*(k+1)/(tf+k) is the raw term frequency."""
 
 
-def word_counter() -> edge.Bm25:
-    """Qdrant's BM25 set up to give raw term frequencies of the multilingual tokenizer's
-    words (English stemming and stop words)."""
-    return edge.Bm25(edge.Bm25Config(k=_COUNTING_K, b=0.0, tokenizer=TOKENIZER, language=LANGUAGE))
+def word_bm25(k: float | None = None, b: float | None = None) -> qdrant_edge.Bm25:
+    """Qdrant's BM25 (its own `k` and `b` unless given) over the multilingual word tokenizer
+    with English stemming and stop words, the same for chunks and queries. Qdrant Edge is
+    imported here, on first use, so importing a store loads no Qdrant module it does not use."""
+    import qdrant_edge as edge
+
+    tokenizer = edge.TokenizerType.Multilingual
+    return edge.Bm25(edge.Bm25Config(k=k, b=b, tokenizer=tokenizer, language="english"))
+
+
+def word_counter() -> qdrant_edge.Bm25:
+    """Qdrant's BM25 set up to give raw term frequencies of the tokenizer's words."""
+    return word_bm25(k=_COUNTING_K, b=0.0)
 
 
 class Piece(NamedTuple):

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from psycopg import sql
 
 from archivist.errors import InvalidArgumentError
-from archivist.rag.store.core.shaped import CollectionShape
+from archivist.rag.store.core.engine import CollectionShape
 
 DISTANCE_OPERATORS = {
     "Cosine": ("<=>", "vector_cosine_ops"),

@@ -2,38 +2,18 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Mapping, Sequence
-from typing import Any
-
-from psycopg import errors, sql
-from psycopg.rows import dict_row
-
-from archivist.rag.document import Chunk
-from archivist.rag.record import DocumentSummary
 from archivist.rag.store.capabilities import StoreCapabilities
-from archivist.rag.store.core.arguments import SEARCH_MODES, SearchArguments
-from archivist.rag.store.core.generations import GenerationInfo
-from archivist.rag.store.core.layout import DOCUMENT_ID, GENERATION, METADATA, SOURCE, chunk_from
-from archivist.rag.store.core.query import Query, Ranked
-from archivist.rag.store.core.ranking import Judged, rank
-from archivist.rag.store.pgvector.collections import PgVectorCollections
+from archivist.rag.store.core.arguments import SEARCH_MODES
+from archivist.rag.store.core.store import CoreStore
+from archivist.rag.store.pgvector.engine import PgVectorEngine
 from archivist.rag.store.pgvector.filter import SqlScope
-from archivist.rag.store.pgvector.narrowing import narrowed
 from archivist.rag.store.pgvector.schema import Collection
-from archivist.rag.store.pgvector.search import (
-    CHUNK_COLUMNS,
-    Limits,
-    Row,
-    SearchPlan,
-    document_of,
-    tie_break,
-)
+from archivist.rag.store.pgvector.search import Row
 
 __all__ = ["PgVectorStore"]
 
 
-class PgVectorStore(PgVectorCollections):
+class PgVectorStore(CoreStore[Collection, SqlScope, Row]):
     """Chunks and their vectors in PostgreSQL (pgvector 0.8+); higher scores are better.
 
     `url` is a libpq connection string or `postgresql://` URL. The database needs the `vector`
@@ -64,183 +44,20 @@ class PgVectorStore(PgVectorCollections):
         generations=True,
         search_filter=True,
     )
-    EF_SEARCH = 100
-    """HNSW candidate list per search (at least the results wanted): Qdrant's default."""
-    EXACT_BELOW = 10_000
-    """A filtered dense search over fewer matching chunks ranks them exactly (no graph),
-    as Qdrant does below its full-scan threshold: exact, and cheap at that size."""
 
-    # Reading
-
-    async def _ranker(
+    def __init__(
         self,
-        collection: str,
-        shape: Collection,
-        scope: SqlScope,
-        query: Query,
-        search: SearchArguments,
-    ) -> Ranked[Row] | None:
-        """Rows ranked in SQL (`SearchPlan`, within the search filter's conditions), judged as
-        every store judges its hits; none if nothing can match or another process dropped
-        the collection meanwhile."""
-        if search.search_filter is not None:
-            fetch = functools.partial(self._fetch, collection)
-            within = await narrowed(fetch, shape.tables.chunks, scope, search.search_filter)
-            if within is None:
-                return None
-            scope = within
-        plan = SearchPlan(
-            self._open(),
-            self._registry,
-            collection,
-            shape.tables,
-            shape.distance,
-            query.dense,
-            None if query.sparse is None else query.sparse.indices,
-            *scope,
-            Limits(self.HYBRID_DEPTH, self.EF_SEARCH, self.EXACT_BELOW),
-        )
-        try:
-            query_idf = await plan.query_idf()
-        except errors.UndefinedTable:
-            self._collections.pop(collection, None)
-            return None
-        judge_row = plan.judge(query_idf, search.relevance_curves)
-
-        async def ranked(excluded: tuple[str, ...], limit: int) -> list[Judged[Row]]:
-            try:
-                rows = await plan.rows(query_idf, excluded, limit)
-            except errors.UndefinedTable:
-                self._collections.pop(collection, None)
-                return []
-            return rank(map(judge_row, rows), tie_break)[:limit]
-
-        return ranked
-
-    def _document_of(self, hit: Row) -> str:
-        return document_of(hit)
-
-    def _tie_break(self, hit: Row) -> tuple[str, ...]:
-        return tie_break(hit)
-
-    def _chunk_of(self, hit: Row) -> Chunk:
-        return _chunk(hit)
-
-    async def _summaries(
-        self, collection: str, shape: Collection, scope: SqlScope
-    ) -> list[DocumentSummary]:
-        condition, params = scope
-        statement = sql.SQL(
-            "SELECT DISTINCT ON (c.document_id) c.document_id, c.source, c.metadata, "
-            "count(*) OVER (PARTITION BY c.document_id) AS chunk_count "
-            "FROM {} c WHERE {} ORDER BY c.document_id, c.chunk_index, c.generation"
-        ).format(shape.tables.chunks, condition)
-        return [_summary(row) for row in await self._fetch(collection, statement, params)]
-
-    async def _summary(
-        self, collection: str, shape: Collection, scope: SqlScope, document_id: str
-    ) -> DocumentSummary | None:
-        """Through the (document_id, chunk_index) index, whatever the collection's size."""
-        condition, params = scope
-        statement = sql.SQL(
-            "SELECT c.document_id, c.source, c.metadata, count(*) OVER () AS chunk_count "
-            "FROM {} c WHERE c.document_id = %s AND {} "
-            "ORDER BY c.chunk_index, c.generation LIMIT 1"
-        ).format(shape.tables.chunks, condition)
-        rows = await self._fetch(collection, statement, [document_id, *params])
-        return _summary(rows[0]) if rows else None
-
-    async def _chunk_page(
-        self,
-        collection: str,
-        shape: Collection,
-        scope: SqlScope,
-        document_id: str,
-        offset: int,
-        limit: int,
-    ) -> list[Chunk]:
-        page = (sql.SQL("OFFSET %s LIMIT %s"), [offset, limit])
-        return await self._chunks(collection, shape, scope, document_id, tail=page)
-
-    async def _chunk_range(
-        self,
-        collection: str,
-        shape: Collection,
-        scope: SqlScope,
-        document_id: str,
-        first: int,
-        last: int,
-    ) -> list[Chunk]:
-        between = (sql.SQL("c.chunk_index BETWEEN %s AND %s"), [first, last])
-        return await self._chunks(collection, shape, scope, document_id, where=between)
-
-    async def _chunks(
-        self,
-        collection: str,
-        shape: Collection,
-        scope: SqlScope,
-        document_id: str,
+        url: str,
         *,
-        where: SqlScope | None = None,
-        tail: SqlScope | None = None,
-    ) -> list[Chunk]:
-        """The chunks of `document_id` within `scope` and `where`, in order, then `tail`
-        (each a piece of SQL with its parameters)."""
-        where = where or (sql.SQL("TRUE"), [])
-        tail = tail or (sql.SQL(""), [])
-        statement = sql.SQL(
-            "SELECT {} FROM {} c WHERE c.document_id = %s AND {} AND {} "
-            "ORDER BY c.chunk_index, c.generation {}"
-        ).format(CHUNK_COLUMNS, shape.tables.chunks, where[0], scope[0], tail[0])
-        values = [document_id, *where[1], *scope[1], *tail[1]]
-        return [_chunk(row) for row in await self._fetch(collection, statement, values)]
-
-    async def _generations(
-        self, collection: str, shape: Collection, scope: SqlScope, document_id: str | None
-    ) -> list[GenerationInfo]:
-        condition, scope_params = scope
-        one = sql.SQL("c.document_id = %s") if document_id is not None else sql.SQL("TRUE")
-        statement = sql.SQL(
-            "SELECT c.document_id, c.generation, "
-            "array_agg(c.chunk_index ORDER BY c.chunk_index) AS indexes, "
-            "array_agg(DISTINCT c.total_chunks) AS totals "
-            "FROM {} c WHERE {} AND {} GROUP BY c.document_id, c.generation "
-            "ORDER BY c.document_id, c.generation"
-        ).format(shape.tables.chunks, one, condition)
-        params = [*([document_id] if document_id is not None else []), *scope_params]
-        rows = await self._fetch(collection, statement, params)
-        return [
-            GenerationInfo(
-                document_id=row[DOCUMENT_ID],
-                generation=row[GENERATION],
-                chunk_indexes=list(row["indexes"]),
-                total_chunks=sorted(row["totals"]),
+        distance: str = "Cosine",
+        table_prefix: str = "archivist_vec",
+        max_connections: int = 10,
+    ) -> None:
+        super().__init__(
+            PgVectorEngine(
+                url,
+                distance=distance,
+                table_prefix=table_prefix,
+                max_connections=max_connections,
             )
-            for row in rows
-        ]
-
-    async def _fetch(
-        self, collection: str, statement: sql.Composed, params: Sequence[Any]
-    ) -> list[dict[str, Any]]:
-        """The rows of a read; none if another process dropped the collection meanwhile."""
-        try:
-            async with self._open().connection() as connection:
-                cursor = connection.cursor(row_factory=dict_row)
-                await cursor.execute(statement, params)
-                return await cursor.fetchall()
-        except errors.UndefinedTable:
-            self._collections.pop(collection, None)
-            return []
-
-
-def _summary(row: Mapping[str, Any]) -> DocumentSummary:
-    return DocumentSummary(
-        document_id=row[DOCUMENT_ID],
-        source=row[SOURCE],
-        chunk_count=int(row["chunk_count"]),
-        metadata=row[METADATA] or {},
-    )
-
-
-def _chunk(row: Mapping[str, Any]) -> Chunk:
-    return chunk_from({**row, METADATA: row[METADATA] or {}})
+        )

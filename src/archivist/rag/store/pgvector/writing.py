@@ -48,7 +48,7 @@ async def write_chunks(
     collection: str,
     found: Collection,
     points: list[PointWrite],
-    counts: list[TermCounts | None],
+    counts: Sequence[TermCounts | None],
     *,
     overwrites: bool = True,
 ) -> None:

@@ -10,23 +10,21 @@ pickled arguments and answer.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import functools
 import itertools
 import os
 import sys
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from contextlib import suppress
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from archivist._util import frames
 from archivist._util.exit_status import describe_exit
 from archivist.errors import StoreError
-from archivist.rag.document import Chunk
-from archivist.rag.record import DocumentSummary, VectorRecord, VectorSearchResult
-from archivist.rag.store.base import MetadataFilter, VectorStoreBase
-from archivist.rag.store.core.arguments import SearchMode
-from archivist.rag.store.core.generations import GenerationInfo
+from archivist.rag.record import VectorRecord
+from archivist.rag.store.base import STORE_METHODS, MetadataFilter, VectorStoreBase
 
 _CHILD = "archivist.rag.store.process.child"
 _STREAM_LIMIT = 1 << 20
@@ -40,15 +38,38 @@ class StoreProcessError(StoreError):
     """The store process stopped, or could not be started."""
 
 
+def _forwarder(name: str) -> Callable[..., Awaitable[Any]]:
+    """The contract method `name`, answered by the child."""
+
+    async def forward(self: ProcessStore, *args: Any, **kwargs: Any) -> Any:
+        return await self._call(name, *args, **kwargs)
+
+    # The contract's name, docstring and signature, but not its abstract mark (`updated=()`).
+    return functools.wraps(getattr(VectorStoreBase, name), updated=())(forward)
+
+
+_Store = TypeVar("_Store", bound=type[VectorStoreBase])
+
+
+def _forwarding(cls: _Store) -> _Store:
+    """`cls` with a forwarder for each contract method it does not define itself."""
+    for name in STORE_METHODS:
+        if name not in vars(cls):
+            setattr(cls, name, _forwarder(name))
+    abc.update_abstractmethods(cls)
+    return cls
+
+
+@_forwarding
 class ProcessStore(VectorStoreBase):
     """`store_class(**options)` in a child process: make one with `ProcessStore.of`.
 
-    Every call is answered by the child; arguments, answers and errors travel pickled, so
-    errors raise here as the store raised them. Calls run concurrently in the child, and a
-    cancelled call is cancelled there. The store's class and options must pickle (the
-    library's do). A child that dies fails the calls in flight with `StoreProcessError` and
-    is started again by the next call; closing this store closes the child's. On Linux the
-    child dies with this process, as the store would have.
+    Every contract method (`STORE_METHODS`) is answered by the child; arguments, answers and
+    errors travel pickled, so errors raise here as the store raised them. Calls run
+    concurrently in the child, and a cancelled call is cancelled there. The store's class and
+    options must pickle (the library's do). A child that dies fails the calls in flight with
+    `StoreProcessError` and is started again by the next call; closing this store closes the
+    child's. On Linux the child dies with this process, as the store would have.
     """
 
     store_class: ClassVar[type[VectorStoreBase]]
@@ -222,94 +243,6 @@ class ProcessStore(VectorStoreBase):
             if isinstance(iterator, AsyncIterator) and hasattr(iterator, "aclose"):
                 await iterator.aclose()
 
-    async def create_collection(self, name: str, dimensions: int) -> None:
-        await self._call("create_collection", name, dimensions)
-
-    async def delete_collection(self, name: str) -> None:
-        await self._call("delete_collection", name)
-
-    async def has_collection(self, name: str) -> bool:
-        found: bool = await self._call("has_collection", name)
-        return found
-
-    async def optimize(self, collection: str) -> None:
-        await self._call("optimize", collection)
-
-    async def collection_dimensions(self, name: str) -> int | None:
-        dimensions: int | None = await self._call("collection_dimensions", name)
-        return dimensions
-
-    async def insert(self, collection: str, records: list[VectorRecord]) -> None:
-        await self._call("insert", collection, list(records))
-
-    async def delete(
-        self, collection: str, document_id: str, metadata_filter: MetadataFilter | None = None
-    ) -> None:
-        await self._call("delete", collection, document_id, metadata_filter)
-
-    async def search(
-        self,
-        collection: str,
-        query_vector: list[float] | None,
-        top_k: int = 5,
-        metadata_filter: MetadataFilter | None = None,
-        **options: Any,
-    ) -> list[VectorSearchResult]:
-        found: list[VectorSearchResult] = await self._call(
-            "search", collection, query_vector, top_k, metadata_filter, **options
-        )
-        return found
-
-    async def search_modes(self, collection: str) -> tuple[SearchMode, ...]:
-        modes: tuple[SearchMode, ...] = await self._call("search_modes", collection)
-        return modes
-
-    async def term_layout(self, collection: str) -> int | None:
-        layout: int | None = await self._call("term_layout", collection)
-        return layout
-
-    async def list_documents(
-        self, collection: str, metadata_filter: MetadataFilter | None = None
-    ) -> list[DocumentSummary]:
-        found: list[DocumentSummary] = await self._call(
-            "list_documents", collection, metadata_filter
-        )
-        return found
-
-    async def document_summary(
-        self, collection: str, document_id: str, metadata_filter: MetadataFilter | None = None
-    ) -> DocumentSummary | None:
-        found: DocumentSummary | None = await self._call(
-            "document_summary", collection, document_id, metadata_filter
-        )
-        return found
-
-    async def list_chunks(
-        self,
-        collection: str,
-        document_id: str,
-        offset: int = 0,
-        limit: int = 30,
-        metadata_filter: MetadataFilter | None = None,
-    ) -> list[Chunk]:
-        found: list[Chunk] = await self._call(
-            "list_chunks", collection, document_id, offset, limit, metadata_filter
-        )
-        return found
-
-    async def chunk_window(
-        self,
-        collection: str,
-        document_id: str,
-        first: int,
-        last: int,
-        metadata_filter: MetadataFilter | None = None,
-    ) -> list[Chunk]:
-        found: list[Chunk] = await self._call(
-            "chunk_window", collection, document_id, first, last, metadata_filter
-        )
-        return found
-
     async def replace_document(
         self,
         collection: str,
@@ -317,6 +250,7 @@ class ProcessStore(VectorStoreBase):
         batches: AsyncIterable[list[VectorRecord]],
         metadata_filter: MetadataFilter | None = None,
     ) -> int:
+        """The contract's `replace_document`, with `batches` sent as the child asks for them."""
         written: int = await self._call(
             "replace_document",
             collection,
@@ -325,25 +259,6 @@ class ProcessStore(VectorStoreBase):
             metadata_filter=metadata_filter,
         )
         return written
-
-    async def document_generations(
-        self,
-        collection: str,
-        metadata_filter: MetadataFilter | None = None,
-        document_id: str | None = None,
-    ) -> list[GenerationInfo]:
-        found: list[GenerationInfo] = await self._call(
-            "document_generations", collection, metadata_filter, document_id
-        )
-        return found
-
-    async def repair_document(
-        self, collection: str, document_id: str, metadata_filter: MetadataFilter | None = None
-    ) -> list[GenerationInfo]:
-        removed: list[GenerationInfo] = await self._call(
-            "repair_document", collection, document_id, metadata_filter
-        )
-        return removed
 
 
 @functools.cache

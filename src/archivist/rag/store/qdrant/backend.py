@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from archivist.rag.store.core.bm25 import Bm25Stats, SparseVector
+from archivist.rag.store.core.engine import CollectionShape
 from archivist.rag.store.core.layout import CHUNK_INDEX, DOCUMENT_ID, GENERATION
 from archivist.rag.store.core.points import PointWrite
-from archivist.rag.store.core.shaped import CollectionShape
 from archivist.rag.store.qdrant.filter import IndexKind, Where
 
 SPARSE_VECTOR = "bm25"

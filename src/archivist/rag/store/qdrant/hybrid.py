@@ -13,6 +13,7 @@ from archivist.embedding.relevance import RelevanceCurves
 from archivist.rag.document import Chunk
 from archivist.rag.store.core.bm25 import SparseVector
 from archivist.rag.store.core.distance import higher_is_better
+from archivist.rag.store.core.engine import CollectionShape
 from archivist.rag.store.core.layout import DOCUMENT_ID, chunk_from
 from archivist.rag.store.core.ranking import (
     Judged,
@@ -23,7 +24,6 @@ from archivist.rag.store.core.ranking import (
     query_weights,
     rank,
 )
-from archivist.rag.store.core.shaped import CollectionShape
 from archivist.rag.store.qdrant.backend import (
     SPARSE_VECTOR,
     QdrantBackend,

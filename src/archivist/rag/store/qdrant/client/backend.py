@@ -9,8 +9,8 @@ from qdrant_client import AsyncQdrantClient, models
 
 from archivist.errors import InvalidArgumentError
 from archivist.rag.store.core.bm25 import Bm25Stats, SparseVector
+from archivist.rag.store.core.engine import CollectionShape
 from archivist.rag.store.core.points import PointWrite
-from archivist.rag.store.core.shaped import CollectionShape
 from archivist.rag.store.qdrant.backend import (
     INTERNAL_INDEXES,
     RESCORE_OVERSAMPLING,

@@ -24,8 +24,8 @@ import qdrant_edge as edge
 
 from archivist.errors import InvalidArgumentError
 from archivist.rag.store.core.bm25 import Bm25Stats, SparseVector
+from archivist.rag.store.core.engine import CollectionShape
 from archivist.rag.store.core.points import PointWrite
-from archivist.rag.store.core.shaped import CollectionShape
 from archivist.rag.store.file_lock import StoreLock
 from archivist.rag.store.qdrant.backend import (
     INTERNAL_INDEXES,

@@ -1,25 +1,24 @@
-"""What `PgVectorStore` is built on: the connection pool, the collections (a registry row and
-two tables each) and the writes (chunks with their BM25 weights, crash-safe replace, delete)."""
+"""`PgVectorEngine`: the engine of `PgVectorStore`: the connection pool, the collections (a
+registry row and tables each), the writes (chunks with their BM25 weights) and the deletes;
+its reads are `PgVectorReading`'s."""
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from psycopg import AsyncConnection, OperationalError, sql
 
-from archivist._util.off_loop import off_loop
 from archivist.errors import InvalidArgumentError
-from archivist.rag.record import VectorRecord
 from archivist.rag.store.core.bm25 import TermCounts, check_term_layout
 from archivist.rag.store.core.distance import check_distance
-from archivist.rag.store.core.points import PointWrite, term_counts
-from archivist.rag.store.core.store import CoreStore
+from archivist.rag.store.core.engine import missing_collection
+from archivist.rag.store.core.points import PointWrite
 from archivist.rag.store.core.terms import TERM_LAYOUT
 from archivist.rag.store.pgvector.filter import SqlScope, where_metadata
+from archivist.rag.store.pgvector.reading import PgVectorReading
 from archivist.rag.store.pgvector.schema import (
     STORAGE,
     Collection,
@@ -29,23 +28,21 @@ from archivist.rag.store.pgvector.schema import (
     migration_ddl,
     registry_ddl,
 )
-from archivist.rag.store.pgvector.search import Row
 from archivist.rag.store.pgvector.writing import delete_where, write_chunks
-from archivist.validation import MetadataFilter, check_collection_name, check_positive_int
+from archivist.validation import MetadataFilter, check_positive_int
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
 
-__all__ = ["PgVectorCollections"]
+__all__ = ["PgVectorEngine"]
 
 CONNECTION_WAIT_SECONDS = 10.0
 """Longest wait for a pooled connection: past it the call fails with psycopg_pool's
 PoolTimeout (the database out of reach, or every connection busy) instead of hanging."""
 
 
-class PgVectorCollections(CoreStore[Collection, SqlScope, Row]):
-    """The pool, the collections and the writes of a `PgVectorStore` (see it); searching and
-    reading are `PgVectorStore`'s."""
+class PgVectorEngine(PgVectorReading):
+    """The engine of a `PgVectorStore` (see it for what each argument means)."""
 
     def __init__(
         self,
@@ -59,7 +56,6 @@ class PgVectorCollections(CoreStore[Collection, SqlScope, Row]):
             raise InvalidArgumentError(
                 f"url must be a PostgreSQL connection string, got {url!r}", argument="url"
             )
-        super().__init__()
         self._url = url
         self._distance = check_distance(distance)
         self._prefix = check_prefix(table_prefix)
@@ -70,7 +66,7 @@ class PgVectorCollections(CoreStore[Collection, SqlScope, Row]):
 
     # Opening and closing
 
-    async def __aenter__(self) -> Self:
+    async def open(self) -> None:
         if self._pool is not None:
             raise RuntimeError("PgVectorStore is already open")
         from psycopg_pool import AsyncConnectionPool
@@ -100,7 +96,6 @@ class PgVectorCollections(CoreStore[Collection, SqlScope, Row]):
         await pool.open(wait=True)
         self._pool = pool
         self._collections.clear()
-        return self
 
     async def _prepare_database(self) -> None:
         """The vector extension and the registry table, created once under a lock."""
@@ -118,12 +113,15 @@ class PgVectorCollections(CoreStore[Collection, SqlScope, Row]):
             for statement in registry_ddl(self._registry):
                 await connection.execute(statement)
 
-    async def aclose(self) -> None:
-        """Close the connection pool; `async with` does."""
+    async def close(self) -> None:
+        """Close the connection pool."""
         pool, self._pool = self._pool, None
         self._collections.clear()
         if pool is not None:
             await pool.close()
+
+    def check_open(self) -> None:
+        self._open()
 
     def _open(self) -> AsyncConnectionPool:
         if self._pool is None:
@@ -144,7 +142,7 @@ class PgVectorCollections(CoreStore[Collection, SqlScope, Row]):
 
     # Collections
 
-    async def _shape(self, name: str, *, fresh: bool = False) -> Collection | None:
+    async def shape(self, name: str, *, fresh: bool = False) -> Collection | None:
         """The collection's registry row, remembered once read; a collection of an older
         storage version is converted first."""
         if not fresh and name in self._collections:
@@ -195,11 +193,10 @@ class PgVectorCollections(CoreStore[Collection, SqlScope, Row]):
                 [STORAGE, name],
             )
 
-    async def create_collection(self, name: str, dimensions: int, *, sparse: bool = True) -> None:
-        """Create collection `name` for `dimensions`-d vectors, with BM25 terms for hybrid
-        search unless `sparse` is False; a no-op if it exists with the same dimensions."""
-        self._check_new_collection(name, dimensions, sparse)
-        existing = await self._shape(name, fresh=True)
+    async def create_collection(self, name: str, dimensions: int, sparse: bool) -> Collection:
+        """The registry row and tables of a new collection, made under the lock on the
+        collections unless another process made them first."""
+        existing = await self.shape(name, fresh=True)
         if existing is None:
             async with self._transaction() as connection:
                 await self._lock(connection, "collections")
@@ -218,12 +215,12 @@ class PgVectorCollections(CoreStore[Collection, SqlScope, Row]):
                         ).format(self._registry),
                         [name, dimensions, self._distance, sparse, TERM_LAYOUT, STORAGE],
                     )
-            existing = await self._require(name)
-        self._check_same_dimensions(name, existing, dimensions)
+            existing = await self.shape(name)
+            if existing is None:
+                raise missing_collection(name)  # dropped by another process meanwhile
+        return existing
 
     async def delete_collection(self, name: str) -> None:
-        check_collection_name(name)
-        self._open()
         self._collections.pop(name, None)
         tables = Tables.of(self._prefix, name)
         async with self._transaction() as connection:
@@ -238,26 +235,25 @@ class PgVectorCollections(CoreStore[Collection, SqlScope, Row]):
                 sql.SQL("DELETE FROM {} WHERE name = %s").format(self._registry), [name]
             )
 
+    async def optimize(self, collection: str) -> None:
+        """Nothing: PostgreSQL indexes on write."""
+
     # Writing
 
-    async def _scope(self, collection: str, metadata_filter: MetadataFilter | None) -> SqlScope:
+    async def scope(self, collection: str, metadata_filter: MetadataFilter | None) -> SqlScope:
         return where_metadata(metadata_filter)
 
-    async def _write(
+    async def write(
         self,
         collection: str,
         shape: Collection,
-        records: Sequence[VectorRecord],
         points: list[PointWrite],
+        counts: Sequence[TermCounts | None],
         *,
         overwrites: bool = True,
     ) -> None:
         """Store `points` with their BM25 weights in one transaction, holding the
         collection's write lock."""
-        counts: list[TermCounts | None] = [None] * len(points)
-        if shape.sparse:  # Python per chunk
-            encoder = self._encoder(shape)
-            counts = await off_loop(functools.partial(term_counts, encoder, records), len(records))
         async with self._transaction() as connection:
             await self._lock(connection, "collection", collection)
             await write_chunks(
@@ -270,7 +266,7 @@ class PgVectorCollections(CoreStore[Collection, SqlScope, Row]):
                 overwrites=overwrites,
             )
 
-    async def _remove(
+    async def remove(
         self,
         collection: str,
         shape: Collection,
@@ -297,7 +293,7 @@ class PgVectorCollections(CoreStore[Collection, SqlScope, Row]):
             )
 
     @asynccontextmanager
-    async def _document_lock(self, collection: str, document_id: str) -> AsyncIterator[None]:
+    async def document_lock(self, collection: str, document_id: str) -> AsyncIterator[None]:
         """Hold the cross-process lock on one document (a session advisory lock on a
         connection kept for the purpose) while the block runs."""
         key = "\x1f".join(("document", collection, document_id))
