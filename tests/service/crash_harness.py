@@ -19,7 +19,6 @@ from archivist.embedding import LocalEmbeddingModel
 from archivist.rag import QdrantStore
 from archivist.rag.knowledge import factories
 from archivist.service import ServiceSettings
-from archivist.service.retrieval.kb_profiles import kb_profile
 from archivist.service.storage import catalog
 from archivist.service.storage.database import make_engine
 from archivist.service.storage.keys import create_key
@@ -176,7 +175,7 @@ async def _audit(home: Path) -> tuple[bool, set[str]]:
     assert kb_record is not None
     async with QdrantStore(path=settings.service_dir / "qdrant") as store:
         kb = factories.knowledge_base(
-            kb_profile(kb_record, settings), store, LocalEmbeddingModel()
+            kb_record.profile(settings.default_profile()), store, LocalEmbeddingModel()
         )
         report = await kb.verify()
         stored = {summary.document_id for summary in await kb.list_documents()}

@@ -17,7 +17,6 @@ from archivist.rag.store.tenant import tenant_scope
 from archivist.service import ServiceSettings
 from archivist.service.indexing.indexer import Indexer
 from archivist.service.indexing.uploads import IncomingFile, new_folders, store_uploads
-from archivist.service.retrieval.kb_profiles import kb_profile
 from archivist.service.storage import catalog
 from archivist.service.storage.catalog import Status
 from archivist.service.storage.database import make_engine
@@ -96,7 +95,7 @@ async def test_two_replicas_share_the_queue_and_take_over(
 
         assert len(documents) == 18
         assert {d.status for d in documents} == {Status.READY}
-        handle = factories.knowledge_base(kb_profile(kb, settings), store, model)
+        handle = factories.knowledge_base(kb.profile(settings.default_profile()), store, model)
         report = await handle.verify()
         assert report.ok, report
         stored = {s.document_id: s.chunk_count for s in await handle.list_documents()}

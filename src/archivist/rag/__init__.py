@@ -10,6 +10,7 @@ from archivist._util.lazy import lazy_submodule_exports
 if TYPE_CHECKING:
     from archivist.rag.chunker import ApproxTokenChunker, ChunkerBase
     from archivist.rag.document import Chunk, Section
+    from archivist.rag.knowledge.factories import open_knowledge_base
     from archivist.rag.knowledge.knowledge_base import (
         DocumentNotFoundError,
         IncompleteDocument,
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
         RepairReport,
         VerifyReport,
     )
+    from archivist.rag.knowledge.profile import KnowledgeProfile, StoreSpec
     from archivist.rag.parser import (
         ExcelParser,
         HTMLParser,
@@ -54,6 +56,8 @@ _MODULES = {
         "RepairReport",
         "VerifyReport",
     ],
+    "knowledge.factories": ["open_knowledge_base"],
+    "knowledge.profile": ["KnowledgeProfile", "StoreSpec"],
     "parser": [
         "ExcelParser",
         "HTMLParser",
@@ -88,6 +92,7 @@ __all__ = [
     "ImageParser",
     "IncompleteDocument",
     "KnowledgeBase",
+    "KnowledgeProfile",
     "MarkdownParser",
     "NewDocument",
     "PDFParser",
@@ -100,6 +105,7 @@ __all__ = [
     "RepairReport",
     "Section",
     "StoreLockedError",
+    "StoreSpec",
     "TextParser",
     "UnsupportedFileTypeError",
     "VectorRecord",
@@ -108,4 +114,5 @@ __all__ = [
     "VerifyReport",
     "WordParser",
     "default_registry",
+    "open_knowledge_base",
 ]

@@ -104,7 +104,7 @@ async def running_service(
         logger.info("OCR: %s", settings.ocr_summary())
         loop = type(asyncio.get_running_loop()).__module__.split(".")[0]
         logger.info("event loop: %s", loop)  # uvloop where installed, else asyncio
-        chunker = profiles.chunker_of(profiles.defaults())
+        chunker = profiles.chunker_of(settings.default_profile())
         locks = KeyedLocks()
         async with factories.open_store(store_spec(settings)) as store:
             indexer = Indexer(

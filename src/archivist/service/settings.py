@@ -40,6 +40,7 @@ from archivist.options import (
 )
 from archivist.rag.chunker.child_process import ChildLimits
 from archivist.rag.chunker.settings import ChunkSettings
+from archivist.rag.knowledge.profile import KnowledgeProfile
 from archivist.rag.parser.ocr import Ocr
 from archivist.rag.parser.ocr.choices import LANGUAGE_PATTERN, MAX_LANGUAGES, OcrChoice
 from archivist.service.files_url import files_location
@@ -138,6 +139,16 @@ class ServiceSettings(ChunkSettings):
         if self.open_collections is not None and (self.qdrant_url or self.pgvector_url):
             raise ValueError("--open-collections applies only to Qdrant Edge on disk")
         return self
+
+    def default_profile(self) -> KnowledgeProfile:
+        """How a knowledge base that chose nothing indexes: the default model, chunk size and
+        overlap (named after the model, as it stands for no knowledge base of its own)."""
+        return KnowledgeProfile(
+            name=self.embedding_model,
+            embedding_model=self.embedding_model,
+            chunk_size=self.chunk_size,
+            overlap=self.overlap,
+        )
 
     def ocr_reader(self) -> Ocr | None:
         """The `Ocr` uploads are read with (results cached under the service's folder); None

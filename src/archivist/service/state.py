@@ -15,7 +15,7 @@ from archivist.rag.knowledge import factories
 from archivist.rag.store.base import VectorStoreBase
 from archivist.rag.store.keyed_lock import KeyedLocks
 from archivist.service.indexing.indexer import Indexer
-from archivist.service.retrieval.kb_profiles import KBProfiles, kb_profile
+from archivist.service.retrieval.kb_profiles import KBProfiles
 from archivist.service.runtime import ServiceRuntime
 from archivist.service.settings import ServiceSettings
 from archivist.service.storage.catalog import KBRecord
@@ -69,4 +69,6 @@ class ServiceState:
         model = self.profiles.loaded(kb) if self.profiles is not None else self.model
         if model is None:
             model = await asyncio.to_thread(self.model_for, kb)
-        return factories.knowledge_base(kb_profile(kb, self.settings), self.store, model)
+        return factories.knowledge_base(
+            kb.profile(self.settings.default_profile()), self.store, model
+        )

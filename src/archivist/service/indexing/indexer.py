@@ -33,7 +33,7 @@ from archivist.service.indexing.jobs import ClaimedJob
 from archivist.service.indexing.notices import advise_for_the_service
 from archivist.service.outages import OutageLog, outage_of
 from archivist.service.public_detail import public_detail
-from archivist.service.retrieval.kb_profiles import KBProfiles, kb_profile
+from archivist.service.retrieval.kb_profiles import KBProfiles
 from archivist.service.retrieval.tenant_cache import PRIORITY, TENANT
 from archivist.service.settings import ServiceSettings
 from archivist.service.storage import catalog
@@ -62,6 +62,7 @@ class Indexer:
         observe: IndexObserver | None = None,
     ) -> None:
         self.settings = settings
+        self.defaults = settings.default_profile()
         self.observe = observe
         self.profiles = profiles
         self.engine = engine
@@ -197,7 +198,7 @@ class Indexer:
             if not kept:  # deleted meanwhile by another replica: drop what was written
                 with contextlib.suppress(DocumentNotFoundError, ValueError):
                     handle = factories.knowledge_base(
-                        kb_profile(job.kb, self.settings), self.store, self.model
+                        job.kb.profile(self.defaults), self.store, self.model
                     )
                     await handle.delete_document(document.id)
 
@@ -231,7 +232,7 @@ class Indexer:
             record = await asyncio.to_thread(catalog.with_settings, self.engine, job.kb)
             model = await asyncio.to_thread(self.profiles.model, record)
             chunker = await asyncio.to_thread(self.profiles.chunker, record)
-        kb = factories.knowledge_base(kb_profile(job.kb, self.settings), self.store, model)
+        kb = factories.knowledge_base(job.kb.profile(self.defaults), self.store, model)
         path = self.files.local_path(job.document.path)
         if document_id_for(path, kb.metadata_filter) != job.document.id:  # as ingest derives it
             return Status.FAILED, 0, "the stored file moved since it was uploaded; upload it again"

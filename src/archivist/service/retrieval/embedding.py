@@ -88,10 +88,11 @@ def service_model(
 ) -> EmbeddingModelBase:
     """The local model `name` twice: for queries, and for documents on `index_threads` cores
     at `index_niceness`; `observe` is told the duration of each call."""
+    queries = factories.embedding_model(name)
     try:
         documents = factories.embedding_model(
             name, threads=index_threads, document_niceness=index_niceness
         )
     except TypeError:  # a registered model without these settings
         documents = factories.embedding_model(name)
-    return SplitModel(factories.embedding_model(name), documents, cache_dir, observe)
+    return SplitModel(queries, documents, cache_dir, observe)

@@ -21,21 +21,6 @@ from archivist.service.settings import ServiceSettings
 from archivist.service.storage.catalog import KBRecord
 
 
-def kb_profile(kb: KBRecord, settings: ServiceSettings) -> KnowledgeProfile:
-    """`kb` as a profile confined to its tenant: its recorded indexing, the service's
-    defaults where it chose none (those follow `settings` as they are now)."""
-    chose = kb.embedding_model is not None
-    return KnowledgeProfile(
-        name=kb.name,
-        description=kb.description,
-        collection=kb.collection,
-        tenant=kb.tenant,
-        embedding_model=kb.embedding_model if chose else settings.embedding_model,
-        chunk_size=kb.chunk_size if chose else settings.chunk_size,
-        overlap=kb.overlap if chose and kb.overlap is not None else settings.overlap,
-    )
-
-
 class KBProfiles:
     """The embedding model and chunker of each knowledge base, built on first use."""
 
@@ -52,20 +37,9 @@ class KBProfiles:
         """(model, chunk size, overlap) → the chunker and the chunk size it cuts."""
         self._lock = threading.Lock()
 
-    def defaults(self) -> KnowledgeProfile:
-        """How a knowledge base that chose nothing indexes (named after the model, as it
-        stands for no knowledge base of its own)."""
-        settings = self.settings
-        return KnowledgeProfile(
-            name=settings.embedding_model,
-            embedding_model=settings.embedding_model,
-            chunk_size=settings.chunk_size,
-            overlap=settings.overlap,
-        )
-
     def profile(self, kb: KBRecord) -> KnowledgeProfile:
-        """`kb`'s profile (see `kb_profile`)."""
-        return kb_profile(kb, self.settings)
+        """`kb`'s profile, the service's defaults where it chose none."""
+        return kb.profile(self.settings.default_profile())
 
     def model_named(self, name: str) -> EmbeddingModelBase:
         """The loaded model `name`; ValueError naming the available ones when unknown."""

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from archivist.rag.knowledge.profile import KnowledgeProfile
 from archivist.service.errors import KBExistsError
 from archivist.service.storage.database import (
     documents,
@@ -74,6 +75,20 @@ class KBRecord(BaseModel):
     """Chosen at creation (with `chunk_size`, `overlap`); None: the service's defaults."""
     chunk_size: int | None = None
     overlap: int | None = None
+
+    def profile(self, defaults: KnowledgeProfile) -> KnowledgeProfile:
+        """This knowledge base as a profile confined to its tenant: its recorded indexing,
+        `defaults`' (the service's, as they are now) where it chose none."""
+        chose = self.embedding_model is not None
+        return KnowledgeProfile(
+            name=self.name,
+            description=self.description,
+            collection=self.collection,
+            tenant=self.tenant,
+            embedding_model=self.embedding_model if chose else defaults.embedding_model,
+            chunk_size=self.chunk_size if chose else defaults.chunk_size,
+            overlap=self.overlap if chose and self.overlap is not None else defaults.overlap,
+        )
 
 
 class DocumentRecord(BaseModel):
