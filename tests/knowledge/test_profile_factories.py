@@ -168,3 +168,23 @@ async def test_open_knowledge_base_enters_and_closes_the_store(tmp_path: Path) -
         assert len(told) == 1
     async with factories.open_knowledge_base(profile, spec, model=model) as again:
         assert await again.has_collection()
+
+
+@pytest.mark.parametrize(
+    ("content", "named"),
+    [
+        ("{not json", "is not a knowledge-base registry"),
+        ('["docs"]', "is not a knowledge-base registry"),
+        ('{"docs": {"chunk_size": 0}}', "knowledge base 'docs': chunk_size"),
+        ('{"docs": {"chunk_size": 10, "overlap": 10}}', "knowledge base 'docs'"),
+    ],
+)
+def test_a_damaged_registry_is_one_error_naming_the_file(
+    tmp_path: Path, content: str, named: str
+) -> None:
+    (tmp_path / KBS_FILE).write_text(content, encoding="utf-8")
+    with pytest.raises(ConfigurationError) as refused:
+        load_kbs(tmp_path)
+    assert str(tmp_path / KBS_FILE) in str(refused.value) and named in str(refused.value)
+    assert "\n" not in str(refused.value)
+    assert (tmp_path / KBS_FILE).read_text(encoding="utf-8") == content  # nothing rewritten

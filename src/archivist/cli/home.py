@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from archivist._util.atomic_file import write_json_atomically
+from archivist.errors import ConfigurationError
 
 if TYPE_CHECKING:  # pydantic loads when a command reads the records, not for --help
     from archivist.rag.knowledge.profile import KnowledgeProfile
@@ -39,16 +40,30 @@ def load_kbs(store_dir: Path) -> dict[str, KnowledgeProfile]:
     """The knowledge bases recorded in `store_dir`, as profiles without a tenant (a command
     chooses its own). Records of every version read: keys a profile does not know are
     ignored, and one without its overlap takes the default."""
+    from pydantic import ValidationError
+
     from archivist.rag.knowledge.profile import KnowledgeProfile
 
     path = store_dir / KBS_FILE
     if not path.exists():
         return {}
-    raw = json.loads(path.read_text(encoding="utf-8"))
-    return {
-        name: KnowledgeProfile.model_validate({**record, "name": name, "tenant": None})
-        for name, record in raw.items()
-    }
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(raw, dict) or not all(isinstance(r, dict) for r in raw.values()):
+            raise ValueError("expected an object of knowledge bases by name")
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError among them
+        raise ConfigurationError(f"{path} is not a knowledge-base registry: {exc}") from None
+    kbs = {}
+    for name, record in raw.items():
+        try:
+            kbs[name] = KnowledgeProfile.model_validate({**record, "name": name, "tenant": None})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(part) for part in first["loc"]) or "record"
+            raise ConfigurationError(
+                f"{path}: knowledge base {name!r}: {field}: {first['msg']}"
+            ) from None
+    return kbs
 
 
 def save_kb(store_dir: Path, profile: KnowledgeProfile) -> None:
