@@ -8,7 +8,7 @@ import contextlib
 import functools
 import hashlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import BinaryIO
@@ -18,6 +18,7 @@ from sqlalchemy.exc import IntegrityError
 
 from archivist.rag import Chunk, DocumentNotFoundError
 from archivist.rag.store.tenant import tenant_scope
+from archivist.service.attributes import AttributeValue
 from archivist.service.errors import NotFound, UploadRejected
 from archivist.service.indexing.uploads import (
     IncomingFile,
@@ -52,8 +53,10 @@ async def upload_documents(
     kb: KBRecord,
     files: Sequence[IncomingFile],
     idempotency_key: str | None = None,
+    attributes: Mapping[str, AttributeValue] | None = None,
 ) -> list[Accepted | RefusedUpload]:
-    """Store the files (fsynced), record the acceptable ones and queue them for indexing;
+    """Store the files (fsynced), record the acceptable ones (with `attributes`, stamped on
+    their chunks) and queue them for indexing;
     one answer per file, in order: its document, or why it was refused (empty, or of a type
     not read), which keeps nothing of it and counts for no quota.
 
@@ -67,7 +70,7 @@ async def upload_documents(
     folders = new_folders(kb.id, len(files))
     await asyncio.to_thread(upload_records.mark_pending, state.engine, folders)
     try:
-        return await _upload(state, kb, files, folders, idempotency_key)
+        return await _upload(state, kb, files, folders, idempotency_key, attributes)
     except BaseException:
         await asyncio.to_thread(_remove_quietly, state.files, state.engine, folders)
         raise
@@ -79,6 +82,7 @@ async def _upload(
     files: Sequence[IncomingFile],
     folders: list[str],
     idempotency_key: str | None,
+    attributes: Mapping[str, AttributeValue] | None,
 ) -> list[Accepted | RefusedUpload]:
     received = state.files.local_path(kb.id).parent
     model = await asyncio.to_thread(state.model_for, kb)  # its own model decides the types
@@ -136,6 +140,7 @@ async def _upload(
                     folders=folders,  # the refused files' too: their marks go with the rest
                     request=request,
                     answer=[answer.get(u.path, u.id) for u in uploads],
+                    attributes=attributes,
                 ),
                 state.engine,
                 kb,
