@@ -190,6 +190,27 @@ def test_a_vector_store_is_a_knowledge_base(service: Any) -> None:
         assert {vs.id for vs in oa.vector_stores.list()} == {store.id, again.id}
 
 
+def test_a_vector_store_made_with_files_and_an_expiry(acme: Any) -> None:
+    ids = [
+        acme.files.create(file=text_file(name, text), purpose="assistants").id
+        for name, text in list(NOTES.items())[:2]
+    ]
+    store = acme.vector_stores.create(
+        name=f"with-files-{uuid.uuid4().hex[:6]}",
+        file_ids=ids,
+        expires_after={"anchor": "last_active_at", "days": 7},
+    )
+    assert store.file_counts.total == 2
+    assert store.expires_after.days == 7 and store.expires_after.anchor == "last_active_at"
+    assert store.expires_at == store.last_active_at + 7 * 86400
+    for file_id in ids:
+        acme.vector_stores.files.poll(file_id, vector_store_id=store.id, poll_interval_ms=POLL)
+    done = acme.vector_stores.retrieve(store.id)
+    assert (done.status, done.file_counts.completed) == ("completed", 2)
+    kept = acme.vector_stores.update(store.id, expires_after=None)
+    assert (kept.expires_after, kept.expires_at) == (None, None)
+
+
 def test_vector_stores_page_through_every_one_once(service: Any) -> None:
     oa = sdk(service, fresh_key(service))
     made = [oa.vector_stores.create(name=f"vs-{n:02}").id for n in range(23)]
@@ -314,6 +335,29 @@ def test_vector_store_files_page_through_every_one_once(service: Any) -> None:
     assert oa.vector_stores.retrieve(store.id).file_counts.completed == 12
 
 
+def test_the_same_content_in_two_files_keeps_each_files_attributes(service: Any) -> None:
+    oa = sdk(service, fresh_key(service))
+    store = oa.vector_stores.create(name="twins")
+    text = "The boiler room is in the basement, behind the blue door.\n"
+    first, second = (
+        oa.files.create(file=text_file(name, text), purpose="assistants") for name in "ab"
+    )
+    for made, region in ((first, "eu"), (second, "us")):
+        done = oa.vector_stores.files.create_and_poll(
+            made.id, vector_store_id=store.id, attributes={"region": region}, poll_interval_ms=POLL
+        )
+        assert done.status == "completed"
+    for made, region in ((first, "eu"), (second, "us")):
+        only = {"type": "eq", "key": "region", "value": region}
+        hits = oa.vector_stores.search(store.id, query="boiler room", filters=only)
+        assert [(h.file_id, h.filename, h.attributes) for h in hits.data] == [
+            (made.id, made.filename, {"region": region})
+        ]
+    oa.vector_stores.files.delete(first.id, vector_store_id=store.id)
+    hits = oa.vector_stores.search(store.id, query="boiler room")
+    assert [(h.file_id, h.filename) for h in hits.data] == [(second.id, second.filename)]
+
+
 def test_deleting_a_file_leaves_what_vector_stores_made_of_it(acme: Any) -> None:
     store = acme.vector_stores.create(name=f"kept-{uuid.uuid4().hex[:6]}")
     done = acme.vector_stores.files.upload_and_poll(
@@ -373,6 +417,27 @@ def test_a_bad_chunking_strategy_is_refused(acme: Any, size: int, overlap: int) 
         acme.vector_stores.create(name="never", chunking_strategy=strategy)
 
 
+def test_without_a_strategy_files_report_the_knowledge_bases_sizes(service: Any) -> None:
+    key = fresh_key(service)
+    oa = sdk(service, key)
+    store = oa.vector_stores.create(name="defaults", chunking_strategy={"type": "auto"})
+    done = oa.vector_stores.files.upload_and_poll(
+        vector_store_id=store.id, file=text_file("a.txt", "A short memo.\n"), poll_interval_ms=POLL
+    )
+    with client(service.url, key) as http:
+        kb = http.get("/v1/knowledge-bases/defaults").json()
+    assert done.chunking_strategy.type == "static"
+    static = done.chunking_strategy.static
+    assert (static.max_chunk_size_tokens, static.chunk_overlap_tokens) == (
+        kb["chunk_size"],
+        kb["overlap"],
+    )
+    other = {"type": "static", "static": {"max_chunk_size_tokens": 300, "chunk_overlap_tokens": 10}}
+    made = oa.files.create(file=text_file("b.txt", "Another memo.\n"), purpose="assistants")
+    with pytest.raises(openai.BadRequestError):  # sizes are the vector store's, not a file's
+        oa.vector_stores.files.create(store.id, file_id=made.id, chunking_strategy=other)
+
+
 # File batches
 
 
@@ -406,6 +471,57 @@ def test_file_batches(acme: Any) -> None:
         got = acme.vector_stores.files.retrieve(file_id, vector_store_id=store.id)
         assert got.attributes == {"source": "batch"}
     assert acme.vector_stores.retrieve(store.id).file_counts.completed == 4
+
+
+def test_a_batch_with_attributes_per_file(acme: Any) -> None:
+    store = acme.vector_stores.create(name=f"per-file-{uuid.uuid4().hex[:6]}")
+    ids = [
+        acme.files.create(file=text_file(name, text), purpose="assistants").id
+        for name, text in list(NOTES.items())[:2]
+    ]
+    done = acme.vector_stores.file_batches.create_and_poll(
+        store.id,
+        files=[
+            {"file_id": ids[0], "attributes": {"n": 0}},
+            {"file_id": ids[1], "attributes": {"n": 1}},
+        ],
+        poll_interval_ms=POLL,
+    )
+    assert done.file_counts.completed == 2
+    assert {f.id: f.attributes for f in acme.vector_stores.files.list(store.id)} == {
+        ids[0]: {"n": 0},
+        ids[1]: {"n": 1},
+    }
+    with pytest.raises(openai.BadRequestError):  # one or the other
+        acme.vector_stores.file_batches.create(store.id, file_ids=ids, files=[{"file_id": ids[0]}])
+
+
+def test_cancelling_a_batch_stops_what_is_left(acme: Any) -> None:
+    store = acme.vector_stores.create(name=f"cancelled-{uuid.uuid4().hex[:6]}")
+    ids = [
+        acme.files.create(
+            file=text_file(f"c{n}.txt", f"Circular {n}: rule {n} of the archive.\n"),
+            purpose="assistants",
+        ).id
+        for n in range(20)
+    ]
+    batch = acme.vector_stores.file_batches.create(store.id, file_ids=ids)
+    try:
+        cancelled = acme.vector_stores.file_batches.cancel(batch.id, vector_store_id=store.id)
+    except openai.ConflictError:
+        pytest.skip("the batch finished before it could be cancelled")
+    assert cancelled.status == "cancelled" and cancelled.file_counts.in_progress == 0
+    counts = cancelled.file_counts
+    assert counts.cancelled > 0
+    assert counts.cancelled + counts.completed + counts.failed == counts.total == 20
+    polled = acme.vector_stores.file_batches.poll(
+        batch.id, vector_store_id=store.id, poll_interval_ms=POLL
+    )
+    assert polled.status == "cancelled"
+    statuses = [f.status for f in acme.vector_stores.files.list(store.id, limit=100)]
+    assert statuses.count("cancelled") == counts.cancelled and "in_progress" not in statuses
+    with pytest.raises(openai.ConflictError):
+        acme.vector_stores.file_batches.cancel(batch.id, vector_store_id=store.id)
 
 
 def test_file_batches_upload_and_poll(acme: Any) -> None:

@@ -171,9 +171,14 @@ async def store_files(
 
 
 def profile_of(state: ServiceState, kb: KBRecord) -> KnowledgeProfile:
-    """How the knowledge base cuts its files (its own settings, else the service's)."""
+    """How the knowledge base cuts its files (its own settings, else the service's), with
+    the chunk size it cuts where it chose none (its model's input length)."""
     record = catalog.with_settings(state.engine, kb)
-    return record.profile(state.settings.default_profile())
+    profile = record.profile(state.settings.default_profile())
+    if profile.chunk_size is None and state.profiles is not None:
+        cuts = state.profiles.chunk_size_for(profile)
+        return profile.model_copy(update={"chunk_size": cuts})
+    return profile
 
 
 # Files of a vector store
