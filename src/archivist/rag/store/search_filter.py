@@ -2,8 +2,10 @@
 
 Each store translates it into its native filter (Qdrant: payload conditions on indexed fields;
 path globs are resolved against the distinct paths stored, then matched by value), so the
-engine filters before ranking and `top_k` hits still come back. The parsers here read the
-command-line and request forms (`KEY=VALUE`, `KEY>=VALUE`, dates) with errors naming the argument.
+engine filters before ranking and `top_k` hits still come back. Its `match` is a boolean tree
+of comparisons on chunk metadata (`Compare` in `AllOf` / `AnyOf` groups), bounded in depth and
+size so any filter stays cheap to run. The parsers here read the command-line and request forms
+(`KEY=VALUE`, `KEY>=VALUE`, dates) with errors naming the argument.
 """
 
 from __future__ import annotations
