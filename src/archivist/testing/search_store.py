@@ -313,29 +313,14 @@ class SearchFilterTests(StoreTests):
         ]
         await store.insert("docs", near + far)
         condition = {"match": _compare("rank", "gte", 100)}
-        for mode in await store.search_modes("docs"):
-            hits = await store.search(
-                "docs",
-                None if mode == "sparse" else unit(0),
-                top_k=3,
-                query_text="tar manual",
-                mode=mode,
-                search_filter=_filter(condition),
-            )
-            assert sorted(hit.document_id for hit in hits) == ["far0", "far1", "far2"], mode
+        found = await _found_in_every_mode(store, condition, "tar manual", top_k=3)
+        for mode, ids in found.items():
+            assert ids == ["far0", "far1", "far2"], mode
 
     async def test_filters_work_in_every_mode(self, store: Any) -> None:
         await _files(store)
-        for mode in await store.search_modes("docs"):
-            hits = await store.search(
-                "docs",
-                None if mode == "sparse" else unit(0),
-                top_k=20,
-                query_text="manual",
-                mode=mode,
-                search_filter=_filter({"types": ["md"]}),
-            )
-            assert {hit.document_id for hit in hits} == {"guide", "notes"}, mode
+        for mode, ids in (await _found_in_every_mode(store, {"types": ["md"]}, "manual")).items():
+            assert ids == ["guide", "notes"], mode
 
 
 _ATTRIBUTES: dict[str, dict[str, Any]] = {
@@ -380,24 +365,33 @@ def _compare(key: str, op: str, value: Any) -> dict[str, Any]:
 
 async def _matching(store: Any, key: str, op: str, value: Any) -> list[str]:
     """The documents matching one comparison, in every search mode alike."""
-    found = {
+    condition = {"match": _compare(key, op, value)}
+    found = await _found_in_every_mode(store, condition, "attribute manual")
+    assert len({tuple(ids) for ids in found.values()}) == 1, (key, op, value, found)
+    return found["dense"]
+
+
+async def _found_in_every_mode(
+    store: Any, search_filter: dict[str, Any], query_text: str, top_k: int = 20
+) -> dict[str, list[str]]:
+    """By search mode: the documents found within `search_filter` near unit(0) and
+    `query_text`."""
+    return {
         mode: sorted(
             {
                 hit.document_id
                 for hit in await store.search(
                     "docs",
                     None if mode == "sparse" else unit(0),
-                    top_k=20,
-                    query_text="attribute manual",
+                    top_k=top_k,
+                    query_text=query_text,
                     mode=mode,
-                    search_filter=_filter({"match": _compare(key, op, value)}),
+                    search_filter=_filter(search_filter),
                 )
             }
         )
         for mode in await store.search_modes("docs")
     }
-    assert len({tuple(ids) for ids in found.values()}) == 1, (key, op, value, found)
-    return found["dense"]
 
 
 def _filter(value: dict[str, Any]) -> Any:

@@ -2,8 +2,10 @@
 
 Each store translates it into its native filter (Qdrant: payload conditions on indexed fields;
 path globs are resolved against the distinct paths stored, then matched by value), so the
-engine filters before ranking and `top_k` hits still come back. The parsers here read the
-command-line and request forms (`KEY=VALUE`, `KEY>=VALUE`, dates) with errors naming the argument.
+engine filters before ranking and `top_k` hits still come back. Its `match` is a boolean tree
+of comparisons on chunk metadata (`Compare` in `AllOf` / `AnyOf` groups), bounded in depth and
+size so any filter stays cheap to run. The parsers here read the command-line and request forms
+(`KEY=VALUE`, `KEY>=VALUE`, dates) with errors naming the argument.
 """
 
 from __future__ import annotations
@@ -98,9 +100,12 @@ class Compare(BaseModel):
     - eq / ne: the stored value has the same JSON type and value (bool is not a number; numbers
       compare as numbers, so 1 equals 1.0); a list-valued field equals `value` when one of its
       items does. ne is "not eq": true also when the key is absent (or null).
-    - in / nin: eq / ne with any of the values of the (non-empty) list; mixed types are allowed.
+    - in: eq with one of the values of the (non-empty) list, whose types may mix; nin is
+      "not in", true also when the key is absent.
     - gt / gte / lt / lte: the stored value (or, for a list, one of its items) is a number in
       that relation to `value` (a number, not a bool); other values and absent keys never match.
+      (Qdrant compares numbers as 64-bit floats, so ints beyond 2**53 compare as the float
+      nearest them there.)
 
     `key` is a top-level metadata key: a non-empty str without '"', '\\', '.', '[', ']' or
     whitespace.

@@ -4,6 +4,11 @@ A group of all conditions joins their `must` and `must_not` lists; a group of an
 `Either`; ne / nin are the `must_not` of eq / in (so an absent key passes). Numbers compare as
 numbers through a float range (eq as gte = lte, which matches stored ints and floats alike and
 never a bool); strings and bools match by value.
+
+Qdrant reads a condition through the key's payload index when it has one: numbers get a float
+index here, but a key already given an integer index (equality on an int in a metadata filter
+or `where`) misses non-integer numbers, and one given a datetime index (`since`, date ranges)
+compares numbers with its instants.
 """
 
 from __future__ import annotations
