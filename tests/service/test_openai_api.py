@@ -7,13 +7,14 @@ from __future__ import annotations
 import os
 import re
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import redirect_stdout
 from io import StringIO
 from pathlib import Path
 from typing import Any
 
 import pytest
-from service_helpers import client, new_key
+from service_helpers import client, new_key, wait_final
 
 from factories import make_pdf
 
@@ -92,6 +93,13 @@ def test_a_file_round_trips(acme: Any) -> None:
         acme.files.content(made.id)
 
 
+def test_a_file_name_is_reduced_to_a_safe_base_name(acme: Any) -> None:
+    made = acme.files.create(
+        file=("../../etc/passwd.txt", b"x\n", "text/plain"), purpose="assistants"
+    )
+    assert made.filename == "passwd.txt"
+
+
 def test_a_pdf_and_bytes_without_a_name_are_files(acme: Any) -> None:
     pdf = make_pdf(["The fire drill is on the first Monday of each quarter."])
     made = acme.files.create(file=("drill.pdf", pdf, "application/pdf"), purpose="assistants")
@@ -132,6 +140,18 @@ def test_files_page_newest_first_and_filter_by_purpose(service: Any) -> None:
     user = [f.id for f in oa.files.list(purpose="user_data", limit=2)]
     assert user == [made[n] for n in (20, 15, 10, 5, 0)]
     assert {f.purpose for f in oa.files.list(purpose="assistants")} == {"assistants"}
+
+
+def test_a_page_goes_on_after_its_last_item_is_deleted(service: Any) -> None:
+    oa = sdk(service, fresh_key(service))
+    made = [
+        oa.files.create(file=(f"g{n}.txt", b"g\n", "text/plain"), purpose="assistants").id
+        for n in range(5)
+    ]
+    first = oa.files.list(limit=2)
+    assert [f.id for f in first.data] == [made[4], made[3]]
+    oa.files.delete(made[3])  # the cursor of the next page is gone
+    assert [f.id for f in first.get_next_page().data] == [made[2], made[1]]
 
 
 # Vector stores are knowledge bases
@@ -209,6 +229,36 @@ def test_a_vector_store_made_with_files_and_an_expiry(acme: Any) -> None:
     assert (done.status, done.file_counts.completed) == ("completed", 2)
     kept = acme.vector_stores.update(store.id, expires_after=None)
     assert (kept.expires_after, kept.expires_at) == (None, None)
+    acme.vector_stores.delete(store.id)
+    assert [acme.files.retrieve(file_id).id for file_id in ids] == ids  # the Files stay
+
+
+def test_documents_uploaded_natively_are_searched_too(service: Any) -> None:
+    key = fresh_key(service)
+    oa = sdk(service, key)
+    with client(service.url, key) as http:
+        assert http.post("/v1/knowledge-bases", json={"name": "native"}).status_code == 201
+        upload = http.post(
+            "/v1/knowledge-bases/native/documents",
+            files={"files": ("stapler.txt", b"The red stapler lives on the third floor.\n")},
+        )
+        assert upload.status_code == 202, upload.text
+        [document] = wait_final(http, "native", timeout=60)
+    [store] = oa.vector_stores.list()
+    assert store.name == "native" and store.file_counts.total == 0  # no File behind it
+    hits = oa.vector_stores.search(store.id, query="where is the red stapler?")
+    assert [(h.file_id, h.filename) for h in hits.data] == [(document["id"], "stapler.txt")]
+
+
+def test_vector_stores_made_at_once_under_one_name_are_all_made(service: Any) -> None:
+    key = fresh_key(service)
+    oa = sdk(service, key)
+    with ThreadPoolExecutor(6) as pool:
+        made = list(pool.map(lambda _: oa.vector_stores.create(name="same"), range(6)))
+    assert [vs.name for vs in made] == ["same"] * 6 and len({vs.id for vs in made}) == 6
+    with client(service.url, key) as http:
+        native = [kb["name"] for kb in http.get("/v1/knowledge-bases").json()["items"]]
+    assert len(native) == len(set(native)) == 6 and "same" in native
 
 
 def test_vector_stores_page_through_every_one_once(service: Any) -> None:
@@ -256,10 +306,14 @@ def test_a_file_in_a_vector_store_is_a_document(service: Any) -> None:
         done.id, vector_store_id=store.id, attributes={"region": "us", "reviewed": True}
     )
     assert changed.attributes == {"region": "us", "reviewed": True}
-    assert oa.vector_stores.files.retrieve(done.id, vector_store_id=store.id).attributes == {
-        "region": "us",
-        "reviewed": True,
-    }
+    again = oa.vector_stores.files.poll(done.id, vector_store_id=store.id, poll_interval_ms=POLL)
+    assert again.status == "completed"
+    assert again.attributes == {"region": "us", "reviewed": True}
+    for region, found in (("us", [done.id]), ("eu", [])):  # the chunks carry the new ones
+        only = {"type": "eq", "key": "region", "value": region}
+        hits = oa.vector_stores.search(store.id, query="when does the office close?", filters=only)
+        assert [h.file_id for h in hits.data] == found
+        assert all(h.attributes == {"region": "us", "reviewed": True} for h in hits.data)
 
     removed = oa.vector_stores.files.delete(done.id, vector_store_id=store.id)
     assert (removed.id, removed.object, removed.deleted) == (
@@ -594,6 +648,8 @@ def attributed(acme: Any) -> Any:
         ({"type": "eq", "key": "public", "value": True}, {"leave.md", "travel.md"}),
         ({"type": "in", "key": "region", "value": ["us", "apac"]}, {"parking.txt", "travel.md"}),
         ({"type": "nin", "key": "region", "value": ["us", "apac"]}, {"leave.md", "laptops.txt"}),
+        ({"type": "in", "key": "year", "value": [2024, 2025]}, {"leave.md", "parking.txt"}),
+        ({"type": "eq", "key": "owner", "value": "nobody"}, set()),
         (
             {
                 "type": "and",
@@ -621,7 +677,21 @@ def attributed(acme: Any) -> Any:
             {"parking.txt", "leave.md"},
         ),
     ],
-    ids=["eq", "ne", "gt", "gte", "lt", "lte", "bool", "in", "nin", "and", "or-nested"],
+    ids=[
+        "eq",
+        "ne",
+        "gt",
+        "gte",
+        "lt",
+        "lte",
+        "bool",
+        "in",
+        "nin",
+        "in-numbers",
+        "no-such-key",
+        "and",
+        "or-nested",
+    ],
 )
 def test_search_filters_on_attributes(
     acme: Any, attributed: Any, filters: dict[str, Any], expected: set[str]
@@ -643,8 +713,17 @@ def test_search_filters_on_attributes(
         {"type": "in", "key": "region", "value": "eu"},
         {"type": "and", "filters": "region"},
         {"type": "xor", "filters": [{"type": "eq", "key": "region", "value": "eu"}]},
+        {"type": "eq", "key": "the region", "value": "eu"},
     ],
-    ids=["unknown-op", "no-value", "object-value", "in-not-a-list", "filters-not-a-list", "xor"],
+    ids=[
+        "unknown-op",
+        "no-value",
+        "object-value",
+        "in-not-a-list",
+        "filters-not-a-list",
+        "xor",
+        "key-char",
+    ],
 )
 def test_a_bad_filter_is_refused(acme: Any, attributed: Any, filters: dict[str, Any]) -> None:
     with pytest.raises(openai.BadRequestError):

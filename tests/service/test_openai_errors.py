@@ -189,6 +189,18 @@ def test_another_tenants_ids_are_not_found(
     assert_still_whole(acme, owned)
 
 
+def test_a_stores_files_and_batches_are_not_found_through_another_store(
+    acme: Any, owned: Owned
+) -> None:
+    other = acme.vector_stores.create(name=f"other-{uuid.uuid4().hex[:6]}").id
+    own = acme.files.create(file=("own.txt", b"own\n", "text/plain"), purpose="assistants").id
+    for route, call in every_route(acme, other, owned.file, owned.batch, own).items():
+        if route.startswith("vs.") and takes(route) - {"store"} and not route.endswith("create"):
+            with pytest.raises(openai.NotFoundError):
+                call()
+    assert_still_whole(acme, owned)
+
+
 def test_another_tenants_file_cannot_be_added_to_a_store(acme: Any, globex: Any) -> None:
     theirs = globex.files.create(
         file=("g.txt", b"globex notes\n", "text/plain"), purpose="assistants"
@@ -251,6 +263,8 @@ def test_a_file_over_the_upload_limit_is_413(service: Any) -> None:
     with pytest.raises(openai.APIStatusError) as refused:
         oa.files.create(file=("big.txt", big, "text/plain"), purpose="assistants")
     assert refused.value.status_code == 413
+    assert not isinstance(refused.value, openai.BadRequestError | openai.UnprocessableEntityError)
+    assert set(refused.value.body) == {"message", "type", "param", "code"}
     assert list(oa.files.list()) == []
 
 
@@ -281,7 +295,10 @@ def test_a_body_that_is_not_the_schema_is_unprocessable(
 def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, ServiceSettings]]:
     home: Path = tmp_path_factory.mktemp("limited-home")
     settings = ServiceSettings(
-        home=home, quota=Quota(knowledge_bases=1), rate_per_second=1, rate_burst=1
+        home=home,
+        quota=Quota(knowledge_bases=1, storage_bytes=100),
+        rate_per_second=1,
+        rate_burst=1,
     )
     with running_service(settings) as url:
         yield url, settings
@@ -297,6 +314,11 @@ def test_over_a_quota_is_permission_denied(limited: tuple[str, ServiceSettings])
     assert "knowledge bases" in refused.value.message
     time.sleep(1.2)
     assert [vs.name for vs in oa.vector_stores.list()] == ["one"]
+    time.sleep(1.2)
+    with pytest.raises(openai.PermissionDeniedError):
+        oa.files.create(file=("big.txt", b"x" * 101, "text/plain"), purpose="assistants")
+    time.sleep(1.2)
+    assert list(oa.files.list()) == []
 
 
 def test_over_the_rate_is_rate_limited(limited: tuple[str, ServiceSettings]) -> None:

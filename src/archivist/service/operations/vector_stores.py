@@ -396,6 +396,8 @@ async def search(
 
 _COMPARISONS = {"eq", "ne", "gt", "gte", "lt", "lte", "in", "nin"}
 _MAX_DEPTH = 8
+MAX_LIST_VALUES = 100
+"""Most values an `in` or `nin` filter may list."""
 
 
 def openai_condition(filters: Mapping[str, Any], depth: int = 0) -> Condition:
@@ -434,6 +436,10 @@ def openai_condition(filters: Mapping[str, Any], depth: int = 0) -> Condition:
     check_attributes({key: ""}, "filters")
     value = filters.get("value")
     if isinstance(value, list):
+        if len(value) > MAX_LIST_VALUES:
+            raise InvalidRequest(
+                f"filter on {key!r} lists more than {MAX_LIST_VALUES} values", argument="filters"
+            )
         value = tuple(value)
     try:
         return Compare(key=metadata_key(key), op=kind, value=value)
