@@ -228,15 +228,30 @@ def paginate(
     before: str | None,
     limit: int,
     order: Literal["asc", "desc"],
+    sorted_ids: bool = False,
 ) -> dict[str, Any]:
     """The cursor page of `items` (oldest first) that `after`, `before`, `limit` and `order`
-    ask for; a cursor that names no item starts from the end it points away from."""
+    ask for. A cursor that names no item (deleted meanwhile) is placed by its id where the
+    ids sort as the items were made (`sorted_ids`); elsewhere the page is empty, so a client
+    paging on never starts over."""
     ordered = items if order == "asc" else items[::-1]
     ids = [item["id"] for item in ordered]
     start, end = 0, len(ordered)
-    if after is not None and after in ids:
-        start = ids.index(after) + 1
-    if before is not None and before in ids:
-        end = ids.index(before)
+    if after is not None:
+        start = _place(ids, after, order, sorted_ids, after=True)
+    if before is not None:
+        end = _place(ids, before, order, sorted_ids, after=False)
     window = ordered[start:end]
     return page(window[:limit], len(window) > limit)
+
+
+def _place(ids: list[str], cursor: str, order: str, sorted_ids: bool, *, after: bool) -> int:
+    """Where a page bounded by `cursor` starts (`after`) or ends in `ids`."""
+    if cursor in ids:
+        return ids.index(cursor) + (1 if after else 0)
+    if not sorted_ids:
+        return len(ids) if after else 0
+    for position, item_id in enumerate(ids):
+        if (item_id > cursor) if order == "asc" else (item_id < cursor):
+            return position
+    return len(ids)

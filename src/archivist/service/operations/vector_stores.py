@@ -15,7 +15,13 @@ from archivist.rag import VectorSearchResult
 from archivist.rag.knowledge.profile import KnowledgeProfile
 from archivist.rag.store.search_filter import AllOf, AnyOf, Compare, Condition, SearchFilter
 from archivist.service.attributes import check_attributes, metadata_key
-from archivist.service.errors import Conflict, InvalidRequest, NotFound, UploadRejected
+from archivist.service.errors import (
+    Conflict,
+    InvalidRequest,
+    KBExistsError,
+    NotFound,
+    UploadRejected,
+)
 from archivist.service.indexing.uploads import IncomingFile, RefusedUpload
 from archivist.service.openai_schemas import VECTOR_STORE_PREFIX
 from archivist.service.operations import documents, knowledge_bases, openai_files
@@ -100,15 +106,20 @@ async def create_store(
     """A new knowledge base seen as a vector store: named `name` where that is a free, valid
     knowledge-base name, else a generated one (the vector store keeps `name` as given)."""
     check_chunking(chunking)
-    kb_name = await _kb_name(state, tenant, name)
-    kb = await knowledge_bases.create_kb(
-        state,
-        tenant,
-        kb_name,
-        description or "",
-        chunk_size=None if chunking is None else chunking.max_chunk_size_tokens,
-        overlap=None if chunking is None else chunking.chunk_overlap_tokens,
-    )
+    size = None if chunking is None else chunking.max_chunk_size_tokens
+    overlap = None if chunking is None else chunking.chunk_overlap_tokens
+    wanted = await _kb_name(state, tenant, name)
+    for kb_name in (wanted, _generated_name()):
+        try:
+            kb = await knowledge_bases.create_kb(
+                state, tenant, kb_name, description or "", chunk_size=size, overlap=overlap
+            )
+            break
+        except KBExistsError:  # another request took the name meanwhile: a generated one
+            if kb_name != wanted:
+                raise
+    else:
+        raise AssertionError("unreachable")
     await asyncio.to_thread(
         openai_records.set_view,
         state.engine,
@@ -125,6 +136,10 @@ async def _kb_name(state: ServiceState, tenant: str, name: str | None) -> str:
         taken = await asyncio.to_thread(catalog.get_kb, state.engine, tenant, name)
         if taken is None:
             return name
+    return _generated_name()
+
+
+def _generated_name() -> str:
     return f"vs-{uuid.uuid4().hex[:12]}"
 
 
@@ -208,6 +223,13 @@ async def add_file(
                 argument="chunking_strategy",
             )
     record = await openai_files.get_file(state, kb.tenant, file_id)
+    already = await asyncio.to_thread(
+        openai_records.store_files, state.engine, kb.id, file_id=file_id
+    )
+    if already:  # added before: it stays one document, now with these attributes
+        if already[0].attributes != checked:
+            return await update_attributes(state, kb, already[0], checked)
+        return already[0]
     document_id: str | None = None
     code: str | None = None
     error: str | None = None
@@ -215,7 +237,11 @@ async def add_file(
         with path.open("rb") as body:
             try:
                 answers = await documents.upload_documents(
-                    state, kb, [IncomingFile(record.filename, body)], attributes=checked
+                    state,
+                    kb,
+                    [IncomingFile(record.filename, body)],
+                    attributes=checked,
+                    own_document=True,  # each file its own attributes, even with equal bytes
                 )
             except UploadRejected as exc:
                 if exc.status not in _ERROR_CODES:
@@ -227,9 +253,6 @@ async def add_file(
             code, error = _ERROR_CODES.get(answer.status, "invalid_file"), answer.reason
         else:
             document_id = answer.document.id
-            if answer.existing:  # the same content was there: it carries these attributes now
-                await asyncio.to_thread(catalog.set_attributes, state.engine, document_id, checked)
-                state.indexer.notify()
     await asyncio.to_thread(
         openai_records.add_store_file,
         state.engine,
@@ -421,7 +444,7 @@ def openai_condition(filters: Mapping[str, Any], depth: int = 0) -> Condition:
         try:
             return AllOf(all=inner) if kind == "and" else AnyOf(any=inner)
         except ValueError as exc:
-            raise InvalidRequest(f"filters: {exc}", argument="filters") from None
+            raise InvalidRequest(f"filters: {_first_line(exc)}", argument="filters") from None
     if kind not in _COMPARISONS:
         raise InvalidRequest(
             f"filter type {kind!r}: use one of {', '.join(sorted(_COMPARISONS))}, and, or",

@@ -42,7 +42,7 @@ async def list_files(
     """The tenant's files, newest first by default."""
     records = await operations.list_files(state, tenant, purpose)
     items = [file_object(record) for record in records]
-    return paginate(items, after=after, before=None, limit=limit, order=order)
+    return paginate(items, after=after, before=None, limit=limit, order=order, sorted_ids=True)
 
 
 @router.get("/{file_id}")
