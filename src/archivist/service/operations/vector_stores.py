@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from archivist.rag import VectorSearchResult
 from archivist.rag.knowledge.profile import KnowledgeProfile
 from archivist.rag.store.search_filter import AllOf, AnyOf, Compare, Condition, SearchFilter
@@ -470,10 +472,8 @@ def openai_condition(filters: Mapping[str, Any], depth: int = 0) -> Condition:
         raise InvalidRequest(f"filter on {key!r}: {_first_line(exc)}", argument="filters") from None
 
 
-def _first_line(error: Exception) -> str:
-    errors = getattr(error, "errors", None)
-    if callable(errors):
-        found = errors()
-        if found:
-            return str(found[0].get("msg", error))
-    return str(error).splitlines()[0]
+def _first_line(error: ValueError) -> str:
+    """What is wrong, in one line: a ValidationError's first complaint."""
+    if isinstance(error, ValidationError) and error.errors():
+        return str(error.errors()[0]["msg"])
+    return str(error)
