@@ -292,11 +292,20 @@ SERVICE_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("operations", ("operations", "chat", "state")),
     ("assembly", ("runtime",)),
     ("indexing", ("indexing",)),
-    ("retrieval", ("retrieval", "schemas")),
+    ("retrieval", ("retrieval", "schemas", "openai_schemas")),
     ("storage", ("storage",)),
     (
         "bottom",
-        ("settings", "quota", "files_url", "errors", "public_detail", "outages", "telemetry"),
+        (
+            "settings",
+            "quota",
+            "files_url",
+            "errors",
+            "public_detail",
+            "outages",
+            "telemetry",
+            "attributes",
+        ),
     ),
 ]
 

@@ -202,3 +202,83 @@ def _exercise(
     assert first.get(f"/v1/knowledge-bases/shared/documents/{document_id}/file").status_code == 404
     stored = s3.list_objects_v2(Bucket=BUCKET, Prefix=PREFIX + "/")["Contents"]
     assert len(stored) == len(sent)
+
+
+def test_the_openai_api_runs_across_replicas_on_postgres_and_s3(
+    pg_url: str, s3_env: dict[str, str], tmp_path: Path
+) -> None:
+    """OpenAI's SDK against two API replicas and a worker sharing PostgreSQL and S3: a file
+    uploaded through one replica is added, indexed, searched with a filter and read back
+    through the other, and its bytes live in S3 only."""
+    openai = pytest.importorskip("openai")
+    database = fresh_database(pg_url, "several_openai")
+    shared = (
+        "--database",
+        database,
+        "--pgvector-url",
+        database,
+        "--files-url",
+        f"s3://{BUCKET}/oa",
+    )
+    engine = make_engine(database)
+    key = create_key(engine, "acme").key
+    os.environ.update(s3_env)
+    api = [
+        ServeProcess(tmp_path / f"api-{n}", free_port(), *shared, "--workers", "0")
+        for n in range(2)
+    ]
+    worker = WorkerProcess(
+        tmp_path / "worker", s3_env, *shared, "--workers", "1", "--poll-seconds", "0.2"
+    )
+    try:
+        for process in api:
+            process.home.mkdir(parents=True)
+            process.start()
+        worker.start()
+        first, second = (
+            openai.OpenAI(base_url=f"{p.url}/openai/v1", api_key=key, max_retries=0) for p in api
+        )
+        eu = first.files.create(
+            file=("eu.txt", b"The Lisbon office approves travel within five days.\n"),
+            purpose="assistants",
+        )
+        us = first.files.create(
+            file=("us.txt", b"The Denver office approves travel within ten days.\n"),
+            purpose="assistants",
+        )
+        store = second.vector_stores.create(name="offices")
+        second.vector_stores.files.create_and_poll(
+            vector_store_id=store.id,
+            file_id=eu.id,
+            attributes={"region": "eu"},
+            poll_interval_ms=200,
+        )
+        second.vector_stores.files.create_and_poll(
+            vector_store_id=store.id,
+            file_id=us.id,
+            attributes={"region": "us"},
+            poll_interval_ms=200,
+        )
+        assert first.vector_stores.retrieve(store.id).file_counts.completed == 2
+        page = first.vector_stores.search(
+            store.id,
+            query="How fast is travel approved?",
+            filters={"type": "eq", "key": "region", "value": "us"},
+        )
+        assert [hit.filename for hit in page.data] == ["us.txt"]
+        assert (
+            second.files.content(eu.id).read()
+            == b"The Lisbon office approves travel within five days.\n"
+        )
+        import boto3
+
+        stored = boto3.client("s3").list_objects_v2(Bucket=BUCKET, Prefix="oa/")["Contents"]
+        assert any("openai-files" in item["Key"] for item in stored)
+        for process in api:
+            assert files_on_disk(process.home / "service" / "files") == []
+    finally:
+        for process in [*api, worker]:
+            process.stop()
+        for name in s3_env:
+            os.environ.pop(name, None)
+        engine.dispose()

@@ -21,6 +21,7 @@ from archivist.rag.store.file_lock import StoreLockedError
 from archivist.rag.store.process import ProcessStore, StoreProcessError
 from archivist.rag.store.qdrant import QdrantStore
 from archivist.testing.hybrid_store import DiversityTests, HybridSearchTests
+from archivist.testing.search_store import SearchFilterTests
 from archivist.testing.store import (
     DIMENSIONS,
     AtomicReplaceTests,
@@ -39,7 +40,12 @@ async def store(tmp_path: Path) -> AsyncIterator[ProcessStore]:
 
 
 class TestProcessStore(
-    VectorStoreConformance, AtomicReplaceTests, GenerationTests, HybridSearchTests, DiversityTests
+    VectorStoreConformance,
+    AtomicReplaceTests,
+    GenerationTests,
+    HybridSearchTests,
+    DiversityTests,
+    SearchFilterTests,
 ):
     """Everything QdrantStore on disk offers, answered by its child process."""
 

@@ -3,12 +3,22 @@ values refused with the argument named."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 import pytest
 from pydantic import ValidationError
 
-from archivist.rag.store.search_filter import Range, SearchFilter, parse_where
+from archivist.rag.store.search_filter import (
+    MAX_MATCH_COMPARISONS,
+    MAX_MATCH_DEPTH,
+    AllOf,
+    AnyOf,
+    Compare,
+    Range,
+    SearchFilter,
+    parse_where,
+)
 
 
 def test_where_reads_equality_as_json_when_it_parses() -> None:
@@ -86,3 +96,92 @@ def test_globs_without_a_slash_match_the_file_name() -> None:
     under = SearchFilter(paths=["share/doc/*"])  # type: ignore[arg-type]
     assert under.path_matches("/usr/share/doc/tar/index.html")
     assert not under.path_matches("/usr/share/man/tar.1")
+
+
+def test_match_reads_a_nested_condition_tree() -> None:
+    within = SearchFilter.model_validate(
+        {
+            "match": {
+                "any": [
+                    {"key": "n", "op": "in", "value": ["a", 1, 2.5, True]},
+                    {
+                        "all": [
+                            {"key": "n", "op": "gte", "value": 3},
+                            {"key": "m", "op": "ne", "value": False},
+                        ]
+                    },
+                ]
+            }
+        }
+    )
+    assert within.match == AnyOf(
+        any=(
+            Compare(key="n", op="in", value=("a", 1, 2.5, True)),
+            AllOf(
+                all=(Compare(key="n", op="gte", value=3), Compare(key="m", op="ne", value=False))
+            ),
+        )
+    )
+    assert not within.is_empty
+    [listed, _] = within.match.any  # type: ignore[union-attr]
+    assert [type(v) for v in listed.value] == [str, int, float, bool]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("key", ["a.b", "tags[0]", "a]", "two words", "tab\t", "", 'q"', "b\\"])
+def test_match_refuses_keys_that_are_not_plain_metadata_keys(key: str) -> None:
+    with pytest.raises(ValidationError, match=re.escape(f"match key {key!r} is invalid")):
+        SearchFilter(match={"key": key, "op": "eq", "value": 1})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("op", "value", "problem"),
+    [
+        ("gt", "3", "gt needs a number"),
+        ("lte", True, "lte needs a number"),
+        ("gte", [1, 2], "gte needs a number"),
+        ("in", [], "in needs a non-empty list"),
+        ("nin", "x", "nin needs a non-empty list"),
+        ("eq", ["x"], "eq needs a single value"),
+        ("ne", [1], "ne needs a single value"),
+    ],
+)
+def test_match_refuses_values_the_operator_cannot_take_naming_the_key(
+    op: str, value: object, problem: str
+) -> None:
+    with pytest.raises(ValidationError, match=f"match on 'pages': {problem}"):
+        SearchFilter(match={"key": "pages", "op": op, "value": value})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), 2**63, None, {"x": 1}, [[1]]])
+def test_match_refuses_values_that_are_not_scalars(value: object) -> None:
+    with pytest.raises(ValidationError, match="is not supported"):
+        SearchFilter(match={"key": "k", "op": "in", "value": [value]})  # type: ignore[arg-type]
+
+
+def test_match_refuses_unknown_operators_fields_and_empty_groups() -> None:
+    with pytest.raises(ValidationError, match="'eq', 'ne'"):
+        SearchFilter(match={"key": "k", "op": "like", "value": "x"})  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="Extra inputs"):
+        SearchFilter(match={"key": "k", "op": "eq", "value": "x", "type": "eq"})  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="at least 1 item"):
+        SearchFilter(match={"all": []})  # type: ignore[arg-type]
+
+
+def test_match_nests_at_most_max_depth_groups() -> None:
+    condition: dict[str, object] = {"key": "k", "op": "eq", "value": 1}
+    for _ in range(MAX_MATCH_DEPTH):
+        condition = {"any": [condition]}
+    SearchFilter(match=condition)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match=f"at most {MAX_MATCH_DEPTH} are allowed"):
+        SearchFilter(match={"all": [condition]})  # type: ignore[arg-type]
+
+
+def test_match_holds_at_most_max_comparisons() -> None:
+    def group(size: int) -> dict[str, object]:
+        return {"all": [{"key": "k", "op": "ne", "value": n} for n in range(size)]}
+
+    SearchFilter(match={"any": [group(32), group(32)]})  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match=f"at most {MAX_MATCH_COMPARISONS} are allowed"):
+        SearchFilter(match={"any": [group(32), group(33)]})  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match=f"at most {MAX_MATCH_COMPARISONS} items"):
+        SearchFilter(match=group(MAX_MATCH_COMPARISONS + 1))  # type: ignore[arg-type]

@@ -6,7 +6,8 @@ Each corpus is a tenant of one collection, so each search runs under a tenant fi
 the collection-wide term statistics hold every corpus. For each query and mode, the top 10
 of each store must overlap Qdrant Edge's in at least 9 places (of as many as Edge found),
 and the hits they share must have the same relevance within 0.02. A SciFact subset joins
-the corpora where `../shared/datasets/scifact` is present.
+the corpora where `../shared/datasets/scifact` is present. Chunks also carry metadata of every
+kind a search filter's `match` compares, and each store finds the chunks a match holds for.
 """
 
 from __future__ import annotations
@@ -58,6 +59,23 @@ def _corpora() -> dict[str, tuple[dict[str, str], list[str]]]:
     return found
 
 
+def _attributes(number: int) -> dict[str, Any]:
+    """Chunk metadata of every kind `match` compares, varied by `number`: ints, floats,
+    numeric strings, bools, lists, null and absent values at `n`, and a `group` letter."""
+    value = number % 13
+    kinds: list[dict[str, Any]] = [
+        {"n": value},
+        {"n": value + 0.5},
+        {"n": float(value)},
+        {"n": str(value)},
+        {"n": value % 2 == 0},
+        {"n": [value, value + 20]},
+        {"n": None},
+        {},
+    ]
+    return {"group": "abcde"[number % 5], **kinds[number % len(kinds)]}
+
+
 @pytest.fixture(scope="module")
 def pg_url() -> Iterator[str]:
     with pgvector_server() as url:
@@ -80,6 +98,7 @@ async def records(model: LocalEmbeddingModel) -> dict[str, list[VectorRecord]]:
             section = Section(content=TextBlock(text=text), source=f"{document_id}.txt")
             for chunk in await chunker.chunk([section]):
                 chunk.metadata["tenant_id"] = tenant
+                chunk.metadata.update(_attributes(len(chunks) + 7 * len(out)))
                 chunks.append((document_id, chunk))
         texts = [chunk.content.text for _, chunk in chunks]  # type: ignore[union-attr]
         vectors = (await model(texts, input_type="document")).embeddings
@@ -204,3 +223,113 @@ async def test_a_search_filter_narrows_every_store_alike(
         assert hits and {h.chunk.metadata["tenant_id"] for h in hits} == {tenant}, name
         shared = {_key(h) for h in hits} & {_key(h) for h in scoped}
         assert len(shared) >= min(len(scoped), TOP_K - 1), (name, hits, scoped)
+
+
+def _holds(condition: dict[str, Any], metadata: dict[str, Any]) -> bool:
+    """`condition` (a `match` tree) evaluated on `metadata` as the stores document it."""
+    if "all" in condition:
+        return all(_holds(part, metadata) for part in condition["all"])
+    if "any" in condition:
+        return any(_holds(part, metadata) for part in condition["any"])
+    op, value = condition["op"], condition["value"]
+    if op in ("ne", "nin"):
+        return not _holds(
+            {**condition, "op": "in", "value": [value] if op == "ne" else value}, metadata
+        )
+    stored = metadata.get(condition["key"])
+    items = stored if isinstance(stored, list) else [stored]
+    wanted = value if op == "in" else [value]
+
+    def number(item: Any) -> bool:
+        return isinstance(item, int | float) and not isinstance(item, bool)
+
+    def equal(item: Any, other: Any) -> bool:
+        if number(item) and number(other):
+            return bool(item == other)
+        return type(item) is type(other) and item == other
+
+    if op in ("eq", "in"):
+        return any(equal(item, other) for item in items for other in wanted)
+    compare = {"gt": float.__gt__, "gte": float.__ge__, "lt": float.__lt__, "lte": float.__le__}[op]
+    return any(number(item) and compare(float(item), float(value)) for item in items)
+
+
+def _compare(key: str, op: str, value: Any) -> dict[str, Any]:
+    return {"key": key, "op": op, "value": value}
+
+
+NARROW_TOP_K = 50
+"""More than any narrow match holds for, so a search returns every chunk it holds for."""
+NARROW_MATCHES = [
+    {"all": [_compare("n", "eq", 3), _compare("group", "eq", "a")]},
+    {"all": [_compare("n", "in", ["4", True, 24]), _compare("group", "in", ["b", "c"])]},
+    {
+        "any": [
+            _compare("n", "eq", 12.5),
+            {"all": [_compare("n", "gt", 31), _compare("n", "lte", 32)]},
+        ]
+    },
+    {
+        "all": [
+            _compare("n", "nin", [0, 1, 2, 3, 4, 5, 6]),
+            _compare("n", "lt", 13),
+            _compare("group", "eq", "e"),
+        ]
+    },
+]
+BROAD_MATCHES = [
+    _compare("n", "ne", 3),
+    {"any": [_compare("n", "lt", 6), _compare("group", "nin", ["a", "b"])]},
+]
+
+
+@pytest.mark.parametrize("condition", NARROW_MATCHES)
+async def test_every_store_finds_exactly_the_chunks_a_narrow_match_holds_for(
+    stores: dict[str, VectorStoreBase],
+    records: dict[str, list[VectorRecord]],
+    model: LocalEmbeddingModel,
+    condition: dict[str, Any],
+) -> None:
+    expected = {
+        (r.document_id, r.chunk.chunk_index)
+        for batch in records.values()
+        for r in batch
+        if _holds(condition, r.chunk.metadata)
+    }
+    assert 0 < len(expected) <= NARROW_TOP_K, expected
+    question = "which warehouse ships crates of item 221"
+    [vector] = (await model([question], input_type="query")).embeddings
+    for name, store in stores.items():
+        hits = await store.search(
+            COLLECTION, list(vector), NARROW_TOP_K, search_filter=SearchFilter(match=condition)
+        )
+        assert {_key(hit) for hit in hits} == expected, name
+
+
+@pytest.mark.parametrize("condition", BROAD_MATCHES)
+@pytest.mark.parametrize("mode", MODES)
+async def test_every_store_ranks_alike_within_a_broad_match(
+    stores: dict[str, VectorStoreBase],
+    model: LocalEmbeddingModel,
+    condition: dict[str, Any],
+    mode: SearchMode,
+) -> None:
+    question = "which warehouse ships crates of item 221"
+    [vector] = (await model([question], input_type="query")).embeddings
+    found = {
+        name: await store.search(
+            COLLECTION,
+            None if mode == "sparse" else list(vector),
+            TOP_K,
+            query_text=question,
+            mode=mode,
+            search_filter=SearchFilter(match=condition),
+        )
+        for name, store in stores.items()
+    }
+    reference = {_key(hit) for hit in found["edge"]}
+    assert reference
+    for name, hits in found.items():
+        assert all(_holds(condition, hit.chunk.metadata) for hit in hits), name
+        shared = {_key(hit) for hit in hits} & reference
+        assert len(shared) >= min(len(reference), TOP_K - 1), (name, hits)

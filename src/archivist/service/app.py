@@ -26,6 +26,8 @@ from archivist.service.routers import (
     documents,
     health,
     knowledge_bases,
+    openai_files,
+    openai_vector_stores,
     page,
     search,
     sessions,
@@ -39,8 +41,16 @@ from archivist.service.telemetry.requests import RequestTelemetry
 
 OPEN_ROUTERS = (health, page, api_docs)
 """Routers served without a key: health, the web page and the API docs."""
-KEYED_ROUTERS = (knowledge_bases, documents, search, supported_types, sessions)
-"""Routers of the `/v1` API: every call needs a key."""
+KEYED_ROUTERS = (
+    knowledge_bases,
+    documents,
+    search,
+    supported_types,
+    sessions,
+    openai_files,
+    openai_vector_stores,
+)
+"""Routers of the `/v1` API and the OpenAI-compatible `/openai/v1`: every call needs a key."""
 
 
 def create_app(

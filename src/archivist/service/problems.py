@@ -72,6 +72,33 @@ def title_of(status: int) -> str:
         return "Error"
 
 
+OPENAI_PREFIX = "/openai/"
+"""Paths of the OpenAI-compatible API: their errors come in OpenAI's shape,
+`{"error": {"message", "type", "param", "code"}}`, which OpenAI's SDKs read."""
+_OPENAI_TYPES = {
+    401: ("authentication_error", "invalid_api_key"),
+    403: ("permission_error", None),
+    404: ("invalid_request_error", "not_found"),
+    409: ("invalid_request_error", "conflict"),
+    413: ("invalid_request_error", "request_too_large"),
+    429: ("rate_limit_error", "rate_limit_exceeded"),
+}
+
+
+def speaks_openai(path: str) -> bool:
+    """Whether `path` belongs to the OpenAI-compatible API."""
+    return path.startswith(OPENAI_PREFIX)
+
+
+def openai_error_body(status: int, message: str, param: str | None = None) -> bytes:
+    """An error in OpenAI's shape, ASCII-escaped like a problem."""
+    kind, code = _OPENAI_TYPES.get(
+        status, ("server_error", None) if status >= 500 else ("invalid_request_error", None)
+    )
+    error = {"message": message, "type": kind, "param": param, "code": code}
+    return json.dumps({"error": error}, ensure_ascii=True).encode("ascii")
+
+
 def problem_body(status: int, detail: str, errors: list[dict[str, Any]] | None = None) -> bytes:
     """The JSON bytes of a problem; ASCII-escaped, so lone surrogates cannot break encoding."""
     problem: dict[str, Any] = {
@@ -90,8 +117,18 @@ def problem_response(
     detail: str,
     headers: Mapping[str, str] | None = None,
     errors: list[dict[str, Any]] | None = None,
+    *,
+    path: str = "",
+    param: str | None = None,
 ) -> Response:
-    """A problem as a Starlette response."""
+    """A problem as a Starlette response (in OpenAI's shape on its API's `path`)."""
+    if speaks_openai(path):
+        return Response(
+            openai_error_body(status, detail, param),
+            status_code=status,
+            headers=dict(headers or {}),
+            media_type="application/json",
+        )
     return Response(
         problem_body(status, detail, errors),
         status_code=status,
@@ -101,12 +138,19 @@ def problem_response(
 
 
 async def send_problem(
-    send: Send, status: int, detail: str, headers: Mapping[str, str] | None = None
+    send: Send,
+    status: int,
+    detail: str,
+    headers: Mapping[str, str] | None = None,
+    *,
+    scope: Scope | None = None,
 ) -> None:
-    """Answer a raw ASGI request with a problem and close the connection (its body unread)."""
-    body = problem_body(status, detail)
+    """Answer a raw ASGI request with a problem and close the connection (its body unread);
+    in OpenAI's shape when `scope` is a request to its API."""
+    openai = scope is not None and speaks_openai(str(scope.get("path", "")))
+    body = openai_error_body(status, detail) if openai else problem_body(status, detail)
     raw = [
-        (b"content-type", PROBLEM_JSON.encode()),
+        (b"content-type", b"application/json" if openai else PROBLEM_JSON.encode()),
         (b"content-length", str(len(body)).encode()),
         (b"connection", b"close"),
     ]
@@ -136,7 +180,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     headers = _closing(exc.status_code, exc.headers or {})
     if exc.status_code == 405:
         headers["Allow"] = ", ".join(_allowed_methods(request))
-    return problem_response(exc.status_code, detail, headers)
+    return problem_response(exc.status_code, detail, headers, path=request.url.path)
 
 
 def _closing(status: int, headers: Mapping[str, str]) -> dict[str, str]:
@@ -160,7 +204,7 @@ async def _validation_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
     errors = _field_errors(exc)
     summary = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors[:5])
-    return problem_response(422, summary or "invalid request", errors=errors)
+    return problem_response(422, summary or "invalid request", errors=errors, path=request.url.path)
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:
@@ -171,9 +215,12 @@ async def _server_error(request: Request, exc: Exception) -> Response:
             503,
             f"{dependency} cannot be reached just now; try again shortly",
             {"Retry-After": str(RETRY_AFTER_SECONDS)},
+            path=request.url.path,
         )
     logger.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-    return problem_response(500, "internal error; the service log has the details")
+    return problem_response(
+        500, "internal error; the service log has the details", path=request.url.path
+    )
 
 
 _outages = OutageLog()
@@ -235,6 +282,9 @@ def status_for(error: ArchivistError) -> int:
 async def _archivist_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ArchivistError)
     status = status_for(exc)
+    openai = speaks_openai(request.url.path)
+    if openai and status == 422 and isinstance(exc, InvalidArgumentError):
+        status = 400  # OpenAI answers a value it refuses with 400; 422 stays the schema's
     if status >= 500:
         logger.error(
             "%s on %s %s", type(exc).__name__, request.method, request.url.path, exc_info=exc
@@ -243,7 +293,10 @@ async def _archivist_error(request: Request, exc: Exception) -> Response:
     if isinstance(exc, TransientEmbeddingError) and exc.retry_after is not None:
         headers["Retry-After"] = str(max(1, round(exc.retry_after)))
     errors = exc.errors if isinstance(exc, UploadRejected) else None
-    return problem_response(status, public_detail(exc), headers, errors)
+    param = exc.argument if isinstance(exc, InvalidArgumentError) else None
+    return problem_response(
+        status, public_detail(exc), headers, errors, path=request.url.path, param=param
+    )
 
 
 def install_problem_handlers(app: FastAPI) -> None:

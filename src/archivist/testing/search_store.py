@@ -151,7 +151,8 @@ async def _ids(store: Any, search_filter: Any, top_k: int = 20, **extra: Any) ->
 
 
 class SearchFilterTests(StoreTests):
-    """`search_filter`: paths, types, since and metadata ranges, applied before ranking."""
+    """`search_filter`: paths, types, since, metadata ranges and `match` conditions, applied
+    before ranking."""
 
     capability = "search_filter"
 
@@ -212,18 +213,185 @@ class SearchFilterTests(StoreTests):
         )
         assert {hit.document_id for hit in hits} == {"report"}
 
+    async def test_match_eq_compares_type_and_value(self, store: Any) -> None:
+        await _attributes(store)
+        assert await _matching(store, "n", "eq", 3) == ["float3", "int3"]
+        assert await _matching(store, "n", "eq", 3.0) == ["float3", "int3"]
+        assert await _matching(store, "n", "eq", 2.5) == ["float2.5"]
+        assert await _matching(store, "n", "eq", "3") == ["text3"]
+        assert await _matching(store, "n", "eq", True) == ["true"]
+        assert await _matching(store, "n", "eq", 1) == ["list"]  # an item of the list
+        assert await _matching(store, "n", "eq", 0) == ["zero"]
+        assert await _matching(store, "n", "eq", False) == ["false"]
+        assert await _matching(store, "color", "eq", "red") == ["float3", "int3"]
+        assert await _matching(store, "color", "eq", "Red") == []
+
+    async def test_match_ne_holds_for_other_values_and_absent_keys(self, store: Any) -> None:
+        await _attributes(store)
+        others = sorted(set(_ATTRIBUTES) - {"int3", "float3"})
+        assert await _matching(store, "n", "ne", 3) == others
+        assert await _matching(store, "n", "ne", True) == sorted(set(_ATTRIBUTES) - {"true"})
+        assert await _matching(store, "n", "ne", 5) == sorted(set(_ATTRIBUTES) - {"list"})
+        assert await _matching(store, "missing", "ne", "x") == sorted(_ATTRIBUTES)
+
+    async def test_match_in_and_nin_take_lists_of_mixed_types(self, store: Any) -> None:
+        await _attributes(store)
+        assert await _matching(store, "n", "in", [3, "3", True]) == [
+            "float3",
+            "int3",
+            "text3",
+            "true",
+        ]
+        assert await _matching(store, "n", "in", ["3"]) == ["text3"]
+        assert await _matching(store, "color", "in", ["red", "blue"]) == [
+            "float2.5",
+            "float3",
+            "int3",
+        ]
+        assert await _matching(store, "n", "nin", [3, "3", False, 0, 5]) == [
+            "absent",
+            "float2.5",
+            "null",
+            "true",
+        ]
+
+    async def test_match_ranges_compare_numbers_only(self, store: Any) -> None:
+        await _attributes(store)
+        assert await _matching(store, "n", "gt", 2.5) == ["float3", "int3", "list"]
+        assert await _matching(store, "n", "gte", 2.5) == ["float2.5", "float3", "int3", "list"]
+        assert await _matching(store, "n", "lt", 1) == ["zero"]
+        assert await _matching(store, "n", "lte", 1) == ["list", "zero"]
+        assert await _matching(store, "n", "gte", 3) == ["float3", "int3", "list"]
+        assert await _matching(store, "n", "lt", 3.0) == ["float2.5", "list", "zero"]
+        assert await _matching(store, "missing", "gte", -1e9) == []
+
+    async def test_match_nests_all_and_any(self, store: Any) -> None:
+        await _attributes(store)
+        either = {
+            "any": [
+                {"all": [_compare("n", "gte", 2.5), _compare("n", "lt", 3)]},
+                _compare("n", "eq", "3"),
+                {"all": [_compare("color", "eq", "red"), _compare("n", "ne", 3.0)]},
+            ]
+        }
+        # Each comparison reads a list on its own: [1, 5] has an item >= 2.5 and one < 3.
+        assert await _ids(store, {"match": either}) == ["float2.5", "list", "text3"]
+        both: dict[str, list[Any]] = {
+            "all": [{"any": [_compare("n", "eq", 3), _compare("n", "eq", True)]}]
+        }
+        both["all"].append({"any": [_compare("color", "nin", ["red"])]})
+        assert await _ids(store, {"match": both}) == ["true"]
+        assert await _ids(store, {"match": {"all": [_compare("color", "eq", "red")]}}) == [
+            "float3",
+            "int3",
+        ]
+
+    async def test_match_combines_with_the_other_filters(self, store: Any) -> None:
+        await _attributes(store)
+        within: dict[str, Any] = {"where": {"color": "red"}, "match": _compare("n", "eq", 3.0)}
+        assert await _ids(store, within) == ["float3", "int3"]
+        within = {"types": ["md"], "match": _compare("n", "gte", 0)}
+        assert await _ids(store, within) == ["int3", "zero"]
+        hits = await store.search(
+            "docs",
+            unit(0),
+            top_k=20,
+            metadata_filter={"color": "red"},
+            search_filter=_filter({"match": _compare("n", "ne", 3)}),
+        )
+        assert hits == []
+
+    async def test_match_applies_before_top_k(self, store: Any) -> None:
+        await store.create_collection("docs", DIMENSIONS)
+        near = [
+            record(f"near{n}", 0, unit(0, 0.01 * n), total=1, text="tar manual", rank=n)
+            for n in range(40)
+        ]
+        far = [
+            record(f"far{n}", 0, unit(2, 0.01 * n), total=1, text="tar manual", rank=100 + n)
+            for n in range(3)
+        ]
+        await store.insert("docs", near + far)
+        condition = {"match": _compare("rank", "gte", 100)}
+        found = await _found_in_every_mode(store, condition, "tar manual", top_k=3)
+        for mode, ids in found.items():
+            assert ids == ["far0", "far1", "far2"], mode
+
     async def test_filters_work_in_every_mode(self, store: Any) -> None:
         await _files(store)
-        for mode in await store.search_modes("docs"):
-            hits = await store.search(
-                "docs",
-                None if mode == "sparse" else unit(0),
-                top_k=20,
-                query_text="manual",
-                mode=mode,
-                search_filter=_filter({"types": ["md"]}),
+        for mode, ids in (await _found_in_every_mode(store, {"types": ["md"]}, "manual")).items():
+            assert ids == ["guide", "notes"], mode
+
+
+_ATTRIBUTES: dict[str, dict[str, Any]] = {
+    "int3": {"n": 3, "color": "red"},
+    "float3": {"n": 3.0, "color": "red"},
+    "float2.5": {"n": 2.5, "color": "blue"},
+    "text3": {"n": "3", "color": "green"},
+    "true": {"n": True},
+    "false": {"n": False},
+    "zero": {"n": 0},
+    "list": {"n": [1, 5]},
+    "null": {"n": None},
+    "absent": {},
+}
+"""Documents (one chunk each) by the chunk metadata matched in the `match` tests."""
+
+
+async def _attributes(store: Any) -> None:
+    """The `_ATTRIBUTES` documents, every dense vector near unit(0); `int3` and `zero` are
+    Markdown files."""
+    await store.create_collection("docs", DIMENSIONS)
+    await store.insert(
+        "docs",
+        [
+            record(
+                name,
+                0,
+                unit(0, 0.05 * number),
+                total=1,
+                source=f"{name}.md" if name in ("int3", "zero") else f"{name}.txt",
+                text=f"attribute manual {number}",
+                **metadata,
             )
-            assert {hit.document_id for hit in hits} == {"guide", "notes"}, mode
+            for number, (name, metadata) in enumerate(_ATTRIBUTES.items())
+        ],
+    )
+
+
+def _compare(key: str, op: str, value: Any) -> dict[str, Any]:
+    return {"key": key, "op": op, "value": value}
+
+
+async def _matching(store: Any, key: str, op: str, value: Any) -> list[str]:
+    """The documents matching one comparison, in every search mode alike."""
+    condition = {"match": _compare(key, op, value)}
+    found = await _found_in_every_mode(store, condition, "attribute manual")
+    assert len({tuple(ids) for ids in found.values()}) == 1, (key, op, value, found)
+    return found["dense"]
+
+
+async def _found_in_every_mode(
+    store: Any, search_filter: dict[str, Any], query_text: str, top_k: int = 20
+) -> dict[str, list[str]]:
+    """By search mode: the documents found within `search_filter` near unit(0) and
+    `query_text`."""
+    return {
+        mode: sorted(
+            {
+                hit.document_id
+                for hit in await store.search(
+                    "docs",
+                    None if mode == "sparse" else unit(0),
+                    top_k=top_k,
+                    query_text=query_text,
+                    mode=mode,
+                    search_filter=_filter(search_filter),
+                )
+            }
+        )
+        for mode in await store.search_modes("docs")
+    }
 
 
 def _filter(value: dict[str, Any]) -> Any:

@@ -21,7 +21,7 @@ import hashlib
 import json
 import mimetypes
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -147,6 +147,14 @@ def pipeline_fingerprint(chunker: ChunkerBase, kb: KnowledgeBase, reading: str =
     return hashlib.sha256(parts.encode()).hexdigest()[:16]
 
 
+def _with(fingerprint: str, extra: Mapping[str, Any]) -> str:
+    """`fingerprint`, changed by a file's extra metadata when it has any."""
+    if not extra:
+        return fingerprint
+    stamped = json.dumps(extra, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(f"{fingerprint}|{stamped}".encode()).hexdigest()[:16]
+
+
 _MAGIC = {
     b"\x1f\x8b": "gzip",
     b"BZh": "bzip2",
@@ -210,8 +218,13 @@ async def ingest_files(
     on_start: Callable[[Path], None] | None = None,
     on_write: Callable[[int, int], None] | None = None,
     on_read: ReadProgress | None = None,
+    extra_metadata: Mapping[Path, Mapping[str, Any]] | None = None,
 ) -> IngestReport:
     """Index `files` into `kb` incrementally; one file's failure never stops the others.
+
+    `extra_metadata[path]` is stamped on every chunk of that file beside what ingest records
+    (its path, content hash, pipeline, times), and is part of what decides "unchanged": the
+    same file with other extra metadata is indexed again.
 
     A file fails alone (FAILED, with the reason and `cause`) when it cannot be read or
     parsed, when the library refuses a value it yields, or when the embedding model refuses
@@ -254,7 +267,10 @@ async def ingest_files(
         else:
             before = await kb.get_document(document_id)
         cut = None if on_read is None else functools.partial(on_read, str(path))
-        item = await _parse_one(kb, path, document_id, before, fingerprint, registry, chunker, cut)
+        extra = dict((extra_metadata or {}).get(path, {}))
+        item = await _parse_one(
+            kb, path, document_id, before, _with(fingerprint, extra), registry, chunker, cut, extra
+        )
         if isinstance(item, FileResult):
             emit(item)
             stale = item.outcome in (Outcome.FAILED, Outcome.SKIPPED)
@@ -373,6 +389,7 @@ async def _parse_one(
     registry: ParserRegistry,
     chunker: ChunkerBase,
     on_cut: Callable[[int], None] | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> FileResult | _Parsed:
     resolved = path.resolve()
     try:
@@ -417,6 +434,7 @@ async def _parse_one(
     if dropped:
         report_left_out(document_id, dropped, model)
     metadata = {
+        **(extra or {}),
         PATH_KEY: str(resolved),
         HASH_KEY: digest,
         PIPELINE_KEY: fingerprint,

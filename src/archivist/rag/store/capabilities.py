@@ -28,8 +28,8 @@ class StoreCapabilities(BaseModel):
     """`search` takes `max_per_document` and still returns `top_k` results whenever that many
     documents match (grouped by the engine, or paged until full)."""
     search_filter: bool = False
-    """`search` takes `search_filter` (paths, types, since, metadata ranges) and applies it
-    natively, before ranking."""
+    """`search` takes `search_filter` (paths, types, since, metadata ranges, `match`
+    conditions) and applies it natively, before ranking."""
     relevance: bool = False
     """Hits carry `relevance`, the estimated probability (0..1) that they are relevant, and
     come in its order (the knowledge base then spreads a list over the relevant documents)."""

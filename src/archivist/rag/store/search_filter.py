@@ -2,8 +2,10 @@
 
 Each store translates it into its native filter (Qdrant: payload conditions on indexed fields;
 path globs are resolved against the distinct paths stored, then matched by value), so the
-engine filters before ranking and `top_k` hits still come back. The parsers here read the
-command-line and request forms (`KEY=VALUE`, `KEY>=VALUE`, dates) with errors naming the argument.
+engine filters before ranking and `top_k` hits still come back. Its `match` is a boolean tree
+of comparisons on chunk metadata (`Compare` in `AllOf` / `AnyOf` groups), bounded in depth and
+size so any filter stays cheap to run. The parsers here read the command-line and request forms
+(`KEY=VALUE`, `KEY>=VALUE`, dates) with errors naming the argument.
 """
 
 from __future__ import annotations
@@ -13,10 +15,19 @@ import math
 import re
 from datetime import UTC, date, datetime
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
+from archivist.errors import InvalidArgumentError
 from archivist.validation import check_metadata_filter
 
 MODIFIED_KEY = "modified"
@@ -70,6 +81,175 @@ class Range(BaseModel):
         return any(isinstance(b, datetime) for b in (self.gte, self.gt, self.lte, self.lt))
 
 
+Scalar = str | int | float | bool
+"""A value a comparison tests against (bool is not a number)."""
+Operator = Literal["eq", "ne", "gt", "gte", "lt", "lte", "in", "nin"]
+RANGE_OPERATORS = frozenset({"gt", "gte", "lt", "lte"})
+"""The operators that compare numbers by size."""
+MAX_MATCH_DEPTH = 8
+"""The most groups a `match` condition nests (a lone comparison has depth 0)."""
+MAX_MATCH_COMPARISONS = 64
+"""The most comparisons one `match` condition holds."""
+_UNFILTERABLE = re.compile(r"[.\[\]\s]")
+_INT64 = range(-(2**63), 2**63)
+
+
+class Compare(BaseModel):
+    """Chunk metadata at `key` compared with `value` by `op`.
+
+    - eq / ne: the stored value has the same JSON type and value (bool is not a number; numbers
+      compare as numbers, so 1 equals 1.0); a list-valued field equals `value` when one of its
+      items does. ne is "not eq": true also when the key is absent (or null).
+    - in: eq with one of the values of the (non-empty) list, whose types may mix; nin is
+      "not in", true also when the key is absent.
+    - gt / gte / lt / lte: the stored value (or, for a list, one of its items) is a number in
+      that relation to `value` (a number, not a bool); other values and absent keys never match.
+      (Qdrant compares numbers as 64-bit floats, so ints beyond 2**53 compare as the float
+      nearest them there.)
+
+    `key` is a top-level metadata key: a non-empty str without '"', '\\', '.', '[', ']' or
+    whitespace.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: str
+    op: Operator
+    value: Scalar | tuple[Scalar, ...]
+
+    @field_validator("key", mode="before")
+    @classmethod
+    def _key(cls, key: object) -> object:
+        if not isinstance(key, str) or _UNFILTERABLE.search(key) or not _plain_key(key):
+            raise ValueError(
+                f"match key {key!r} is invalid: use a non-empty str without '\"', '\\', '.', "
+                "'[', ']' or whitespace"
+            )
+        return key
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _value(cls, value: object) -> object:
+        values = value if isinstance(value, list | tuple) else [value]
+        for item in values:
+            if not _is_scalar(item):
+                raise ValueError(
+                    f"match value {item!r} is not supported: use a str, a finite number, "
+                    "a bool, or a list of them"
+                )
+        return tuple(value) if isinstance(value, list) else value
+
+    @model_validator(mode="after")
+    def _fits_the_operator(self) -> Compare:
+        listed = isinstance(self.value, tuple)
+        if self.op in RANGE_OPERATORS and (listed or isinstance(self.value, bool | str)):
+            problem = "needs a number"
+        elif self.op in ("in", "nin") and not (listed and self.value):
+            problem = "needs a non-empty list"
+        elif self.op in ("eq", "ne") and listed:
+            problem = "needs a single value, not a list (use in / nin)"
+        else:
+            return self
+        raise ValueError(f"match on {self.key!r}: {self.op} {problem}, got {self.value!r}")
+
+    @property
+    def values(self) -> tuple[Scalar, ...]:
+        """`value` as a tuple (one item unless the operator is in / nin)."""
+        return self.value if isinstance(self.value, tuple) else (self.value,)
+
+
+def _plain_key(key: str) -> bool:
+    """Whether `key` passes the rule of metadata filter keys."""
+    try:
+        check_metadata_filter({key: None})
+    except InvalidArgumentError:
+        return False
+    return True
+
+
+def _is_scalar(value: object) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value in _INT64
+    return isinstance(value, str | bool)
+
+
+class AllOf(BaseModel):
+    """Every condition of `all` holds."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    all: tuple[Condition, ...] = Field(min_length=1, max_length=MAX_MATCH_COMPARISONS)
+
+    @model_validator(mode="after")
+    def _bounded(self) -> AllOf:
+        check_bounds(self)
+        return self
+
+    @property
+    def parts(self) -> tuple[Condition, ...]:
+        """The conditions grouped."""
+        return self.all
+
+
+class AnyOf(BaseModel):
+    """At least one condition of `any` holds."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    any: tuple[Condition, ...] = Field(min_length=1, max_length=MAX_MATCH_COMPARISONS)
+
+    @model_validator(mode="after")
+    def _bounded(self) -> AnyOf:
+        check_bounds(self)
+        return self
+
+    @property
+    def parts(self) -> tuple[Condition, ...]:
+        """The conditions grouped."""
+        return self.any
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, dict):
+        return "all" if "all" in value else "any" if "any" in value else "compare"
+    return "all" if isinstance(value, AllOf) else "any" if isinstance(value, AnyOf) else "compare"
+
+
+Condition = Annotated[
+    Annotated[Compare, Tag("compare")]
+    | Annotated[AllOf, Tag("all")]
+    | Annotated[AnyOf, Tag("any")],
+    Discriminator(_kind),
+]
+"""A boolean condition on chunk metadata: a comparison, or a group of conditions (`{"all":
+[...]}`, `{"any": [...]}`) nested at most MAX_MATCH_DEPTH deep, with at most
+MAX_MATCH_COMPARISONS comparisons in all."""
+
+AllOf.model_rebuild()
+AnyOf.model_rebuild()
+
+
+def check_bounds(condition: Compare | AllOf | AnyOf) -> None:
+    """Raise a ValueError when `condition` nests too deep or holds too many comparisons."""
+    depth, comparisons = _size(condition)
+    if depth > MAX_MATCH_DEPTH:
+        raise ValueError(f"match nests {depth} groups deep; at most {MAX_MATCH_DEPTH} are allowed")
+    if comparisons > MAX_MATCH_COMPARISONS:
+        raise ValueError(
+            f"match holds {comparisons} comparisons; at most {MAX_MATCH_COMPARISONS} are allowed"
+        )
+
+
+def _size(condition: Compare | AllOf | AnyOf) -> tuple[int, int]:
+    """(groups nested, comparisons) of `condition`."""
+    if isinstance(condition, Compare):
+        return 0, 1
+    sizes = [_size(part) for part in condition.parts]
+    return 1 + max(depth for depth, _ in sizes), sum(count for _, count in sizes)
+
+
 class SearchFilter(BaseModel):
     """What to search within; every part given must hold (none given: everything).
 
@@ -81,6 +261,7 @@ class SearchFilter(BaseModel):
       without it) at or after this time.
     - `where`: metadata `{key: value}` equality (str, bool, 64-bit int, or None for "absent")
       or `{key: Range}` bounds on numbers or dates.
+    - `match`: a `Condition` tree (comparisons in all / any groups) on chunk metadata.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -89,6 +270,7 @@ class SearchFilter(BaseModel):
     types: tuple[str, ...] = ()
     since: datetime | None = None
     where: dict[str, str | int | bool | Range | None] = {}
+    match: Condition | None = None
 
     @field_validator("paths", mode="before")
     @classmethod
@@ -143,7 +325,7 @@ class SearchFilter(BaseModel):
     @property
     def is_empty(self) -> bool:
         """Whether it lets everything through."""
-        return not (self.paths or self.types or self.since or self.where)
+        return not (self.paths or self.types or self.since or self.where or self.match)
 
     def path_matches(self, value: str) -> bool:
         """Whether a stored `path` or `source` value satisfies `paths` and `types`."""

@@ -39,7 +39,7 @@ class AuthGate:
         app: ASGIApp,
         rate: float = 50.0,
         burst: int = 200,
-        prefixes: tuple[str, ...] = ("/v1/", "/mcp"),
+        prefixes: tuple[str, ...] = ("/v1/", "/openai/", "/mcp"),
     ) -> None:
         self.app = app
         self.prefixes = prefixes
@@ -52,7 +52,11 @@ class AuthGate:
         key = bearer_key(Headers(scope=scope))
         if key is None:
             await send_problem(
-                send, 401, "missing API key: send Authorization: Bearer KEY", _CHALLENGE
+                send,
+                401,
+                "missing API key: send Authorization: Bearer KEY",
+                _CHALLENGE,
+                scope=scope,
             )
             return
         engine = scope["app"].state.service.engine
@@ -60,7 +64,7 @@ class AuthGate:
         if tenant is None:
             tenant = await asyncio.to_thread(tenant_for_key, engine, key)
         if tenant is None:
-            await send_problem(send, 401, "invalid or revoked API key", _CHALLENGE)
+            await send_problem(send, 401, "invalid or revoked API key", _CHALLENGE, scope=scope)
             return
         wait = self.limiter.take(hash_key(key))
         if wait > 0:
@@ -69,6 +73,7 @@ class AuthGate:
                 429,
                 f"too many requests with this key; retry in {retry_after(wait)} s",
                 {"Retry-After": retry_after(wait)},
+                scope=scope,
             )
             return
         scope.setdefault("state", {})[TENANT_STATE] = tenant

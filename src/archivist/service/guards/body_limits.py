@@ -20,7 +20,8 @@ from archivist.service.problems import LIMIT_SCOPE_KEY, send_problem
 MULTIPART_OVERHEAD = 64 * 1024
 """Room for multipart boundaries and part headers on top of the files themselves."""
 
-UPLOAD_PATH = re.compile(r"^/v1/knowledge-bases/[^/]+/documents/?$")
+UPLOAD_PATH = re.compile(r"^(/v1/knowledge-bases/[^/]+/documents|/openai/v1/files)/?$")
+"""The paths that take file uploads: the native one and the OpenAI-compatible one."""
 
 
 def too_large(limit: int) -> str:
@@ -49,7 +50,7 @@ class BodyLimits:
         limit, public = self.limit_for(scope)
         declared = Headers(scope=scope).get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
-            await send_problem(send, 413, too_large(public))
+            await send_problem(send, 413, too_large(public), scope=scope)
             return
         scope[LIMIT_SCOPE_KEY] = public
         await RequestBodyLimitResponder(self.app, limit)(scope, receive, send)

@@ -26,6 +26,6 @@ class RequestFraming:
         if scope["type"] == "http":
             names = {name.lower() for name, _ in scope["headers"]}
             if b"transfer-encoding" in names and b"content-length" in names:
-                await send_problem(send, 400, AMBIGUOUS_LENGTH)
+                await send_problem(send, 400, AMBIGUOUS_LENGTH, scope=scope)
                 return
         await self.app(scope, receive, send)

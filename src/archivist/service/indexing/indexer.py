@@ -27,6 +27,7 @@ from archivist.rag.knowledge import factories
 from archivist.rag.knowledge.ingest import Outcome, document_id_for, ingest_files
 from archivist.rag.store.base import VectorStoreBase
 from archivist.rag.store.keyed_lock import KeyedLocks
+from archivist.service.attributes import chunk_metadata
 from archivist.service.indexing import jobs
 from archivist.service.indexing.health import IndexerHealth
 from archivist.service.indexing.jobs import ClaimedJob
@@ -244,7 +245,16 @@ class Indexer:
                 return Status.FAILED, 0, "the stored file is gone; upload it again"
             # read as the type the upload was accepted as, whatever this machine would guess
             registry = self.registry.reading_as(job.document.media_type)
-            report = await ingest_files(kb, [local], registry=registry, chunker=chunker)
+            attributes = await asyncio.to_thread(
+                catalog.document_attributes_of, self.engine, job.document.id
+            )
+            report = await ingest_files(
+                kb,
+                [local],
+                registry=registry,
+                chunker=chunker,
+                extra_metadata={local: chunk_metadata(attributes)},
+            )
         (result,) = report.results
         if result.outcome in (Outcome.INDEXED, Outcome.UPDATED):
             return Status.READY, result.chunks, None

@@ -8,7 +8,7 @@ import contextlib
 import functools
 import hashlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import BinaryIO
@@ -18,6 +18,7 @@ from sqlalchemy.exc import IntegrityError
 
 from archivist.rag import Chunk, DocumentNotFoundError
 from archivist.rag.store.tenant import tenant_scope
+from archivist.service.attributes import AttributeValue
 from archivist.service.errors import NotFound, UploadRejected
 from archivist.service.indexing.uploads import (
     IncomingFile,
@@ -52,8 +53,13 @@ async def upload_documents(
     kb: KBRecord,
     files: Sequence[IncomingFile],
     idempotency_key: str | None = None,
+    attributes: Mapping[str, AttributeValue] | None = None,
+    *,
+    own_document: bool = False,
 ) -> list[Accepted | RefusedUpload]:
-    """Store the files (fsynced), record the acceptable ones and queue them for indexing;
+    """Store the files (fsynced), record the acceptable ones (with `attributes`, stamped on
+    their chunks; with `own_document`, each as a document of its own even when the knowledge
+    base holds its content already) and queue them for indexing;
     one answer per file, in order: its document, or why it was refused (empty, or of a type
     not read), which keeps nothing of it and counts for no quota.
 
@@ -67,7 +73,9 @@ async def upload_documents(
     folders = new_folders(kb.id, len(files))
     await asyncio.to_thread(upload_records.mark_pending, state.engine, folders)
     try:
-        return await _upload(state, kb, files, folders, idempotency_key)
+        return await _upload(
+            state, kb, files, folders, idempotency_key, attributes, own_document
+        )
     except BaseException:
         await asyncio.to_thread(_remove_quietly, state.files, state.engine, folders)
         raise
@@ -79,6 +87,8 @@ async def _upload(
     files: Sequence[IncomingFile],
     folders: list[str],
     idempotency_key: str | None,
+    attributes: Mapping[str, AttributeValue] | None,
+    own_document: bool,
 ) -> list[Accepted | RefusedUpload]:
     received = state.files.local_path(kb.id).parent
     model = await asyncio.to_thread(state.model_for, kb)  # its own model decides the types
@@ -93,6 +103,11 @@ async def _upload(
         model.supports_multimodal,
         model.model,
     )
+    if own_document:  # no digest recorded: the content may be in the knowledge base twice
+        stored = [
+            u.model_copy(update={"digest": None}) if isinstance(u, NewUpload) else u
+            for u in stored
+        ]
     uploads = [u for u in stored if isinstance(u, NewUpload)]
     if not uploads:
         raise _all_refused([u for u in stored if isinstance(u, RefusedUpload)])
@@ -136,6 +151,7 @@ async def _upload(
                     folders=folders,  # the refused files' too: their marks go with the rest
                     request=request,
                     answer=[answer.get(u.path, u.id) for u in uploads],
+                    attributes=attributes,
                 ),
                 state.engine,
                 kb,
@@ -194,8 +210,10 @@ def _new_contents(
     answer: dict[str, str] = {}
     first: dict[str, str] = {}
     for upload in uploads:
-        digest = upload.digest or ""
-        if digest in known:
+        digest = upload.digest
+        if digest is None:  # content not to be matched: always a document of its own
+            new.append(upload)
+        elif digest in known:
             answer[upload.path] = known[digest]
         elif digest in first:
             answer[upload.path] = first[digest]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import Any
 
@@ -15,6 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from archivist.rag.knowledge.profile import KnowledgeProfile
 from archivist.service.errors import KBExistsError
 from archivist.service.storage.database import (
+    document_attributes,
     documents,
     jobs,
     kb_settings,
@@ -331,14 +333,15 @@ def add_documents(
     folders: list[str] | None = None,
     request: IdempotentRequest | None = None,
     answer: list[str] | None = None,
+    attributes: Mapping[str, Any] | None = None,
 ) -> list[DocumentRecord]:
     """Record uploads and queue one indexing job each, in one transaction; `check` (a quota)
     runs first in that transaction under the tenant's lock and may refuse them all.
 
     The same transaction records each upload's digest, clears the pending marks of
     `folders` (PendingGone if one was swept) and remembers `request`'s key with the document
-    ids of `answer` (default: the new documents'); IntegrityError when another request
-    recorded one of the contents, or the key, meanwhile."""
+    ids of `answer` (default: the new documents') and `attributes` for each new document;
+    IntegrityError when another request recorded one of the contents, or the key, meanwhile."""
     now = time.time()
     records = [
         DocumentRecord(
@@ -362,6 +365,12 @@ def add_documents(
                     document_id=record.id, state="queued", attempts=0, created_at=now
                 )
             )
+            if attributes:
+                db.execute(
+                    insert(document_attributes).values(
+                        document_id=record.id, attributes=json.dumps(dict(attributes))
+                    )
+                )
         add_digests(db, kb.id, {u.id: u.digest for u in uploads if u.digest is not None})
         take_pending(db, folders or [])
         if request is not None:
@@ -400,3 +409,49 @@ def delete_document(engine: Engine, document_id: str) -> None:
             mark_pending_in(db, [path.rsplit("/", 1)[0]])
         db.execute(delete(jobs).where(jobs.c.document_id == document_id))
         db.execute(delete(documents).where(documents.c.id == document_id))
+
+
+def document_attributes_of(engine: Engine, document_id: str) -> dict[str, Any]:
+    """The attributes recorded for a document (none: empty)."""
+    with reading(engine) as db:
+        found = db.execute(
+            select(document_attributes.c.attributes).where(
+                document_attributes.c.document_id == document_id
+            )
+        ).scalar_one_or_none()
+    return {} if found is None else dict(json.loads(found))
+
+
+def set_attributes(engine: Engine, document_id: str, attributes: Mapping[str, Any]) -> bool:
+    """Record a document's attributes and queue it to be indexed again (its chunks carry
+    them), unless it is queued already; False when the document is gone."""
+    now = time.time()
+    with writing(engine) as db:
+        exists = db.execute(
+            select(documents.c.id).where(documents.c.id == document_id)
+        ).scalar_one_or_none()
+        if exists is None:
+            return False
+        held = document_attributes.c.document_id == document_id
+        db.execute(delete(document_attributes).where(held))
+        if attributes:
+            db.execute(
+                insert(document_attributes).values(
+                    document_id=document_id, attributes=json.dumps(dict(attributes))
+                )
+            )
+        queued = db.execute(
+            select(jobs.c.state).where(jobs.c.document_id == document_id)
+        ).scalar_one_or_none()
+        if queued is None:
+            db.execute(
+                insert(jobs).values(
+                    document_id=document_id, state="queued", attempts=0, created_at=now
+                )
+            )
+            db.execute(
+                update(documents)
+                .where(documents.c.id == document_id)
+                .values(status=Status.QUEUED.value, error=None, updated_at=now)
+            )
+    return True

@@ -1,4 +1,5 @@
-"""The service's tables (keys, knowledge bases, documents, jobs, chat sessions) and engine set-up.
+"""The service's tables (keys, knowledge bases, documents, jobs, chat sessions, the files and
+vector stores of the OpenAI-compatible API) and engine set-up.
 
 SQLAlchemy 2 Core gives one set of queries for SQLite (default) and PostgreSQL
 (`--database`), including `SELECT ... FOR UPDATE SKIP LOCKED` where the backend has it.
@@ -151,6 +152,85 @@ kb_settings = Table(
 )
 """How one knowledge base indexes; a knowledge base without a row uses the service's
 defaults (those created before per-KB settings existed)."""
+
+document_attributes = Table(
+    "document_attributes",
+    metadata,
+    Column(
+        "document_id",
+        String(36),
+        ForeignKey("documents.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("attributes", Text, nullable=False),
+)
+"""A document's attributes (JSON), stamped on its chunks' metadata when it is indexed."""
+
+openai_files = Table(
+    "openai_files",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("tenant", String(64), nullable=False, index=True),
+    Column("filename", String(255), nullable=False),
+    Column("purpose", String(16), nullable=False),
+    Column("bytes", Integer, nullable=False),
+    Column("path", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+"""Files uploaded through the OpenAI-compatible API, kept in the file store until deleted."""
+
+vector_stores = Table(
+    "vector_stores",
+    metadata,
+    Column(
+        "kb_id",
+        String(32),
+        ForeignKey("knowledge_bases.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("name", Text, nullable=False),
+    Column("metadata", Text, nullable=False),
+    Column("expires_days", Integer, nullable=True),
+    Column("last_active_at", Float, nullable=False),
+)
+"""What the OpenAI-compatible API records of a knowledge base beyond the catalog: the name it
+was given, its metadata and expiry; a knowledge base without a row is shown by its own."""
+
+vector_store_files = Table(
+    "vector_store_files",
+    metadata,
+    Column(
+        "kb_id",
+        String(32),
+        ForeignKey("knowledge_bases.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("file_id", String(40), primary_key=True),
+    Column("document_id", String(36), nullable=True, index=True),
+    Column("batch_id", String(40), nullable=True, index=True),
+    Column("attributes", Text, nullable=False),
+    Column("status", String(16), nullable=True),
+    Column("error_code", String(32), nullable=True),
+    Column("error", Text, nullable=True),
+    Column("created_at", Float, nullable=False),
+)
+"""A file added to a vector store: the document it became (its status is the document's), or
+its own `status` (failed before it became one, or cancelled)."""
+
+file_batches = Table(
+    "vector_store_file_batches",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column(
+        "kb_id",
+        String(32),
+        ForeignKey("knowledge_bases.id", ondelete="CASCADE"),
+        nullable=False,
+        index=True,
+    ),
+    Column("created_at", Float, nullable=False),
+    Column("cancelled_at", Float, nullable=True),
+)
 
 chat_sessions = Table(
     "chat_sessions",

@@ -1,4 +1,4 @@
-"""A search filter (paths, types, dates, metadata) as SQL conditions within a scope.
+"""A search filter (paths, types, dates, metadata, match) as SQL conditions within a scope.
 
 The same meaning as the Qdrant store's: path globs and types are matched against the
 distinct `source` and `path` values within the scope (one `SELECT DISTINCT`), and then
@@ -15,6 +15,7 @@ from typing import Any
 from psycopg import sql
 
 from archivist.rag.store.pgvector.filter import SqlScope, where_metadata
+from archivist.rag.store.pgvector.matching import match_sql
 from archivist.rag.store.search_filter import (
     INDEXED_AT_KEY,
     MODIFIED_KEY,
@@ -72,6 +73,10 @@ async def narrowed(
             condition, values = _between(key, wanted)
             conditions.append(condition)
             params += values
+    if search_filter.match is not None:
+        condition, values = match_sql(search_filter.match)
+        conditions.append(condition)
+        params += values
     return sql.SQL(" AND ").join(conditions), params
 
 

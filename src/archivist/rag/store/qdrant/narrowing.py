@@ -1,4 +1,4 @@
-"""A search filter (paths, types, dates, metadata) turned into Qdrant conditions within a scope."""
+"""A search filter (paths, types, dates, metadata, match) as Qdrant conditions within a scope."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from archivist.rag.store.qdrant.filter import (
     index_kind,
     metadata_path,
 )
+from archivist.rag.store.qdrant.matching import match_indexes, match_where
 from archivist.rag.store.search_filter import (
     INDEXED_AT_KEY,
     MODIFIED_KEY,
@@ -72,8 +73,12 @@ async def narrowed(
         else:
             conditions.append(Match(field, wanted))
             indexes.setdefault(field, index_kind(wanted))
+    matched = Where()
+    if search_filter.match is not None:
+        matched = match_where(search_filter.match)
+        indexes = match_indexes(search_filter.match) | indexes
     await backend.ensure_indexes(collection, indexes)
-    return Where(scope.must + tuple(conditions), scope.must_not)
+    return Where(scope.must + tuple(conditions) + matched.must, scope.must_not + matched.must_not)
 
 
 def between(key: str, wanted: Range) -> Between:
