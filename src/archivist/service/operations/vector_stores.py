@@ -228,10 +228,13 @@ async def add_file(
     already = await asyncio.to_thread(
         openai_records.store_files, state.engine, kb.id, file_id=file_id
     )
-    if already:  # added before: it stays one document, now with these attributes
+    if already and already[0].status not in ("failed", "cancelled"):
+        # added before: it stays one document, now with these attributes
         if already[0].attributes != checked:
             return await update_attributes(state, kb, already[0], checked)
         return already[0]
+    if already:  # failed or cancelled before: it is added again from the start
+        await remove_file(state, kb, already[0])
     document_id: str | None = None
     code: str | None = None
     error: str | None = None
