@@ -9,6 +9,7 @@ The model is loaded once for the whole watch."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 import time
 from collections.abc import Iterable
@@ -16,7 +17,9 @@ from datetime import datetime
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from watchfiles import Change, awatch
+from watchfiles.main import FileChange
 
 from archivist.cli.arguments import CLIError
 from archivist.cli.files import SkippedPath, walk_files
@@ -98,53 +101,98 @@ def sort_changes(
     return list(files), gone, skipped
 
 
+class ChangeFeed:
+    """The folders' changes, watched in the background from the moment it is entered, so
+    what changes while the first index or a pass runs waits, merged, for the next pass."""
+
+    def __init__(self, folders: list[Path], watch_filter: Visible) -> None:
+        self.folders = folders
+        self.watch_filter = watch_filter
+        self._queue: asyncio.Queue[set[FileChange] | Exception] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> ChangeFeed:
+        self._task = asyncio.create_task(self._pump())
+        await asyncio.sleep(0)  # the task runs until it waits for changes: the watch is set
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)  # within POLL_MS
+
+    async def _pump(self) -> None:
+        try:
+            async for changes in awatch(
+                *self.folders,
+                watch_filter=self.watch_filter,
+                debounce=LONGEST_MS,
+                step=QUIET_MS,
+                rust_timeout=POLL_MS,
+            ):
+                self._queue.put_nowait(changes)
+        except Exception as exc:  # the watch failed (e.g. a folder became unreadable)
+            self._queue.put_nowait(exc)
+
+    async def next(self) -> set[FileChange]:
+        """Every change since the last call, waiting for the next burst if there is none."""
+        item = await self._queue.get()
+        changes: set[FileChange] = set()
+        while True:
+            if isinstance(item, Exception):
+                raise item
+            changes |= item
+            if self._queue.empty():
+                return changes
+            item = self._queue.get_nowait()
+
+
 async def run_watch(args: argparse.Namespace) -> int:
     """Index the folders as `archivist index` does, then each burst of changes in them, until
     interrupted (Ctrl-C ends it with the interrupt's exit code, the store closed)."""
     folders = watched_folders(args.paths)
     store_dir = args.store or default_store_dir()
     console = Console(stderr=True)
-    if walk_files(args.paths).files or (args.prune and args.kb in load_kbs(store_dir)):
+    watch_filter = Visible(folders, (archivist_home(), store_dir))
+    async with ChangeFeed(folders, watch_filter) as feed:
+        if walk_files(args.paths).files or (args.prune and args.kb in load_kbs(store_dir)):
+            try:
+                await run_index(args)  # a file that failed is reported there; the watch goes on
+            except FileError as exc:  # nothing indexed yet: the changes to come may be
+                note(console, "yellow", "note", str(exc))
+        args.rebuild = False
+        plan = plan_session(
+            args,
+            create=True,
+            embedding=args.embedding,
+            chunk_size=args.chunk_size,
+            overlap=args.overlap,
+        )
+        registry = default_registry(ocr_from_args(args))
+        console.print(
+            escape(f"watching {', '.join(args.paths)} for changes (Ctrl-C to stop)"),
+            highlight=False,
+            soft_wrap=True,
+        )
         try:
-            await run_index(args)  # a file that failed is reported there; the watch goes on
-        except FileError as exc:  # nothing indexed yet: the changes to come may be
-            note(console, "yellow", "note", str(exc))
-    args.rebuild = False
-    plan = plan_session(
-        args,
-        create=True,
-        embedding=args.embedding,
-        chunk_size=args.chunk_size,
-        overlap=args.overlap,
-    )
-    registry = default_registry(ocr_from_args(args))
-    console.print(f"watching {', '.join(args.paths)} for changes (Ctrl-C to stop)", highlight=False)
-    try:
-        passes = 0
-        async for changes in awatch(
-            *folders,
-            watch_filter=Visible(folders, (archivist_home(), store_dir)),
-            debounce=LONGEST_MS,
-            step=QUIET_MS,
-            rust_timeout=POLL_MS,
-        ):
-            files, gone, skipped = sort_changes(changes)
-            if not files and not gone and not skipped:
-                continue
-            if not files and args.kb not in load_kbs(store_dir):
-                continue  # nothing to add, nothing indexed yet to remove
-            started = time.monotonic()
-            notices = DocumentNotices()
-            with notices.collecting():
-                report, plan = await index_pass(plan, files, gone, registry, args.keep_stale)
-            if not report.results and not skipped:
-                continue  # e.g. a file never indexed was deleted
-            passes += 1
-            summary = RunSummary(report, skipped, notices, time.monotonic() - started, {})
-            report_pass(console, args.json, passes, summary, plan)
-    finally:
-        await plan.model.aclose()
-    return 0  # not reached: the watch ends by an interrupt
+            passes = 0
+            while True:
+                files, gone, skipped = sort_changes(await feed.next())
+                if not files and args.kb not in load_kbs(store_dir):
+                    continue  # nothing to add, nothing indexed yet to remove
+                if not files and not gone:
+                    continue
+                started = time.monotonic()
+                notices = DocumentNotices()
+                with notices.collecting():
+                    report, plan = await index_pass(plan, files, gone, registry, args.keep_stale)
+                if not report.results and not skipped:
+                    continue  # e.g. a file never indexed was deleted
+                passes += 1
+                summary = RunSummary(report, skipped, notices, time.monotonic() - started, {})
+                report_pass(console, args.json, passes, summary, plan)
+        finally:
+            await plan.model.aclose()
 
 
 async def index_pass(

@@ -1,0 +1,189 @@
+"""`archivist index PATH --watch`: the real CLI in a subprocess (real file-system events, a
+real SIGINT), the store checked in-process between its passes, which it does not hold."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cli_helpers import run
+
+PASS = re.compile(r"^\d\d:\d\d:\d\d pass (\d+): (.+) \([\d.]+s\)$")
+TIMEOUT = 120.0
+"""Seconds a pass may take to show up (a burst of 1,000 files on a busy machine included)."""
+
+
+class Watch:
+    """`archivist index FOLDER --watch` running, its output lines gathered as they come."""
+
+    def __init__(self, folder: Path, home: Path) -> None:
+        env = {**os.environ, "ARCHIVIST_HOME": str(home), "COLUMNS": "80"}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "archivist", "index", str(folder), "--watch"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        self.out: list[str] = []
+        self.err: list[str] = []
+        self.changed = threading.Condition()
+        self.passes_seen = 0
+        for stream, lines in ((self.process.stdout, self.out), (self.process.stderr, self.err)):
+            threading.Thread(target=self._gather, args=(stream, lines), daemon=True).start()
+
+    def _gather(self, stream: object, lines: list[str]) -> None:
+        for line in stream:  # type: ignore[attr-defined]
+            with self.changed:
+                lines.append(line.rstrip("\n"))
+                self.changed.notify_all()
+
+    def wait_for(self, lines: list[str], pattern: str) -> str:
+        """The first line of `lines` matching `pattern`, waiting for it up to TIMEOUT."""
+        deadline = time.monotonic() + TIMEOUT
+        with self.changed:
+            while True:
+                found = next((line for line in lines if re.search(pattern, line)), None)
+                if found is not None:
+                    return found
+                left = deadline - time.monotonic()
+                assert left > 0 and self.process.poll() is None, (self.out, self.err)
+                self.changed.wait(min(left, 1.0))
+
+    def next_pass(self) -> str:
+        """What the next pass did (`1 indexed, 1 pruned`), once it reports."""
+        self.passes_seen += 1
+        line = self.wait_for(self.out, rf" pass {self.passes_seen}: ")
+        match = PASS.match(line)
+        assert match is not None and len(line) <= 80, line
+        return match.group(2)
+
+    def stop(self) -> int:
+        """Ctrl-C: the exit code."""
+        self.process.send_signal(signal.SIGINT)
+        return self.process.wait(timeout=30)
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    made = tmp_path / "notes"
+    made.mkdir()
+    return made
+
+
+@pytest.fixture
+def watching(home: Path, folder: Path) -> Iterator[Watch]:
+    watch = Watch(folder, home)
+    try:
+        yield watch
+    finally:
+        if watch.process.poll() is None:
+            watch.process.kill()
+            watch.process.wait()
+
+
+def documents(capsys: pytest.CaptureFixture[str]) -> set[str]:
+    """The names of the files the knowledge base holds; `--wait 0`: the watch, between
+    passes, does not hold the store."""
+    code, out, err = run(capsys, "ls", "--json", "--wait", "0")
+    assert code == 0, err
+    return {Path(d["path"]).name for d in json.loads(out)}
+
+
+def found(capsys: pytest.CaptureFixture[str], query: str) -> list[dict[str, str]]:
+    code, out, err = run(capsys, "search", query, "--json", "-k", "5", "--wait", "0")
+    assert code == 0, err
+    hits: list[dict[str, str]] = json.loads(out)
+    return hits
+
+
+def test_watch_indexes_what_is_added_changed_renamed_and_deleted(
+    home: Path, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (folder / "seed.md").write_text("# Seed\n\nThe first note, indexed before the watch.\n")
+    watch = Watch(folder, home)
+    try:
+        watch.wait_for(watch.err, r"^watching .* for changes \(Ctrl-C to stop\)$")
+        watch.wait_for(watch.out, r"^1 file, 1 chunk written")  # `archivist index` first
+        assert documents(capsys) == {"seed.md"}
+
+        note = folder / "zoo.txt"
+        note.write_text("Zebras graze on the open plain at dawn.")
+        assert watch.next_pass() == "1 indexed"
+        assert documents(capsys) == {"seed.md", "zoo.txt"}
+        assert "Zebras" in found(capsys, "zebras grazing")[0]["text"]
+
+        note.write_text("Penguins waddle across the ice in winter.")
+        assert watch.next_pass() == "1 updated"
+        # the old version is gone
+        assert not any("Zebras" in hit["text"] for hit in found(capsys, "zebras grazing"))
+        assert "Penguins" in found(capsys, "penguins on ice")[0]["text"]
+
+        note.rename(folder / "polar.txt")
+        assert watch.next_pass() == "1 indexed, 1 pruned"
+        assert documents(capsys) == {"seed.md", "polar.txt"}
+
+        (folder / "polar.txt").unlink()
+        assert watch.next_pass() == "1 pruned"
+        assert documents(capsys) == {"seed.md"}
+        assert "pruned" in watch.wait_for(watch.err, r"polar\.txt$")
+
+        # hidden names stay out, an unsupported type is skipped with its reason
+        (folder / ".draft.txt").write_text("A hidden draft about otters.")
+        (folder / "clip.mkv").write_bytes(b"\x1a\x45\xdf\xa3" + bytes(200))
+        (folder / "otters.txt").write_text("Otters float on their backs.")
+        assert watch.next_pass() == "1 indexed, 1 skipped"
+        assert "not supported" in watch.wait_for(watch.err, r"^skipped .*clip\.mkv")
+        assert documents(capsys) == {"seed.md", "otters.txt"}
+
+        burst = folder / "burst"  # a folder and its files in one burst: one pass
+        burst.mkdir()
+        for i in range(1000):
+            (burst / f"n{i:04d}.txt").write_text(f"Note {i} on topic {i % 37}.")
+        assert watch.next_pass() == "1,000 indexed"
+        assert len(documents(capsys)) == 1002
+
+        (folder / "otters.txt").unlink()  # the next pass is this one: none was left over
+        assert watch.next_pass() == "1 pruned"
+
+        assert watch.stop() == 130  # the CLI's exit code for an interrupt
+        stderr = "\n".join(watch.err)
+        assert "Traceback" not in stderr and stderr.endswith("archivist: interrupted")
+        assert len(documents(capsys)) == 1001  # the store was closed: it opens at once
+    finally:
+        if watch.process.poll() is None:
+            watch.process.kill()
+            watch.process.wait()
+
+
+def test_watch_of_an_empty_folder_creates_the_knowledge_base_with_its_first_file(
+    watching: Watch, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    watching.wait_for(watching.err, r"^watching ")
+    assert not watching.out  # no index run: nothing to index yet
+    (folder / "deep").mkdir()
+    (folder / "deep" / "first.md").write_text("Kestrels hover over the meadow.")
+    assert watching.next_pass() == "1 indexed"
+    assert documents(capsys) == {"first.md"}
+    assert watching.stop() == 130
+
+
+def test_a_file_or_a_missing_path_is_a_one_line_usage_error(
+    home: Path, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    note = folder / "a.txt"
+    note.write_text("text")
+    code, _, err = run(capsys, "index", str(note), "--watch")
+    assert code == 2 and err.count("\n") == 1
+    assert "a.txt: --watch watches folders" in err
+    code, _, err = run(capsys, "index", str(folder / "missing"), "--watch")
+    assert code == 2 and err.count("\n") == 1 and "missing: no such folder" in err
