@@ -11,7 +11,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -67,6 +66,14 @@ class Watch:
         assert match is not None and len(line) <= 80, line
         return match.group(2)
 
+    def __enter__(self) -> Watch:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.process.poll() is None:  # a failed test: no process left behind
+            self.process.kill()
+            self.process.wait()
+
     def stop(self) -> int:
         """Ctrl-C: the exit code."""
         self.process.send_signal(signal.SIGINT)
@@ -78,17 +85,6 @@ def folder(tmp_path: Path) -> Path:
     made = tmp_path / "notes"
     made.mkdir()
     return made
-
-
-@pytest.fixture
-def watching(home: Path, folder: Path) -> Iterator[Watch]:
-    watch = Watch(folder, home)
-    try:
-        yield watch
-    finally:
-        if watch.process.poll() is None:
-            watch.process.kill()
-            watch.process.wait()
 
 
 def documents(capsys: pytest.CaptureFixture[str]) -> set[str]:
@@ -110,8 +106,7 @@ def test_watch_indexes_what_is_added_changed_renamed_and_deleted(
     home: Path, folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (folder / "seed.md").write_text("# Seed\n\nThe first note, indexed before the watch.\n")
-    watch = Watch(folder, home)
-    try:
+    with Watch(folder, home) as watch:
         watch.wait_for(watch.err, r"^watching .* for changes \(Ctrl-C to stop\)$")
         watch.wait_for(watch.out, r"^1 file, 1 chunk written")  # `archivist index` first
         assert documents(capsys) == {"seed.md"}
@@ -159,22 +154,21 @@ def test_watch_indexes_what_is_added_changed_renamed_and_deleted(
         stderr = "\n".join(watch.err)
         assert "Traceback" not in stderr and stderr.endswith("archivist: interrupted")
         assert len(documents(capsys)) == 1001  # the store was closed: it opens at once
-    finally:
-        if watch.process.poll() is None:
-            watch.process.kill()
-            watch.process.wait()
 
 
-def test_watch_of_an_empty_folder_creates_the_knowledge_base_with_its_first_file(
-    watching: Watch, folder: Path, capsys: pytest.CaptureFixture[str]
+def test_watch_of_an_empty_folder_creates_the_knowledge_base_and_ignores_its_own_store(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    watching.wait_for(watching.err, r"^watching ")
-    assert not watching.out  # no index run: nothing to index yet
-    (folder / "deep").mkdir()
-    (folder / "deep" / "first.md").write_text("Kestrels hover over the meadow.")
-    assert watching.next_pass() == "1 indexed"
-    assert documents(capsys) == {"first.md"}
-    assert watching.stop() == 130
+    with Watch(tmp_path, home) as watch:  # ARCHIVIST_HOME (the store, the cache) lies inside
+        watch.wait_for(watch.err, r"^watching ")
+        assert not watch.out  # no index run: nothing to index yet
+        (tmp_path / "deep").mkdir()
+        (tmp_path / "deep" / "first.md").write_text("Kestrels hover over the meadow.")
+        assert watch.next_pass() == "1 indexed"
+        (tmp_path / "second.md").write_text("Herons stand still in the shallows.")
+        assert watch.next_pass() == "1 indexed"  # the first pass's writes made no pass
+        assert documents(capsys) == {"first.md", "second.md"}
+        assert watch.stop() == 130
 
 
 def test_a_file_or_a_missing_path_is_a_one_line_usage_error(
