@@ -24,10 +24,10 @@ TIMEOUT = 120.0
 class Watch:
     """`archivist index FOLDER --watch` running, its output lines gathered as they come."""
 
-    def __init__(self, folder: Path, home: Path) -> None:
+    def __init__(self, folder: Path, home: Path, *options: str) -> None:
         env = {**os.environ, "ARCHIVIST_HOME": str(home), "COLUMNS": "80"}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "archivist", "index", str(folder), "--watch"],
+            [sys.executable, "-m", "archivist", "index", str(folder), "--watch", *options],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -169,6 +169,19 @@ def test_watch_of_an_empty_folder_creates_the_knowledge_base_and_ignores_its_own
         assert watch.next_pass() == "1 indexed"  # the first pass's writes made no pass
         assert documents(capsys) == {"first.md", "second.md"}
         assert watch.stop() == 130
+
+
+def test_watch_json_is_one_object_per_pass(home: Path, folder: Path) -> None:
+    with Watch(folder, home, "--json") as watch:
+        watch.wait_for(watch.err, r"^watching ")
+        (folder / "good.txt").write_text("Storks nest on chimneys.")
+        (folder / "broken.pdf").write_bytes(b"%PDF-1.4 not really a pdf")
+        line = watch.wait_for(watch.out, r'^\{"pass": 1, ')
+        one = json.loads(line)
+        assert (one["indexed"], one["failed"]) == (1, 1)
+        assert [f["path"] for f in one["failures"]] == [str(folder / "broken.pdf")]
+        assert watch.stop() == 130
+        assert not any(line.startswith("failed") for line in watch.err)  # all in the JSON
 
 
 def test_a_file_or_a_missing_path_is_a_one_line_usage_error(

@@ -222,24 +222,19 @@ async def index_pass(
 def report_pass(
     console: Console, as_json: bool, number: int, summary: RunSummary, plan: SessionPlan
 ) -> None:
-    """One line for the pass on stdout (`12:03:04 pass 3: 2 indexed, 1 pruned (0.4s)`, or a
-    JSON object), then each failed, skipped or removed path with its reason on stderr."""
+    """One line for the pass on stdout (`12:03:04 pass 3: 2 indexed, 1 pruned (0.4s)`), then
+    each failed, skipped, removed or pruned path with its reason on stderr; with `as_json`,
+    one JSON object with the counts and those paths."""
     report = summary.report
     counts = {o.value: report.count(o) for o in Outcome}
     counts["skipped"] += len(summary.skipped)
+    seconds = summary.seconds
     if as_json:
-        print_json(
-            {
-                "pass": number,
-                **counts,
-                "failures": [{"path": r.path, "error": r.error} for r in report.failed],
-                "seconds": round(summary.seconds, 3),
-            }
-        )
-    else:
-        done = ", ".join(f"{n:,} {outcome}" for outcome, n in counts.items() if n)
-        stamp = datetime.now().strftime("%H:%M:%S")
-        print(f"{stamp} pass {number}: {done} ({duration(summary.seconds)})", flush=True)
+        print_json({"pass": number, **counts, **summary.paths_json(), "seconds": round(seconds, 3)})
+        return
+    done = ", ".join(f"{n:,} {outcome}" for outcome, n in counts.items() if n)
+    stamp = datetime.now().strftime("%H:%M:%S")
+    print(f"{stamp} pass {number}: {done} ({duration(seconds)})", flush=True)
     summary.print_paths(console)
     summary.print_notes(console, plan.settled.embedding_model)
     sys.stderr.flush()
