@@ -150,6 +150,16 @@ def test_watch_indexes_what_is_added_changed_renamed_and_deleted(
         (folder / "otters.txt").unlink()  # the next pass is this one: none was left over
         assert watch.next_pass() == "1 pruned"
 
+        # a folder moved in brings its files (with no events of their own); moved out, takes them
+        staged = folder.parent / "staged"
+        staged.mkdir()
+        (staged / "owls.txt").write_text("Owls hunt at night.")
+        (staged / "larks.txt").write_text("Larks sing at dawn.")
+        staged.rename(folder / "birds")
+        assert watch.next_pass() == "2 indexed"
+        (folder / "birds").rename(staged)
+        assert watch.next_pass() == "2 pruned"
+
         assert watch.stop() == 130  # the CLI's exit code for an interrupt
         stderr = "\n".join(watch.err)
         assert "Traceback" not in stderr and stderr.endswith("archivist: interrupted")

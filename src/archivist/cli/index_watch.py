@@ -160,7 +160,6 @@ async def run_watch(args: argparse.Namespace) -> int:
                 await run_index(args)  # a file that failed is reported there; the watch goes on
             except FileError as exc:  # nothing indexed yet: the changes to come may be
                 note(console, "yellow", "note", str(exc))
-        args.rebuild = False
         plan = plan_session(
             args,
             create=True,
