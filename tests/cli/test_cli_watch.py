@@ -105,16 +105,20 @@ def found(capsys: pytest.CaptureFixture[str], query: str) -> list[dict[str, str]
 def test_watch_indexes_what_is_added_changed_renamed_and_deleted(
     home: Path, folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    elsewhere = folder.parent / "elsewhere.txt"  # indexed from outside the watched folder,
+    elsewhere.write_text("Cranes dance in the marsh.")  # then gone: the watch leaves it be
+    assert run(capsys, "index", str(elsewhere))[0] == 0
+    elsewhere.unlink()
     (folder / "seed.md").write_text("# Seed\n\nThe first note, indexed before the watch.\n")
     with Watch(folder, home) as watch:
         watch.wait_for(watch.err, r"^watching .* for changes \(Ctrl-C to stop\)$")
         watch.wait_for(watch.out, r"^1 file, 1 chunk written")  # `archivist index` first
-        assert documents(capsys) == {"seed.md"}
+        assert documents(capsys) == {"seed.md", "elsewhere.txt"}
 
         note = folder / "zoo.txt"
         note.write_text("Zebras graze on the open plain at dawn.")
         assert watch.next_pass() == "1 indexed"
-        assert documents(capsys) == {"seed.md", "zoo.txt"}
+        assert documents(capsys) == {"seed.md", "elsewhere.txt", "zoo.txt"}
         assert "Zebras" in found(capsys, "zebras grazing")[0]["text"]
 
         note.write_text("Penguins waddle across the ice in winter.")
@@ -125,11 +129,11 @@ def test_watch_indexes_what_is_added_changed_renamed_and_deleted(
 
         note.rename(folder / "polar.txt")
         assert watch.next_pass() == "1 indexed, 1 pruned"
-        assert documents(capsys) == {"seed.md", "polar.txt"}
+        assert documents(capsys) == {"seed.md", "elsewhere.txt", "polar.txt"}
 
         (folder / "polar.txt").unlink()
         assert watch.next_pass() == "1 pruned"
-        assert documents(capsys) == {"seed.md"}
+        assert documents(capsys) == {"seed.md", "elsewhere.txt"}
         assert "pruned" in watch.wait_for(watch.err, r"polar\.txt$")
 
         # hidden names stay out, an unsupported type is skipped with its reason
@@ -138,14 +142,14 @@ def test_watch_indexes_what_is_added_changed_renamed_and_deleted(
         (folder / "otters.txt").write_text("Otters float on their backs.")
         assert watch.next_pass() == "1 indexed, 1 skipped"
         assert "not supported" in watch.wait_for(watch.err, r"^skipped .*clip\.mkv")
-        assert documents(capsys) == {"seed.md", "otters.txt"}
+        assert documents(capsys) == {"seed.md", "elsewhere.txt", "otters.txt"}
 
         burst = folder / "burst"  # a folder and its files in one burst: one pass
         burst.mkdir()
         for i in range(1000):
             (burst / f"n{i:04d}.txt").write_text(f"Note {i} on topic {i % 37}.")
         assert watch.next_pass() == "1,000 indexed"
-        assert len(documents(capsys)) == 1002
+        assert len(documents(capsys)) == 1003
 
         (folder / "otters.txt").unlink()  # the next pass is this one: none was left over
         assert watch.next_pass() == "1 pruned"
@@ -163,7 +167,7 @@ def test_watch_indexes_what_is_added_changed_renamed_and_deleted(
         assert watch.stop() == 130  # the CLI's exit code for an interrupt
         stderr = "\n".join(watch.err)
         assert "Traceback" not in stderr and stderr.endswith("archivist: interrupted")
-        assert len(documents(capsys)) == 1001  # the store was closed: it opens at once
+        assert len(documents(capsys)) == 1002  # the store was closed: it opens at once
 
 
 def test_watch_of_an_empty_folder_creates_the_knowledge_base_and_ignores_its_own_store(
