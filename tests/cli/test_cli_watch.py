@@ -3,6 +3,7 @@ real SIGINT), the store checked in-process between its passes, which it does not
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -11,6 +12,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -182,6 +185,43 @@ def test_watch_of_an_empty_folder_creates_the_knowledge_base_and_ignores_its_own
         (tmp_path / "second.md").write_text("Herons stand still in the shallows.")
         assert watch.next_pass() == "1 indexed"  # the first pass's writes made no pass
         assert documents(capsys) == {"first.md", "second.md"}
+        assert watch.stop() == 130
+
+
+@contextmanager
+def held(directory: Path) -> Iterator[None]:
+    """The store at `directory` held open by this process (another one than the watch's)."""
+    from archivist.rag.store.qdrant import QdrantStore
+
+    ready, release = threading.Event(), threading.Event()
+
+    async def hold() -> None:
+        async with QdrantStore(path=str(directory)):
+            ready.set()
+            await asyncio.to_thread(release.wait)
+
+    holder = threading.Thread(target=asyncio.run, args=(hold(),))
+    holder.start()
+    try:
+        assert ready.wait(60)
+        yield
+    finally:
+        release.set()
+        holder.join()
+
+
+def test_a_pass_that_finds_the_knowledge_base_held_tries_again_later(
+    home: Path, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (folder / "seed.md").write_text("The first note.")
+    with Watch(folder, home, "--wait", "0.5") as watch:
+        watch.wait_for(watch.err, r"^watching ")
+        with held(home / "store" / "kbs" / "default"):
+            (folder / "late.txt").write_text("Swifts sleep on the wing.")
+            busy = watch.wait_for(watch.err, r"^busy ")
+            assert f"PID {os.getpid()} holds knowledge base 'default'" in busy
+        assert watch.next_pass() == "1 indexed"
+        assert documents(capsys) == {"seed.md", "late.txt"}
         assert watch.stop() == 130
 
 

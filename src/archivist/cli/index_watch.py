@@ -3,8 +3,9 @@ does, then index what changes in them, one pass per burst of changes, until Ctrl
 
 Each pass enters the knowledge base's store, runs `ingest_files` on the files added or
 changed (with the pruning of `--prune` limited to the paths deleted or renamed away) and
-closes the store, so other commands (a search) can open the knowledge base between passes.
-The model is loaded once for the whole watch."""
+closes the store, so other commands (a search) can open the knowledge base between passes;
+a pass that finds it held past `--wait` keeps its changes for the next try. The model is
+loaded once for the whole watch."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from archivist.cli.ocr_options import ocr_from_args
 from archivist.cli.output import print_json
 from archivist.cli.progress import duration
 from archivist.cli.session import SessionPlan, enter_session, plan_session
-from archivist.errors import FileError
+from archivist.errors import FileError, StoreLockedError
 from archivist.rag import default_registry
 from archivist.rag.knowledge.ingest import IngestReport, Outcome, ingest_files
 from archivist.rag.parser.registry import ParserRegistry
@@ -40,6 +41,10 @@ QUIET_MS = 300
 
 LONGEST_MS = 10_000
 """...or this long after the first change of a burst that goes on (its `debounce`)."""
+
+BUSY_RETRY_SECONDS = 2.0
+"""How long a pass that found the knowledge base held past `--wait` pauses before it tries
+again (with the changes made meanwhile)."""
 
 POLL_MS = 500
 """How often the watching thread looks up from the file system, so Ctrl-C ends it soon."""
@@ -134,6 +139,10 @@ class ChangeFeed:
         except Exception as exc:  # the watch failed (e.g. a folder became unreadable)
             self._queue.put_nowait(exc)
 
+    def put_back(self, changes: set[FileChange]) -> None:
+        """Changes a pass could not take, for the next call of `next` (at once)."""
+        self._queue.put_nowait(changes)
+
     async def next(self) -> set[FileChange]:
         """Every change since the last call, waiting for the next burst if there is none."""
         item = await self._queue.get()
@@ -176,15 +185,30 @@ async def run_watch(args: argparse.Namespace) -> int:
         try:
             passes = 0
             while True:
-                files, gone, skipped = sort_changes(await feed.next())
+                changes = await feed.next()
+                files, gone, skipped = sort_changes(changes)
                 if not files and args.kb not in load_kbs(store_dir):
                     continue  # nothing to add, nothing indexed yet to remove
                 if not files and not gone:
                     continue
                 started = time.monotonic()
                 notices = DocumentNotices()
-                with notices.collecting():
-                    report, plan = await index_pass(plan, files, gone, registry, args.keep_stale)
+                try:
+                    with notices.collecting():
+                        report, plan = await index_pass(
+                            plan, files, gone, registry, args.keep_stale
+                        )
+                except StoreLockedError as exc:  # another process kept it past --wait
+                    note(
+                        console,
+                        "yellow",
+                        "busy",
+                        f"{exc.holder} holds knowledge base "
+                        f"{args.kb!r}; its changes wait for the next try",
+                    )
+                    feed.put_back(changes)
+                    await asyncio.sleep(BUSY_RETRY_SECONDS)
+                    continue
                 if not report.results and not skipped:
                     continue  # e.g. a file never indexed was deleted
                 passes += 1
