@@ -21,7 +21,7 @@ import hashlib
 import json
 import mimetypes
 import uuid
-from collections.abc import AsyncIterator, Callable, Collection, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -204,7 +204,7 @@ async def ingest_files(
     registry: ParserRegistry,
     chunker: ChunkerBase,
     prune_missing: bool = False,
-    prune_within: Collection[Path] | None = None,
+    prune_within: Iterable[Path] | None = None,
     keep_stale: bool = False,
     on_file: ProgressCallback | None = None,
     on_chunks: ChunkProgress | None = None,
