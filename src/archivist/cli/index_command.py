@@ -45,6 +45,12 @@ def add_index_command(commands: Any) -> None:
     )
     cmd.add_argument("--prune", action="store_true", help="drop documents whose files are gone")
     cmd.add_argument(
+        "--watch",
+        action="store_true",
+        help="keep running: index the folders, then what is added, changed, renamed or "
+        "deleted in them, one pass per burst of changes, until Ctrl-C",
+    )
+    cmd.add_argument(
         "--keep-stale",
         action="store_true",
         help="keep the old version of a file that is now empty or fails to parse "
@@ -64,7 +70,12 @@ def add_index_command(commands: Any) -> None:
 
 
 async def run_index(args: argparse.Namespace) -> int:
-    """Index the files; print a summary; exit 1 if any file failed."""
+    """Index the files; print a summary; exit 1 if any file failed. With --watch, keep
+    indexing what changes until interrupted."""
+    if args.watch:
+        from archivist.cli.index_watch import run_watch  # loaded when watching runs
+
+        return await run_watch(args)
     from archivist.cli.index_run import run_index as run  # loaded when indexing runs
 
     return await run(args)

@@ -214,10 +214,11 @@ class RunSummary:
             and r.outcome in (Outcome.INDEXED, Outcome.UPDATED)
         }
 
-    def as_json(self, held: list[DocumentSummary]) -> dict[str, Any]:
+    def paths_json(self) -> dict[str, list[dict[str, str | None]]]:
+        """The failed, skipped, removed and pruned files and the paths the walk skipped, each
+        with its reason, as --json lists them."""
         report = self.report
-        out: dict[str, Any] = {o.value: report.count(o) for o in Outcome}
-        out["failures"] = [{"path": r.path, "error": r.error} for r in report.failed]
+        out = {"failures": [{"path": r.path, "error": r.error} for r in report.failed]}
         for outcome, key in LISTED.items():
             out[key] = [
                 {"path": r.path, "document_id": r.document_id, "reason": r.error}
@@ -225,6 +226,12 @@ class RunSummary:
                 if r.outcome is outcome
             ]
         out["skipped_paths"] = [{"path": s.path, "reason": s.reason} for s in self.skipped]
+        return out
+
+    def as_json(self, held: list[DocumentSummary]) -> dict[str, Any]:
+        report = self.report
+        out: dict[str, Any] = {o.value: report.count(o) for o in Outcome}
+        out.update(self.paths_json())
         out["missing_files"] = [
             {"path": path, "document_id": document_id} for document_id, path in self.missing.items()
         ]

@@ -10,6 +10,7 @@ each other. A store made before this layout (`STORE/collections/NAME`) is used w
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -206,8 +207,29 @@ async def enter_kb_store(directory: Path, name: str, wait: float) -> VectorStore
         ) from None
 
 
-@asynccontextmanager
-async def open_session(
+@dataclass(frozen=True)
+class SessionPlan:
+    """What opening a knowledge base needs besides its store, settled once: its settings and
+    loaded model, so a long-running command (`index --watch`) can enter the store again and
+    again without loading the model each time."""
+
+    name: str
+    tenant: str | None
+    wait: float
+    store_dir: Path
+    recorded: KnowledgeProfile | None
+    """The settings as the registry held them when the plan was made (None: a new KB)."""
+    settled: KnowledgeProfile
+    model: EmbeddingModelBase
+    make_chunker: Callable[[], TokenChunker] = field(repr=False)
+    rebuild: bool = False
+
+    def recorded_now(self) -> SessionPlan:
+        """This plan once its store was entered: the settings recorded, nothing to rebuild."""
+        return dataclasses.replace(self, recorded=self.settled, rebuild=False)
+
+
+def plan_session(
     args: argparse.Namespace,
     *,
     create: bool,
@@ -215,13 +237,9 @@ async def open_session(
     chunk_size: int | None = None,
     overlap: int | None = None,
     rebuild: bool = False,
-) -> AsyncIterator[Session]:
-    """Open the KB `args.kb` in `args.store`; unknown KBs are an error unless `create`.
-
-    With `rebuild` the KB's content (every tenant's) is dropped and the new settings recorded.
-    """
-    from archivist.rag.knowledge import factories
-
+) -> SessionPlan:
+    """Settle the KB `args.kb` in `args.store` and load its model; unknown KBs are an error
+    unless `create`. The caller closes the plan's model."""
     check_kb_name(args.kb)
     store_dir: Path = args.store or default_store_dir()
     record = load_kbs(store_dir).get(args.kb)
@@ -241,7 +259,7 @@ async def open_session(
     settled = settled.model_copy(update={"dimensions": model.dimensions})
     chunker: Callable[[], TokenChunker]
     if settled == record:  # settings as recorded: the chunker waits until a file is cut
-        chunker = functools.partial(make_chunker, model, settled)
+        chunker = functools.cache(functools.partial(make_chunker, model, settled))
     else:
         # New or changed settings are checked now, before they are recorded; the chunk size
         # a new KB gets is the model's input length, recorded as a number.
@@ -251,18 +269,55 @@ async def open_session(
         def chunker() -> TokenChunker:
             return made
 
-    store = await enter_kb_store(kb_store_dir(store_dir, args.kb), args.kb, args.wait)
+    return SessionPlan(
+        args.kb, args.tenant, args.wait, store_dir, record, settled, model, chunker, rebuild
+    )
+
+
+@asynccontextmanager
+async def enter_session(plan: SessionPlan) -> AsyncIterator[Session]:
+    """The plan's store entered (waiting up to `plan.wait` while another process holds it),
+    rebuilt and recorded as planned, and closed on exit; the model stays open."""
+    from archivist.rag.knowledge import factories
+
+    store = await enter_kb_store(kb_store_dir(plan.store_dir, plan.name), plan.name, plan.wait)
     try:
-        if rebuild and record is not None:
-            await store.delete_collection(settled.collection_name)
+        if plan.rebuild and plan.recorded is not None:
+            await store.delete_collection(plan.settled.collection_name)
         kb = factories.knowledge_base(
-            settled.model_copy(update={"tenant": args.tenant}), store, model
+            plan.settled.model_copy(update={"tenant": plan.tenant}), store, plan.model
         )
-        if settled != record:
-            save_kb(store_dir, settled)
-        yield Session(store, kb, store_dir, settled, chunker)
+        if plan.settled != plan.recorded:
+            save_kb(plan.store_dir, plan.settled)
+        yield Session(store, kb, plan.store_dir, plan.settled, plan.make_chunker)
     finally:
-        try:
-            await store.__aexit__(None, None, None)
-        finally:
-            await model.aclose()
+        await store.__aexit__(None, None, None)
+
+
+@asynccontextmanager
+async def open_session(
+    args: argparse.Namespace,
+    *,
+    create: bool,
+    embedding: str | None = None,
+    chunk_size: int | None = None,
+    overlap: int | None = None,
+    rebuild: bool = False,
+) -> AsyncIterator[Session]:
+    """Open the KB `args.kb` in `args.store`; unknown KBs are an error unless `create`.
+
+    With `rebuild` the KB's content (every tenant's) is dropped and the new settings recorded.
+    """
+    plan = plan_session(
+        args,
+        create=create,
+        embedding=embedding,
+        chunk_size=chunk_size,
+        overlap=overlap,
+        rebuild=rebuild,
+    )
+    try:
+        async with enter_session(plan) as session:
+            yield session
+    finally:
+        await plan.model.aclose()

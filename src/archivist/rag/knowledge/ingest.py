@@ -212,6 +212,7 @@ async def ingest_files(
     registry: ParserRegistry,
     chunker: ChunkerBase,
     prune_missing: bool = False,
+    prune_within: Iterable[Path] | None = None,
     keep_stale: bool = False,
     on_file: ProgressCallback | None = None,
     on_chunks: ChunkProgress | None = None,
@@ -231,6 +232,9 @@ async def ingest_files(
     its text or returns a bad vector for it; what was stored before stays whole. An
     embedding failure that concerns every file (a wrong key, a missing model, an outage
     after retries) stops the run.
+
+    `prune_missing` removes (PRUNED) the scope's documents whose files are gone; with
+    `prune_within`, only those recorded at or under one of these resolved paths.
 
     A file of a type no parser reads is SKIPPED with the reason; one that was indexed before
     and now is empty or fails has its old version removed (REMOVED) unless `keep_stale`.
@@ -288,8 +292,11 @@ async def ingest_files(
         on_write(len(window), sum(p.count for p in window))
     for result in await _write(kb, window, on_chunks):
         emit(result)
+    within = None if prune_within is None else {str(path) for path in prune_within}
     for document_id, summary in (listed or {}).items():
-        if file_gone(document_id, summary.metadata, scope):
+        if file_gone(document_id, summary.metadata, scope) and _recorded_within(
+            summary.metadata[PATH_KEY], within
+        ):
             await kb.delete_document(document_id)
             emit(FileResult(str(summary.metadata[PATH_KEY]), Outcome.PRUNED, document_id))
     return report
@@ -304,6 +311,14 @@ def file_gone(document_id: str, metadata: dict[str, Any], scope: MetadataFilter 
         and not Path(recorded).exists()
         and document_id == document_id_for(recorded, scope)
     )
+
+
+def _recorded_within(recorded: str, within: set[str] | None) -> bool:
+    """Whether the recorded path is one of `within` or under one (None: anywhere)."""
+    if within is None:
+        return True
+    path = Path(recorded)
+    return any(str(p) in within for p in (path, *path.parents))
 
 
 async def _remove_stale(kb: KnowledgeBase, result: FileResult) -> FileResult:
