@@ -22,6 +22,12 @@ from service_helpers import client, new_key, running_service, wait_final
 from archivist.service import ServiceSettings
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # langchain_tests' package also holds chat-model tests marked for plugins not loaded here
+    for mark in ("vcr", "benchmark"):
+        config.addinivalue_line("markers", f"{mark}: a mark of LangChain's chat-model tests")
+
+
 @pytest.fixture(scope="module")
 def embedding_model() -> EmbeddingModelBase:
     return LocalEmbeddingModel()

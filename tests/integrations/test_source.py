@@ -116,6 +116,8 @@ async def test_a_service_source_sends_filters_and_the_cap(service: Service) -> N
         named = await source.search("tea", SearchOptions(filters={"paths": ["*-cats.md"]}))
         assert {p.source for p in named} == {"acme-cats.md"}
         assert await source.search("tea", SearchOptions(filters={"since": "2999-01-01"})) == []
+        # sync inside this loop, which holds the pool and is blocked until the answer comes
+        assert search_sync(source, "purring")[0].source == "acme-cats.md"
     finally:
         await source.aclose()
 

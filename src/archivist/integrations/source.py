@@ -204,7 +204,11 @@ class ServiceSource:
     a `ConfigurationError` naming the setting, a refused request (400, 413, 422) an
     `InvalidArgumentError`, an unreachable or failing service (429, 5xx) a `StoreError`; each
     carries the service's own `detail`. The service searches in its default mode, so
-    `SearchOptions.mode` must be None here. One connection pool is kept until `aclose()`.
+    `SearchOptions.mode` must be None here.
+
+    One connection pool is kept, until `aclose()`, for the event loop that searches first (or
+    next, once that loop has closed); a search from another loop while that one is open (a
+    sync call made inside it, see `search_sync`) uses a connection of its own.
     """
 
     def __init__(
@@ -223,12 +227,9 @@ class ServiceSource:
         self.url = url.rstrip("/")
         self._api_key = api_key
         self._endpoint = f"{self.url}/v1/knowledge-bases/{quote(self.knowledge_base)}/search"
-        self._session = HttpSession(
-            timeout=timeout,
-            http_client=None,
-            now=time.time,
-            errors=_ServiceErrors(self.url, self.knowledge_base),
-        )
+        self._timeout = timeout
+        self._session = self._session_over(None)
+        self._home: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:  # never the key
         return f"ServiceSource(url={self.url!r}, knowledge_base={self.knowledge_base!r})"
@@ -241,11 +242,15 @@ class ServiceSource:
                 f"got {options.mode!r}",
                 argument="mode",
             )
-        answer = await self._session.post_json(
-            self._endpoint,
-            _request_body(query, options),
-            {"Authorization": f"Bearer {self._api_key}"},
-        )
+        body = _request_body(query, options)
+        loop = asyncio.get_running_loop()
+        if self._home is None or self._home.is_closed():
+            self._home = loop
+        if loop is self._home:
+            answer = await self._post(self._session, body)
+        else:  # the pool is another loop's, which may be blocked waiting for this very call
+            async with httpx.AsyncClient(timeout=self._timeout) as client:
+                answer = await self._post(self._session_over(client), body)
         try:
             return [_passage_of_hit(hit) for hit in answer["hits"] if hit.get("text") is not None]
         except (TypeError, KeyError, AttributeError) as error:
@@ -257,6 +262,19 @@ class ServiceSource:
     async def aclose(self) -> None:
         """Close the connection pool (the source may still be used: it opens a new one)."""
         await self._session.aclose()
+
+    def _session_over(self, client: httpx.AsyncClient | None) -> HttpSession:
+        """A session through `client`, or (None) through a pool of its own."""
+        return HttpSession(
+            timeout=self._timeout,
+            http_client=client,
+            now=time.time,
+            errors=_ServiceErrors(self.url, self.knowledge_base),
+        )
+
+    async def _post(self, session: HttpSession, body: dict[str, Any]) -> Any:
+        headers = {"Authorization": f"Bearer {self._api_key}"}
+        return await session.post_json(self._endpoint, body, headers)
 
 
 def _request_body(query: str, options: SearchOptions) -> dict[str, Any]:
