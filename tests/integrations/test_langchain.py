@@ -5,6 +5,8 @@ filters and the per-document cap honoured."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -131,3 +133,22 @@ def test_a_service_retriever_says_what_is_wrong(service: Service) -> None:
             "tea", mode="dense"
         )
     assert SearchOptions(mode="dense").mode == "dense"  # a local knowledge base takes a mode
+
+
+def test_langchain_is_loaded_only_by_its_own_module() -> None:
+    """The sources load no framework; the LangChain module without langchain-core says which
+    extra brings it, in a fresh interpreter."""
+    script = (
+        "import sys, archivist.integrations.source\n"
+        "assert not [m for m in sys.modules if m.startswith('langchain')], sys.modules\n"
+        "sys.modules['langchain_core'] = None\n"
+        "try:\n"
+        "    import archivist.integrations.langchain\n"
+        "except ImportError as error:\n"
+        "    print(error)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (
+        "ArchivistRetriever needs the langchain extra: pip install 'archivist[langchain]'\n"
+    )
