@@ -152,3 +152,15 @@ def test_langchain_is_loaded_only_by_its_own_module() -> None:
     assert done.stdout == (
         "ArchivistRetriever needs the langchain extra: pip install 'archivist[langchain]'\n"
     )
+
+
+def test_batch_searches_side_by_side(service: Service, held_kb: HeldKnowledgeBase) -> None:
+    """`batch` runs `invoke` on several threads at once, each on a loop of its own."""
+    queries = ["green tea", "borrow checker", "purring", "black tea"] * 3
+    for retriever in (
+        ArchivistRetriever.from_service(service.url, service.keys["acme"], "notes", top_k=1),
+        ArchivistRetriever(source=LocalSource(held_kb.knowledge_base), top_k=1),
+    ):
+        found = retriever.batch(queries, {"max_concurrency": 4})
+        names = [documents[0].metadata["source"].removeprefix("acme-") for documents in found]
+        assert names == ["tea.md", "rust.txt", "cats.md", "tea.md"] * 3

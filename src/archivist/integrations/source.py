@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import threading
 import time
 from collections.abc import Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -230,6 +231,7 @@ class ServiceSource:
         self._timeout = timeout
         self._session = self._session_over(None)
         self._home: asyncio.AbstractEventLoop | None = None
+        self._home_lock = threading.Lock()
 
     def __repr__(self) -> str:  # never the key
         return f"ServiceSource(url={self.url!r}, knowledge_base={self.knowledge_base!r})"
@@ -244,9 +246,11 @@ class ServiceSource:
             )
         body = _request_body(query, options)
         loop = asyncio.get_running_loop()
-        if self._home is None or self._home.is_closed():
-            self._home = loop
-        if loop is self._home:
+        with self._home_lock:  # threads searching side by side (a framework's batch) agree
+            if self._home is None or self._home.is_closed():
+                self._home = loop
+            home = self._home
+        if loop is home:
             answer = await self._post(self._session, body)
         else:  # the pool is another loop's, which may be blocked waiting for this very call
             async with httpx.AsyncClient(timeout=self._timeout) as client:
