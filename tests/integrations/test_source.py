@@ -4,16 +4,21 @@ a service's over HTTP answering the same passages, and the sync bridge on and of
 from __future__ import annotations
 
 import asyncio
+import json
 
+import httpx
 import pytest
 from integrations_helpers import HeldKnowledgeBase, Service
 
+from archivist._http.retry import RetryPolicy
 from archivist.errors import ConfigurationError, InvalidArgumentError, StoreError
 from archivist.integrations.source import (
     LocalSource,
+    Passage,
     PassageSource,
     SearchOptions,
     ServiceSource,
+    ServiceUnavailableError,
     search_sync,
 )
 from archivist.rag import KnowledgeBase
@@ -167,3 +172,72 @@ def test_a_service_source_checks_its_arguments() -> None:
     with pytest.raises(InvalidArgumentError, match="knowledge base name") as raised:
         ServiceSource("http://localhost:8000", "key", "../etc")
     assert raised.value.argument == "knowledge_base"
+
+
+HIT = {
+    "score": 0.9,
+    "relevance": 0.8,
+    "document_id": "d1",
+    "filename": "guide.pdf",
+    "chunk_index": 7,
+    "text": "Refunds take 30 days.",
+    "citation": "guide.pdf, page 4, chunk 7",
+    "metadata": {"page": 4},
+}
+
+
+def _answering(*answers: httpx.Response) -> tuple[httpx.AsyncClient, list[httpx.Request]]:
+    """A client whose requests get `answers` in turn, and the requests it was sent."""
+    sent: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return answers[min(len(sent), len(answers)) - 1]
+
+    return httpx.AsyncClient(transport=httpx.MockTransport(answer)), sent
+
+
+async def test_a_busy_service_is_asked_again_after_the_wait_it_names() -> None:
+    client, sent = _answering(
+        httpx.Response(503, headers={"Retry-After": "0"}, json={"detail": "overloaded"}),
+        httpx.Response(200, json={"hits": [HIT, {**HIT, "chunk_index": 8, "text": None}]}),
+    )
+    source = ServiceSource("http://archivist.test/", "k", "docs", http_client=client)
+    options = SearchOptions(top_k=3, min_relevance=0.5, filters={"where": {"page": {"gte": 2}}})
+    [passage] = await source.search("refunds", options)
+    assert passage == Passage(
+        text="Refunds take 30 days.",
+        relevance=0.8,
+        document_id="d1",
+        source="guide.pdf",
+        chunk_index=7,
+        page=4,
+        citation="guide.pdf, page 4, chunk 7",
+        metadata={"page": 4},
+    )
+    assert len(sent) == 2 and sent[1].url == "http://archivist.test/v1/knowledge-bases/docs/search"
+    assert sent[1].headers["authorization"] == "Bearer k"
+    assert json.loads(sent[1].content) == {
+        "query": "refunds",
+        "top_k": 3,
+        "min_relevance": 0.5,
+        "where": {"page": {"gte": 2.0}},
+    }
+    await client.aclose()
+
+
+async def test_a_service_that_stays_busy_or_answers_nonsense_is_a_store_error() -> None:
+    client, sent = _answering(
+        httpx.Response(429, headers={"Retry-After": "0"}, json={"detail": "slow down"})
+    )
+    source = ServiceSource(
+        "http://archivist.test", "k", "docs", http_client=client, retry=RetryPolicy(max_retries=1)
+    )
+    with pytest.raises(ServiceUnavailableError, match="HTTP 429: slow down") as raised:
+        await source.search("refunds", SearchOptions())
+    assert (raised.value.status, raised.value.retry_after, len(sent)) == (429, 0.0, 2)
+    for answer in (httpx.Response(200, text="<html>"), httpx.Response(200, json={"hots": []})):
+        client, _ = _answering(answer)
+        source = ServiceSource("http://archivist.test", "k", "docs", http_client=client)
+        with pytest.raises(StoreError, match="no JSON|not the service's shape"):
+            await source.search("refunds", SearchOptions())

@@ -23,6 +23,8 @@ from urllib.parse import quote
 import httpx
 from pydantic import ValidationError
 
+from archivist._http.clock import SYSTEM_CLOCK
+from archivist._http.retry import RetryPolicy, call_with_retries, should_retry
 from archivist._http.session import HttpSession
 from archivist.errors import (
     ConfigurationError,
@@ -49,6 +51,7 @@ __all__ = [
     "PassageSource",
     "SearchOptions",
     "ServiceSource",
+    "ServiceUnavailableError",
     "search_sync",
 ]
 
@@ -203,17 +206,26 @@ class ServiceSource:
 
     Failures are Archivist errors: a refused key (401, 403) or an unknown knowledge base (404)
     a `ConfigurationError` naming the setting, a refused request (400, 413, 422) an
-    `InvalidArgumentError`, an unreachable or failing service (429, 5xx) a `StoreError`; each
-    carries the service's own `detail`. The service searches in its default mode, so
-    `SearchOptions.mode` must be None here.
+    `InvalidArgumentError`, an unreachable service a `StoreError`; each carries the service's
+    own `detail`. A busy or failing service (429, 5xx) is tried again as `retry` says (after
+    the `Retry-After` it asks for), then is a `ServiceUnavailableError`. The service searches
+    in its default mode, so `SearchOptions.mode` must be None here.
 
     One connection pool is kept, until `aclose()`, for the event loop that searches first (or
     next, once that loop has closed); a search from another loop while that one is open (a
-    sync call made inside it, see `search_sync`) uses a connection of its own.
+    sync call made inside it, see `search_sync`) uses a connection of its own. A given
+    `http_client` is used for every search instead, and never closed here.
     """
 
     def __init__(
-        self, url: str, api_key: str, knowledge_base: str, *, timeout: float = 30.0
+        self,
+        url: str,
+        api_key: str,
+        knowledge_base: str,
+        *,
+        timeout: float = 30.0,
+        retry: RetryPolicy | None = None,
+        http_client: httpx.AsyncClient | None = None,
     ) -> None:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise InvalidArgumentError(
@@ -229,7 +241,9 @@ class ServiceSource:
         self._api_key = api_key
         self._endpoint = f"{self.url}/v1/knowledge-bases/{quote(self.knowledge_base)}/search"
         self._timeout = timeout
-        self._session = self._session_over(None)
+        self._retry = retry if retry is not None else RetryPolicy()
+        self._borrowed = http_client is not None
+        self._session = self._session_over(http_client)
         self._home: asyncio.AbstractEventLoop | None = None
         self._home_lock = threading.Lock()
 
@@ -250,7 +264,7 @@ class ServiceSource:
             if self._home is None or self._home.is_closed():
                 self._home = loop
             home = self._home
-        if loop is home:
+        if loop is home or self._borrowed:
             answer = await self._post(self._session, body)
         else:  # the pool is another loop's, which may be blocked waiting for this very call
             async with httpx.AsyncClient(timeout=self._timeout) as client:
@@ -278,7 +292,23 @@ class ServiceSource:
 
     async def _post(self, session: HttpSession, body: dict[str, Any]) -> Any:
         headers = {"Authorization": f"Bearer {self._api_key}"}
-        return await session.post_json(self._endpoint, body, headers)
+        return await call_with_retries(
+            lambda: session.post_json(self._endpoint, body, headers),
+            policy=self._retry,
+            clock=SYSTEM_CLOCK,
+            service=f"the Archivist service at {self.url}",
+            retryable=lambda error: isinstance(error, ServiceUnavailableError),
+        )
+
+
+class ServiceUnavailableError(StoreError):
+    """The service could not search now (429 too many requests, 5xx) and retries did not
+    help; `status` is its answer's, `retry_after` the seconds it asked to wait, if it did."""
+
+    def __init__(self, message: str, *, status: int, retry_after: float | None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
 
 
 def _request_body(query: str, options: SearchOptions) -> dict[str, Any]:
@@ -350,11 +380,12 @@ class _ServiceErrors:
             return InvalidArgumentError(
                 f"the Archivist service at {self.url} refused the search ({said})"
             )
-        wait = f"; retry after {retry_after:g}s" if retry_after is not None else ""
-        return StoreError(
-            f"the Archivist service at {self.url} could not search "
-            f"{self.knowledge_base!r} ({said}{wait})"
-        )
+        message = f"the Archivist service at {self.url} could not search {self.knowledge_base!r}"
+        if should_retry(status, None):
+            return ServiceUnavailableError(
+                f"{message} ({said})", status=status, retry_after=retry_after
+            )
+        return StoreError(f"{message} ({said})")
 
     def malformed(self, url: str, response: httpx.Response) -> Exception:
         return StoreError(
