@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import pickle
 
 import httpx
 import pytest
@@ -236,6 +237,8 @@ async def test_a_service_that_stays_busy_or_answers_nonsense_is_a_store_error() 
     with pytest.raises(ServiceUnavailableError, match="HTTP 429: slow down") as raised:
         await source.search("refunds", SearchOptions())
     assert (raised.value.status, raised.value.retry_after, len(sent)) == (429, 0.0, 2)
+    copy = pickle.loads(pickle.dumps(raised.value))
+    assert (type(copy), copy.status, str(copy)) == (ServiceUnavailableError, 429, str(raised.value))
     for answer in (httpx.Response(200, text="<html>"), httpx.Response(200, json={"hots": []})):
         client, _ = _answering(answer)
         source = ServiceSource("http://archivist.test", "k", "docs", http_client=client)
