@@ -127,6 +127,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),
     ("tools", ("archivist.testing", "archivist.eval")),
+    ("integrations", ("archivist.integrations",)),  # retrievers of other frameworks
     ("service", ("archivist.service",)),
     ("cli", ("archivist.cli", "archivist.__main__")),
 ]

