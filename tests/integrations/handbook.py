@@ -1,25 +1,22 @@
-"""One handbook, indexed twice for the framework retrievers' tests: into a local knowledge
-base (the default model, Qdrant Edge in memory) and into a tenant of a real service on
-127.0.0.1, beside another tenant's secret. A test module names the fixtures it uses."""
+"""One handbook of real files, indexed twice for the framework retrievers' tests: into a local
+knowledge base (conftest's `embedding_model`, Qdrant Edge in memory) and into a tenant of a
+real service on 127.0.0.1, beside another tenant's secret. A test module names the fixtures
+it uses."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from service_helpers import client, new_key, running_service, wait_final
 
 from archivist import SAMPLES
-from archivist.embedding import EmbeddingModelBase, LocalEmbeddingModel
+from archivist.embedding import EmbeddingModelBase
 from archivist.rag import KnowledgeBase, QdrantStore, default_registry
 from archivist.rag.chunker import chunker_for
 from archivist.rag.knowledge.ingest import ingest_files
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "service"))
-from service_helpers import client, new_key, running_service, wait_final
-
 from archivist.service import ServiceSettings
 
 LEAVE = "\n\n".join(
@@ -57,21 +54,16 @@ def write_handbook(folder: Path) -> list[Path]:
     return paths
 
 
-@pytest.fixture(scope="module")
-def handbook_model() -> Iterator[EmbeddingModelBase]:
-    yield LocalEmbeddingModel()
-
-
 @pytest.fixture
 async def handbook_kb(
-    handbook_model: EmbeddingModelBase, tmp_path: Path
+    embedding_model: EmbeddingModelBase, tmp_path: Path
 ) -> AsyncIterator[KnowledgeBase]:
     """The handbook in a local knowledge base, Qdrant Edge in memory."""
     async with QdrantStore(location=":memory:") as store:
         kb = KnowledgeBase(
             name=KB,
             description="HR rules of Acme",
-            embedding_model=handbook_model,
+            embedding_model=embedding_model,
             vector_store=store,
             collection=KB,
         )
@@ -79,7 +71,7 @@ async def handbook_kb(
             kb,
             write_handbook(tmp_path / "handbook"),
             registry=default_registry(),
-            chunker=chunker_for(handbook_model.chunk_tokenizer(), CHUNK_SIZE, OVERLAP),
+            chunker=chunker_for(embedding_model.chunk_tokenizer(), CHUNK_SIZE, OVERLAP),
         )
         assert not report.failed, report
         yield kb

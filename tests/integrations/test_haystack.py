@@ -23,11 +23,7 @@ from archivist.errors import ConfigurationError
 from archivist.integrations.haystack import ArchivistRetriever
 from archivist.rag import KnowledgeBase
 
-handbook_model, handbook_kb, handbook_service = (
-    handbook.handbook_model,
-    handbook.handbook_kb,
-    handbook.handbook_service,
-)  # the fixtures these tests use
+handbook_kb, handbook_service = handbook.handbook_kb, handbook.handbook_service  # fixtures
 LEAVE_QUESTION = "How many days of paid leave do employees get?"
 TEMPLATE = """Answer from these passages only.
 {% for document in documents %}[{{ document.meta.citation }}] {{ document.content }}

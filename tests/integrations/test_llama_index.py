@@ -21,11 +21,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
 from archivist.integrations.llama_index import ArchivistRetriever
 from archivist.rag import KnowledgeBase
 
-handbook_model, handbook_kb, handbook_service = (
-    handbook.handbook_model,
-    handbook.handbook_kb,
-    handbook.handbook_service,
-)  # the fixtures these tests use
+handbook_kb, handbook_service = handbook.handbook_kb, handbook.handbook_service  # fixtures
 LEAVE_QUESTION = "How many days of paid leave do employees get?"
 
 
