@@ -19,7 +19,7 @@ from haystack.components.builders import PromptBuilder
 from haystack.core.errors import SerializationError
 from haystack.utils import Secret
 
-from archivist.errors import ConfigurationError
+from archivist.errors import ConfigurationError, InvalidArgumentError
 from archivist.integrations.haystack import ArchivistRetriever
 from archivist.rag import KnowledgeBase
 
@@ -104,6 +104,36 @@ def test_filters_and_max_per_document_are_honoured(handbook_kb: KnowledgeBase) -
     assert travel and {d.meta["source"] for d in travel} == {"travel.md"}
 
 
+SECOND_PAGE_ON = {
+    "operator": "AND",
+    "conditions": [
+        {"field": "meta.source", "operator": "in", "value": ["guide.pdf", "nothing.md"]},
+        {"field": "meta.page", "operator": ">=", "value": 2},
+    ],
+}
+
+
+def test_haystack_filters_are_translated(handbook_kb: KnowledgeBase) -> None:
+    retriever = ArchivistRetriever.from_knowledge_base(handbook_kb, top_k=10)
+    travel = {"field": "meta.source", "operator": "==", "value": "travel.md"}
+    documents = retriever.run(LEAVE_QUESTION, filters=travel)["documents"]
+    assert documents and {d.meta["source"] for d in documents} == {"travel.md"}
+    later = retriever.run("What is Archivist?", filters=SECOND_PAGE_ON)["documents"]
+    assert later and {d.meta["source"] for d in later} == {"guide.pdf"}
+    assert min(d.meta["page"] for d in later) >= 2
+    everything = retriever.run("What is Archivist?", filters={"types": ["pdf"]})["documents"]
+    assert {d.meta["page"] for d in everything} > {d.meta["page"] for d in later}
+    for refused in (
+        {"operator": "OR", "conditions": [travel, travel]},
+        {"field": "meta.page", "operator": "!=", "value": 2},
+        {"field": "content", "operator": "==", "value": "x"},
+        {"field": "meta.document_id", "operator": "==", "value": "x"},
+        {"field": "meta.source", "operator": ">", "value": "a"},
+    ):
+        with pytest.raises(InvalidArgumentError, match="^filters: "):
+            retriever.run(LEAVE_QUESTION, filters=refused)
+
+
 def test_a_local_component_says_it_cannot_be_serialized(handbook_kb: KnowledgeBase) -> None:
     pipeline = _pipeline(ArchivistRetriever.from_knowledge_base(handbook_kb))
     with pytest.raises(SerializationError, match="local KnowledgeBase"):
@@ -146,6 +176,8 @@ def test_over_the_service_with_options(
     assert documents and {d.meta["source"] for d in documents} == {"guide.pdf"}
     travel = pdf_only.run(LEAVE_QUESTION, filters={"paths": ["travel*"]}, top_k=1)["documents"]
     assert [d.meta["source"] for d in travel] == ["travel.md"]
+    later = pdf_only.run("What is Archivist?", filters=SECOND_PAGE_ON)["documents"]
+    assert later and min(d.meta["page"] for d in later) >= 2
 
 
 def test_a_service_pipeline_round_trips_without_the_key(

@@ -12,9 +12,11 @@ Needs the `haystack` extra (`pip install 'archivist[haystack]'`).
 
 from __future__ import annotations
 
+import glob
 from typing import TYPE_CHECKING, Any
 
 from archivist._util.extras import require
+from archivist.errors import ConfigurationError, InvalidArgumentError
 from archivist.integrations.source import (
     LocalSource,
     Passage,
@@ -34,10 +36,15 @@ if TYPE_CHECKING:
     from archivist.rag.knowledge.knowledge_base import KnowledgeBase
     from archivist.rag.store.base import SearchMode
 
-__all__ = ["API_KEY_VARIABLE", "ArchivistRetriever", "passage_document"]
+__all__ = ["API_KEY_VARIABLE", "ArchivistRetriever", "archivist_filters", "passage_document"]
 
 API_KEY_VARIABLE = "ARCHIVIST_API_KEY"
 """The environment variable the component reads the service's API key from by default."""
+
+
+PLACE_KEYS = frozenset({"document_id", "chunk_index", "citation"})
+"""Keys of a document's `meta` that say where its passage is, and are not chunk metadata."""
+BOUNDS = {">": "gt", ">=": "gte", "<": "lt", "<=": "lte"}
 
 
 @component
@@ -47,9 +54,9 @@ class ArchivistRetriever:
 
     Over the service at `url`: knowledge base `knowledge_base`, as the tenant of the key that
     `api_key` resolves to. Over a local knowledge base: `from_knowledge_base`. `top_k`,
-    `mode`, `filters` (Archivist's: `paths`, `types`, `since`, `where`), `max_per_document`
-    and `min_relevance` are the defaults of every run; `top_k` and `filters` given to `run`
-    replace them for that run.
+    `mode`, `filters`, `max_per_document` and `min_relevance` are the defaults of every run;
+    `top_k` and `filters` given to `run` replace them for that run. Filters are Haystack's
+    (see `archivist_filters`) or Archivist's own (`paths`, `types`, `since`, `where`).
     """
 
     def __init__(
@@ -133,7 +140,7 @@ class ArchivistRetriever:
         return SearchOptions(
             top_k=self.top_k if top_k is None else top_k,
             mode=self.mode,
-            filters=self.filters if filters is None else filters,
+            filters=archivist_filters(self.filters if filters is None else filters),
             max_per_document=self.max_per_document,
             min_relevance=self.min_relevance,
         )
@@ -142,7 +149,7 @@ class ArchivistRetriever:
         if self._source is None:
             key = self.api_key.resolve_value()
             if not key:
-                raise ValueError(f"ArchivistRetriever: no API key for {self.url}")
+                raise ConfigurationError(f"no API key for {self.url}", setting="api_key")
             self._source = ServiceSource(self.url, key, self.knowledge_base)
         return self._source
 
@@ -163,3 +170,52 @@ def passage_document(passage: Passage) -> Document:
         },
         score=passage.relevance,
     )
+
+
+def archivist_filters(filters: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Haystack's filter syntax in Archivist's form; a dict of Archivist's form is returned
+    as it is.
+
+    A comparison or an AND of comparisons on `meta.KEY` translates: `==` and `>`, `>=`, `<`,
+    `<=` (numbers or ISO dates) on chunk metadata such as `meta.page`, and `==` or `in` on
+    `meta.source` (the file name). Anything else (OR, NOT, `!=`, `not in`, `content`, `id`,
+    `meta.document_id` ...) raises InvalidArgumentError: Archivist filters inside the store, before
+    ranking, and does not drop hits afterwards.
+    """
+    if filters is None or "operator" not in filters:
+        return filters
+    where: dict[str, Any] = {}
+    paths: list[str] = []
+    for condition in _conjuncts(filters):
+        field, operator, value = (condition.get(k) for k in ("field", "operator", "value"))
+        key = field.removeprefix("meta.") if isinstance(field, str) else ""
+        if not isinstance(field, str) or not field.startswith("meta.") or key in PLACE_KEYS:
+            raise _refused(f"filters: cannot filter on {field!r}; use meta.KEY")
+        if key == "source" and operator in ("==", "in"):
+            names = value if operator == "in" else [value]
+            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                raise _refused(f"filters: meta.source {operator} takes file names")
+            paths.extend(glob.escape(name) for name in names)
+        elif key == "source" or (operator != "==" and operator not in BOUNDS):
+            raise _refused(f"filters: {operator!r} on {field!r} is not supported")
+        elif operator == "==" and key not in where:
+            where[key] = value
+        elif operator in BOUNDS and isinstance(where.setdefault(key, {}), dict):
+            where[key][BOUNDS[operator]] = value
+        else:
+            raise _refused(f"filters: meta.{key} is both compared and bounded")
+    return {"paths": paths, "where": where}
+
+
+def _conjuncts(filters: dict[str, Any]) -> list[dict[str, Any]]:
+    """The comparisons `filters` requires all of."""
+    if filters.get("operator") != "AND":
+        return [filters]
+    conditions = filters.get("conditions")
+    if not isinstance(conditions, list):
+        raise _refused("filters: AND takes a list of conditions")
+    return [c for condition in conditions for c in _conjuncts(condition)]
+
+
+def _refused(message: str) -> InvalidArgumentError:
+    return InvalidArgumentError(message, argument="filters")
