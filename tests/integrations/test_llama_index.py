@@ -17,7 +17,15 @@ from handbook import KB, SECRET, Served
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
+from llama_index.core.vector_stores import (
+    ExactMatchFilter,
+    FilterCondition,
+    FilterOperator,
+    MetadataFilter,
+    MetadataFilters,
+)
 
+from archivist.errors import InvalidArgumentError
 from archivist.integrations.llama_index import ArchivistRetriever
 from archivist.rag import KnowledgeBase
 
@@ -109,6 +117,37 @@ def test_filters_and_max_per_document_are_honoured(handbook_kb: KnowledgeBase) -
     assert {n.node.metadata["source"] for n in travel} <= {"travel.md"}
 
 
+SECOND_PAGE_ON = MetadataFilters(
+    filters=[
+        MetadataFilter(key="source", value=["guide.pdf", "nothing.md"], operator=FilterOperator.IN),
+        MetadataFilters(filters=[MetadataFilter(key="page", value=2, operator=">=")]),
+    ]
+)
+
+
+def test_llama_index_metadata_filters_are_translated(handbook_kb: KnowledgeBase) -> None:
+    def sources(filters: MetadataFilters, question: str = LEAVE_QUESTION) -> list[NodeWithScore]:
+        return ArchivistRetriever.from_knowledge_base(
+            handbook_kb, top_k=10, filters=filters
+        ).retrieve(question)
+
+    travel = sources(MetadataFilters(filters=[ExactMatchFilter(key="source", value="travel.md")]))
+    assert travel and {n.node.metadata["source"] for n in travel} == {"travel.md"}
+    later = sources(SECOND_PAGE_ON, "What is Archivist?")
+    assert later and {n.node.metadata["source"] for n in later} == {"guide.pdf"}
+    assert min(n.node.metadata["page"] for n in later) >= 2
+    for refused in (
+        MetadataFilters(
+            filters=[MetadataFilter(key="page", value=1), MetadataFilter(key="page", value=2)],
+            condition=FilterCondition.OR,
+        ),
+        MetadataFilters(filters=[MetadataFilter(key="page", value=2, operator="!=")]),
+        MetadataFilters(filters=[MetadataFilter(key="document_id", value="x")]),
+    ):
+        with pytest.raises(InvalidArgumentError, match="^filters: "):
+            ArchivistRetriever.from_knowledge_base(handbook_kb, filters=refused)
+
+
 def test_over_the_service_as_its_tenant(handbook_service: Served) -> None:
     acme = ArchivistRetriever.from_service(
         handbook_service.url, handbook_service.keys["acme"], KB, top_k=3
@@ -140,3 +179,7 @@ async def test_over_the_service_in_a_query_engine_with_options(handbook_service:
         handbook_service.url, key, KB, filters={"types": ["pdf"]}
     ).retrieve("What is Archivist?")
     assert pdf_only and {n.node.metadata["source"] for n in pdf_only} == {"guide.pdf"}
+    later = ArchivistRetriever.from_service(
+        handbook_service.url, key, KB, filters=SECOND_PAGE_ON
+    ).retrieve("What is Archivist?")
+    assert later and min(n.node.metadata["page"] for n in later) >= 2

@@ -12,11 +12,11 @@ Needs the `haystack` extra (`pip install 'archivist[haystack]'`).
 
 from __future__ import annotations
 
-import glob
 from typing import TYPE_CHECKING, Any
 
 from archivist._util.extras import require
-from archivist.errors import ConfigurationError, InvalidArgumentError
+from archivist.errors import ConfigurationError
+from archivist.integrations.metadata_filters import Comparison, comparisons_filter, refused
 from archivist.integrations.source import (
     LocalSource,
     Passage,
@@ -40,11 +40,6 @@ __all__ = ["API_KEY_VARIABLE", "ArchivistRetriever", "archivist_filters", "passa
 
 API_KEY_VARIABLE = "ARCHIVIST_API_KEY"
 """The environment variable the component reads the service's API key from by default."""
-
-
-PLACE_KEYS = frozenset({"document_id", "chunk_index", "citation"})
-"""Keys of a document's `meta` that say where its passage is, and are not chunk metadata."""
-BOUNDS = {">": "gt", ">=": "gte", "<": "lt", "<=": "lte"}
 
 
 @component
@@ -179,43 +174,22 @@ def archivist_filters(filters: dict[str, Any] | None) -> dict[str, Any] | None:
     A comparison or an AND of comparisons on `meta.KEY` translates: `==` and `>`, `>=`, `<`,
     `<=` (numbers or ISO dates) on chunk metadata such as `meta.page`, and `==` or `in` on
     `meta.source` (the file name). Anything else (OR, NOT, `!=`, `not in`, `content`, `id`,
-    `meta.document_id` ...) raises InvalidArgumentError: Archivist filters inside the store, before
-    ranking, and does not drop hits afterwards.
+    `meta.document_id` ...) raises InvalidArgumentError: Archivist filters inside the store,
+    before ranking, and does not drop hits afterwards.
     """
     if filters is None or "operator" not in filters:
         return filters
-    where: dict[str, Any] = {}
-    paths: list[str] = []
-    for condition in _conjuncts(filters):
-        field, operator, value = (condition.get(k) for k in ("field", "operator", "value"))
-        key = field.removeprefix("meta.") if isinstance(field, str) else ""
-        if not isinstance(field, str) or not field.startswith("meta.") or key in PLACE_KEYS:
-            raise _refused(f"filters: cannot filter on {field!r}; use meta.KEY")
-        if key == "source" and operator in ("==", "in"):
-            names = value if operator == "in" else [value]
-            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-                raise _refused(f"filters: meta.source {operator} takes file names")
-            paths.extend(glob.escape(name) for name in names)
-        elif key == "source" or (operator != "==" and operator not in BOUNDS):
-            raise _refused(f"filters: {operator!r} on {field!r} is not supported")
-        elif operator == "==" and key not in where:
-            where[key] = value
-        elif operator in BOUNDS and isinstance(where.setdefault(key, {}), dict):
-            where[key][BOUNDS[operator]] = value
-        else:
-            raise _refused(f"filters: meta.{key} is both compared and bounded")
-    return {"paths": paths, "where": where}
+    return comparisons_filter(_comparisons(filters))
 
 
-def _conjuncts(filters: dict[str, Any]) -> list[dict[str, Any]]:
-    """The comparisons `filters` requires all of."""
-    if filters.get("operator") != "AND":
-        return [filters]
-    conditions = filters.get("conditions")
-    if not isinstance(conditions, list):
-        raise _refused("filters: AND takes a list of conditions")
-    return [c for condition in conditions for c in _conjuncts(condition)]
-
-
-def _refused(message: str) -> InvalidArgumentError:
-    return InvalidArgumentError(message, argument="filters")
+def _comparisons(filters: dict[str, Any]) -> list[Comparison]:
+    """The comparisons on `meta.KEY` that `filters` requires all of."""
+    if filters.get("operator") == "AND":
+        conditions = filters.get("conditions")
+        if not isinstance(conditions, list):
+            raise refused("AND takes a list of conditions")
+        return [found for condition in conditions for found in _comparisons(condition)]
+    field = filters.get("field")
+    if not isinstance(field, str) or not field.startswith("meta."):
+        raise refused(f"{filters.get('operator')!r} on {field!r} is not supported; use meta.KEY")
+    return [(field.removeprefix("meta."), str(filters.get("operator")), filters.get("value"))]
