@@ -48,6 +48,22 @@ def test_importing_the_integrations_package_loads_no_framework() -> None:
     assert done.stdout.strip() == "[]"
 
 
+def test_without_the_extra_the_import_names_it() -> None:
+    probe = (
+        "import sys\n"
+        "sys.modules['haystack'] = None\n"
+        "try:\n"
+        "    import archivist.integrations.haystack\n"
+        "except ImportError as error:\n"
+        "    print(type(error).__name__, error)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout == (
+        "MissingExtraError archivist.integrations.haystack needs the haystack extra: "
+        "pip install 'archivist[haystack]'\n"
+    )
+
+
 def test_local_passages_are_scored_documents_with_their_place(handbook_kb: KnowledgeBase) -> None:
     retriever = ArchivistRetriever.from_knowledge_base(handbook_kb, top_k=3)
     documents = retriever.run(LEAVE_QUESTION)["documents"]

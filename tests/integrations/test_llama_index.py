@@ -45,6 +45,22 @@ def test_importing_the_integrations_package_loads_no_framework() -> None:
     assert done.stdout.strip() == "[]"
 
 
+def test_without_the_extra_the_import_names_it() -> None:
+    probe = (
+        "import sys\n"
+        "sys.modules['llama_index'] = None\n"
+        "try:\n"
+        "    import archivist.integrations.llama_index\n"
+        "except ImportError as error:\n"
+        "    print(type(error).__name__, error)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout == (
+        "MissingExtraError archivist.integrations.llama_index needs the llama-index extra: "
+        "pip install 'archivist[llama-index]'\n"
+    )
+
+
 def test_local_passages_are_scored_text_nodes_with_their_place(handbook_kb: KnowledgeBase) -> None:
     retriever = ArchivistRetriever.from_knowledge_base(handbook_kb, top_k=3)
     nodes = retriever.retrieve(LEAVE_QUESTION)
