@@ -150,6 +150,13 @@ def test_haystack_filters_are_translated(handbook_kb: KnowledgeBase) -> None:
             retriever.run(LEAVE_QUESTION, filters=refused)
 
 
+def test_bad_options_fail_when_the_component_is_made() -> None:
+    with pytest.raises(InvalidArgumentError, match="top_k"):
+        ArchivistRetriever("http://127.0.0.1:9", KB, top_k=0)
+    with pytest.raises(InvalidArgumentError, match="^filters: "):
+        ArchivistRetriever("http://127.0.0.1:9", KB, filters={"operator": "OR", "conditions": []})
+
+
 def test_a_local_component_says_it_cannot_be_serialized(handbook_kb: KnowledgeBase) -> None:
     pipeline = _pipeline(ArchivistRetriever.from_knowledge_base(handbook_kb))
     with pytest.raises(SerializationError, match="local KnowledgeBase"):

@@ -75,7 +75,7 @@ class ArchivistRetriever:
         self.max_per_document = max_per_document
         self.min_relevance = min_relevance
         self._source: PassageSource | None = None
-        self._local = False
+        self._options(None, None)  # bad options fail here, not at the first run
 
     @classmethod
     def from_knowledge_base(
@@ -85,13 +85,12 @@ class ArchivistRetriever:
         component runs in pipelines but does not serialize."""
         made = cls("", knowledge_base.name, **options)
         made._source = LocalSource(knowledge_base)
-        made._local = True
         return made
 
     def to_dict(self) -> dict[str, Any]:
         """The component as a pipeline file holds it: the API key as its `Secret`, which
         refuses to serialize a key given as a token."""
-        if self._local:
+        if isinstance(self._source, LocalSource):
             raise SerializationError(
                 "an ArchivistRetriever over a local KnowledgeBase holds an open store and "
                 "cannot be serialized; serialize one over the service (url, knowledge_base, "
