@@ -4,8 +4,6 @@ over a local knowledge base and over a running service, in a `Pipeline` feeding 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections import Counter
 
 import pytest
@@ -40,28 +38,6 @@ def _pipeline(retriever: ArchivistRetriever) -> Pipeline:
     pipeline.add_component("prompt", PromptBuilder(template=TEMPLATE, required_variables="*"))
     pipeline.connect("retriever.documents", "prompt.documents")
     return pipeline
-
-
-def test_importing_the_integrations_package_loads_no_framework() -> None:
-    probe = "import sys, archivist.integrations; print(sorted(m for m in sys.modules if 'haystack' in m))"
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]"
-
-
-def test_without_the_extra_the_import_names_it() -> None:
-    probe = (
-        "import sys\n"
-        "sys.modules['haystack'] = None\n"
-        "try:\n"
-        "    import archivist.integrations.haystack\n"
-        "except ImportError as error:\n"
-        "    print(type(error).__name__, error)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert done.stdout == (
-        "MissingExtraError archivist.integrations.haystack needs the haystack extra: "
-        "pip install 'archivist[haystack]'\n"
-    )
 
 
 def test_local_passages_are_scored_documents_with_their_place(handbook_kb: KnowledgeBase) -> None:

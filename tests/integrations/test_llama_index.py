@@ -4,8 +4,6 @@ whose answer's source nodes are the retriever's passages."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections import Counter
 
 import pytest
@@ -35,30 +33,6 @@ LEAVE_QUESTION = "How many days of paid leave do employees get?"
 
 def _rows(nodes: list[NodeWithScore]) -> list[tuple[str, float | None, str]]:
     return [(n.node.node_id, n.score, n.node.get_content()) for n in nodes]
-
-
-def test_importing_the_integrations_package_loads_no_framework() -> None:
-    probe = (
-        "import sys, archivist.integrations; print(sorted(m for m in sys.modules if 'llama' in m))"
-    )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]"
-
-
-def test_without_the_extra_the_import_names_it() -> None:
-    probe = (
-        "import sys\n"
-        "sys.modules['llama_index'] = None\n"
-        "try:\n"
-        "    import archivist.integrations.llama_index\n"
-        "except ImportError as error:\n"
-        "    print(type(error).__name__, error)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert done.stdout == (
-        "MissingExtraError archivist.integrations.llama_index needs the llama-index extra: "
-        "pip install 'archivist[llama-index]'\n"
-    )
 
 
 def test_local_passages_are_scored_text_nodes_with_their_place(handbook_kb: KnowledgeBase) -> None:
