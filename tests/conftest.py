@@ -1,3 +1,4 @@
+import os
 import sys
 from pathlib import Path
 
@@ -11,3 +12,7 @@ pytest.register_assert_rewrite("archivist.testing", "qdrant_cases")
 pytest_plugins = ["archivist.testing.fixtures", "system_programs", "pytester"]
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+# Haystack reports usage to its vendor unless told not to when it is imported: the tests (and
+# the docs' examples they run in child processes) send nothing off this machine.
+os.environ["HAYSTACK_TELEMETRY_ENABLED"] = "False"

