@@ -152,16 +152,9 @@ def passage_document(passage: Passage) -> Document:
     """`passage` as a scored `Document` whose id is the same for the same chunk on every
     search (Haystack's joiners and rankers deduplicate by it)."""
     return Document(
-        id=f"{passage.document_id}:{passage.chunk_index}",
+        id=passage.id,
         content=passage.text,
-        meta={
-            **passage.metadata,
-            "source": passage.source,
-            "page": passage.page,
-            "document_id": passage.document_id,
-            "chunk_index": passage.chunk_index,
-            "citation": passage.citation,
-        },
+        meta=passage.labelled_metadata(),
         score=passage.relevance,
     )
 

@@ -124,15 +124,7 @@ class ArchivistRetriever(BaseRetriever):
 def document_of(passage: Passage) -> Document:
     """A passage as a LangChain `Document` (see `ArchivistRetriever` for its metadata)."""
     return Document(
-        id=f"{passage.document_id}:{passage.chunk_index}",
+        id=passage.id,
         page_content=passage.text,
-        metadata={
-            **passage.metadata,
-            "source": passage.source,
-            "page": passage.page,
-            "score": passage.relevance,
-            "document_id": passage.document_id,
-            "chunk_index": passage.chunk_index,
-            "citation": passage.citation,
-        },
+        metadata={**passage.labelled_metadata(), "score": passage.relevance},
     )

@@ -100,16 +100,9 @@ def passage_node(passage: Passage) -> NodeWithScore:
     """`passage` as a scored `TextNode` whose id is the same for the same chunk on every
     search, so LlamaIndex's deduplication and postprocessors see one chunk as one node."""
     node = TextNode(
-        id_=f"{passage.document_id}:{passage.chunk_index}",
+        id_=passage.id,
         text=passage.text,
-        metadata={
-            **passage.metadata,
-            "source": passage.source,
-            "page": passage.page,
-            "document_id": passage.document_id,
-            "chunk_index": passage.chunk_index,
-            "citation": passage.citation,
-        },
+        metadata=passage.labelled_metadata(),
         excluded_llm_metadata_keys=HIDDEN_FROM_THE_LLM,
         excluded_embed_metadata_keys=HIDDEN_FROM_THE_LLM,
     )

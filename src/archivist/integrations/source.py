@@ -80,6 +80,25 @@ class Passage:
     citation: str
     metadata: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def id(self) -> str:
+        """The same for the same chunk on every search, so frameworks that deduplicate by id
+        see one chunk as one item."""
+        return f"{self.document_id}:{self.chunk_index}"
+
+    def labelled_metadata(self) -> dict[str, Any]:
+        """The chunk's metadata with where the passage is from (`source`, `page`,
+        `document_id`, `chunk_index`, `citation`), those winning over chunk keys of the same
+        names."""
+        return {
+            **self.metadata,
+            "source": self.source,
+            "page": self.page,
+            "document_id": self.document_id,
+            "chunk_index": self.chunk_index,
+            "citation": self.citation,
+        }
+
 
 @dataclass(frozen=True)
 class SearchOptions:
