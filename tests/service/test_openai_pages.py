@@ -3,6 +3,10 @@ never starts the list over."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from service_helpers import client
+
 from archivist.service.openai_schemas import paginate
 
 ITEMS = [{"id": f"id-{n}"} for n in range(1, 6)]  # oldest first; the ids sort as made
@@ -33,3 +37,12 @@ def test_a_deleted_cursor_is_placed_by_its_id_where_ids_sort_as_made() -> None:
 def test_elsewhere_an_unknown_cursor_ends_the_list() -> None:
     page = paginate(ITEMS, after="gone", before=None, limit=10, order="desc")
     assert ids(page) == [] and page["has_more"] is False
+
+
+def test_list_parameters_outside_their_bounds_are_unprocessable(service: Any) -> None:
+    with client(service.url, service.keys["initech"]) as http:
+        for query in ("limit=101", "limit=0", "order=sideways", f"after={'x' * 65}"):
+            answer = http.get(f"/openai/v1/vector_stores?{query}")
+            assert answer.status_code == 422, query
+            assert answer.json()["error"]["type"] == "invalid_request_error"
+        assert http.get("/openai/v1/vector_stores?limit=100&order=asc").status_code == 200

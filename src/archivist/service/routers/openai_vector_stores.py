@@ -4,6 +4,7 @@ search) over the tenant's knowledge bases; every call is scoped to the key's ten
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query
@@ -34,9 +35,26 @@ from archivist.service.state import ServiceState
 # Described by OpenAI's API reference, not by this service's /openapi.json (errors differ).
 router = APIRouter(prefix="/openai/v1/vector_stores", tags=["openai"], include_in_schema=False)
 
-ListLimit = Annotated[int, Query(ge=1, le=100)]
-Cursor = Annotated[str | None, Query(max_length=64)]
-Order = Literal["asc", "desc"]
+FileStatus = Literal["in_progress", "completed", "failed", "cancelled"]
+
+
+@dataclass(frozen=True)
+class PageQuery:
+    """A list's cursor parameters: `after`, `before`, `limit` (1 to 100) and `order`."""
+
+    after: Annotated[str | None, Query(max_length=64)] = None
+    before: Annotated[str | None, Query(max_length=64)] = None
+    limit: Annotated[int, Query(ge=1, le=100)] = 20
+    order: Literal["asc", "desc"] = "desc"
+
+    def of(self, items: list[dict[str, Any]]) -> dict[str, Any]:
+        """The page of `items` (oldest first) these parameters ask for."""
+        return paginate(
+            items, after=self.after, before=self.before, limit=self.limit, order=self.order
+        )
+
+
+Page = Annotated[PageQuery, Depends()]
 
 
 async def _store(vector_store_id: str, tenant: Tenant, state: State) -> KBRecord:
@@ -87,21 +105,14 @@ async def create_vector_store(
 
 
 @router.get("")
-async def list_vector_stores(
-    tenant: Tenant,
-    state: State,
-    after: Cursor = None,
-    before: Cursor = None,
-    limit: ListLimit = 20,
-    order: Order = "desc",
-) -> dict[str, Any]:
+async def list_vector_stores(tenant: Tenant, state: State, page: Page) -> dict[str, Any]:
     """The tenant's vector stores: every knowledge base, newest first by default."""
     views = await operations.list_stores(state, tenant)
     items = []
     for view in views:
         files = await operations.store_files(state, view.kb)
         items.append(vector_store_object(view, files))
-    return paginate(items, after=after, before=before, limit=limit, order=order)
+    return page.of(items)
 
 
 @router.get("/{vector_store_id}")
@@ -186,23 +197,26 @@ async def create_vector_store_file(
 
 @router.get("/{vector_store_id}/files")
 async def list_vector_store_files(
-    kb: Store,
-    state: State,
-    after: Cursor = None,
-    before: Cursor = None,
-    limit: ListLimit = 20,
-    order: Order = "desc",
-    filter: Literal["in_progress", "completed", "failed", "cancelled"] | None = None,
+    kb: Store, state: State, page: Page, filter: FileStatus | None = None
 ) -> dict[str, Any]:
     """The vector store's files, of one status with `filter`."""
-    files = await operations.store_files(state, kb)
+    return await _files_page(state, kb, await operations.store_files(state, kb), filter, page)
+
+
+async def _files_page(
+    state: ServiceState,
+    kb: KBRecord,
+    files: list[StoreFile],
+    status: FileStatus | None,
+    page: PageQuery,
+) -> dict[str, Any]:
     profile = await asyncio.to_thread(operations.profile_of, state, kb)
-    items = [
+    shown = [
         store_file_object(f, profile.chunk_size, profile.overlap)
         for f in files
-        if filter is None or f.status == filter
+        if status is None or f.status == status
     ]
-    return paginate(items, after=after, before=before, limit=limit, order=order)
+    return page.of(shown)
 
 
 @router.get("/{vector_store_id}/files/{file_id}")
@@ -279,19 +293,10 @@ async def list_file_batch_files(
     kb: Store,
     batch_id: str,
     state: State,
-    after: Cursor = None,
-    before: Cursor = None,
-    limit: ListLimit = 20,
-    order: Order = "desc",
-    filter: Literal["in_progress", "completed", "failed", "cancelled"] | None = None,
+    page: Page,
+    filter: FileStatus | None = None,
 ) -> dict[str, Any]:
     """The batch's files, of one status with `filter`."""
     batch = await operations.get_batch(state, kb, batch_id)
     files = await operations.store_files(state, kb, batch_id=batch.id)
-    profile = await asyncio.to_thread(operations.profile_of, state, kb)
-    items = [
-        store_file_object(f, profile.chunk_size, profile.overlap)
-        for f in files
-        if filter is None or f.status == filter
-    ]
-    return paginate(items, after=after, before=before, limit=limit, order=order)
+    return await _files_page(state, kb, files, filter, page)
