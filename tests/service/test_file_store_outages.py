@@ -106,13 +106,15 @@ def test_a_bucket_lost_in_a_restart_is_an_outage_and_a_lost_key_is_not(
         store.client.delete_object(Bucket=store.bucket, Key=found["Key"])
     store.client.delete_bucket(Bucket=store.bucket)
     raised = every_call(store)
-    # The object store answers for the bucket, not the key: until it is made again, 503.
-    for name in ("open", "save", "delete_folder"):
-        assert outage_of(raised[name]) == "the file store", raised  # type: ignore[arg-type]
-    # A download's HEAD cannot tell a lost bucket from a lost key: the file is gone.
-    assert isinstance(raised["fetched"], FileNotFoundError)
+    # The object store has no bucket: until it is made again, every call is an outage.
+    assert {name: outage_of(error) if error else None for name, error in raised.items()} == {
+        name: "the file store" for name in raised
+    }, raised
+    # Once it is made again, a file it lost is gone: 404 (a download) or failed (indexing).
     store.client.create_bucket(Bucket=store.bucket)  # refilled, but without this file
     assert store.open(KEY) is None
+    with pytest.raises(FileNotFoundError):
+        store.fetched(KEY).__enter__()
     stage(store, KEY, b"again")
     store.save(KEY)
     opened = store.open(KEY)
