@@ -1,6 +1,7 @@
 """A database or file-store error around a job never ends an indexing worker: recording a
 job's outcome is tried again, a job the worker could not see through runs again once its
-lease expires, and a document that met an outage is `retrying` until it is tried again."""
+lease expires, a document that met an outage is `retrying` until it is tried again, and one
+deleted by another replica while a worker indexes it ends its job without a traceback."""
 
 from __future__ import annotations
 
@@ -9,28 +10,58 @@ import contextlib
 import io
 import logging
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pytest
 from sqlalchemy.exc import OperationalError
 
+from archivist.rag.knowledge import ingest
 from archivist.service import ServiceSettings, runtime
 from archivist.service.indexing import indexer as indexer_module
 from archivist.service.indexing import jobs
 from archivist.service.indexing.uploads import IncomingFile
 from archivist.service.operations import documents, knowledge_bases
 from archivist.service.state import ServiceState
+from archivist.service.storage import catalog
 from archivist.service.storage.catalog import DocumentRecord, KBRecord
 
 
 @pytest.fixture
 async def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[ServiceState]:
+    async with running(tmp_path, monkeypatch) as service:
+        yield service
+
+
+@pytest.fixture(params=["local", "s3"])
+async def state_on_any_store(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[ServiceState]:
+    """The service with its files in a directory, or in a bucket on moto's S3 server."""
+    files_url = None
+    if request.param == "s3":
+        request.getfixturevalue("aws")
+        import boto3
+
+        bucket = f"uploads-{uuid.uuid4().hex[:12]}"
+        boto3.client("s3").create_bucket(Bucket=bucket)
+        files_url = f"s3://{bucket}/files"
+    async with running(tmp_path, monkeypatch, files_url) as service:
+        yield service
+
+
+@contextlib.asynccontextmanager
+async def running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files_url: str | None = None
+) -> AsyncIterator[ServiceState]:
     for name in ("ARCHIVIST_DATABASE_URL", "ARCHIVIST_PGVECTOR_URL", "ARCHIVIST_FILES_URL"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(indexer_module, "BACKOFF_BASE", 0.01)
-    settings = ServiceSettings(home=tmp_path / "home", lease_seconds=1.5, poll_seconds=0.1)
+    settings = ServiceSettings(
+        home=tmp_path / "home", lease_seconds=1.5, poll_seconds=0.1, files_url=files_url
+    )
     async with runtime.running_service(settings) as service:
         yield ServiceState.of(service)
 
@@ -146,3 +177,61 @@ async def test_an_outage_that_outlasts_the_tries_fails_the_document_saying_why(
         done = await settled(state, kb, document)
     assert done.status == "failed"
     assert done.error == "the file store could not be reached in 2 tries"
+
+
+def deleted_by_another_replica(state: ServiceState, document: DocumentRecord) -> None:
+    """Delete `document` as a replica without its indexing task does: its record and job,
+    then its folder in the file store (nothing here is cancelled)."""
+    catalog.delete_document(state.engine, document.id)
+    state.files.delete_folder(str(PurePosixPath(document.path).parent))
+
+
+@pytest.mark.parametrize("when", ["before the fetch", "after the file was read"])
+async def test_a_document_deleted_while_a_worker_has_it_ends_its_job_quietly(
+    state_on_any_store: ServiceState,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    when: str,
+) -> None:
+    state = state_on_any_store
+    caplog.set_level(logging.INFO)
+    kb = await knowledge_bases.create_kb(state, "acme", "notes")
+    met = asyncio.Event()
+
+    def delete_once(name: str) -> None:
+        """Delete the document of `name` the first time the worker reaches the hook with it."""
+        if name == "tolls.txt" and not met.is_set():
+            [document] = catalog.list_documents(state.engine, kb.id)
+            deleted_by_another_replica(state, document)
+            met.set()
+
+    if when == "before the fetch":
+        real_fetched = indexer_module._fetched
+
+        @contextlib.asynccontextmanager
+        async def fetched(files: Any, key: str) -> AsyncIterator[Path | None]:
+            delete_once(PurePosixPath(key).name)
+            async with real_fetched(files, key) as path:
+                yield path
+
+        monkeypatch.setattr(indexer_module, "_fetched", fetched)
+    else:  # parsed and chunked once: the stored copy goes before ingest reads it again
+        real_count = ingest._count_chunks
+
+        async def counted(parser: Any, chunker: Any, path: Path, *args: Any, **kwargs: Any) -> Any:
+            found = await real_count(parser, chunker, path, *args, **kwargs)
+            delete_once(path.name)
+            return found
+
+        monkeypatch.setattr(ingest, "_count_chunks", counted)
+    await upload(state, kb, "tolls.txt", "The harbour takes tolls at dawn.")
+    await asyncio.wait_for(met.wait(), 30)
+    deadline = time.monotonic() + 30
+    while state.indexer.in_flight and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    assert not state.indexer.in_flight
+    assert await documents.list_documents(state, kb) == []
+    tracebacks = [r.getMessage() for r in caplog.records if r.exc_info and r.levelno >= 30]
+    assert not tracebacks, tracebacks
+    later = await upload(state, kb, "ships.txt", "Ships leave the harbour at noon.")
+    assert (await settled(state, kb, later)).status == "ready"

@@ -26,7 +26,8 @@ _SQL_OUTAGES = (sql.OperationalError, sql.InterfaceError, sql.TimeoutError, sql.
 
 def outage_of(error: BaseException) -> str | None:
     """ "the database", "the vector store" or "the file store" when `error` says that
-    dependency could not be reached (connection refused or lost, timed out), else None."""
+    dependency could not be reached (connection refused or lost, timed out, a 5xx answer),
+    else None."""
     if isinstance(error, _SQL_OUTAGES):
         return "the database"
     try:  # the pgvector store's own driver (the postgres extra's)
@@ -40,12 +41,28 @@ def outage_of(error: BaseException) -> str | None:
     vectors = _qdrant_outage(error)
     if vectors is not None:
         return vectors
+    return _s3_outage(error)
+
+
+def _s3_outage(error: BaseException) -> str | None:
+    """ "the file store" when S3 could not be reached (no connection, one lost or timed out,
+    also while a body is read), answered 5xx, or lacks the bucket itself (a server restarted
+    empty, being refilled); also through boto3's transfer errors, which wrap what they met."""
     try:
-        from botocore import exceptions as boto  # the s3 extra's
+        from boto3 import exceptions as transfer  # the s3 extra's
+        from botocore import exceptions as boto
     except ImportError:
         return None
-    if isinstance(error, boto.ConnectionError | boto.HTTPClientError):
+    if isinstance(error, boto.ConnectionError | boto.HTTPClientError | boto.IncompleteReadError):
         return "the file store"
+    if isinstance(error, boto.ClientError):
+        status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+        code = error.response.get("Error", {}).get("Code")
+        return "the file store" if status >= 500 or code == "NoSuchBucket" else None
+    if isinstance(error, transfer.RetriesExceededError):  # a download's last error
+        return _s3_outage(error.last_exception)
+    if isinstance(error, transfer.S3UploadFailedError) and error.__context__ is not None:
+        return _s3_outage(error.__context__)  # raised while handling the ClientError
     return None
 
 

@@ -228,8 +228,10 @@ _outages = OutageLog()
 
 class UnhandledErrors:
     """Answers an exception no handler took: 503 with Retry-After when a dependency cannot
-    be reached, else 500 with its traceback logged once. It sits inside the layers that add
-    the security headers and request ids, so those answers carry them like any other."""
+    be reached, else 500 with its traceback logged once. A response already started is cut
+    short (the server drops the connection), logged as an outage or with the traceback. It
+    sits inside the layers that add the security headers and request ids, so those answers
+    carry them like any other."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -249,7 +251,11 @@ class UnhandledErrors:
             await self.app(scope, receive, watched)
         except Exception as exc:
             if started:  # too late to answer: the server drops the connection
-                raise
+                dependency = outage_of(exc)
+                if dependency is None:
+                    raise
+                _outages.refused(dependency, exc)  # a body cut short by an outage
+                return
             response = await _server_error(Request(scope), exc)
             await response(scope, receive, send)
 

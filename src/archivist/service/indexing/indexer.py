@@ -184,7 +184,10 @@ class Indexer:
                 if dependency is not None and job.attempt < self.settings.max_attempts:
                     await self._postpone(job, dependency, exc)
                     return
-                if dependency is None:
+                if dependency is None and await self._file_deleted(document, exc):
+                    logger.info("indexing %s stopped: the document was deleted", document.id)
+                    status, count, error = Status.FAILED, 0, "deleted while it was being indexed"
+                elif dependency is None:
                     logger.exception("indexing %s failed", document.id)
                     status, count, error = Status.FAILED, 0, public_detail(exc)
                 else:  # the document's own fault it is not, but the tries are used up
@@ -202,6 +205,16 @@ class Indexer:
                         job.kb.profile(self.defaults), self.store, self.model
                     )
                     await handle.delete_document(document.id)
+
+    async def _file_deleted(self, document: catalog.DocumentRecord, error: Exception) -> bool:
+        """Whether `error` is the document's file going with the document, deleted by another
+        replica while this one indexed it (that replica cannot stop the work here)."""
+        if not isinstance(error, FileNotFoundError):
+            return False
+        current = await asyncio.to_thread(
+            catalog.get_document, self.engine, document.kb_id, document.id
+        )
+        return current is None
 
     async def _postpone(self, job: ClaimedJob, dependency: str, error: Exception) -> None:
         """Try `job` again after a pause that doubles with each try (RETRY_BASE s first),

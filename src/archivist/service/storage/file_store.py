@@ -175,6 +175,7 @@ class S3FileStore(FileStore):
         except ClientError as exc:
             partial.unlink(missing_ok=True)
             if _is_missing(exc):
+                self._bucket_answers()  # a lost bucket is an outage, not a lost file
                 raise FileNotFoundError(f"{key}: not in {self.url}") from None
             raise
         os.replace(partial, path)
@@ -182,6 +183,11 @@ class S3FileStore(FileStore):
             yield path
         finally:
             _remove_staged(path, self.staging)
+
+    def _bucket_answers(self) -> None:
+        """Return if the bucket is there, else raise S3's NoSuchBucket (a download's HEAD
+        answers a plain 404 for a missing bucket and a missing key alike)."""
+        self.client.list_objects_v2(Bucket=self.bucket, MaxKeys=1)
 
     def open(self, key: str) -> tuple[BinaryIO, int] | None:
         from botocore.exceptions import ClientError
