@@ -40,12 +40,12 @@ FileStatus = Literal["in_progress", "completed", "failed", "cancelled"]
 
 @dataclass(frozen=True)
 class PageQuery:
-    """A list's cursor parameters: `after`, `before`, `limit` (1 to 100) and `order`."""
+    """A list's cursor parameters: `after`, `before`, `limit` and `order`."""
 
-    after: Annotated[str | None, Query(max_length=64)] = None
-    before: Annotated[str | None, Query(max_length=64)] = None
-    limit: Annotated[int, Query(ge=1, le=100)] = 20
-    order: Literal["asc", "desc"] = "desc"
+    after: str | None
+    before: str | None
+    limit: int
+    order: Literal["asc", "desc"]
 
     def of(self, items: list[dict[str, Any]]) -> dict[str, Any]:
         """The page of `items` (oldest first) these parameters ask for."""
@@ -54,7 +54,17 @@ class PageQuery:
         )
 
 
-Page = Annotated[PageQuery, Depends()]
+async def _page(
+    after: Annotated[str | None, Query(max_length=64)] = None,
+    before: Annotated[str | None, Query(max_length=64)] = None,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    order: Literal["asc", "desc"] = "desc",
+) -> PageQuery:
+    """The cursor parameters of a list request (async: no thread hop to read them)."""
+    return PageQuery(after, before, limit, order)
+
+
+Page = Annotated[PageQuery, Depends(_page)]
 
 
 async def _store(vector_store_id: str, tenant: Tenant, state: State) -> KBRecord:
