@@ -24,11 +24,12 @@ demo: $(STAMP)
 # and its shared setup stay in one process. One worker more than there are cores: a worker
 # spends about a third of its time waiting on the servers and subprocesses it started.
 PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
-# The tests' temporary files (stores, databases, uploads) live in memory where the machine
-# has /dev/shm: the suite creates and fsyncs thousands of small stores, and on a disk the
-# fsyncs alone took a third of its time. The directory is removed when the run ends.
-TEST_TMP ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm)
-in_test_tmp = dir=$$(mktemp -d $(if $(TEST_TMP),-p $(TEST_TMP)) archivist-tests.XXXXXX) \
+# The tests' temporary files (stores, databases, uploads) go in a fresh directory under the
+# system's temporary folder, removed when the run ends. Not /dev/shm: there every file the
+# stores map or preallocate is held in memory, and at the run's peak that memory and the
+# servers' own left the machine none. TEST_TMP=dir puts them elsewhere.
+TEST_TMP ?= $(or $(TMPDIR),/tmp)
+in_test_tmp = dir=$$(mktemp -d -p $(TEST_TMP) archivist-tests.XXXXXX) \
 	&& TMPDIR=$$dir $(1); status=$$?; rm -rf "$$dir"; exit $$status
 
 test: $(STAMP)

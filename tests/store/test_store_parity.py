@@ -259,9 +259,10 @@ def _compare(key: str, op: str, value: Any) -> dict[str, Any]:
 
 
 NARROW_TOP_K = 50
-"""More than any narrow match holds for, so a search returns every chunk it holds for."""
+"""More than any narrow match holds for, so a search returns every chunk it holds for.
+Each holds for a few chunks of the built-in corpora alone, SciFact present or not."""
 NARROW_MATCHES = [
-    {"all": [_compare("n", "eq", 3), _compare("group", "eq", "a")]},
+    {"all": [_compare("n", "eq", 3), _compare("group", "in", ["a", "b"])]},
     {"all": [_compare("n", "in", ["4", True, 24]), _compare("group", "in", ["b", "c"])]},
     {
         "any": [
