@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-from psycopg import AsyncConnection, OperationalError, sql
+from psycopg import AsyncConnection, OperationalError, errors, sql
 
 from archivist.errors import InvalidArgumentError
 from archivist.rag.store.core.bm25 import TermCounts, check_term_layout
@@ -236,7 +236,17 @@ class PgVectorEngine(PgVectorReading):
             )
 
     async def optimize(self, collection: str) -> None:
-        """Nothing: PostgreSQL indexes on write."""
+        """Refresh the planner's statistics of the collection's chunks (PostgreSQL indexes on
+        write): a filtered search sizes its graph walk by the table's row count."""
+        found = await self.shape(collection)
+        if found is None:
+            raise missing_collection(collection)
+        try:
+            async with self._open().connection() as connection:
+                await connection.execute(sql.SQL("ANALYZE {}").format(found.tables.chunks))
+        except errors.UndefinedTable:  # dropped by another process meanwhile
+            self._collections.pop(collection, None)
+            raise missing_collection(collection) from None
 
     # Writing
 

@@ -38,7 +38,11 @@ class PgVectorReading(ABC):
     remembers (a collection dropped by another process meanwhile is forgotten)."""
 
     EF_SEARCH = 100
-    """HNSW candidate list per search (at least the results wanted): Qdrant's default."""
+    """Smallest HNSW candidate list per search (at least the results wanted): Qdrant's
+    default, widened for a filtered search by `CANDIDATES_PER_RESULT`."""
+    CANDIDATES_PER_RESULT = 6
+    """In-scope chunks a filtered graph search's candidate list should hold per result
+    wanted: its list grows as the share of the collection in scope shrinks."""
     EXACT_BELOW = 10_000
     """A filtered dense search over fewer matching chunks ranks them exactly (no graph),
     as Qdrant does below its full-scan threshold: exact, and cheap at that size."""
@@ -77,7 +81,7 @@ class PgVectorReading(ABC):
             query.dense,
             None if query.sparse is None else query.sparse.indices,
             *scope,
-            Limits(depth, self.EF_SEARCH, self.EXACT_BELOW),
+            Limits(depth, self.EF_SEARCH, self.EXACT_BELOW, self.CANDIDATES_PER_RESULT),
         )
         try:
             query_idf = await plan.query_idf()

@@ -83,6 +83,11 @@ class Tables:
         return self.named("chunks")
 
     @property
+    def chunks_name(self) -> str:
+        """The chunk table's name as `regclass` reads it (the names need no quoting)."""
+        return f"{self.base}_chunks"
+
+    @property
     def df(self) -> sql.Identifier:
         return self.named("df")
 

@@ -3,6 +3,7 @@ side's best chunks, and a hybrid search's candidates with the evidence they are 
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -30,13 +31,26 @@ CHUNK_COLUMNS = sql.SQL(
 )
 
 
+MAX_EF_SEARCH = 1000
+"""pgvector's largest `hnsw.ef_search`."""
+
+
 @dataclass(frozen=True)
 class Limits:
-    """How deep a search looks: see the `PgVectorStore` attributes of the same names."""
+    """How deep a search looks: see the `PgVectorReading` attributes of the same names."""
 
     hybrid_depth: int
     ef_search: int
     exact_below: int
+    candidates_per_result: int
+
+    def ef_for(self, depth: int, share: float) -> int:
+        """The HNSW candidate list for the best `depth` chunks when a `share` (0-1] of the
+        collection is in scope: the graph walk meets chunks outside the scope too, so the
+        list is widened until it holds about `candidates_per_result` in-scope chunks per
+        result, within pgvector's bounds (an iterative scan goes on past it if needed)."""
+        wanted = self.candidates_per_result * depth / max(share, 1e-6)
+        return int(min(max(self.ef_search, depth, math.ceil(wanted)), MAX_EF_SEARCH))
 
 
 @dataclass(frozen=True)
@@ -182,27 +196,40 @@ class SearchPlan:
             yield connection
 
     async def _plans_exact(self, connection: AsyncConnection[Any], depth: int) -> bool:
-        """Whether the dense side ranks exactly (few chunks match the filter, as Qdrant plans
-        a filtered search) rather than through the graph, which is then set up."""
+        """Whether the dense side ranks exactly rather than through the graph, which is then
+        set up with `graph_breadth`'s candidate list."""
         if self.dense is None:
             return False
-        if self.scope_params:
-            cursor = await connection.execute(
-                sql.SQL("SELECT count(*) FROM (SELECT 1 FROM {} c WHERE {} LIMIT %s) AS s").format(
-                    self.tables.chunks, self.scope
-                ),
-                [*self.scope_params, self.limits.exact_below],
-            )
-            row = await cursor.fetchone()
-            if row is not None and int(row[0]) < self.limits.exact_below:
-                return True
+        breadth = await self.graph_breadth(connection, depth)
+        if breadth is None:
+            return True
         await connection.execute("SET LOCAL hnsw.iterative_scan = strict_order")
         await connection.execute(
-            sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
-                sql.Literal(min(max(self.limits.ef_search, depth), 1000))
-            )
+            sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(breadth))
         )
         return False
+
+    async def graph_breadth(self, connection: AsyncConnection[Any], depth: int) -> int | None:
+        """The HNSW candidate list for the best `depth` chunks in scope, widened by how small
+        a share of the collection the scope holds (`Limits.ef_for`); None when so few chunks
+        are in scope that ranking them exactly is cheaper, as Qdrant plans a filtered search."""
+        if not self.scope_params:
+            return self.limits.ef_for(depth, 1.0)
+        cursor = await connection.execute(
+            sql.SQL(
+                "SELECT (SELECT count(*) FROM (SELECT 1 FROM {chunks} c WHERE {scope} "
+                "LIMIT %s) AS s), (SELECT reltuples FROM pg_class WHERE oid = %s::regclass)"
+            ).format(chunks=self.tables.chunks, scope=self.scope),
+            [*self.scope_params, self.limits.exact_below, self.tables.chunks_name],
+        )
+        row = await cursor.fetchone()
+        in_scope, total = (0, None) if row is None else (int(row[0]), row[1])
+        if in_scope < self.limits.exact_below:
+            return None
+        # At least `in_scope` chunks are in scope (the count stops there), of the planner's
+        # estimate of the table's rows (unknown, -1, until the table is first analyzed).
+        share = in_scope / max(float(total or 0), in_scope)
+        return self.limits.ef_for(depth, share)
 
     def _statement(
         self,

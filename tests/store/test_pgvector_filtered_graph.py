@@ -1,0 +1,123 @@
+"""A filtered dense search through PgVectorStore's HNSW graph: its candidate list widens as
+the share of the collection in scope shrinks, so a tenant's best chunks are found."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from archivist.message import TextBlock
+from archivist.rag import PgVectorStore
+from archivist.rag.document import Chunk
+from archivist.rag.record import VectorRecord
+from archivist.rag.store.pgvector.filter import where_metadata
+from archivist.rag.store.pgvector.search import MAX_EF_SEARCH, Limits, SearchPlan
+from pgvector_server import pgvector_server
+
+DIMENSIONS = 48
+CHUNKS = 6_000
+TENANT_SHARE = 0.02
+
+
+def test_the_candidate_list_grows_as_the_share_in_scope_shrinks() -> None:
+    limits = Limits(hybrid_depth=50, ef_search=100, exact_below=10_000, candidates_per_result=6)
+    assert limits.ef_for(5, 1.0) == 100  # no filter: the floor
+    assert limits.ef_for(50, 1.0) == 300  # a deeper search looks wider
+    assert limits.ef_for(5, 0.1) == 300
+    assert limits.ef_for(5, 0.05) == 600
+    assert limits.ef_for(5, 0.001) == MAX_EF_SEARCH  # pgvector's bound
+    assert limits.ef_for(5, 0.0) == MAX_EF_SEARCH
+
+
+class GraphAlways(PgVectorStore):
+    """Every filtered search goes through the graph, however few chunks are in scope."""
+
+    EXACT_BELOW = 1
+
+
+@pytest.fixture(scope="module")
+def pg_url() -> Iterator[str]:
+    with pgvector_server() as url:
+        yield url
+
+
+def _records(vectors: np.ndarray, tenants: list[str]) -> list[VectorRecord]:
+    return [
+        VectorRecord(
+            vector=vector.tolist(),
+            document_id=f"d{n}",
+            chunk=Chunk(
+                content=TextBlock(text=f"chunk {n}"),
+                source=f"d{n}.txt",
+                chunk_index=0,
+                total_chunks=1,
+                metadata={"tenant_id": tenant},
+            ),
+        )
+        for n, (vector, tenant) in enumerate(zip(vectors, tenants, strict=True))
+    ]
+
+
+async def _recall(store_class: type[PgVectorStore], url: str, prefix: str) -> float:
+    rng = np.random.default_rng(11)
+    vectors = rng.standard_normal((CHUNKS, DIMENSIONS)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    small = rng.random(CHUNKS) < TENANT_SHARE
+    tenants = ["small" if flag else "large" for flag in small]
+    queries = rng.standard_normal((30, DIMENSIONS)).astype(np.float32)
+    found = 0
+    async with store_class(url, table_prefix=prefix) as store:
+        await store.create_collection("docs", DIMENSIONS)
+        records = _records(vectors, tenants)
+        for start in range(0, CHUNKS, 1_000):
+            await store.insert("docs", records[start : start + 1_000])
+        await store.optimize("docs")  # the planner learns the table's size
+        for query in queries:
+            scores = np.where(small, vectors @ query, -np.inf)
+            exact = {f"d{n}" for n in np.argsort(-scores)[:5]}
+            hits = await store.search("docs", query.tolist(), 5, {"tenant_id": "small"})
+            found += len(exact & {hit.document_id for hit in hits})
+    return found / (5 * len(queries))
+
+
+async def test_a_small_tenant_finds_its_best_chunks_through_the_graph(pg_url: str) -> None:
+    assert await _recall(GraphAlways, pg_url, "graph") >= 0.98
+
+
+async def test_the_list_widens_by_the_share_a_filter_holds(pg_url: str) -> None:
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((2_000, DIMENSIONS)).astype(np.float32)
+    tenants = ["tenth" if n % 10 == 0 else "rest" for n in range(2_000)]
+    async with PgVectorStore(pg_url, table_prefix="share") as store:
+        await store.create_collection("docs", DIMENSIONS)
+        await store.insert("docs", _records(vectors, tenants))
+        await store.optimize("docs")  # the planner's row count: 2,000
+
+        async def breadth(tenant: str | None, exact_below: int = 100) -> int | None:
+            scope = where_metadata(None if tenant is None else {"tenant_id": tenant})
+            shape = await store._engine.shape("docs")
+            assert shape is not None
+            limits = Limits(50, 100, exact_below, 6)
+            plan = SearchPlan(
+                store._engine._open(),
+                store._engine._registry,
+                "docs",
+                shape.tables,
+                "Cosine",
+                [0.0] * DIMENSIONS,
+                None,
+                *scope,
+                limits,
+            )
+            async with plan.pool.connection() as connection:
+                return await plan.graph_breadth(connection, 5)
+
+        assert await breadth(None) == 100
+        # The count stops at `exact_below`: the share is at least what it reached.
+        assert await breadth("rest", exact_below=1_000) == 100  # half or more: the floor
+        assert await breadth("rest") == 600  # 1 in 20 or more: 6 x 5 x 20
+        assert await breadth("tenth", exact_below=200) == 300  # 1 in 10: 6 x 5 x 10
+        assert await breadth("tenth", exact_below=201) is None  # 200 in scope: ranked exactly
+        assert await breadth("nobody") is None
