@@ -127,7 +127,11 @@ def _relevance(modes: dict[str, Any], calibration: dict[str, Any] | None) -> lis
         st = stable.get((model, dataset))
         spread = f"{st['within_0.1']:.0%} ({st['max']:.2f})" if st else ""
         lines.append(f"| {model} | {dataset} | {ndcg} | {ece} | {kept} | {spread} |")
-    lines += ["", "Reliability of hybrid hits, per bin of relevance shown: hits, share judged relevant.", ""]
+    lines += [
+        "",
+        "Reliability of hybrid hits, per bin of relevance shown: hits, share judged relevant.",
+        "",
+    ]
     for (model, dataset), runs in by_set.items():
         cells = ", ".join(
             f"{b['low']:.1f}+: {b['hits']} {b['relevant']:.2f}" for b in runs["hybrid"]["bins"]
@@ -403,12 +407,21 @@ def _stores_rss(row: dict[str, Any]) -> str:
     return f"{client + server:.0f} ({client:.0f} + server {server:.0f}; server PSS {row['server_pss_mb']:.0f})"
 
 
+def _recall_cell(found: float | None, by_size: dict[str, float | None] | None) -> str:
+    if found is None:
+        return "—"
+    if not by_size:
+        return f"{found:.3f}"
+    classes = " / ".join("—" if value is None else f"{value:.3f}" for value in by_size.values())
+    return f"{found:.3f} ({classes})"
+
+
 def stores_table(data: dict[str, Any]) -> list[str]:
     """The `stores` benchmark's table (one row per system and checkpoint) and how each run
     ended; `bench_stores` prints it too."""
     lines = [
         "| system | chunks | insert chunks/s | peak RSS MiB | disk MiB | dense p50 / p99 ms "
-        "| hybrid p50 / p99 ms | recall@5 |",
+        "| hybrid p50 / p99 ms | recall@5 (small / medium / large tenants) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     ended = []
@@ -420,7 +433,7 @@ def stores_table(data: dict[str, Any]) -> list[str]:
             lines.append(
                 f"| {label} | {row['chunks']:,}{partial} | {row['insert_per_s']:,} | {_stores_rss(row)} "
                 f"| {row['disk_mb']:,.0f} | {_p50_p99(row, 'dense')} | {_p50_p99(row, 'hybrid')} "
-                f"| {'—' if found is None else f'{found:.3f}'} |"
+                f"| {_recall_cell(found, row.get('recall@5_by_size'))} |"
             )
         status = run["status"]
         load = f", load average {run['load_after'][1]}" if "load_after" in run else ""
@@ -463,7 +476,8 @@ def render_stores(results: Path) -> list[str]:
         f"own bounded process, on {host['cpus']} cores.",
         "Insert chunks/s counts each step's writes with its optimize / index build. Latency:",
         f"tenant-filtered top 5 over {d['queries']} SciFact claims, tenants as skewed as their",
-        "sizes; recall@5 of dense search against exact search within the tenant. Peak RSS: the",
+        "sizes; recall@5 of dense search against exact search within the tenant, overall and",
+        "for tenants holding under 1,000 chunks, under 10,000, and more. Peak RSS: the",
         "process running the store (pgvector: plus its server's processes, each counting the",
         "shared buffers it touched, so their PSS, shared pages split, beside it); disk: the",
         "store's files (pgvector: `pg_database_size`, WAL not counted). The load average (5",

@@ -64,7 +64,7 @@ from typing import Any
 import numpy as np
 from _common import RESULTS, ROOT, SCIFACT, write_cache, write_result
 from report_sections import stores_table
-from stores_data import MARKER, SIGMA, StoreData, recall
+from stores_data import MARKER, SIGMA, StoreData, recall, recall_by_size
 
 HERE = Path(__file__).resolve().parent
 CACHE = Path.home() / ".cache" / "archivist-bench"
@@ -381,7 +381,10 @@ def main(argv: list[str] | None = None) -> None:
             if hits is not None:
                 if row["chunks"] not in exact:
                     exact[row["chunks"]] = data.exact_top(row["chunks"])
-                row["recall@5"] = recall(hits, exact[row["chunks"]][: len(hits)])
+                truth = exact[row["chunks"]][: len(hits)]
+                row["recall@5"] = recall(hits, truth)
+                sizes = data.query_tenant_sizes(row["chunks"])[: len(hits)]
+                row["recall@5_by_size"] = recall_by_size(hits, truth, sizes)
     payload = {
         "command": " ".join(command),
         "steps": steps,

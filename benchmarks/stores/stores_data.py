@@ -153,6 +153,11 @@ class StoreData:
         u = np.random.default_rng([SEED, 2]).random(len(self.query_vectors))
         return self.tenants[np.minimum((u * written).astype(np.int64), written - 1)]
 
+    def query_tenant_sizes(self, written: int) -> list[int]:
+        """The chunks each query's tenant holds once `written` chunks are in."""
+        sizes = np.bincount(self.tenants[:written].astype(np.int64), minlength=TENANTS)
+        return [int(sizes[t]) for t in self.query_tenants(written)]
+
     def fingerprint(self) -> str:
         """A digest of the corpus, the tenants and the first two batches: equal in every venv
         if and only if the systems get the same data."""
@@ -215,6 +220,24 @@ def recall(hits: Sequence[Sequence[int]], exact: Sequence[Sequence[int]]) -> flo
         if truth
     ]
     return round(statistics.fmean(shares), 4) if shares else None
+
+
+SIZE_CLASSES = (("small", 1_000), ("medium", 10_000), ("large", math.inf))
+"""Tenant size classes by the chunks a tenant holds at a checkpoint: below 1,000, below
+10,000, and the rest."""
+
+
+def recall_by_size(
+    hits: Sequence[Sequence[int]], exact: Sequence[Sequence[int]], sizes: Sequence[int]
+) -> dict[str, float | None]:
+    """`recall` within each size class, `sizes` being each query's tenant's chunk count."""
+    out: dict[str, float | None] = {}
+    floor = 0.0
+    for name, below in SIZE_CLASSES:
+        picked = [i for i, size in enumerate(sizes) if floor <= size < below]
+        out[name] = recall([hits[i] for i in picked], [exact[i] for i in picked])
+        floor = below
+    return out
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -28,7 +28,9 @@ from archivist.rag.store.pgvector.schema import (
     migration_ddl,
     registry_ddl,
 )
+from archivist.rag.store.pgvector.tenant_graphs import build_tenant_graphs
 from archivist.rag.store.pgvector.writing import delete_where, write_chunks
+from archivist.rag.store.tenant import TENANT_KEY
 from archivist.validation import MetadataFilter, check_positive_int
 
 if TYPE_CHECKING:
@@ -51,6 +53,7 @@ class PgVectorEngine(PgVectorReading):
         distance: str = "Cosine",
         table_prefix: str = "archivist_vec",
         max_connections: int = 10,
+        tenant_key: str | None = TENANT_KEY,
     ) -> None:
         if not isinstance(url, str) or not url.strip():
             raise InvalidArgumentError(
@@ -61,6 +64,12 @@ class PgVectorEngine(PgVectorReading):
         self._prefix = check_prefix(table_prefix)
         self._registry = sql.Identifier(f"{self._prefix}_collections")
         self._max_connections = check_positive_int(max_connections, "max_connections")
+        if tenant_key is not None and (not isinstance(tenant_key, str) or not tenant_key):
+            raise InvalidArgumentError(
+                f"tenant_key must be a metadata key or None, got {tenant_key!r}",
+                argument="tenant_key",
+            )
+        self._tenant_key = tenant_key
         self._pool: AsyncConnectionPool | None = None
         self._collections: dict[str, Collection] = {}
 
@@ -236,13 +245,22 @@ class PgVectorEngine(PgVectorReading):
             )
 
     async def optimize(self, collection: str) -> None:
-        """Refresh the planner's statistics of the collection's chunks (PostgreSQL indexes on
-        write): a filtered search sizes its graph walk by the table's row count."""
+        """Build a graph of its own for every tenant holding at least `EXACT_BELOW` chunks
+        (`tenant_graphs`), then refresh the planner's statistics (a filtered search sizes
+        its graph walk by the table's row count). Writes go on meanwhile."""
         found = await self.shape(collection)
         if found is None:
             raise missing_collection(collection)
         try:
             async with self._open().connection() as connection:
+                if self._tenant_key is not None:
+                    await build_tenant_graphs(
+                        connection,
+                        found.tables,
+                        found.distance,
+                        self._tenant_key,
+                        self.EXACT_BELOW,
+                    )
                 await connection.execute(sql.SQL("ANALYZE {}").format(found.tables.chunks))
         except errors.UndefinedTable:  # dropped by another process meanwhile
             self._collections.pop(collection, None)

@@ -20,24 +20,39 @@ SqlScope = tuple[sql.Composable, list[Any]]
 """A metadata filter as an SQL condition on the chunk table and its parameters."""
 
 
-def where_metadata(metadata_filter: Mapping[str, Any] | None, alias: str = "c") -> SqlScope:
-    """(SQL condition, its parameters) for `metadata_filter` on table alias `alias`; TRUE when
-    there is no filter. Checked by `archivist.validation.check_metadata_filter`."""
+def where_metadata(
+    metadata_filter: Mapping[str, Any] | None, alias: str | None = "c", *, literal: bool = False
+) -> SqlScope:
+    """(SQL condition, its parameters) for `metadata_filter` on table alias `alias` (None:
+    the bare column, as an index predicate names it); TRUE when there is no filter. With
+    `literal`, the values are written into the SQL and there are no parameters. Checked by
+    `archivist.validation.check_metadata_filter`."""
     checked = check_metadata_filter(metadata_filter) or {}
-    column = sql.SQL("{}.metadata").format(sql.Identifier(alias))
+    column: sql.Composable = sql.Identifier("metadata")
+    if alias is not None:
+        column = sql.SQL("{}.{}").format(sql.Identifier(alias), column)
     parts: list[sql.Composable] = []
     params: list[Any] = []
-    for key, value in checked.items():
-        if value is None:
+
+    def value(given: Any) -> sql.Composable:
+        if literal:
+            return sql.Literal(given)
+        params.append(given)
+        return sql.Placeholder()
+
+    for key, wanted in checked.items():
+        if wanted is None:
             parts.append(
-                sql.SQL("COALESCE({} -> %s, 'null'::jsonb) IN ('null'::jsonb, '[]'::jsonb)").format(
-                    column
+                sql.SQL("COALESCE({} -> {}, 'null'::jsonb) IN ('null'::jsonb, '[]'::jsonb)").format(
+                    column, value(key)
                 )
             )
-            params.append(key)
         else:
-            parts.append(sql.SQL("({0} @> %s OR {0} @> %s)").format(column))
-            params.extend([Jsonb({key: value}), Jsonb({key: [value]})])
+            parts.append(
+                sql.SQL("({0} @> {1} OR {0} @> {2})").format(
+                    column, value(Jsonb({key: wanted})), value(Jsonb({key: [wanted]}))
+                )
+            )
     if not parts:
         return sql.SQL("TRUE"), []
     return sql.SQL(" AND ").join(parts), params

@@ -9,6 +9,7 @@ from archivist.rag.store.pgvector.engine import PgVectorEngine
 from archivist.rag.store.pgvector.filter import SqlScope
 from archivist.rag.store.pgvector.schema import Collection
 from archivist.rag.store.pgvector.search import Row
+from archivist.rag.store.tenant import TENANT_KEY
 
 __all__ = ["PgVectorStore"]
 
@@ -23,7 +24,13 @@ class PgVectorStore(CoreStore[Collection, SqlScope, Row]):
     locked per document across processes (PostgreSQL advisory locks).
 
     Dense search uses an HNSW index per collection (iterative scans, so a metadata filter never
-    starves the result list). Sparse search is exact BM25 in SQL: the same terms and term
+    starves the result list), its candidate list widened as the share of the collection a
+    filter holds shrinks. A filter holding fewer than `EXACT_BELOW` chunks is ranked exactly.
+    `optimize()` gives each tenant (metadata key `tenant_key`, default "tenant_id", the key
+    `archivist.rag.store.tenant` scopes by; None: none) holding more its own HNSW index, which
+    the tenant's searches then walk; it is built without blocking writes.
+
+    Sparse search is exact BM25 in SQL: the same terms and term
     weights as the Qdrant store (`archivist.rag.store.core.terms`), IDF from exact per-term
     document frequencies; a GIN index over each chunk's term slots finds the chunks in scope
     holding a query term that can still lift them into the results (MaxScore), and a pgvector
@@ -52,6 +59,7 @@ class PgVectorStore(CoreStore[Collection, SqlScope, Row]):
         distance: str = "Cosine",
         table_prefix: str = "archivist_vec",
         max_connections: int = 10,
+        tenant_key: str | None = TENANT_KEY,
     ) -> None:
         super().__init__(
             PgVectorEngine(
@@ -59,5 +67,6 @@ class PgVectorStore(CoreStore[Collection, SqlScope, Row]):
                 distance=distance,
                 table_prefix=table_prefix,
                 max_connections=max_connections,
+                tenant_key=tenant_key,
             )
         )

@@ -1,0 +1,70 @@
+"""Tenant graphs: an HNSW index of its own (a partial index) for each tenant holding many
+chunks of a collection.
+
+A filtered search through the collection's one graph walks past other tenants' chunks, and
+for a tenant holding a small share of a large collection it misses some of its best chunks
+however wide its candidate list. A partial index over one tenant's rows is a graph of that
+tenant alone; PostgreSQL's planner takes it for any search whose filter holds the tenant's
+condition, written as `filter.where_metadata` writes it. Tenants with fewer chunks are ranked
+exactly (`PgVectorReading.EXACT_BELOW`), so every tenant is served one way or the other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from psycopg import AsyncConnection, sql
+
+from archivist.rag.store.pgvector.filter import where_metadata
+from archivist.rag.store.pgvector.schema import DISTANCE_OPERATORS, Tables
+
+
+def graph_name(tables: Tables, tenant: str) -> str:
+    """The index name of `tenant`'s graph (a digest, so any tenant fits 63 characters)."""
+    return f"{tables.base}_tg_{hashlib.blake2b(tenant.encode(), digest_size=8).hexdigest()}"
+
+
+async def build_tenant_graphs(
+    connection: AsyncConnection[Any],
+    tables: Tables,
+    distance: str,
+    tenant_key: str,
+    minimum: int,
+) -> list[str]:
+    """Build the graph of every tenant holding at least `minimum` chunks that has none yet
+    (or whose build was cut short), without blocking writes (`CONCURRENTLY`, so
+    `connection` must be in autocommit mode); returns the tenants whose graphs were built."""
+    cursor = await connection.execute(
+        sql.SQL(
+            "SELECT c.metadata ->> %s FROM {} c WHERE jsonb_typeof(c.metadata -> %s) = 'string' "
+            "GROUP BY 1 HAVING count(*) >= %s ORDER BY count(*) DESC"
+        ).format(tables.chunks),
+        [tenant_key, tenant_key, minimum],
+    )
+    tenants = [str(tenant) for (tenant,) in await cursor.fetchall()]
+    cursor = await connection.execute(
+        "SELECT i.relname, x.indisvalid FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid "
+        "WHERE x.indrelid = %s::regclass",
+        [tables.chunks_name],
+    )
+    existing = {str(name): bool(valid) for name, valid in await cursor.fetchall()}
+    _, opclass = DISTANCE_OPERATORS[distance]
+    built = []
+    for tenant in tenants:
+        name = graph_name(tables, tenant)
+        if existing.get(name):
+            continue
+        if name in existing:  # a build cut short leaves an invalid index behind
+            await connection.execute(
+                sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name))
+            )
+        predicate, _ = where_metadata({tenant_key: tenant}, alias=None, literal=True)
+        await connection.execute(
+            sql.SQL(
+                "CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON {} USING hnsw (embedding {}) "
+                "WITH (m = 16, ef_construction = 100) WHERE {}"
+            ).format(sql.Identifier(name), tables.chunks, sql.SQL(opclass), predicate)
+        )
+        built.append(tenant)
+    return built
