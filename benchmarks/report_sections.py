@@ -398,7 +398,12 @@ STORE_SYSTEMS = {
 
 def _p50_p99(row: dict[str, Any], mode: str) -> str:
     found = row["search"].get(mode)
-    return "—" if found is None else f"{found['p50_ms']:.2f} / {found['p99_ms']:.2f}"
+    if found is None:
+        return "—"
+    first = f"{found['p50_ms']:.2f} / {found['p99_ms']:.2f}"
+    if "warm_p50_ms" not in found:
+        return first
+    return f"{first} (warm {found['warm_p50_ms']:.2f} / {found['warm_p99_ms']:.2f})"
 
 
 def _stores_rss(row: dict[str, Any]) -> str:
@@ -477,19 +482,134 @@ def render_stores(results: Path) -> list[str]:
         f"own bounded process, on {host['cpus']} cores.",
         "Insert chunks/s counts each step's writes with its optimize / index build. Latency:",
         f"tenant-filtered top 5 over {d['queries']} SciFact claims, tenants as skewed as their",
-        "sizes; recall@5 of dense search against exact search within the tenant, overall and",
-        "for tenants holding under 1,000 chunks, under 10,000, and more. Peak RSS: the",
-        "process running the store (pgvector: plus its server's processes, each counting the",
-        "shared buffers it touched, so their PSS, shared pages split, beside it); disk: the",
-        "store's files (pgvector: `pg_database_size`, WAL not counted). The load average (5",
-        "minutes) at each run's end shows whether other work shared the machine.",
+        "sizes, a first pass then the same searches warm; recall@5 of dense search against",
+        "exact search within the tenant, overall and for tenants of under 1,000 chunks, under",
+        "10,000, and more. Peak RSS: the store's process (pgvector: plus its server's, each",
+        "counting the shared buffers it touched; their PSS beside it); disk: the store's files",
+        "(pgvector: `pg_database_size`, WAL not counted); load average (5 minutes) at the end.",
         "",
     ]
     for name, run in runs:
         command = PY + run["command"].removeprefix("python -m benchmarks ")
         bound = f"each system at most {run['seconds_per_system']:,.0f} s"
         lines += [f"`{command}` (`{name}`, {bound}):", "", *stores_table(run), ""]
-    return lines
+    return lines + stores_targets(runs)
+
+
+def _largest(runs: list[tuple[str, dict[str, Any]]], system: str) -> tuple[str, list[Any]]:
+    """The run file holding `system`'s checkpoints that reached furthest, and those rows."""
+    found = [
+        (name, run["systems"][system]["rows"])
+        for name, run in runs
+        if run["systems"].get(system, {}).get("rows")
+    ]
+    if not found:
+        return "", []
+    return max(found, key=lambda item: item[1][-1]["chunks"])
+
+
+def _ms(row: dict[str, Any], mode: str, field: str) -> float | None:
+    """A latency figure of `mode`: the worse of the first pass and the warm one."""
+    found = row["search"].get(mode)
+    if found is None:
+        return None
+    return max(float(found[key]) for key in (field, f"warm_{field}") if key in found)
+
+
+def stores_targets(runs: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """Each scale target at the furthest checkpoint measured: its figure, and met or not.
+    A ratio is taken only between systems of one run (the machine's noise is shared)."""
+    rows: list[tuple[str, str, bool | None]] = []
+
+    def check(target: str, figure: str, met: bool | None) -> None:
+        rows.append((target, figure, met))
+
+    pg_file, pg = _largest(runs, "archivist-pgvector")
+    if pg:
+        last = pg[-1]
+        at = f"{last['chunks']:,}"
+        worst = min(
+            value
+            for row in pg
+            for value in [row.get("recall@5"), *row.get("recall@5_by_size", {}).values()]
+            if value is not None
+        )
+        check(
+            "PgVectorStore recall@5 ≥ 0.98, every checkpoint and size class",
+            f"{worst:.3f}",
+            worst >= 0.98,
+        )
+        dense99 = _ms(last, "dense", "p99_ms")
+        check(
+            f"PgVectorStore dense p99 ≤ 50 ms at {at}",
+            f"{dense99:.1f} ms",
+            dense99 is not None and dense99 <= 50,
+        )
+        hybrid50, hybrid99 = _ms(last, "hybrid", "p50_ms"), _ms(last, "hybrid", "p99_ms")
+        if hybrid50 is not None and hybrid99 is not None:
+            check(
+                f"PgVectorStore hybrid p50 ≤ 60 / p99 ≤ 200 ms at {at}",
+                f"{hybrid50:.1f} / {hybrid99:.1f} ms",
+                hybrid50 <= 60 and hybrid99 <= 200,
+            )
+        raw = dict(runs)[pg_file]["systems"].get("pgvector-raw", {}).get("rows", [])
+        same = [r for r in raw if r["chunks"] == last["chunks"]]
+        if same:
+            ratio = last["insert_per_s"] / max(same[0]["insert_per_s"], 1)
+            check(
+                f"PgVectorStore inserts ≥ 0.8× pgvector's own at {at}",
+                f"{ratio:.2f}×",
+                ratio >= 0.8,
+            )
+        else:
+            check("PgVectorStore inserts ≥ 0.8× pgvector's own", "not measured in one run", None)
+        _, edge = _largest(runs, "archivist-edge")
+        edge_same = [r for r in edge if r["chunks"] == last["chunks"]]
+        if edge_same:
+            ratio = last["disk_mb"] / max(edge_same[0]["disk_mb"], 1)
+            check(f"PgVectorStore disk ≤ 1.5× Edge's at {at}", f"{ratio:.2f}×", ratio <= 1.5)
+    edge_file, edge_rows = _largest(runs, "archivist-edge")
+    raw_rows = (
+        dict(runs)[edge_file]["systems"].get("engine-raw", {}).get("rows", []) if edge_file else []
+    )
+    if edge_rows and raw_rows:
+        last = edge_rows[-1]
+        twin = next((r for r in raw_rows if r["chunks"] == last["chunks"]), None)
+        at = f"{last['chunks']:,}"
+        if twin is not None:
+            for mode, field, bound in (
+                ("hybrid", "p50_ms", 3.0),
+                ("hybrid", "p99_ms", 3.0),
+                ("dense", "p99_ms", 2.0),
+            ):
+                ours, theirs = _ms(last, mode, field), _ms(twin, mode, field)
+                if ours is not None and theirs:
+                    ratio = ours / theirs
+                    check(
+                        f"Edge {mode} {field.removesuffix('_ms')} ≤ {bound:g}× the engine's at {at}",
+                        f"{ratio:.1f}×",
+                        ratio <= bound,
+                    )
+            memory = last["peak_rss_mb"] / max(twin["peak_rss_mb"], 1)
+            check(
+                f"Edge peak RSS ≤ 1.2× the engine's at {at} (anonymous and file pages together)",
+                f"{memory:.2f}×",
+                memory <= 1.2,
+            )
+        recall = last.get("recall@5")
+        if recall is not None:
+            check(f"Edge recall@5 ≥ 0.99 at {at}", f"{recall:.3f}", recall >= 0.99)
+    if not rows:
+        return []
+    mark = {True: "met", False: "**not met**", None: "—"}
+    return [
+        "Scale targets at each system's furthest checkpoint above (latency: the worse pass):",
+        "",
+        "| target | figure | |",
+        "|---|---:|---|",
+        *(f"| {target} | {figure} | {mark[met]} |" for target, figure, met in rows),
+        "",
+    ]
 
 
 def render_other_scripts() -> list[str]:
