@@ -146,7 +146,7 @@ async def test_a_large_tenant_gets_a_graph_of_its_own_which_its_searches_walk(
         connection.execute("ALTER DATABASE graphs SET enable_seqscan = off")
         connection.execute("ALTER DATABASE graphs SET enable_bitmapscan = off")
     async with PgVectorStore(url, table_prefix="graphs") as store:
-        store._engine.EXACT_BELOW = 500  # type: ignore[misc]
+        store._engine.EXACT_BELOW = 500
         await store.create_collection("docs", DIMENSIONS)
         await store.insert("docs", _records(vectors, tenants))
         await store.optimize("docs")
@@ -174,7 +174,7 @@ async def test_no_tenant_graphs_without_a_tenant_key(pg_url: str) -> None:
     rng = np.random.default_rng(3)
     vectors = rng.standard_normal((600, DIMENSIONS)).astype(np.float32)
     async with PgVectorStore(pg_url, table_prefix="keyless", tenant_key=None) as store:
-        store._engine.EXACT_BELOW = 100  # type: ignore[misc]
+        store._engine.EXACT_BELOW = 100
         await store.create_collection("docs", DIMENSIONS)
         await store.insert("docs", _records(vectors, ["big"] * 600))
         await store.optimize("docs")
@@ -184,3 +184,24 @@ async def test_no_tenant_graphs_without_a_tenant_key(pg_url: str) -> None:
 def test_a_bad_tenant_key_is_named() -> None:
     with pytest.raises(InvalidArgumentError, match="tenant_key"):
         PgVectorStore("postgresql://localhost/x", tenant_key="")
+
+
+async def test_a_collection_written_without_tenant_graphs_gets_them_at_its_next_optimize(
+    pg_url: str,
+) -> None:
+    rng = np.random.default_rng(4)
+    vectors = rng.standard_normal((700, DIMENSIONS)).astype(np.float32)
+    tenants = ["big"] * 600 + ["small"] * 100
+    async with PgVectorStore(pg_url, table_prefix="older", tenant_key=None) as store:
+        await store.create_collection("docs", DIMENSIONS)  # as stores before graphs wrote it
+        await store.insert("docs", _records(vectors, tenants))
+        await store.optimize("docs")
+    assert not [name for name in _index_scans(pg_url, "older") if "_tg_" in name]
+    async with PgVectorStore(pg_url, table_prefix="older") as store:
+        store._engine.EXACT_BELOW = 500
+        hits = await store.search("docs", vectors[3].tolist(), 3, {"tenant_id": "big"})
+        assert hits[0].document_id == "d3"
+        await store.optimize("docs")
+        assert len([name for name in _index_scans(pg_url, "older") if "_tg_" in name]) == 1
+        hits = await store.search("docs", vectors[650].tolist(), 3, {"tenant_id": "small"})
+        assert hits[0].document_id == "d650"
