@@ -56,7 +56,9 @@ def bench(points: int, queries: int, rounds: int) -> dict[str, Any]:
     asked = rng.standard_normal((queries, DIMENSIONS)).astype(np.float32)
     asked /= np.linalg.norm(asked, axis=1, keepdims=True)
     with tempfile.TemporaryDirectory() as directory:
-        shards = {name: shard(f"{directory}/{name}", name, vectors) for name in DATATYPES}
+        shards = {
+            name: shard(f"{directory}/{name}", name, vectors) for name in DATATYPES
+        }
         times: dict[str, list[float]] = {name: [] for name in shards}
         found: dict[str, list[set[int]]] = {name: [] for name in shards}
         for round_ in range(rounds):

@@ -15,6 +15,7 @@ from archivist.rag import PgVectorStore
 from archivist.rag.document import Chunk
 from archivist.rag.record import VectorRecord
 from archivist.rag.store.pgvector.filter import where_metadata
+from archivist.rag.store.pgvector.schema import Tables
 from archivist.rag.store.pgvector.search import MAX_EF_SEARCH, Limits, SearchPlan
 from pgvector_server import fresh_database, pgvector_server
 
@@ -205,3 +206,22 @@ async def test_a_collection_written_without_tenant_graphs_gets_them_at_its_next_
         assert len([name for name in _index_scans(pg_url, "older") if "_tg_" in name]) == 1
         hits = await store.search("docs", vectors[650].tolist(), 3, {"tenant_id": "small"})
         assert hits[0].document_id == "d650"
+
+
+async def test_graphs_another_process_is_building_are_left_to_it(pg_url: str) -> None:
+    rng = np.random.default_rng(8)
+    vectors = rng.standard_normal((300, DIMENSIONS)).astype(np.float32)
+    table = Tables.of("busy", "docs").chunks_name
+    async with PgVectorStore(pg_url, table_prefix="busy") as store:
+        store._engine.EXACT_BELOW = 200
+        await store.create_collection("docs", DIMENSIONS)
+        await store.insert("docs", _records(vectors, ["big"] * 300))
+        with psycopg.connect(pg_url, autocommit=True) as other:  # another optimize under way
+            other.execute(
+                "SELECT pg_advisory_lock(hashtextextended(%s, 0))",
+                [f"archivist-tenant-graphs\x1f{table}"],
+            )
+            await store.optimize("docs")
+            assert not [name for name in _index_scans(pg_url, "busy") if "_tg_" in name]
+        await store.optimize("docs")  # its lock ended with its session
+        assert len([name for name in _index_scans(pg_url, "busy") if "_tg_" in name]) == 1

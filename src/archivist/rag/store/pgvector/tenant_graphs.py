@@ -34,7 +34,28 @@ async def build_tenant_graphs(
 ) -> list[str]:
     """Build the graph of every tenant holding at least `minimum` chunks that has none yet
     (or whose build was cut short), without blocking writes (`CONCURRENTLY`, so
-    `connection` must be in autocommit mode); returns the tenants whose graphs were built."""
+    `connection` must be in autocommit mode); returns the tenants whose graphs were built.
+    Another process building this table's graphs meanwhile is left to it: none are built."""
+    lock = f"archivist-tenant-graphs\x1f{tables.chunks_name}"
+    cursor = await connection.execute(
+        "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [lock]
+    )
+    row = await cursor.fetchone()
+    if row is None or not row[0]:
+        return []
+    try:
+        return await _build(connection, tables, distance, tenant_key, minimum)
+    finally:
+        await connection.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [lock])
+
+
+async def _build(
+    connection: AsyncConnection[Any],
+    tables: Tables,
+    distance: str,
+    tenant_key: str,
+    minimum: int,
+) -> list[str]:
     cursor = await connection.execute(
         sql.SQL(
             "SELECT c.metadata ->> %s FROM {} c WHERE jsonb_typeof(c.metadata -> %s) = 'string' "
