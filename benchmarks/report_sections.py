@@ -475,18 +475,15 @@ def render_stores(results: Path) -> list[str]:
     lines = [
         "## Stores at scale, same data",
         "",
-        f"{d['passages']:,} SciFact passages (title + abstract, one chunk each) embedded with",
-        f"`{d['model']}`, extended by noisy copies (sigma {d['sigma']}) to each checkpoint;",
-        f"{d['tenants']:,} tenants of Zipf-skewed size, {d['chunks_per_document']} chunks a document;",
-        f"writes in batches of {d['batch']} through each system's public API, each system in its",
-        f"own bounded process, on {host['cpus']} cores.",
-        "Insert chunks/s counts each step's writes with its optimize / index build. Latency:",
-        f"tenant-filtered top 5 over {d['queries']} SciFact claims, tenants as skewed as their",
-        "sizes, a first pass then the same searches warm; recall@5 of dense search against",
-        "exact search within the tenant, overall and for tenants of under 1,000 chunks, under",
-        "10,000, and more. Peak RSS: the store's process (pgvector: plus its server's, each",
-        "counting the shared buffers it touched; their PSS beside it); disk: the store's files",
-        "(pgvector: `pg_database_size`, WAL not counted); load average (5 minutes) at the end.",
+        f"{d['passages']:,} SciFact passages embedded with `{d['model']}`, extended by noisy",
+        f"copies (sigma {d['sigma']}); {d['tenants']:,} Zipf-skewed tenants, "
+        f"{d['chunks_per_document']} chunks a document; batches of {d['batch']} through each",
+        f"system's public API, each in its own bounded process, on {host['cpus']} cores.",
+        "Insert chunks/s includes each step's optimize. Latency: tenant-filtered top 5 over",
+        f"{d['queries']} SciFact claims, tenants as skewed as their sizes, first pass (then warm);",
+        "recall@5 of dense against exact search in the tenant, all and for tenants of < 1,000,",
+        "< 10,000 and more chunks. Peak RSS: the store's process (pgvector: + its server's; PSS",
+        "beside); disk: the store's files (pgvector: `pg_database_size`, WAL not counted).",
         "",
     ]
     for name, run in runs:
@@ -577,22 +574,25 @@ def stores_targets(runs: list[tuple[str, dict[str, Any]]]) -> list[str]:
         twin = next((r for r in raw_rows if r["chunks"] == last["chunks"]), None)
         at = f"{last['chunks']:,}"
         if twin is not None:
-            for mode, field, bound in (
-                ("hybrid", "p50_ms", 3.0),
-                ("hybrid", "p99_ms", 3.0),
-                ("dense", "p99_ms", 2.0),
+            for mode, fields, bound in (
+                ("hybrid", ("p50_ms", "p99_ms"), 3.0),
+                ("dense", ("p99_ms",), 2.0),
             ):
-                ours, theirs = _ms(last, mode, field), _ms(twin, mode, field)
-                if ours is not None and theirs:
-                    ratio = ours / theirs
+                ratios = []
+                for field in fields:
+                    ours, theirs = _ms(last, mode, field), _ms(twin, mode, field)
+                    if ours is not None and theirs:
+                        ratios.append(ours / theirs)
+                if len(ratios) == len(fields):
+                    names = " / ".join(field.removesuffix("_ms") for field in fields)
                     check(
-                        f"Edge {mode} {field.removesuffix('_ms')} ≤ {bound:g}× the engine's at {at}",
-                        f"{ratio:.1f}×",
-                        ratio <= bound,
+                        f"Edge {mode} {names} ≤ {bound:g}× the engine's at {at}",
+                        " / ".join(f"{ratio:.1f}×" for ratio in ratios),
+                        max(ratios) <= bound,
                     )
             memory = last["peak_rss_mb"] / max(twin["peak_rss_mb"], 1)
             check(
-                f"Edge peak RSS ≤ 1.2× the engine's at {at} (anonymous and file pages together)",
+                f"Edge peak RSS ≤ 1.2× the engine's at {at} (file pages counted in)",
                 f"{memory:.2f}×",
                 memory <= 1.2,
             )
