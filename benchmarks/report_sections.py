@@ -7,6 +7,7 @@ A file that is missing leaves its table out; nothing here is typed in by hand.""
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -455,7 +456,7 @@ def stores_table(data: dict[str, Any]) -> list[str]:
             )
         if run.get("data_mismatch"):
             ended.append(f"{label}: DIFFERENT DATA ({run['data_mismatch']})")
-    return [*lines, "", *(f"- {line}" for line in ended)]
+    return [*lines, "", "Ended: " + "; ".join(ended) + "."]
 
 
 def render_stores(results: Path) -> list[str]:
@@ -475,15 +476,18 @@ def render_stores(results: Path) -> list[str]:
     lines = [
         "## Stores at scale, same data",
         "",
-        f"{d['passages']:,} SciFact passages embedded with `{d['model']}`, extended by noisy",
-        f"copies (sigma {d['sigma']}); {d['tenants']:,} Zipf-skewed tenants, "
-        f"{d['chunks_per_document']} chunks a document; batches of {d['batch']} through each",
-        f"system's public API, each in its own bounded process, on {host['cpus']} cores.",
-        "Insert chunks/s includes each step's optimize. Latency: tenant-filtered top 5 over",
-        f"{d['queries']} SciFact claims, tenants as skewed as their sizes, first pass (then warm);",
-        "recall@5 of dense against exact search in the tenant, all and for tenants of < 1,000,",
-        "< 10,000 and more chunks. Peak RSS: the store's process (pgvector: + its server's; PSS",
-        "beside); disk: the store's files (pgvector: `pg_database_size`, WAL not counted).",
+        *textwrap.wrap(
+            f"{d['passages']:,} SciFact passages (`{d['model']}`) and noisy copies (sigma "
+            f"{d['sigma']}), {d['tenants']:,} Zipf-skewed tenants, {d['chunks_per_document']} "
+            f"chunks a document, batches of {d['batch']} through each system's public API in its "
+            f"own bounded process on {host['cpus']} cores; insert chunks/s includes each step's "
+            f"optimize. Latency: tenant-filtered top 5 over {d['queries']} SciFact claims, tenants "
+            "as skewed as their sizes, first pass (then warm); recall@5 of dense against exact "
+            "search in the tenant, all and for tenants of < 1,000, < 10,000 and more chunks. Peak "
+            "RSS: the store's process (pgvector: + its server's; PSS beside); disk: the store's "
+            "files (pgvector: `pg_database_size`, WAL not counted).",
+            width=100,
+        ),
         "",
     ]
     for name, run in runs:

@@ -12,6 +12,8 @@ exactly (`PgVectorReading.EXACT_BELOW`), so every tenant is served one way or th
 from __future__ import annotations
 
 import hashlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from psycopg import AsyncConnection, sql
@@ -25,6 +27,23 @@ def graph_name(tables: Tables, tenant: str) -> str:
     return f"{tables.base}_tg_{hashlib.blake2b(tenant.encode(), digest_size=8).hexdigest()}"
 
 
+@asynccontextmanager
+async def _building(connection: AsyncConnection[Any], tables: Tables) -> AsyncIterator[bool]:
+    """Whether this session holds the lock on building `tables`' graphs (a session advisory
+    lock, released on leaving); False while another process holds it."""
+    lock = f"archivist-tenant-graphs\x1f{tables.chunks_name}"
+    cursor = await connection.execute(
+        "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [lock]
+    )
+    row = await cursor.fetchone()
+    held = row is not None and bool(row[0])
+    try:
+        yield held
+    finally:
+        if held:
+            await connection.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [lock])
+
+
 async def build_tenant_graphs(
     connection: AsyncConnection[Any],
     tables: Tables,
@@ -36,25 +55,12 @@ async def build_tenant_graphs(
     (or whose build was cut short), without blocking writes (`CONCURRENTLY`, so
     `connection` must be in autocommit mode); returns the tenants whose graphs were built.
     Another process building this table's graphs meanwhile is left to it: none are built."""
-    lock = f"archivist-tenant-graphs\x1f{tables.chunks_name}"
-    cursor = await connection.execute(
-        "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [lock]
-    )
-    row = await cursor.fetchone()
-    if row is None or not row[0]:
-        return []
-    try:
-        return await _build(connection, tables, distance, tenant_key, minimum)
-    finally:
-        await connection.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [lock])
+    async with _building(connection, tables) as mine:
+        return await _build(connection, tables, distance, tenant_key, minimum) if mine else []
 
 
 async def _build(
-    connection: AsyncConnection[Any],
-    tables: Tables,
-    distance: str,
-    tenant_key: str,
-    minimum: int,
+    connection: AsyncConnection[Any], tables: Tables, distance: str, tenant_key: str, minimum: int
 ) -> list[str]:
     cursor = await connection.execute(
         sql.SQL(
