@@ -22,7 +22,7 @@ import numpy as np
 import qdrant_edge as edge
 from _common import write_result
 
-from archivist.rag.store.qdrant.backend import VectorDatatype
+from archivist.rag.store.core.datatype import VectorDatatype
 from archivist.rag.store.qdrant.edge.collection import SEARCH_THREADS, edge_config
 from archivist.rag.store.qdrant.edge.meta import EdgeMeta
 from archivist.rag.store.qdrant.edge.optimizer import SEGMENT_POINTS

@@ -398,8 +398,9 @@ def _pid() -> int:
 
 class PgVectorRaw:
     """pgvector itself on the same server as `PgVectorStore` (`stores_pgserver`): a table of
-    the same chunk columns and indexes written by binary COPY, each index kept up to date by
-    every write (primary key, document, GIN metadata, HNSW m=16 ef_construction=100), with
+    the same chunk columns (vectors as `halfvec`, as PgVectorStore keeps them by default) and
+    indexes written by binary COPY, each index kept up to date by every write (primary key,
+    document, GIN metadata, HNSW m=16 ef_construction=100), with
     PostgreSQL's own full-text search (a stored `tsvector` and its GIN index) for the lexical
     side. Dense search: pgvector's defaults with iterative scans; hybrid: RRF of both sides'
     best 50 in one statement."""
@@ -429,12 +430,12 @@ class PgVectorRaw:
             f"""CREATE TABLE chunks (
                 id uuid PRIMARY KEY, document_id text NOT NULL, chunk_index integer NOT NULL,
                 content text NOT NULL, metadata jsonb NOT NULL,
-                embedding vector({DIMENSIONS}) NOT NULL,
+                embedding halfvec({DIMENSIONS}) NOT NULL,
                 tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', content)) STORED)""",
             "ALTER TABLE chunks ALTER COLUMN embedding SET STORAGE MAIN",
             "CREATE INDEX chunks_doc ON chunks (document_id, chunk_index)",
             "CREATE INDEX chunks_meta ON chunks USING gin (metadata jsonb_path_ops)",
-            "CREATE INDEX chunks_hnsw ON chunks USING hnsw (embedding vector_cosine_ops) "
+            "CREATE INDEX chunks_hnsw ON chunks USING hnsw (embedding halfvec_cosine_ops) "
             "WITH (m = 16, ef_construction = 100)",
             "CREATE INDEX chunks_tsv ON chunks USING gin (tsv)",
         ):
@@ -443,6 +444,7 @@ class PgVectorRaw:
     async def write(self, batch: Batch) -> None:
         import uuid
 
+        from pgvector import HalfVector
         from psycopg.types.json import Jsonb
 
         statement = (
@@ -450,7 +452,7 @@ class PgVectorRaw:
             "FROM STDIN (FORMAT BINARY)"
         )
         async with self.connection.cursor().copy(statement) as copy:
-            copy.set_types(["uuid", "text", "int4", "text", "jsonb", "vector"])
+            copy.set_types(["uuid", "text", "int4", "text", "jsonb", "halfvec"])
             for chunk, vector, text, tenant, document, index in zip(
                 batch.ids.tolist(),
                 batch.vectors,
@@ -461,7 +463,14 @@ class PgVectorRaw:
                 strict=True,
             ):
                 await copy.write_row(
-                    (uuid.UUID(int=chunk), document, index, text, Jsonb({"tenant": tenant}), vector)
+                    (
+                        uuid.UUID(int=chunk),
+                        document,
+                        index,
+                        text,
+                        Jsonb({"tenant": tenant}),
+                        HalfVector(vector),
+                    )
                 )
 
     async def optimize(self) -> dict[str, float]:
@@ -469,14 +478,16 @@ class PgVectorRaw:
         return {}
 
     async def search(self, vector: np.ndarray, text: str, tenant: str, mode: str) -> list[int]:
+        from pgvector import HalfVector
         from psycopg.types.json import Jsonb
 
         where = Jsonb({"tenant": tenant})
+        query = HalfVector(vector)
         dense = "SELECT id FROM chunks WHERE metadata @> %s ORDER BY embedding <=> %s LIMIT %s"
         async with self.connection.transaction():
             await self.connection.execute("SET LOCAL hnsw.iterative_scan = strict_order")
             if mode == "dense":
-                cursor = await self.connection.execute(dense, [where, vector, TOP_K])
+                cursor = await self.connection.execute(dense, [where, query, TOP_K])
             else:
                 # Any query word (PostgreSQL's plainto_tsquery asks for all of them).
                 cursor = await self.connection.execute(
@@ -490,7 +501,7 @@ class PgVectorRaw:
                     SELECT id FROM (SELECT id, 1.0 / (60 + r) AS f FROM d
                         UNION ALL SELECT id, 1.0 / (60 + r) FROM s) z
                     GROUP BY id ORDER BY sum(f) DESC, id LIMIT %s""",
-                    [text, where, vector, self.DEPTH, where, self.DEPTH, TOP_K],
+                    [text, where, query, self.DEPTH, where, self.DEPTH, TOP_K],
                 )
             return [chunk.int for (chunk,) in await cursor.fetchall()]
 

@@ -104,6 +104,7 @@ async def test_the_list_widens_by_the_share_a_filter_holds(pg_url: str) -> None:
                 "docs",
                 shape.tables,
                 "Cosine",
+                shape.datatype,
                 [0.0] * DIMENSIONS,
                 None,
                 *scope,

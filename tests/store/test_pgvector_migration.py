@@ -200,18 +200,20 @@ async def test_an_old_collection_is_converted_and_searches_the_same(pg_url: str)
     await _write_old(pg_url, old)
     async with (
         PgVectorStore(pg_url, table_prefix=old) as migrated,
-        PgVectorStore(pg_url, table_prefix=fresh) as written,
+        # The old collection keeps its float32 vectors: compared with a float32 one.
+        PgVectorStore(pg_url, table_prefix=fresh, vector_datatype="float32") as written,
     ):
         await written.create_collection("docs", DIMENSIONS)
         await written.insert("docs", RECORDS)
         assert await migrated.has_collection("docs")
         async with migrated._engine._open().connection() as connection:
             cursor = await connection.execute(
-                "SELECT to_regclass(%s), (SELECT storage FROM "
-                + f"{old}_collections WHERE name = 'docs')",
+                "SELECT to_regclass(%s), storage, datatype FROM "
+                + f"{old}_collections WHERE name = 'docs'",
                 [f"{Tables.of(old, 'docs').base}_terms"],
             )
-            assert await cursor.fetchone() == (None, 2)  # postings gone, storage current
+            # Postings gone, storage current, vectors as they were written.
+            assert await cursor.fetchone() == (None, 2, "float32")
         assert await _searches(migrated) == await _searches(written)
         assert await _df(migrated) == await _df(written)
         assert texts(await migrated.list_chunks("docs", "a")) == [

@@ -10,6 +10,7 @@ import pytest
 
 from archivist.rag import PgVectorStore
 from archivist.rag.store.core.generations import new_generation
+from archivist.rag.store.pgvector.schema import Tables
 from archivist.testing.hybrid_store import HybridSearchTests
 from archivist.testing.search_store import GroupingTests, SearchFilterTests
 from archivist.testing.store import (
@@ -68,6 +69,57 @@ class TestPgVectorStore(
     DeclarationTests,
 ):
     """Every conformance mixin of what the store declares (not diversity) on PostgreSQL."""
+
+
+class TestPgVectorStoreFloat32(WriteTests, DenseSearchTests, HybridSearchTests, RelevanceTests):
+    """The searches again on collections keeping float32 vectors (pgvector's `vector`)."""
+
+    @pytest.fixture
+    async def store(self, pg_url: str, prefix: str) -> AsyncIterator[PgVectorStore]:
+        async with PgVectorStore(pg_url, table_prefix=prefix, vector_datatype="float32") as opened:
+            yield opened
+
+
+async def _column_and_index(store: PgVectorStore, collection: str) -> tuple[str, str]:
+    """The type of a collection's vector column and its HNSW index's definition."""
+    tables = Tables.of(store._engine._prefix, collection)
+    async with store._engine._open().connection() as connection:
+        cursor = await connection.execute(
+            "SELECT format_type(a.atttypid, a.atttypmod), pg_get_indexdef(%s::regclass) "
+            "FROM pg_attribute a WHERE a.attrelid = %s::regclass AND a.attname = 'embedding'",
+            [f"{tables.base}_hnsw", tables.chunks_name],
+        )
+        row = await cursor.fetchone()
+    assert row is not None
+    return str(row[0]), str(row[1])
+
+
+@pytest.mark.parametrize("distance", ["Cosine", "Dot", "Euclid", "Manhattan"])
+async def test_collections_keep_the_vector_datatype_they_were_made_with(
+    pg_url: str, prefix: str, distance: str
+) -> None:
+    records = [record(f"d{n}", 0, unit(n % 4, 0.1 * n), total=1, text=f"t{n}") for n in range(8)]
+    async with (
+        PgVectorStore(pg_url, table_prefix=prefix, distance=distance) as half,
+        PgVectorStore(
+            pg_url, table_prefix=prefix, distance=distance, vector_datatype="float32"
+        ) as full,
+    ):
+        await half.create_collection("half", DIMENSIONS)
+        await full.create_collection("full", DIMENSIONS)
+        # Each store writes into the other's collection: the collection's datatype holds.
+        await full.insert("half", records)
+        await half.insert("full", records)
+        column, index = await _column_and_index(full, "half")
+        assert column == f"halfvec({DIMENSIONS})" and "halfvec_" in index
+        column, index = await _column_and_index(half, "full")
+        assert column == f"vector({DIMENSIONS})" and "USING hnsw (embedding vector_" in index
+        for query in (unit(1), unit(2, 0.35)):
+            by_half = await half.search("half", query, 8)
+            by_full = await half.search("full", query, 8)
+            assert [h.document_id for h in by_half] == [h.document_id for h in by_full]
+            for a, b in zip(by_half, by_full, strict=True):
+                assert a.score == pytest.approx(b.score, abs=2e-3)
 
 
 async def test_two_store_objects_share_one_database(pg_url: str, prefix: str) -> None:
@@ -144,6 +196,8 @@ def test_bad_arguments_are_named() -> None:
         PgVectorStore("postgresql://x", table_prefix="Bad-Name")
     with pytest.raises(ValueError, match="distance"):
         PgVectorStore("postgresql://x", distance="Hamming")
+    with pytest.raises(ValueError, match="vector_datatype"):
+        PgVectorStore("postgresql://x", vector_datatype="int8")  # type: ignore[arg-type]
 
 
 async def test_an_unreachable_server_is_a_clear_error() -> None:

@@ -41,7 +41,7 @@ from archivist.rag.chunker import ChunkSettings
 from archivist.rag.knowledge import factories
 from archivist.rag.knowledge.profile import KnowledgeProfile, StoreSpec
 from archivist.rag.store.base import SearchMode, check_search_mode
-from archivist.rag.store.qdrant.backend import VectorDatatype
+from archivist.rag.store.core.datatype import VectorDatatype
 
 COLLECTION = "eval"
 ProgressHook = Callable[[int], None]
@@ -229,7 +229,11 @@ def eval_store(config: EvalConfig) -> StoreSpec:
     PostgreSQL database `config.pgvector_url`."""
     if config.pgvector_url is not None:
         prefix = f"eval_{secrets.token_hex(4)}"
-        return StoreSpec(kind="pgvector", url=config.pgvector_url, options={"table_prefix": prefix})
+        return StoreSpec(
+            kind="pgvector",
+            url=config.pgvector_url,
+            options={"table_prefix": prefix, "vector_datatype": config.vector_datatype},
+        )
     return StoreSpec(
         options={
             "auto_optimize_threshold": config.segment_points,

@@ -13,6 +13,11 @@ from psycopg import AsyncConnection, OperationalError, errors, sql
 
 from archivist.errors import InvalidArgumentError
 from archivist.rag.store.core.bm25 import TermCounts, check_term_layout
+from archivist.rag.store.core.datatype import (
+    DEFAULT_VECTOR_DATATYPE,
+    VectorDatatype,
+    check_vector_datatype,
+)
 from archivist.rag.store.core.distance import check_distance
 from archivist.rag.store.core.engine import missing_collection
 from archivist.rag.store.core.points import PointWrite
@@ -54,6 +59,7 @@ class PgVectorEngine(PgVectorReading):
         table_prefix: str = "archivist_vec",
         max_connections: int = 10,
         tenant_key: str | None = TENANT_KEY,
+        vector_datatype: VectorDatatype = DEFAULT_VECTOR_DATATYPE,
     ) -> None:
         if not isinstance(url, str) or not url.strip():
             raise InvalidArgumentError(
@@ -70,6 +76,7 @@ class PgVectorEngine(PgVectorReading):
                 argument="tenant_key",
             )
         self._tenant_key = tenant_key
+        self._datatype = check_vector_datatype(vector_datatype)
         self._pool: AsyncConnectionPool | None = None
         self._collections: dict[str, Collection] = {}
 
@@ -169,6 +176,7 @@ class PgVectorEngine(PgVectorReading):
             bool(row[2]),
             check_term_layout(int(row[3])),
             tables=Tables.of(self._prefix, name),
+            datatype=check_vector_datatype(row[5]),
         )
         self._collections[name] = found
         return found
@@ -177,7 +185,7 @@ class PgVectorEngine(PgVectorReading):
         async with self._open().connection() as connection:
             cursor = await connection.execute(
                 sql.SQL(
-                    "SELECT dimensions, distance, sparse, term_layout, storage FROM {} "
+                    "SELECT dimensions, distance, sparse, term_layout, storage, datatype FROM {} "
                     "WHERE name = %s"
                 ).format(self._registry),
                 [name],
@@ -214,15 +222,24 @@ class PgVectorEngine(PgVectorReading):
                 )
                 if await cursor.fetchone() is None:
                     tables = Tables.of(self._prefix, name)
-                    for statement in collection_ddl(tables, dimensions, self._distance):
+                    ddl = collection_ddl(tables, dimensions, self._distance, self._datatype)
+                    for statement in ddl:
                         await connection.execute(statement)
                     await connection.execute(
                         sql.SQL(
                             "INSERT INTO {} "
-                            "(name, dimensions, distance, sparse, term_layout, storage) "
-                            "VALUES (%s, %s, %s, %s, %s, %s)"
+                            "(name, dimensions, distance, sparse, term_layout, storage, datatype) "
+                            "VALUES (%s, %s, %s, %s, %s, %s, %s)"
                         ).format(self._registry),
-                        [name, dimensions, self._distance, sparse, TERM_LAYOUT, STORAGE],
+                        [
+                            name,
+                            dimensions,
+                            self._distance,
+                            sparse,
+                            TERM_LAYOUT,
+                            STORAGE,
+                            self._datatype,
+                        ],
                     )
             existing = await self.shape(name)
             if existing is None:
@@ -258,6 +275,7 @@ class PgVectorEngine(PgVectorReading):
                         connection,
                         found.tables,
                         found.distance,
+                        found.datatype,
                         self._tenant_key,
                         self.EXACT_BELOW,
                     )

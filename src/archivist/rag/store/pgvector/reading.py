@@ -78,6 +78,7 @@ class PgVectorReading(ABC):
             collection,
             shape.tables,
             shape.distance,
+            shape.datatype,
             query.dense,
             None if query.sparse is None else query.sparse.indices,
             *scope,

@@ -3,14 +3,14 @@
     {prefix}_collections   one row per collection: name, dimensions, distance, whether it has
                            BM25 terms and their term layout (`archivist.rag.store.core.terms`),
                            the running totals BM25 needs (chunks with terms, their summed
-                           length) and the storage version of its tables
+                           length), its vector datatype and the storage version of its tables
     {table}_chunks         one row per chunk: the same fields as the Qdrant payload (see
                            `core/layout.py`), metadata as JSONB (GIN index), the dense vector
-                           (HNSW index), the chunk's length in BM25 terms, and its BM25 terms
-                           twice: `slots`, the term slots it holds (GIN index: which chunks
-                           hold a term), and `bm25`, a pgvector `sparsevec` of BM25's
-                           term-frequency part by slot (a query's IDF weights by slot make its
-                           BM25 score one inner product)
+                           (`halfvec` for float16, `vector` for float32; HNSW index), the
+                           chunk's length in BM25 terms, and its BM25 terms twice: `slots`,
+                           the term slots it holds (GIN index: which chunks hold a term), and
+                           `bm25`, a pgvector `sparsevec` of BM25's term-frequency part by slot
+                           (a query's IDF weights by slot make its BM25 score one inner product)
     {table}_df             one row per term ever written: its slot (the term's position in
                            `bm25`, as term ids do not fit sparsevec's dimensions), its document
                            frequency, kept exact by every write and delete, and an upper bound
@@ -24,20 +24,34 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+from pgvector import HalfVector
 from psycopg import sql
 
 from archivist.errors import InvalidArgumentError
+from archivist.rag.store.core.datatype import VectorDatatype
 from archivist.rag.store.core.engine import CollectionShape
 
 DISTANCE_OPERATORS = {
-    "Cosine": ("<=>", "vector_cosine_ops"),
-    "Dot": ("<#>", "vector_ip_ops"),
-    "Euclid": ("<->", "vector_l2_ops"),
-    "Manhattan": ("<+>", "vector_l1_ops"),
+    "Cosine": ("<=>", "cosine_ops"),
+    "Dot": ("<#>", "ip_ops"),
+    "Euclid": ("<->", "l2_ops"),
+    "Manhattan": ("<+>", "l1_ops"),
 }
-"""pgvector's distance operator and HNSW operator class for each distance name."""
+"""pgvector's distance operator and HNSW operator class (after the type's name) for each
+distance name."""
+
+VECTOR_TYPES: dict[VectorDatatype, str] = {"float16": "halfvec", "float32": "vector"}
+"""pgvector's column type for each vector datatype."""
+
+
+def vector_value(datatype: VectorDatatype, values: Sequence[float]) -> HalfVector | np.ndarray:
+    """A dense vector as pgvector's adapter sends a `datatype` vector (binary)."""
+    array = np.asarray(values, dtype=np.float32)
+    return HalfVector(array) if datatype == "float16" else array
 
 SLOT_DIMENSIONS = 1_000_000_000
 """The dimensions of every `bm25` sparsevec (pgvector's largest): slots count from 0."""
@@ -99,7 +113,8 @@ class Tables:
 
 def registry_ddl(registry: sql.Identifier) -> list[sql.Composed]:
     """The collections registry table; registries made before term layouts (or storage
-    versions) were recorded get the column, their collections layout 1 (storage 1)."""
+    versions, or datatypes) were recorded get the column, their collections layout 1
+    (storage 1, float32 vectors)."""
     return [
         sql.SQL(
             """CREATE TABLE IF NOT EXISTS {} (
@@ -117,12 +132,40 @@ def registry_ddl(registry: sql.Identifier) -> list[sql.Composed]:
         sql.SQL(
             "ALTER TABLE {} ADD COLUMN IF NOT EXISTS storage integer NOT NULL DEFAULT 1"
         ).format(registry),
+        sql.SQL(
+            "ALTER TABLE {} ADD COLUMN IF NOT EXISTS datatype text NOT NULL DEFAULT 'float32'"
+        ).format(registry),
     ]
 
 
-def collection_ddl(tables: Tables, dimensions: int, distance: str) -> list[sql.Composed]:
-    """The statements creating one collection's tables and indexes."""
+def hnsw_ddl(
+    tables: Tables,
+    distance: str,
+    datatype: VectorDatatype,
+    *,
+    name: str | None = None,
+    where: sql.Composable | None = None,
+) -> sql.Composed:
+    """The statement creating the collection's HNSW index unless it exists, or (`name`,
+    `where`) a partial one over the rows `where` holds, built without blocking writes.
+    Qdrant's defaults (m=16, ef_construct=100), so both stores build alike graphs."""
     _, opclass = DISTANCE_OPERATORS[distance]
+    statement = sql.SQL(
+        "CREATE INDEX {concurrently} IF NOT EXISTS {index} ON {chunks} "
+        "USING hnsw (embedding {opclass}) WITH (m = 16, ef_construction = 100)"
+    ).format(
+        concurrently=sql.SQL("" if where is None else "CONCURRENTLY"),
+        index=tables.named("hnsw") if name is None else sql.Identifier(name),
+        chunks=tables.chunks,
+        opclass=sql.SQL(f"{VECTOR_TYPES[datatype]}_{opclass}"),
+    )
+    return statement if where is None else sql.SQL("{} WHERE {}").format(statement, where)
+
+
+def collection_ddl(
+    tables: Tables, dimensions: int, distance: str, datatype: VectorDatatype
+) -> list[sql.Composed]:
+    """The statements creating one collection's tables and indexes."""
     chunks = tables.chunks
     return [
         sql.SQL(
@@ -136,11 +179,11 @@ def collection_ddl(tables: Tables, dimensions: int, distance: str) -> list[sql.C
                 content text NOT NULL,
                 metadata jsonb NOT NULL,
                 terms integer NOT NULL DEFAULT 0,
-                embedding vector({}) NOT NULL,
+                embedding {}({}) NOT NULL,
                 slots integer[],
                 bm25 sparsevec
             )"""
-        ).format(chunks, sql.Literal(dimensions)),
+        ).format(chunks, sql.SQL(VECTOR_TYPES[datatype]), sql.Literal(dimensions)),
         # Vectors inline in the row where they fit (not TOASTed beside long chunk texts), so
         # an exact scan or a filtered re-rank reads one page per chunk.
         sql.SQL("ALTER TABLE {} ALTER COLUMN embedding SET STORAGE MAIN").format(chunks),
@@ -151,10 +194,7 @@ def collection_ddl(tables: Tables, dimensions: int, distance: str) -> list[sql.C
         sql.SQL("CREATE INDEX {} ON {} USING gin (metadata jsonb_path_ops)").format(
             tables.named("meta"), chunks
         ),
-        # Qdrant's defaults (m=16, ef_construct=100), so both stores build alike graphs.
-        sql.SQL(
-            "CREATE INDEX {} ON {} USING hnsw (embedding {}) WITH (m = 16, ef_construction = 100)"
-        ).format(tables.named("hnsw"), chunks, sql.SQL(opclass)),
+        hnsw_ddl(tables, distance, datatype),
         *_slots_ddl(tables),
         *_df_ddl(tables),
     ]
@@ -223,6 +263,12 @@ def migration_ddl(tables: Tables) -> list[sql.Composed]:
 
 @dataclass(frozen=True)
 class Collection(CollectionShape):
-    """One collection's registry row: its shape and its tables."""
+    """One collection's registry row: its shape, how it keeps its vectors, and its tables."""
 
     tables: Tables = field(kw_only=True)
+    datatype: VectorDatatype = field(kw_only=True, default="float32")
+
+    @property
+    def vector_type(self) -> str:
+        """pgvector's type of the collection's dense vectors."""
+        return VECTOR_TYPES[self.datatype]

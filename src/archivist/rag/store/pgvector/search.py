@@ -9,15 +9,20 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from pgvector import SparseVector
 from psycopg import AsyncConnection, sql
 from psycopg.rows import dict_row
 
 from archivist.embedding.relevance import RelevanceCurves
+from archivist.rag.store.core.datatype import VectorDatatype
 from archivist.rag.store.core.layout import DOCUMENT_ID
 from archivist.rag.store.core.ranking import Judged, coverage, judge, lexical, query_weights
-from archivist.rag.store.pgvector.schema import DISTANCE_OPERATORS, SLOT_DIMENSIONS, Tables
+from archivist.rag.store.pgvector.schema import (
+    DISTANCE_OPERATORS,
+    SLOT_DIMENSIONS,
+    Tables,
+    vector_value,
+)
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
@@ -62,6 +67,7 @@ class SearchPlan:
     collection: str
     tables: Tables
     distance: str
+    datatype: VectorDatatype
     dense: list[float] | None
     terms: list[int] | None
     scope: sql.Composable
@@ -244,7 +250,7 @@ class SearchPlan:
     ) -> tuple[sql.Composed, list[Any]]:
         tables = self.tables
         operator, _ = DISTANCE_OPERATORS[self.distance]
-        query = None if self.dense is None else np.asarray(self.dense, dtype=np.float32)
+        query = None if self.dense is None else vector_value(self.datatype, self.dense)
         inside = sql.SQL("{} AND NOT (c.document_id = ANY(%s::text[]))").format(self.scope)
         inside_params = [*self.scope_params, excluded]
         # Ordering by the score, not the distance operator, keeps the HNSW index out: an

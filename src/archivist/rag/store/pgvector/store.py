@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from archivist.rag.store.capabilities import StoreCapabilities
 from archivist.rag.store.core.arguments import SEARCH_MODES
+from archivist.rag.store.core.datatype import DEFAULT_VECTOR_DATATYPE, VectorDatatype
 from archivist.rag.store.core.store import CoreStore
 from archivist.rag.store.pgvector.engine import PgVectorEngine
 from archivist.rag.store.pgvector.filter import SqlScope
@@ -29,6 +30,12 @@ class PgVectorStore(CoreStore[Collection, SqlScope, Row]):
     `optimize()` gives each tenant (metadata key `tenant_key`, default "tenant_id", the key
     `archivist.rag.store.tenant` scopes by; None: none) holding more its own HNSW index, which
     the tenant's searches then walk; it is built without blocking writes.
+
+    `vector_datatype` is how collections this store creates keep their dense vectors, as on
+    `QdrantStore`: "float16" (the default, pgvector's `halfvec`) halves the vectors' disk and
+    their HNSW index and keeps cosine similarities to about 1e-3; "float32" (`vector`). A
+    collection keeps the datatype it was created with (collections made before datatypes
+    were recorded hold float32).
 
     Sparse search is exact BM25 in SQL: the same terms and term
     weights as the Qdrant store (`archivist.rag.store.core.terms`), IDF from exact per-term
@@ -60,6 +67,7 @@ class PgVectorStore(CoreStore[Collection, SqlScope, Row]):
         table_prefix: str = "archivist_vec",
         max_connections: int = 10,
         tenant_key: str | None = TENANT_KEY,
+        vector_datatype: VectorDatatype = DEFAULT_VECTOR_DATATYPE,
     ) -> None:
         super().__init__(
             PgVectorEngine(
@@ -68,5 +76,6 @@ class PgVectorStore(CoreStore[Collection, SqlScope, Row]):
                 table_prefix=table_prefix,
                 max_connections=max_connections,
                 tenant_key=tenant_key,
+                vector_datatype=vector_datatype,
             )
         )

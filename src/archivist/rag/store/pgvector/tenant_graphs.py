@@ -18,8 +18,9 @@ from typing import Any
 
 from psycopg import AsyncConnection, sql
 
+from archivist.rag.store.core.datatype import VectorDatatype
 from archivist.rag.store.pgvector.filter import where_metadata
-from archivist.rag.store.pgvector.schema import DISTANCE_OPERATORS, Tables
+from archivist.rag.store.pgvector.schema import Tables, hnsw_ddl
 
 
 def graph_name(tables: Tables, tenant: str) -> str:
@@ -48,6 +49,7 @@ async def build_tenant_graphs(
     connection: AsyncConnection[Any],
     tables: Tables,
     distance: str,
+    datatype: VectorDatatype,
     tenant_key: str,
     minimum: int,
 ) -> list[str]:
@@ -56,11 +58,18 @@ async def build_tenant_graphs(
     `connection` must be in autocommit mode); returns the tenants whose graphs were built.
     Another process building this table's graphs meanwhile is left to it: none are built."""
     async with _building(connection, tables) as mine:
-        return await _build(connection, tables, distance, tenant_key, minimum) if mine else []
+        if not mine:
+            return []
+        return await _build(connection, tables, distance, datatype, tenant_key, minimum)
 
 
 async def _build(
-    connection: AsyncConnection[Any], tables: Tables, distance: str, tenant_key: str, minimum: int
+    connection: AsyncConnection[Any],
+    tables: Tables,
+    distance: str,
+    datatype: VectorDatatype,
+    tenant_key: str,
+    minimum: int,
 ) -> list[str]:
     cursor = await connection.execute(
         sql.SQL(
@@ -76,7 +85,6 @@ async def _build(
         [tables.chunks_name],
     )
     existing = {str(name): bool(valid) for name, valid in await cursor.fetchall()}
-    _, opclass = DISTANCE_OPERATORS[distance]
     built = []
     for tenant in tenants:
         name = graph_name(tables, tenant)
@@ -88,10 +96,7 @@ async def _build(
             )
         predicate, _ = where_metadata({tenant_key: tenant}, alias=None, literal=True)
         await connection.execute(
-            sql.SQL(
-                "CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON {} USING hnsw (embedding {}) "
-                "WITH (m = 16, ef_construction = 100) WHERE {}"
-            ).format(sql.Identifier(name), tables.chunks, sql.SQL(opclass), predicate)
+            hnsw_ddl(tables, distance, datatype, name=name, where=predicate)
         )
         built.append(tenant)
     return built

@@ -7,7 +7,6 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 from pgvector import SparseVector
 from psycopg import AsyncConnection, sql
 from psycopg.types.json import Jsonb
@@ -23,7 +22,7 @@ from archivist.rag.store.core.layout import (
     TOTAL_CHUNKS,
 )
 from archivist.rag.store.core.points import PointWrite
-from archivist.rag.store.pgvector.schema import SLOT_DIMENSIONS, Collection
+from archivist.rag.store.pgvector.schema import SLOT_DIMENSIONS, Collection, vector_value
 
 COPY_COLUMNS = (
     ("id", "uuid"),
@@ -35,7 +34,7 @@ COPY_COLUMNS = (
     ("content", "text"),
     ("metadata", "jsonb"),
     ("terms", "int4"),
-    ("embedding", "vector"),
+    ("embedding", "vector"),  # the collection's vector type (`Collection.vector_type`)
     ("slots", "int4[]"),
     ("bm25", "sparsevec"),
 )
@@ -66,7 +65,9 @@ async def write_chunks(
     columns = sql.SQL(", ").join(sql.Identifier(name) for name, _ in COPY_COLUMNS)
     statement = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(tables.chunks, columns)
     async with connection.cursor().copy(statement) as copy:
-        copy.set_types([kind for _, kind in COPY_COLUMNS])
+        copy.set_types(
+            [found.vector_type if name == "embedding" else kind for name, kind in COPY_COLUMNS]
+        )
         for point, terms, bm25 in zip(points, counted, weights, strict=True):
             await copy.write_row(
                 (
@@ -79,7 +80,7 @@ async def write_chunks(
                     point.payload[CONTENT],
                     Jsonb(point.payload[METADATA]),
                     0 if terms is None else terms.length,
-                    np.asarray(point.vector, dtype=np.float32),
+                    vector_value(found.datatype, point.vector),
                     None if bm25 is None else sorted(bm25),
                     None if bm25 is None else SparseVector(bm25, SLOT_DIMENSIONS),
                 )

@@ -5,9 +5,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from archivist.rag.store.core.bm25 import Bm25Stats, SparseVector
+from archivist.rag.store.core.datatype import VectorDatatype
 from archivist.rag.store.core.engine import CollectionShape
 from archivist.rag.store.core.layout import CHUNK_INDEX, DOCUMENT_ID, GENERATION
 from archivist.rag.store.core.points import PointWrite
@@ -30,8 +31,6 @@ their int8 copies, then rescores them with the original vectors: int8 alone conf
 neighbours, and its scores carry the quantization error."""
 
 Quantization = Literal["int8"]
-VectorDatatype = Literal["float16", "float32"]
-VECTOR_DATATYPES: tuple[VectorDatatype, ...] = get_args(VectorDatatype)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from archivist._util.extras import require
 from archivist.errors import InvalidArgumentError
-from archivist.rag.store.qdrant.backend import VECTOR_DATATYPES, QdrantBackend, StoreLayout
+from archivist.rag.store.core.datatype import check_vector_datatype
+from archivist.rag.store.qdrant.backend import QdrantBackend, StoreLayout
 from archivist.rag.store.qdrant.edge.backend import EdgeBackend
 from archivist.rag.store.qdrant.edge.collection import SEARCH_THREADS
 from archivist.rag.store.qdrant.edge.open_shards import MAX_OPEN_COLLECTIONS
@@ -101,12 +102,7 @@ def store_layout(
         raise InvalidArgumentError(
             f"quantization must be 'int8' or None; got {quantization!r}", argument="quantization"
         )
-    if vector_datatype not in VECTOR_DATATYPES:
-        raise InvalidArgumentError(
-            f"vector_datatype must be one of {', '.join(map(repr, VECTOR_DATATYPES))}; "
-            f"got {vector_datatype!r}",
-            argument="vector_datatype",
-        )
+    datatype = check_vector_datatype(vector_datatype)
     if tenant_key is not None and (not isinstance(tenant_key, str) or not tenant_key):
         raise InvalidArgumentError(
             f"tenant_key must be a metadata key or None; got {tenant_key!r}", argument="tenant_key"
@@ -119,7 +115,7 @@ def store_layout(
         raise InvalidArgumentError("tenants_only needs a tenant_key", argument="tenants_only")
     return StoreLayout(
         quantization="int8" if quantization is not None else None,
-        vector_datatype=vector_datatype,
+        vector_datatype=datatype,
         tenant_key=None if tenant_key is None else metadata_path(tenant_key),
         tenants_only=tenants_only,
     )

@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING, Any, Self
 
 from archivist.rag.store.capabilities import StoreCapabilities
 from archivist.rag.store.core.arguments import SEARCH_MODES
+from archivist.rag.store.core.datatype import DEFAULT_VECTOR_DATATYPE, VectorDatatype
 from archivist.rag.store.core.engine import CollectionShape
 from archivist.rag.store.core.store import CoreStore
 from archivist.rag.store.file_lock import StoreLockedError
-from archivist.rag.store.qdrant.backend import Quantization, ScoredPoint, VectorDatatype
+from archivist.rag.store.qdrant.backend import Quantization, ScoredPoint
 from archivist.rag.store.qdrant.connect import client_backend, engine_for, store_layout
 from archivist.rag.store.qdrant.edge.optimizer import SEGMENT_POINTS
 from archivist.rag.store.qdrant.engine import QdrantEngine
@@ -33,9 +34,6 @@ __all__ = [
 DEFAULT_QUANTIZATION: Quantization | None = "int8"
 """New collections quantize their vectors unless told otherwise (see `QdrantStore`): on SciFact
 it cost 0.0005 nDCG@10, and it keeps a million 384-d vectors in 0.4 GB of RAM, not 1.5 GB."""
-DEFAULT_VECTOR_DATATYPE: VectorDatatype = "float16"
-"""New collections store their dense vectors as float16 unless told otherwise: half the memory
-of float32, and cosine similarities that differ by about 1e-3."""
 TENANT_PAYLOAD_KEY = "tenant_id"
 """The metadata key tenants are told apart by (`archivist.rag.store.tenant.TENANT_KEY`)."""
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from archivist._util.atomic_file import write_json_atomically
-from archivist.rag.store.qdrant.backend import VECTOR_DATATYPES, VectorDatatype
+from archivist.rag.store.core.datatype import VECTOR_DATATYPES, VectorDatatype
 from archivist.rag.store.qdrant.filter import IndexKind
 
 META_FILE = "meta.json"

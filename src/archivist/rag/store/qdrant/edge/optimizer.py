@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import qdrant_edge as edge
 
-from archivist.rag.store.qdrant.backend import VectorDatatype
+from archivist.rag.store.core.datatype import VectorDatatype
 
 SEGMENT_POINTS = 20_000
 """Points per indexed segment unless the store is told otherwise."""
