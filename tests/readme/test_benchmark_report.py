@@ -64,3 +64,30 @@ def test_every_case_the_report_names_exists(report_sections: ModuleType) -> None
     assert len(named) > 20
     for name in named:
         assert name in cases, name
+
+
+def _row(chunks: int, insert: float, dense99: float = 10.0) -> dict[str, object]:
+    return {
+        "chunks": chunks,
+        "insert_per_s": insert,
+        "disk_mb": 100.0,
+        "peak_rss_mb": 100.0,
+        "recall@5": 1.0,
+        "search": {"dense": {"p50_ms": 1.0, "p99_ms": dense99, "warm_p99_ms": dense99 * 2}},
+    }
+
+
+def test_the_targets_table_compares_inserts_where_both_systems_got_in_one_run(
+    report_sections: ModuleType,
+) -> None:
+    run = {
+        "systems": {
+            "archivist-pgvector": {"rows": [_row(10, 400), _row(100, 300), _row(1000, 100)]},
+            "pgvector-raw": {"rows": [_row(10, 500), _row(100, 500)]},
+        }
+    }
+    lines = "\n".join(report_sections.stores_targets([("one", run)]))
+    # At 100 chunks, the furthest both reached (not the store's own furthest): 300 / 500.
+    assert "inserts ≥ 0.8× pgvector's own at 100 | 0.60× | **not met**" in lines
+    # Latency is the worse of the first pass and the warm one.
+    assert "dense p99 ≤ 50 ms at 1,000 | 20.0 ms | met" in lines
