@@ -456,7 +456,7 @@ async def concurrent(
 
     left = deadline - time.monotonic()
     if left < seconds + 10:
-        return {"skipped": f"the bound leaves {max(left, 0):.0f} s, the window needs {seconds:.0f}"}
+        return {"skipped": f"the bound leaves {max(left, 0):.0f} s, too few for {seconds:.0f} s"}
     return await window(driver, data, written, seconds)
 
 
