@@ -423,24 +423,55 @@ def _recall_cell(found: float | None, by_size: dict[str, float | None] | None) -
     return f"{found:.3f} ({classes})"
 
 
+def under_load_cell(window: dict[str, Any] | None) -> str:
+    """A system's window under concurrent load: each mode's p50 / p99 ms, the chunks written
+    meanwhile and their rate, and whether its clients ran as asyncio tasks or threads."""
+    if window is None:
+        return "—"
+    if "skipped" in window:
+        return f"skipped ({window['skipped']})"
+    search = ", ".join(
+        f"{mode} {found['p50_ms']:.2f} / {found['p99_ms']:.2f}"
+        for mode, found in window["search"].items()
+    )
+    error = f"; {window['error']}" if "error" in window else ""
+    return (
+        f"{search}; {window['written']:,} chunks written at {window['chunks_per_s']:,}/s "
+        f"({window['concurrency']}, {window['searches']:,} searches){error}"
+    )
+
+
 def stores_table(data: dict[str, Any]) -> list[str]:
     """The `stores` benchmark's table (one row per system and checkpoint) and how each run
-    ended; `bench_stores` prints it too."""
+    ended; `bench_stores` prints it too. A run with windows under concurrent load has one
+    more column, filled on each system's last row."""
+    windows = {name: run.get("concurrent") for name, run in data["systems"].items()}
+    loaded = any(windows.values())
+    load_header = (
+        f" under load {data.get('concurrent_seconds', 0):g} s: 8 searching + 1 writing, "
+        "p50 / p99 ms; chunks/s |"
+        if loaded
+        else ""
+    )
     lines = [
         "| system | chunks | insert chunks/s | peak RSS MiB | disk MiB | dense p50 / p99 ms "
-        "| hybrid p50 / p99 ms | recall@5 (small / medium / large tenants) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        f"| hybrid p50 / p99 ms | recall@5 (small / medium / large tenants) |{load_header}",
+        "|---|---:|---:|---:|---:|---:|---:|---:|" + ("---|" if loaded else ""),
     ]
     ended = []
     for system, run in data["systems"].items():
         label = STORE_SYSTEMS.get(system, system)
-        for row in run["rows"]:
+        for number, row in enumerate(run["rows"], 1):
             found = row.get("recall@5")
             partial = " (stopped in its searches)" if "incomplete" in row else ""
+            load = ""
+            if loaded:
+                last = number == len(run["rows"])
+                load = f" {under_load_cell(windows[system]) if last else ''} |"
             lines.append(
                 f"| {label} | {row['chunks']:,}{partial} | {row['insert_per_s']:,} | {_stores_rss(row)} "
                 f"| {row['disk_mb']:,.0f} | {_p50_p99(row, 'dense')} | {_p50_p99(row, 'hybrid')} "
-                f"| {_recall_cell(found, row.get('recall@5_by_size'))} |"
+                f"| {_recall_cell(found, row.get('recall@5_by_size'))} |{load}"
             )
         status = run["status"]
         load = f", load average {run['load_after'][1]}" if "load_after" in run else ""

@@ -21,7 +21,11 @@ record objects included, making the data not), the process's peak RSS (pgvector:
 processes), the store's disk size, tenant-filtered top-5 latency p50/p99 over 200 held-out
 SciFact claims (none is a passage; dense, and hybrid with the claim's text where the system
 has it; tenants drawn as skewed as their sizes), and recall@5 of dense search against exact
-search (numpy over the tenant's chunks, made again batch by batch). Systems:
+search (numpy over the tenant's chunks, made again batch by batch). After its last step,
+within its bound, each system runs a window under concurrent load (`stores_concurrent.py`,
+`--concurrent-seconds`, 0 for none): 8 clients searching (modes alternating) while one
+writer inserts the next chunks; it reports search p50/p99 and the write rate meanwhile.
+Systems:
 
   archivist-edge      QdrantStore(path=...), Qdrant Edge in process; optimize per checkpoint
   engine-raw          Qdrant Edge itself (qdrant_edge), Archivist's layout, Edge's own BM25,
@@ -65,7 +69,7 @@ from typing import Any
 
 import numpy as np
 from _common import RESULTS, ROOT, SCIFACT, write_cache, write_result
-from report_sections import stores_table
+from report_sections import stores_table, under_load_cell
 from stores_data import MARKER, SIGMA, StoreData, recall, recall_by_size
 
 HERE = Path(__file__).resolve().parent
@@ -260,6 +264,9 @@ def run_system(
                 if "incomplete" not in event:
                     out["last_checkpoint"] = event["chunks"]
                 print(f"  {system}: {checkpoint_line(event)}", flush=True)
+            elif kind == "concurrent":
+                out["concurrent"] = event
+                print(f"  {system}: under load, {under_load_cell(event)}", flush=True)
             elif kind in ("stopped", "done"):
                 out.update(status=kind, **event)
         process.wait()
@@ -333,6 +340,12 @@ def main(argv: list[str] | None = None) -> None:
         "--systems", default=",".join(SYSTEMS), help=f"comma-separated, of {', '.join(SYSTEMS)}"
     )
     parser.add_argument("--seconds-per-system", type=float, default=1800)
+    parser.add_argument(
+        "--concurrent-seconds",
+        type=float,
+        default=20,
+        help="the window under concurrent load after each system's last step (0: none)",
+    )
     parser.add_argument("--passages", type=int, default=PASSAGES, help="SciFact passages P")
     parser.add_argument("--queries", type=int, default=QUERIES)
     parser.add_argument("--sigma", type=float, default=SIGMA, help="noise per coordinate")
@@ -356,7 +369,12 @@ def main(argv: list[str] | None = None) -> None:
         files["passages_npy"], files["queries_npy"], files["texts_json"], max(steps), args.sigma
     )
     fingerprint = data.fingerprint()
-    params = {**files, "steps": steps, "sigma": args.sigma}
+    params = {
+        **files,
+        "steps": steps,
+        "sigma": args.sigma,
+        "concurrent_seconds": args.concurrent_seconds,
+    }
     workdir = Path(tempfile.mkdtemp(prefix="bench-stores-", dir=args.workdir))
     logs = RESULTS / "tmp"
     logs.mkdir(parents=True, exist_ok=True)
@@ -403,6 +421,7 @@ def main(argv: list[str] | None = None) -> None:
             "model": json.loads(Path(files["texts_json"]).read_text())["model"],
         },
         "seconds_per_system": args.seconds_per_system,
+        "concurrent_seconds": args.concurrent_seconds,
         "host": machine(),
         "systems": results,
     }

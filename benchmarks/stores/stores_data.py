@@ -85,8 +85,9 @@ class Batch:
 
 
 class StoreData:
-    """Every chunk of a run of up to `max_chunks`, made on demand from the cached corpus files
-    (`passages.npy`, `queries.npy`, `texts.json`, written by `bench_stores.py`)."""
+    """Every chunk of a run of up to `max_chunks` (and `extra` more, for the concurrent
+    window's writer), made on demand from the cached corpus files (`passages.npy`,
+    `queries.npy`, `texts.json`, written by `bench_stores.py`)."""
 
     def __init__(
         self,
@@ -95,6 +96,7 @@ class StoreData:
         texts_json: str | Path,
         max_chunks: int,
         sigma: float = SIGMA,
+        extra: int = 0,
     ) -> None:
         self.base = np.load(passages_npy).astype(np.float32)
         self.query_vectors = np.load(queries_npy).astype(np.float32)
@@ -105,9 +107,10 @@ class StoreData:
             self.query_vectors
         ):
             raise ValueError("the cached corpus files do not belong together")
-        self.max_chunks = max_chunks
+        self.measured = max_chunks
+        self.max_chunks = max_chunks + extra
         self.sigma = float(sigma)
-        self.tenants = chunk_tenants(max_chunks)
+        self.tenants = chunk_tenants(self.max_chunks)
 
     @property
     def passages(self) -> int:
@@ -159,15 +162,15 @@ class StoreData:
         return [int(sizes[t]) for t in self.query_tenants(written)]
 
     def fingerprint(self) -> str:
-        """A digest of the corpus, the tenants and the first two batches: equal in every venv
-        if and only if the systems get the same data."""
+        """A digest of the corpus, the measured chunks' tenants and the first two batches: equal
+        in every venv if and only if the systems get the same data."""
         digest = hashlib.sha256()
         digest.update(self.base.tobytes())
         digest.update(self.query_vectors.tobytes())
-        digest.update(self.tenants.tobytes())
+        digest.update(self.tenants[: self.measured].tobytes())
         for start in (0, BATCH):
-            if start < self.max_chunks:
-                batch = self.batch(start, min(BATCH, self.max_chunks - start))
+            if start < self.measured:
+                batch = self.batch(start, min(BATCH, self.measured - start))
                 digest.update(batch.vectors.tobytes())
                 digest.update("\n".join(batch.texts + batch.tenants).encode())
         return digest.hexdigest()[:16]
@@ -332,16 +335,23 @@ class StoreDriver(Protocol):
 
 
 async def measure(
-    driver: StoreDriver, data: StoreData, steps: Sequence[int], seconds: float
+    driver: StoreDriver,
+    data: StoreData,
+    steps: Sequence[int],
+    seconds: float,
+    concurrent_seconds: float = 0.0,
 ) -> None:
     """Write `data` through `driver` in batches of 500 up to each of `steps`, and at each step
     optimize, measure and search; one JSON line per checkpoint. Stops (saying how far it got)
-    once `seconds` have passed since it started."""
+    once `seconds` have passed since it started. After the last step, when `concurrent_seconds`
+    and the bound allow, the window under concurrent load (`stores_concurrent`)."""
     deadline = time.monotonic() + seconds
     emit({"event": "start", "fingerprint": data.fingerprint(), "info": driver.info()})
     written, last_checkpoint = 0, 0
 
     def stopped(where: str) -> None:
+        if concurrent_seconds:
+            emit({"event": "concurrent", "skipped": "the bound was reached"})
         emit(
             {
                 "event": "stopped",
@@ -425,9 +435,29 @@ async def measure(
                 return stopped(f"while searching at {written:,}")
             last_checkpoint = written
             emit(row)
+        if concurrent_seconds:
+            emit(
+                {
+                    "event": "concurrent",
+                    **await concurrent(driver, data, written, concurrent_seconds, deadline),
+                }
+            )
         emit({"event": "done", "written": written, "last_checkpoint": last_checkpoint})
     finally:
         await driver.close()
+
+
+async def concurrent(
+    driver: StoreDriver, data: StoreData, written: int, seconds: float, deadline: float
+) -> dict[str, Any]:
+    """The concurrent window at `written` chunks, or why it was skipped (it must end, with
+    the driver closed, within the bound)."""
+    from stores_concurrent import window
+
+    left = deadline - time.monotonic()
+    if left < seconds + 10:
+        return {"skipped": f"the bound leaves {max(left, 0):.0f} s, too few for {seconds:.0f} s"}
+    return await window(driver, data, written, seconds)
 
 
 def install_sigterm() -> None:
@@ -445,16 +475,20 @@ def driver_main(drivers: dict[str, Any], argv: list[str]) -> None:
     """`python DRIVER.py SYSTEM PARAMS_JSON`: run `measure` for the system named."""
     import asyncio
 
+    from stores_concurrent import HEADROOM
+
     system, params = argv[0], json.loads(argv[1])
     install_sigterm()
+    concurrent_seconds = float(params.get("concurrent_seconds", 0))
     data = StoreData(
         params["passages_npy"],
         params["queries_npy"],
         params["texts_json"],
         max(params["steps"]),
         params["sigma"],
+        extra=HEADROOM if concurrent_seconds else 0,
     )
     root = Path(params["workdir"])
     root.mkdir(parents=True, exist_ok=True)
     driver = drivers[system](root)
-    asyncio.run(measure(driver, data, params["steps"], params["seconds"]))
+    asyncio.run(measure(driver, data, params["steps"], params["seconds"], concurrent_seconds))

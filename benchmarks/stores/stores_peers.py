@@ -18,9 +18,11 @@ the JSON lines of `stores_data.measure`.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 import warnings
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +49,11 @@ class EngineRaw:
     out (float16 vectors on disk with int8 copies in RAM, segments of 20,000 points each
     indexed once, one search thread), so the two differ by Archivist's code alone; the shard
     is optimized after every 20,000 points written and at each checkpoint. Hybrid: one query,
-    both sides prefetched (50 each, as Archivist's depth) and fused by RRF (k=60)."""
+    both sides prefetched (50 each, as Archivist's depth) and fused by RRF (k=60). Its calls
+    block, so concurrent clients run in threads."""
 
     modes = ("dense", "hybrid")
+    concurrency = "threads"
     SEGMENT_POINTS = 20_000
     DEPTH = 50
 
@@ -171,9 +175,10 @@ class EngineRaw:
 class Chroma:
     """chromadb's embedded `PersistentClient`; one collection (cosine), metadata tenant,
     document id and chunk index, the text as the document; tenant by `where`. Chroma's API
-    has no optimize call. Dense only."""
+    has no optimize call. Dense only; its calls block, so concurrent clients run in threads."""
 
     modes = ("dense",)
+    concurrency = "threads"
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -232,9 +237,11 @@ class LanceDB:
     (compaction, versions older than now pruned so the disk holds the live table only), then
     an IVF_PQ vector index (cosine, lancedb's default partitions and sub-vectors) and a bitmap
     index on tenant rebuilt over every row. Search prefilters by tenant, lancedb's default
-    probes, no refine step. Dense only."""
+    probes, no refine step. Dense only; its calls block, so concurrent clients run in
+    threads."""
 
     modes = ("dense",)
+    concurrency = "threads"
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -403,7 +410,8 @@ class PgVectorRaw:
     document, GIN metadata, HNSW m=16 ef_construction=100), with
     PostgreSQL's own full-text search (a stored `tsvector` and its GIN index) for the lexical
     side. Dense search: pgvector's defaults with iterative scans; hybrid: RRF of both sides'
-    best 50 in one statement."""
+    best 50 in one statement. One connection; `prepare_clients` opens one per concurrent
+    client."""
 
     modes = ("dense", "hybrid")
     DEPTH = 50
@@ -414,18 +422,39 @@ class PgVectorRaw:
         self.root = root
         self.server = PgServer(root)
         self.connection: Any = None
+        self.spare: list[Any] = []
+        """Connections of the concurrent clients, each taken by one call at a time."""
 
     def info(self) -> dict[str, Any]:
         return {"pgvector-python": _version("pgvector"), **self.server.settings()}
 
-    async def open(self) -> None:
+    async def _connect(self) -> Any:
         import psycopg
         from pgvector.psycopg import register_vector_async
 
-        url = self.server.start()
-        self.connection = await psycopg.AsyncConnection.connect(url, autocommit=True)
-        await self.connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        await register_vector_async(self.connection)
+        connection = await psycopg.AsyncConnection.connect(self.server.url, autocommit=True)
+        await connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        await register_vector_async(connection)
+        return connection
+
+    async def prepare_clients(self, clients: int) -> None:
+        self.spare += [await self._connect() for _ in range(clients)]
+
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncIterator[Any]:
+        """The connection for one call: the measurement's own, or a spare one under load."""
+        if not self.spare:
+            yield self.connection
+            return
+        connection = self.spare.pop()
+        try:
+            yield connection
+        finally:
+            self.spare.append(connection)
+
+    async def open(self) -> None:
+        self.server.start()
+        self.connection = await self._connect()
         for statement in (
             f"""CREATE TABLE chunks (
                 id uuid PRIMARY KEY, document_id text NOT NULL, chunk_index integer NOT NULL,
@@ -451,7 +480,7 @@ class PgVectorRaw:
             "COPY chunks (id, document_id, chunk_index, content, metadata, embedding) "
             "FROM STDIN (FORMAT BINARY)"
         )
-        async with self.connection.cursor().copy(statement) as copy:
+        async with self._connection() as connection, connection.cursor().copy(statement) as copy:
             copy.set_types(["uuid", "text", "int4", "text", "jsonb", "halfvec"])
             for chunk, vector, text, tenant, document, index in zip(
                 batch.ids.tolist(),
@@ -484,13 +513,13 @@ class PgVectorRaw:
         where = Jsonb({"tenant": tenant})
         query = HalfVector(vector)
         dense = "SELECT id FROM chunks WHERE metadata @> %s ORDER BY embedding <=> %s LIMIT %s"
-        async with self.connection.transaction():
-            await self.connection.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+        async with self._connection() as connection, connection.transaction():
+            await connection.execute("SET LOCAL hnsw.iterative_scan = strict_order")
             if mode == "dense":
-                cursor = await self.connection.execute(dense, [where, query, TOP_K])
+                cursor = await connection.execute(dense, [where, query, TOP_K])
             else:
                 # Any query word (PostgreSQL's plainto_tsquery asks for all of them).
-                cursor = await self.connection.execute(
+                cursor = await connection.execute(
                     f"""WITH q AS (SELECT replace(plainto_tsquery('simple', %s)::text, '&', '|')
                             ::tsquery AS q),
                         d AS (SELECT id, row_number() OVER () AS r FROM ({dense}) x),
@@ -513,8 +542,9 @@ class PgVectorRaw:
 
     async def close(self) -> None:
         try:
-            if self.connection is not None:
-                await self.connection.close()
+            for connection in [self.connection, *self.spare]:
+                if connection is not None:
+                    await connection.close()
         finally:
             self.server.stop()
 
