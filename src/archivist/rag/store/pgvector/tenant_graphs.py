@@ -60,17 +60,25 @@ async def build_tenant_graphs(
     async with _building(connection, tables) as mine:
         if not mine:
             return []
-        return await _build(connection, tables, distance, datatype, tenant_key, minimum)
+        built = []
+        for tenant, name, cut_short in await _missing(connection, tables, tenant_key, minimum):
+            if cut_short:  # a build cut short leaves an invalid index behind
+                await connection.execute(
+                    sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name))
+                )
+            predicate, _ = where_metadata({tenant_key: tenant}, alias=None, literal=True)
+            await connection.execute(
+                hnsw_ddl(tables, distance, datatype, name=name, where=predicate)
+            )
+            built.append(tenant)
+        return built
 
 
-async def _build(
-    connection: AsyncConnection[Any],
-    tables: Tables,
-    distance: str,
-    datatype: VectorDatatype,
-    tenant_key: str,
-    minimum: int,
-) -> list[str]:
+async def _missing(
+    connection: AsyncConnection[Any], tables: Tables, tenant_key: str, minimum: int
+) -> list[tuple[str, str, bool]]:
+    """The tenants holding at least `minimum` chunks without a valid graph, largest first:
+    each with its graph's index name and whether an invalid one is in the way."""
     cursor = await connection.execute(
         sql.SQL(
             "SELECT c.metadata ->> %s FROM {} c WHERE jsonb_typeof(c.metadata -> %s) = 'string' "
@@ -85,18 +93,5 @@ async def _build(
         [tables.chunks_name],
     )
     existing = {str(name): bool(valid) for name, valid in await cursor.fetchall()}
-    built = []
-    for tenant in tenants:
-        name = graph_name(tables, tenant)
-        if existing.get(name):
-            continue
-        if name in existing:  # a build cut short leaves an invalid index behind
-            await connection.execute(
-                sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name))
-            )
-        predicate, _ = where_metadata({tenant_key: tenant}, alias=None, literal=True)
-        await connection.execute(
-            hnsw_ddl(tables, distance, datatype, name=name, where=predicate)
-        )
-        built.append(tenant)
-    return built
+    named = [(tenant, graph_name(tables, tenant)) for tenant in tenants]
+    return [(tenant, name, name in existing) for tenant, name in named if not existing.get(name)]
