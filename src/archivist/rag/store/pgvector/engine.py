@@ -17,6 +17,11 @@ from archivist.rag.store.core.distance import check_distance
 from archivist.rag.store.core.engine import missing_collection
 from archivist.rag.store.core.points import PointWrite
 from archivist.rag.store.core.terms import TERM_LAYOUT
+from archivist.rag.store.pgvector.bulk_load import (
+    build_shared_graph,
+    drop_graphs,
+    has_shared_graph,
+)
 from archivist.rag.store.pgvector.filter import SqlScope, where_metadata
 from archivist.rag.store.pgvector.reading import PgVectorReading
 from archivist.rag.store.pgvector.schema import (
@@ -45,6 +50,17 @@ PoolTimeout (the database out of reach, or every connection busy) instead of han
 
 class PgVectorEngine(PgVectorReading):
     """The engine of a `PgVectorStore` (see it for what each argument means)."""
+
+    BUILD_MEMORY = 1 << 30
+    """Most `maintenance_work_mem` (bytes) a build of a collection's shared HNSW index asks
+    for: it asks for what the graph of the collection's rows takes (`GRAPH_ROW_BYTES` and
+    the vector per row) up to this, never less than the server's setting. A graph larger
+    than the memory is still built, more slowly."""
+    GRAPH_ROW_BYTES = 640
+    """The memory an HNSW graph build takes per row besides its vector (m=16 neighbours)."""
+    BUILD_WORKERS = 2
+    """Parallel workers of a shared HNSW index build (`max_parallel_maintenance_workers`),
+    within what the server allows; a parallel build takes its memory in shared memory."""
 
     def __init__(
         self,
@@ -244,15 +260,42 @@ class PgVectorEngine(PgVectorReading):
                 sql.SQL("DELETE FROM {} WHERE name = %s").format(self._registry), [name]
             )
 
+    async def begin_bulk_load(self, collection: str) -> None:
+        """Drop the collection's HNSW indexes (`bulk_load`) under its write lock; dense
+        searches rank exactly until `optimize` builds them again."""
+        found = await self.shape(collection)
+        if found is None:
+            raise missing_collection(collection)
+        try:
+            async with self._transaction() as connection:
+                await self._lock(connection, "collection", collection)
+                await drop_graphs(connection, found.tables)
+        except errors.UndefinedTable:  # dropped by another process meanwhile
+            self._collections.pop(collection, None)
+            raise missing_collection(collection) from None
+
     async def optimize(self, collection: str) -> None:
-        """Build a graph of its own for every tenant holding at least `EXACT_BELOW` chunks
-        (`tenant_graphs`), then refresh the planner's statistics (a filtered search sizes
-        its graph walk by the table's row count). Writes go on meanwhile."""
+        """Build the collection's shared HNSW index if it is missing (after a bulk load, or
+        one cut short), holding its write lock; then a graph of its own for every tenant
+        holding at least `EXACT_BELOW` chunks (`tenant_graphs`, writes going on meanwhile);
+        then refresh the planner's statistics (a filtered search sizes its graph walk by
+        the table's row count)."""
         found = await self.shape(collection)
         if found is None:
             raise missing_collection(collection)
         try:
             async with self._open().connection() as connection:
+                if not await has_shared_graph(connection, found.tables):
+                    async with connection.transaction():
+                        await self._lock(connection, "collection", collection)
+                        await build_shared_graph(
+                            connection,
+                            found.tables,
+                            found.distance,
+                            bytes_per_row=4 * found.dimensions + self.GRAPH_ROW_BYTES,
+                            memory_cap=self.BUILD_MEMORY,
+                            workers=self.BUILD_WORKERS,
+                        )
                 if self._tenant_key is not None:
                     await build_tenant_graphs(
                         connection,

@@ -122,7 +122,6 @@ def registry_ddl(registry: sql.Identifier) -> list[sql.Composed]:
 
 def collection_ddl(tables: Tables, dimensions: int, distance: str) -> list[sql.Composed]:
     """The statements creating one collection's tables and indexes."""
-    _, opclass = DISTANCE_OPERATORS[distance]
     chunks = tables.chunks
     return [
         sql.SQL(
@@ -151,13 +150,20 @@ def collection_ddl(tables: Tables, dimensions: int, distance: str) -> list[sql.C
         sql.SQL("CREATE INDEX {} ON {} USING gin (metadata jsonb_path_ops)").format(
             tables.named("meta"), chunks
         ),
-        # Qdrant's defaults (m=16, ef_construct=100), so both stores build alike graphs.
-        sql.SQL(
-            "CREATE INDEX {} ON {} USING hnsw (embedding {}) WITH (m = 16, ef_construction = 100)"
-        ).format(tables.named("hnsw"), chunks, sql.SQL(opclass)),
+        hnsw_ddl(tables, distance),
         *_slots_ddl(tables),
         *_df_ddl(tables),
     ]
+
+
+def hnsw_ddl(tables: Tables, distance: str) -> sql.Composed:
+    """The collection's shared HNSW index (`{table}_hnsw`) over every chunk's vector, unless
+    it exists: Qdrant's defaults (m=16, ef_construct=100), so both stores build alike graphs."""
+    _, opclass = DISTANCE_OPERATORS[distance]
+    return sql.SQL(
+        "CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw (embedding {}) "
+        "WITH (m = 16, ef_construction = 100)"
+    ).format(tables.named("hnsw"), tables.chunks, sql.SQL(opclass))
 
 
 def _slots_ddl(tables: Tables) -> list[sql.Composed]:
