@@ -10,11 +10,10 @@ import numpy as np
 import psycopg
 import pytest
 
-from archivist.message import TextBlock
 from archivist.rag import PgVectorStore
-from archivist.rag.document import Chunk
 from archivist.rag.record import VectorRecord
 from archivist.rag.store.pgvector.schema import Tables
+from archivist.testing.store import record
 from pgvector_server import fresh_database, pgvector_server
 
 DIMENSIONS = 24
@@ -32,19 +31,11 @@ def _vectors(count: int, seed: int) -> np.ndarray:
 
 
 def _records(vectors: np.ndarray, start: int = 0) -> list[VectorRecord]:
+    """Chunk n alone in document "dn", of tenant "small" every fourth, "big" otherwise."""
+    tenants = ["big" if n % 4 else "small" for n in range(start, start + len(vectors))]
     return [
-        VectorRecord(
-            vector=vector.tolist(),
-            document_id=f"d{n}",
-            chunk=Chunk(
-                content=TextBlock(text=f"chunk {n} of tenant {'big' if n % 4 else 'small'}"),
-                source=f"d{n}.txt",
-                chunk_index=0,
-                total_chunks=1,
-                metadata={"tenant_id": "big" if n % 4 else "small"},
-            ),
-        )
-        for n, vector in enumerate(vectors, start)
+        record(f"d{n}", 0, vector.tolist(), total=1, text=f"chunk {n}", tenant_id=tenant)
+        for n, (vector, tenant) in enumerate(zip(vectors, tenants, strict=True), start)
     ]
 
 
