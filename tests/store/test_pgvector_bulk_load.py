@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -137,3 +138,26 @@ async def test_a_bulk_load_of_a_missing_collection_is_refused(pg_url: str) -> No
     async with PgVectorStore(pg_url, table_prefix="none") as store:
         with pytest.raises(ValueError, match="does not exist"):
             await store.begin_bulk_load("docs")
+
+
+async def test_a_build_the_shared_memory_cannot_hold_runs_without_workers(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from archivist.rag.store.pgvector import engine
+
+    tried: list[int] = []
+    build = engine.build_shared_graph
+
+    async def small_shm(*args: Any, workers: int, **kwargs: Any) -> None:
+        tried.append(workers)
+        if workers:  # as PostgreSQL fails a parallel build /dev/shm cannot hold
+            raise psycopg.errors.DiskFull("could not resize shared memory segment")
+        await build(*args, workers=workers, **kwargs)
+
+    monkeypatch.setattr(engine, "build_shared_graph", small_shm)
+    async with PgVectorStore(pg_url, table_prefix="shm") as store:
+        await store.create_collection("docs", DIMENSIONS)
+        async with store.bulk_load("docs"):
+            await store.insert("docs", _records(_vectors(50, 6)))
+    assert tried == [2, 0]
+    assert set(_graphs(pg_url, "shm")) == {_shared("shm")}

@@ -56,11 +56,13 @@ class PgVectorEngine(PgVectorReading):
     for: it asks for what the graph of the collection's rows takes (`GRAPH_ROW_BYTES` and
     the vector per row) up to this, never less than the server's setting. A graph larger
     than the memory is still built, more slowly."""
-    GRAPH_ROW_BYTES = 640
-    """The memory an HNSW graph build takes per row besides its vector (m=16 neighbours)."""
+    GRAPH_ROW_BYTES = 1024
+    """The memory an HNSW graph build takes per row besides its vector (m=16 neighbours;
+    pgvector 0.8 takes about 750 bytes, the rest is margin)."""
     BUILD_WORKERS = 2
     """Parallel workers of a shared HNSW index build (`max_parallel_maintenance_workers`),
-    within what the server allows; a parallel build takes its memory in shared memory."""
+    within what the server allows. A parallel build takes its memory at once in the
+    server's shared memory; where that is too small the build runs without workers."""
 
     def __init__(
         self,
@@ -286,16 +288,7 @@ class PgVectorEngine(PgVectorReading):
         try:
             async with self._open().connection() as connection:
                 if not await has_shared_graph(connection, found.tables):
-                    async with connection.transaction():
-                        await self._lock(connection, "collection", collection)
-                        await build_shared_graph(
-                            connection,
-                            found.tables,
-                            found.distance,
-                            bytes_per_row=4 * found.dimensions + self.GRAPH_ROW_BYTES,
-                            memory_cap=self.BUILD_MEMORY,
-                            workers=self.BUILD_WORKERS,
-                        )
+                    await self._build_shared_graph(connection, collection, found)
                 if self._tenant_key is not None:
                     await build_tenant_graphs(
                         connection,
@@ -308,6 +301,29 @@ class PgVectorEngine(PgVectorReading):
         except errors.UndefinedTable:  # dropped by another process meanwhile
             self._collections.pop(collection, None)
             raise missing_collection(collection) from None
+
+    async def _build_shared_graph(
+        self, connection: AsyncConnection[Any], collection: str, found: Collection
+    ) -> None:
+        """Build the collection's shared HNSW index holding its write lock: with
+        `BUILD_WORKERS` parallel workers, or with none when the server's shared memory cannot
+        hold the graph (a container's small /dev/shm)."""
+        for workers in dict.fromkeys((self.BUILD_WORKERS, 0)):
+            try:
+                async with connection.transaction():
+                    await self._lock(connection, "collection", collection)
+                    await build_shared_graph(
+                        connection,
+                        found.tables,
+                        found.distance,
+                        bytes_per_row=4 * found.dimensions + self.GRAPH_ROW_BYTES,
+                        memory_cap=self.BUILD_MEMORY,
+                        workers=workers,
+                    )
+                return
+            except (errors.DiskFull, errors.OutOfMemory):
+                if workers == 0:
+                    raise
 
     # Writing
 
