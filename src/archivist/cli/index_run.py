@@ -5,6 +5,7 @@ Kept apart from the command's registration so `archivist --help` imports none of
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import sys
 import time
@@ -78,28 +79,32 @@ async def run_index(args: argparse.Namespace) -> int:
             interval=args.progress or 0.0,
             stream=sys.stderr,
         )
-        with progress, notices.collecting():
+        # A knowledge base made (or emptied) by this run is loaded in bulk, its indexes
+        # built once at the end; otherwise they are brought up to date after the writes.
+        fresh = args.kb not in recorded or args.rebuild
+        async with session.kb.bulk_load() if fresh else contextlib.nullcontext():
+            with progress, notices.collecting():
 
-            def advance(result: FileResult) -> None:
-                walked = result.outcome not in (Outcome.PRUNED, Outcome.REMOVED)
-                progress.file_done(result.chunks, result.path, walked)
+                def advance(result: FileResult) -> None:
+                    walked = result.outcome not in (Outcome.PRUNED, Outcome.REMOVED)
+                    progress.file_done(result.chunks, result.path, walked)
 
-            if ocr is not None:
-                ocr.on_page = progress.ocr_page
-            report = await ingest_files(
-                session.kb,
-                walk.files,
-                registry=default_registry(ocr),
-                chunker=session.chunker,
-                prune_missing=args.prune,
-                keep_stale=args.keep_stale,
-                on_file=advance,
-                on_chunks=progress.written,
-                on_start=progress.reading,
-                on_read=progress.cut,
-                on_write=progress.embedding,
-            )
-        if report.count(Outcome.INDEXED) or report.count(Outcome.UPDATED):
+                if ocr is not None:
+                    ocr.on_page = progress.ocr_page
+                report = await ingest_files(
+                    session.kb,
+                    walk.files,
+                    registry=default_registry(ocr),
+                    chunker=session.chunker,
+                    prune_missing=args.prune,
+                    keep_stale=args.keep_stale,
+                    on_file=advance,
+                    on_chunks=progress.written,
+                    on_start=progress.reading,
+                    on_read=progress.cut,
+                    on_write=progress.embedding,
+                )
+        if not fresh and (report.count(Outcome.INDEXED) or report.count(Outcome.UPDATED)):
             await session.store.optimize(session.kb.collection)
         held = await session.kb.list_documents()
         scope = session.kb.metadata_filter

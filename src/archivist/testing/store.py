@@ -329,6 +329,19 @@ class DenseSearchTests(StoreTests):
         scores = [result.score for result in results]
         assert scores[0] > scores[1] > scores[2]
 
+    async def test_searches_rank_alike_during_and_after_a_bulk_load(
+        self, store: VectorStoreBase, docs: str
+    ) -> None:
+        await store.insert(docs, [record("far", 0, unit(2)), record("middle", 0, unit(0, 1.0))])
+        expected = ["near", "middle", "far"]
+        async with store.bulk_load(docs):
+            await store.insert(docs, [record("near", 0, unit(0, 0.1))])
+            during = await store.search(docs, unit(0), top_k=3)
+            assert [result.document_id for result in during] == expected
+        after = await store.search(docs, unit(0), top_k=3)
+        assert [result.document_id for result in after] == expected
+        await store.end_bulk_load(docs)  # a second end does no harm
+
     async def test_top_k_caps_the_results(self, store: VectorStoreBase, docs: str) -> None:
         await store.insert(docs, [record("d", n, unit(n % DIMENSIONS, n / 10)) for n in range(9)])
         assert len(await store.search(docs, unit(0), top_k=4)) == 4

@@ -7,7 +7,8 @@ The handle checks its arguments and delegates: writing to `writing`, search plan
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from archivist.errors import ConfigurationError, DocumentNotFoundError, InvalidArgumentError
@@ -107,6 +108,16 @@ class KnowledgeBase:
                     self.collection, self.embedding_model.dimensions
                 )
                 self._ready = True
+
+    @asynccontextmanager
+    async def bulk_load(self) -> AsyncIterator[None]:
+        """Hold around a large write (the first indexing of a knowledge base): the store
+        builds once at the block's end what it would otherwise keep up chunk by chunk
+        (`VectorStoreBase.bulk_load`). Searches meanwhile stay correct; on a large collection
+        of a store that defers its vector index (PostgreSQL), slower."""
+        await self.ensure_collection()
+        async with self.vector_store.bulk_load(self.collection):
+            yield
 
     async def has_collection(self) -> bool:
         """Whether the collection exists, its dimensions checked against the model's; never

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, AsyncIterator
+from contextlib import asynccontextmanager, suppress
 from typing import Any, ClassVar, Final
 
 from archivist._util.closable import AsyncClosable
@@ -33,6 +34,8 @@ STORE_METHODS: Final = (
     "delete_collection",
     "has_collection",
     "optimize",
+    "begin_bulk_load",
+    "end_bulk_load",
     "collection_dimensions",
     "insert",
     "delete",
@@ -104,6 +107,31 @@ class VectorStoreBase(AsyncClosable, ABC):
     async def optimize(self, collection: str) -> None:
         """Build search indexes after a bulk load; stores that index on write do nothing."""
         return None
+
+    async def begin_bulk_load(self, collection: str) -> None:
+        """Get `collection` ready for a large write: a store whose index costs more to keep up
+        row by row than to build once drops it here (searches stay correct, ranked without
+        it); this default does nothing. `end_bulk_load` ends it; prefer `bulk_load`."""
+        return None
+
+    async def end_bulk_load(self, collection: str) -> None:
+        """End a bulk load of `collection`: build what `begin_bulk_load` dropped, then what
+        `optimize` builds. Safe to call twice, or from another process loading the same
+        collection."""
+        await self.optimize(collection)
+
+    @asynccontextmanager
+    async def bulk_load(self, collection: str) -> AsyncIterator[None]:
+        """`begin_bulk_load`, the block's writes, then `end_bulk_load`, also when the block
+        fails (an error of the end is then dropped for the block's own)."""
+        await self.begin_bulk_load(collection)
+        try:
+            yield
+        except BaseException:
+            with suppress(Exception):
+                await self.end_bulk_load(collection)
+            raise
+        await self.end_bulk_load(collection)
 
     async def collection_dimensions(self, name: str) -> int | None:
         """The vector size of collection `name`, or None when unknown or absent."""

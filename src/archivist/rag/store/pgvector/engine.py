@@ -22,6 +22,11 @@ from archivist.rag.store.core.distance import check_distance
 from archivist.rag.store.core.engine import missing_collection
 from archivist.rag.store.core.points import PointWrite
 from archivist.rag.store.core.terms import TERM_LAYOUT
+from archivist.rag.store.pgvector.bulk_load import (
+    build_shared_graph,
+    drop_graphs,
+    has_shared_graph,
+)
 from archivist.rag.store.pgvector.filter import SqlScope, where_metadata
 from archivist.rag.store.pgvector.reading import PgVectorReading
 from archivist.rag.store.pgvector.schema import (
@@ -50,6 +55,19 @@ PoolTimeout (the database out of reach, or every connection busy) instead of han
 
 class PgVectorEngine(PgVectorReading):
     """The engine of a `PgVectorStore` (see it for what each argument means)."""
+
+    BUILD_MEMORY = 1 << 30
+    """Most `maintenance_work_mem` (bytes) a build of a collection's shared HNSW index asks
+    for: it asks for what the graph of the collection's rows takes (`GRAPH_ROW_BYTES` and
+    the vector per row) up to this, never less than the server's setting. A graph larger
+    than the memory is still built, more slowly."""
+    GRAPH_ROW_BYTES = 1024
+    """The memory an HNSW graph build takes per row besides its vector (m=16 neighbours;
+    pgvector 0.8 takes about 750 bytes, the rest is margin)."""
+    BUILD_WORKERS = 2
+    """Parallel workers of a shared HNSW index build (`max_parallel_maintenance_workers`),
+    within what the server allows. A parallel build takes its memory at once in the
+    server's shared memory; where that is too small the build runs without workers."""
 
     def __init__(
         self,
@@ -261,15 +279,33 @@ class PgVectorEngine(PgVectorReading):
                 sql.SQL("DELETE FROM {} WHERE name = %s").format(self._registry), [name]
             )
 
+    async def begin_bulk_load(self, collection: str) -> None:
+        """Drop the collection's HNSW indexes (`bulk_load`) under its write lock; dense
+        searches rank exactly until `optimize` builds them again."""
+        found = await self.shape(collection)
+        if found is None:
+            raise missing_collection(collection)
+        try:
+            async with self._transaction() as connection:
+                await self._lock(connection, "collection", collection)
+                await drop_graphs(connection, found.tables)
+        except errors.UndefinedTable:  # dropped by another process meanwhile
+            self._collections.pop(collection, None)
+            raise missing_collection(collection) from None
+
     async def optimize(self, collection: str) -> None:
-        """Build a graph of its own for every tenant holding at least `EXACT_BELOW` chunks
-        (`tenant_graphs`), then refresh the planner's statistics (a filtered search sizes
-        its graph walk by the table's row count). Writes go on meanwhile."""
+        """Build the collection's shared HNSW index if it is missing (after a bulk load, or
+        one cut short), holding its write lock; then a graph of its own for every tenant
+        holding at least `EXACT_BELOW` chunks (`tenant_graphs`, writes going on meanwhile);
+        then refresh the planner's statistics (a filtered search sizes its graph walk by
+        the table's row count)."""
         found = await self.shape(collection)
         if found is None:
             raise missing_collection(collection)
         try:
             async with self._open().connection() as connection:
+                if not await has_shared_graph(connection, found.tables):
+                    await self._build_shared_graph(connection, collection, found)
                 if self._tenant_key is not None:
                     await build_tenant_graphs(
                         connection,
@@ -283,6 +319,30 @@ class PgVectorEngine(PgVectorReading):
         except errors.UndefinedTable:  # dropped by another process meanwhile
             self._collections.pop(collection, None)
             raise missing_collection(collection) from None
+
+    async def _build_shared_graph(
+        self, connection: AsyncConnection[Any], collection: str, found: Collection
+    ) -> None:
+        """Build the collection's shared HNSW index holding its write lock: with
+        `BUILD_WORKERS` parallel workers, or with none when the server's shared memory cannot
+        hold the graph (a container's small /dev/shm)."""
+        for workers in dict.fromkeys((self.BUILD_WORKERS, 0)):
+            try:
+                async with connection.transaction():
+                    await self._lock(connection, "collection", collection)
+                    await build_shared_graph(
+                        connection,
+                        found.tables,
+                        found.distance,
+                        found.datatype,
+                        bytes_per_row=found.vector_bytes + self.GRAPH_ROW_BYTES,
+                        memory_cap=self.BUILD_MEMORY,
+                        workers=workers,
+                    )
+                return
+            except (errors.DiskFull, errors.OutOfMemory):
+                if workers == 0:
+                    raise
 
     # Writing
 

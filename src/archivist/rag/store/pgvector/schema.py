@@ -272,3 +272,8 @@ class Collection(CollectionShape):
     def vector_type(self) -> str:
         """pgvector's type of the collection's dense vectors."""
         return VECTOR_TYPES[self.datatype]
+
+    @property
+    def vector_bytes(self) -> int:
+        """The bytes of one dense vector's values as the collection keeps them."""
+        return self.dimensions * (2 if self.datatype == "float16" else 4)

@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from pgvector import SparseVector
 from psycopg import AsyncConnection, sql
 from psycopg.types.json import Jsonb
@@ -112,18 +113,23 @@ async def _bm25_weights(
     stats = Bm25Stats(tokens=int(row[1]), chunks=int(row[0])) if row else Bm25Stats()
     average = stats.average_after([])
     vectors = [None if terms is None else Bm25Encoder.document(terms, average) for terms in counts]
-    term_ids = [term for vector in vectors if vector for term in vector.indices]
-    values = [value for vector in vectors if vector for value in vector.values]
+    held = [vector for vector in vectors if vector]
+    term_ids = np.fromiter((term for vector in held for term in vector.indices), dtype=np.int64)
+    values = np.fromiter((value for vector in held for value in vector.values), dtype=np.float32)
+    # Each term's document frequency and weight bound in this batch, summed up here: the
+    # statement gets one row a term, its arrays as text (one string, not a list dumped).
+    terms, where, df = np.unique(term_ids, return_inverse=True, return_counts=True)
+    bound = np.zeros(len(terms), dtype=np.float32)
+    np.maximum.at(bound, where, values)
     cursor = await connection.execute(
         sql.SQL(
             "INSERT INTO {0} AS d (term, df, weight_bound) "
-            "SELECT term, count(*), max(weight) FROM unnest(%s::bigint[], %s::real[]) "
-            "AS t(term, weight) GROUP BY term ORDER BY term "
+            "SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::real[]) ORDER BY 1 "
             "ON CONFLICT (term) DO UPDATE SET df = d.df + excluded.df, "
             "weight_bound = greatest(d.weight_bound, excluded.weight_bound) "
             "RETURNING term, slot"
         ).format(found.tables.df),
-        [term_ids, values],
+        [_array_text(terms), _array_text(df), _array_text(bound)],
     )
     slots = {int(term): int(slot) for term, slot in await cursor.fetchall()}
     return [
@@ -132,6 +138,11 @@ async def _bm25_weights(
         else {slots[term]: value for term, value in zip(vector.indices, vector.values, strict=True)}
         for vector in vectors
     ]
+
+
+def _array_text(values: np.ndarray) -> str:
+    """`values` as a PostgreSQL array literal."""
+    return "{" + ",".join(map(str, values.tolist())) + "}"
 
 
 async def delete_where(
