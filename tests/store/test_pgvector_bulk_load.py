@@ -117,6 +117,35 @@ async def test_a_load_cut_short_is_ended_by_the_next_optimize(pg_url: str) -> No
         await _exact_top(store, vectors, queries)
 
 
+async def test_a_failed_load_is_ended_and_a_cancelled_one_left_to_optimize(pg_url: str) -> None:
+    vectors, queries = _vectors(200, 7), _vectors(4, 8)
+    async with PgVectorStore(pg_url, table_prefix="cut") as store:
+        await store.create_collection("docs", DIMENSIONS)
+        with pytest.raises(ValueError, match="the block's own"):
+            async with store.bulk_load("docs"):
+                await store.insert("docs", _records(vectors[:100]))
+                raise ValueError("the block's own error")
+        assert set(_graphs(pg_url, "cut")) == {_shared("cut")}
+
+        async def load() -> None:
+            async with store.bulk_load("docs"):
+                await store.insert("docs", _records(vectors[100:], 100))
+                await asyncio.sleep(60)
+
+        task = asyncio.create_task(load())
+        for _ in range(200):
+            if len(await store.list_documents("docs")) == 200:
+                break
+            await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert _graphs(pg_url, "cut") == {}  # no build on the way out
+        await _exact_top(store, vectors, queries)
+        await store.optimize("docs")
+        assert set(_graphs(pg_url, "cut")) == {_shared("cut")}
+
+
 async def test_two_processes_loading_one_collection_both_end_well(pg_url: str) -> None:
     vectors = _vectors(400, 5)
     async with (

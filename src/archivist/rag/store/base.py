@@ -123,11 +123,13 @@ class VectorStoreBase(AsyncClosable, ABC):
     @asynccontextmanager
     async def bulk_load(self, collection: str) -> AsyncIterator[None]:
         """`begin_bulk_load`, the block's writes, then `end_bulk_load`, also when the block
-        fails (an error of the end is then dropped for the block's own)."""
+        fails (an error of the end is then dropped for the block's own). A block cancelled
+        or interrupted is left without its end, which can take long: the next `optimize`
+        or `end_bulk_load` builds what is missing."""
         await self.begin_bulk_load(collection)
         try:
             yield
-        except BaseException:
+        except Exception:
             with suppress(Exception):
                 await self.end_bulk_load(collection)
             raise
