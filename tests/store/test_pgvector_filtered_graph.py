@@ -226,3 +226,48 @@ async def test_graphs_another_process_is_building_are_left_to_it(pg_url: str) ->
             assert not [name for name in _index_scans(pg_url, "busy") if "_tg_" in name]
         await store.optimize("docs")  # its lock ended with its session
         assert len([name for name in _index_scans(pg_url, "busy") if "_tg_" in name]) == 1
+
+
+async def test_a_large_tenant_gets_a_term_index_of_its_own_which_its_term_lookups_use(
+    pg_url: str,
+) -> None:
+    import asyncio
+
+    rng = np.random.default_rng(11)
+    words = [f"w{n}" for n in range(40)]
+    texts = [" ".join(rng.choice(words, size=int(rng.integers(3, 9)))) for _ in range(1_200)]
+    vectors = rng.standard_normal((1_200, DIMENSIONS)).astype(np.float32)
+    tenants = ["big" if n % 4 else "small" for n in range(1_200)]
+    records = [
+        record.model_copy(update={"chunk": record.chunk.model_copy(update={"content": text})})
+        for record, text in zip(
+            _records(vectors, tenants), [TextBlock(text=t) for t in texts], strict=True
+        )
+    ]
+    queries = [" ".join(rng.choice(words, size=3)) for _ in range(14)]
+    url = fresh_database(pg_url, "terms")
+    found: dict[str, list[list[tuple[str, float]]]] = {}
+    for prefix, key in (("plain", None), ("own", "tenant_id")):
+        async with PgVectorStore(url, table_prefix=prefix, tenant_key=key) as store:
+            store._engine.EXACT_BELOW = 500
+            await store.create_collection("docs", DIMENSIONS)
+            await store.insert("docs", records)
+            await store.optimize("docs")
+            found[prefix] = []
+            for n, query in enumerate(queries):
+                for mode in ("sparse", "hybrid"):
+                    hits = await store.search(
+                        "docs", vectors[n].tolist(), 5, {"tenant_id": "big"},
+                        query_text=query, mode=mode,  # type: ignore[arg-type]
+                    )
+                    found[prefix].append([(h.document_id, round(h.score, 5)) for h in hits])
+    assert found["own"] == found["plain"]  # the same results, through the tenant's own index
+    own = {name: scans for name, scans in _index_scans(url, "own").items() if "_tt_" in name}
+    assert len(own) == 1  # "big" alone holds 500 or more
+    assert not [name for name in _index_scans(url, "plain") if "_tt_" in name]
+    # A backend publishes its statistics when it ends: the store's connections are closed.
+    for _ in range(100):
+        if sum(_index_scans(url, "own")[name] for name in own) >= 28:
+            break
+        await asyncio.sleep(0.1)
+    assert sum(_index_scans(url, "own")[name] for name in own) >= 28

@@ -38,7 +38,7 @@ from archivist.rag.store.pgvector.schema import (
     migration_ddl,
     registry_ddl,
 )
-from archivist.rag.store.pgvector.tenant_graphs import build_tenant_graphs
+from archivist.rag.store.pgvector.tenant_indexes import build_tenant_indexes
 from archivist.rag.store.pgvector.writing import delete_where, write_chunks
 from archivist.rag.store.tenant import TENANT_KEY
 from archivist.validation import MetadataFilter, check_positive_int
@@ -108,11 +108,14 @@ class PgVectorEngine(PgVectorReading):
         await self._prepare_database()
 
         async def configure(connection: AsyncConnection[Any]) -> None:
-            # pgvector's own adapter: vectors travel as binary float32, not as float8 arrays.
+            # pgvector's own adapter: vectors travel in binary, not as float8 arrays.
             from pgvector.psycopg import register_vector_async
 
             await register_vector_async(connection)
             await connection.set_autocommit(True)
+            # Every statement planned for its own values, however often it ran before, so
+            # a tenant's own indexes (`tenant_indexes`) are seen by a search in its scope.
+            await connection.execute("SET plan_cache_mode = force_custom_plan")
 
         pool: AsyncConnectionPool = AsyncConnectionPool(
             self._url,
@@ -295,8 +298,9 @@ class PgVectorEngine(PgVectorReading):
 
     async def optimize(self, collection: str) -> None:
         """Build the collection's shared HNSW index if it is missing (after a bulk load, or
-        one cut short), holding its write lock; then a graph of its own for every tenant
-        holding at least `EXACT_BELOW` chunks (`tenant_graphs`, writes going on meanwhile);
+        one cut short), holding its write lock; then indexes of its own (a graph, a term
+        slots index) for every tenant holding at least `EXACT_BELOW` chunks
+        (`tenant_indexes`, writes going on meanwhile);
         then refresh the planner's statistics (a filtered search sizes its graph walk by
         the table's row count)."""
         found = await self.shape(collection)
@@ -307,13 +311,8 @@ class PgVectorEngine(PgVectorReading):
                 if not await has_shared_graph(connection, found.tables):
                     await self._build_shared_graph(connection, collection, found)
                 if self._tenant_key is not None:
-                    await build_tenant_graphs(
-                        connection,
-                        found.tables,
-                        found.distance,
-                        found.datatype,
-                        self._tenant_key,
-                        self.EXACT_BELOW,
+                    await build_tenant_indexes(
+                        connection, found, self._tenant_key, self.EXACT_BELOW
                     )
                 await connection.execute(sql.SQL("ANALYZE {}").format(found.tables.chunks))
         except errors.UndefinedTable:  # dropped by another process meanwhile

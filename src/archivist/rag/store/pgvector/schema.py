@@ -195,17 +195,25 @@ def collection_ddl(
             tables.named("meta"), chunks
         ),
         hnsw_ddl(tables, distance, datatype),
-        *_slots_ddl(tables),
+        slots_ddl(tables),
         *_df_ddl(tables),
     ]
 
 
-def _slots_ddl(tables: Tables) -> list[sql.Composed]:
-    return [
-        sql.SQL("CREATE INDEX {} ON {} USING gin (slots)").format(
-            tables.named("slots"), tables.chunks
-        )
-    ]
+def slots_ddl(
+    tables: Tables, *, name: str | None = None, where: sql.Composable | None = None
+) -> sql.Composed:
+    """The statement creating the GIN index over the chunks' term slots (which chunks hold a
+    term), or (`name`, `where`) a partial one over the rows `where` holds, built without
+    blocking writes."""
+    statement = sql.SQL(
+        "CREATE INDEX {concurrently} IF NOT EXISTS {index} ON {chunks} USING gin (slots)"
+    ).format(
+        concurrently=sql.SQL("" if where is None else "CONCURRENTLY"),
+        index=tables.named("slots") if name is None else sql.Identifier(name),
+        chunks=tables.chunks,
+    )
+    return statement if where is None else sql.SQL("{} WHERE {}").format(statement, where)
 
 
 def _df_ddl(tables: Tables) -> list[sql.Composed]:
@@ -257,7 +265,7 @@ def migration_ddl(tables: Tables) -> list[sql.Composed]:
             dimensions=sql.Literal(SLOT_DIMENSIONS),
         ),
         sql.SQL("DROP TABLE {}, {}").format(postings, renamed),
-        *_slots_ddl(tables),
+        slots_ddl(tables),
     ]
 
 

@@ -210,9 +210,6 @@ class SearchPlan:
         if breadth is None:
             return True
         await connection.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-        # Planned for this filter's values, so a tenant's own graph (`tenant_graphs`) is seen
-        # however often the statement ran before.
-        await connection.execute("SET LOCAL plan_cache_mode = force_custom_plan")
         await connection.execute(
             sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(breadth))
         )

@@ -30,7 +30,8 @@ class PgVectorStore(CoreStore[Collection, SqlScope, Row]):
     filter holds shrinks. A filter holding fewer than `EXACT_BELOW` chunks is ranked exactly.
     `optimize()` gives each tenant (metadata key `tenant_key`, default "tenant_id", the key
     `archivist.rag.store.tenant` scopes by; None: none) holding more its own HNSW index, which
-    the tenant's searches then walk; it is built without blocking writes. A large load goes
+    the tenant's searches then walk, and its own index of the BM25 terms its chunks hold;
+    they are built without blocking writes. A large load goes
     faster inside `async with store.bulk_load(collection):`, which builds the indexes once at
     its end.
 
