@@ -87,46 +87,29 @@ class SearchPlan:
         another tenant). Remembers the slot and weight bound of each term held (`slots`)."""
         if not self.terms:
             return {}
+        statement = sql.SQL(
+            "WITH n AS (SELECT greatest(sparse_chunks, 1) AS n FROM {registry} WHERE name = %s) "
+            "SELECT d.term, d.slot, d.weight_bound, d.df "
+            "FROM {df} d WHERE d.term = ANY(%s::bigint[]) AND d.df > 0 AND EXISTS ("
+            "SELECT 1 FROM {chunks} c WHERE c.slots @> ARRAY[d.slot] AND {scope}) "
+            "UNION ALL SELECT NULL, NULL, NULL, n.n FROM n"
+        ).format(
+            registry=self.registry, df=self.tables.df, chunks=self.tables.chunks, scope=self.scope
+        )
         async with self.pool.connection() as connection:
             cursor = await connection.execute(
-                sql.SQL(
-                    "SELECT d.term, d.slot, d.weight_bound, d.df FROM {df} d "
-                    "WHERE d.term = ANY(%s::bigint[]) AND d.df > 0 UNION ALL "
-                    "SELECT NULL, NULL, NULL, greatest(sparse_chunks, 1) FROM {registry} "
-                    "WHERE name = %s"
-                ).format(df=self.tables.df, registry=self.registry),
-                [self.terms, self.collection],
+                statement, [self.collection, self.terms, *self.scope_params]
             )
-            known = {}
-            chunks = 0
-            for term, slot, bound, df in await cursor.fetchall():
-                if term is None:
-                    chunks = int(df)
-                else:
-                    known[int(slot)] = (int(term), float(bound), int(df))
-            within = await self._held_in_scope(connection, sorted(known))
+            rows = await cursor.fetchall()
         held: dict[int, int] = {}
-        for slot in within:
-            term, bound, df = known[slot]
-            held[term] = df
-            self.slots[term] = (slot, bound)
+        chunks = 0
+        for term, slot, bound, value in rows:
+            if term is None:
+                chunks = int(value)
+            else:
+                held[int(term)] = int(value)
+                self.slots[int(term)] = (int(slot), float(bound))
         return query_weights(held, self.terms, chunks)
-
-    async def _held_in_scope(self, connection: AsyncConnection[Any], slots: list[int]) -> set[int]:
-        """Which of the term `slots` some chunk in scope holds: one test a term, each planned
-        for its own slot (statistics tell a rare term, found through the slots index, from a
-        common one, found among the scope's own chunks or in a tenant's own index)."""
-        if not slots:
-            return set()
-        test = sql.SQL(
-            "SELECT %s::integer WHERE EXISTS (SELECT 1 FROM {chunks} c "
-            "WHERE c.slots @> ARRAY[%s::integer] AND {scope})"
-        ).format(chunks=self.tables.chunks, scope=self.scope)
-        cursor = await connection.execute(
-            sql.SQL(" UNION ALL ").join([test] * len(slots)),
-            [value for slot in slots for value in (slot, slot, *self.scope_params)],
-        )
-        return {int(slot) for (slot,) in await cursor.fetchall()}
 
     def judge(
         self, query_idf: dict[int, float], curves: RelevanceCurves
