@@ -506,12 +506,11 @@ def render_stores(results: Path) -> list[str]:
         "",
         *textwrap.wrap(
             f"{d['passages']:,} SciFact passages (`{d['model']}`) and noisy copies (sigma "
-            f"{d['sigma']}), {d['tenants']:,} Zipf-skewed tenants, {d['chunks_per_document']} "
-            f"chunks a document, batches of {d['batch']} through each system's public API in its "
-            f"own process on {host['cpus']} cores; inserts/s count each step's optimize. Tenant-"
-            f"filtered top 5 over {d['queries']} claims, first pass (then warm); recall@5 against "
-            "exact search, by tenant size (< 1,000, < 10,000, more). RSS and disk: the store's "
-            "(pgvector: with its server's, PSS beside).",
+            f"{d['sigma']}), {d['tenants']:,} Zipf tenants, {d['chunks_per_document']} chunks a "
+            f"document, batches of {d['batch']} through each system's API in its own process on "
+            f"{host['cpus']} cores; inserts/s count each step's optimize. Tenant-filtered top 5 "
+            f"over {d['queries']} claims, first pass (warm); recall@5 against exact search by "
+            "tenant size (< 1,000, < 10,000, more).",
             width=100,
         ),
         "",
