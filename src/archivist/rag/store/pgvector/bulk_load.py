@@ -11,7 +11,7 @@ by the next optimize, and two processes loading one collection both end well.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from psycopg import AsyncConnection, sql
 
@@ -19,28 +19,40 @@ from archivist.rag.store.core.datatype import VectorDatatype
 from archivist.rag.store.pgvector.schema import Tables, hnsw_ddl
 
 
-async def graphs(connection: AsyncConnection[Any], tables: Tables) -> list[str]:
-    """The HNSW indexes of `tables`' chunks: the shared graph and the tenants' graphs."""
+class TableIndex(NamedTuple):
+    """One index of a chunk table: whether it is valid (a `CONCURRENTLY` build cut short
+    leaves an invalid one) and its access method ("hnsw", "gin", "btree")."""
+
+    valid: bool
+    method: str
+
+
+async def table_indexes(connection: AsyncConnection[Any], tables: Tables) -> dict[str, TableIndex]:
+    """Every index of `tables`' chunks by name, as PostgreSQL's catalog lists it."""
     cursor = await connection.execute(
-        "SELECT i.relname FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid "
-        "JOIN pg_am a ON a.oid = i.relam WHERE x.indrelid = %s::regclass AND a.amname = 'hnsw' "
-        "ORDER BY 1",
+        "SELECT i.relname, x.indisvalid, a.amname FROM pg_index x "
+        "JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_am a ON a.oid = i.relam "
+        "WHERE x.indrelid = %s::regclass",
         [tables.chunks_name],
     )
-    return [str(name) for (name,) in await cursor.fetchall()]
+    return {
+        str(name): TableIndex(bool(valid), str(method))
+        for name, valid, method in await cursor.fetchall()
+    }
 
 
 async def drop_graphs(connection: AsyncConnection[Any], tables: Tables) -> None:
     """Drop every HNSW index of `tables`' chunks, in the caller's transaction."""
-    for name in await graphs(connection, tables):
-        await connection.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(name)))
+    for name, index in sorted((await table_indexes(connection, tables)).items()):
+        if index.method == "hnsw":
+            await connection.execute(
+                sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(name))
+            )
 
 
 async def has_shared_graph(connection: AsyncConnection[Any], tables: Tables) -> bool:
     """Whether `tables`' shared HNSW index exists."""
-    cursor = await connection.execute("SELECT to_regclass(%s) IS NOT NULL", [f"{tables.base}_hnsw"])
-    row = await cursor.fetchone()
-    return row is not None and bool(row[0])
+    return f"{tables.base}_hnsw" in await table_indexes(connection, tables)
 
 
 async def build_shared_graph(

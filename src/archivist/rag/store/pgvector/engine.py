@@ -299,10 +299,9 @@ class PgVectorEngine(PgVectorReading):
     async def optimize(self, collection: str) -> None:
         """Build the collection's shared HNSW index if it is missing (after a bulk load, or
         one cut short), holding its write lock; then indexes of its own (a graph, a term
-        slots index) for every tenant holding at least `EXACT_BELOW` chunks
-        (`tenant_indexes`, writes going on meanwhile);
-        then refresh the planner's statistics (a filtered search sizes its graph walk by
-        the table's row count)."""
+        slots index) for every tenant holding at least `EXACT_BELOW` chunks (`tenant_indexes`,
+        writes going on meanwhile); then refresh the planner's statistics (a filtered search
+        sizes its graph walk by the table's row count)."""
         found = await self.shape(collection)
         if found is None:
             raise missing_collection(collection)

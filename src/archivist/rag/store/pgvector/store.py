@@ -73,7 +73,7 @@ class PgVectorStore(CoreStore[Collection, SqlScope, Row]):
         tenant_key: str | None = TENANT_KEY,
         vector_datatype: VectorDatatype = DEFAULT_VECTOR_DATATYPE,
     ) -> None:
-        engine = PgVectorEngine(
+        self._pg = PgVectorEngine(
             url,
             distance=distance,
             table_prefix=table_prefix,
@@ -81,8 +81,7 @@ class PgVectorStore(CoreStore[Collection, SqlScope, Row]):
             tenant_key=tenant_key,
             vector_datatype=vector_datatype,
         )
-        super().__init__(engine)
-        self._pg = engine
+        super().__init__(self._pg)  # `_pg`: the engine as its own type, for what only it does
 
     async def begin_bulk_load(self, collection: str) -> None:
         """Drop the collection's HNSW indexes until `end_bulk_load` (or any `optimize`) builds

@@ -21,6 +21,7 @@ from typing import Any
 
 from psycopg import AsyncConnection, sql
 
+from archivist.rag.store.pgvector.bulk_load import table_indexes
 from archivist.rag.store.pgvector.filter import where_metadata
 from archivist.rag.store.pgvector.schema import Collection, Tables, hnsw_ddl, slots_ddl
 
@@ -98,15 +99,14 @@ async def _missing(
         [tenant_key, tenant_key, minimum],
     )
     tenants = [str(tenant) for (tenant,) in await cursor.fetchall()]
-    cursor = await connection.execute(
-        "SELECT i.relname, x.indisvalid FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid "
-        "WHERE x.indrelid = %s::regclass",
-        [tables.chunks_name],
-    )
-    existing = {str(name): bool(valid) for name, valid in await cursor.fetchall()}
+    existing = await table_indexes(connection, tables)
     named = [
         (tenant, kind, tenant_index_name(tables, tenant, kind))
         for tenant in tenants
         for kind in kinds
     ]
-    return [(t, kind, name, name in existing) for t, kind, name in named if not existing.get(name)]
+    return [
+        (tenant, kind, name, name in existing)
+        for tenant, kind, name in named
+        if name not in existing or not existing[name].valid
+    ]
